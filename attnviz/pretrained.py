@@ -9,17 +9,18 @@ SDPA by default, which returns no weights), put in `eval()` and run under
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import torch
 
 from .result import Attention
-from .scratch import EncoderConfig, ScratchEncoder
+from .scratch import EncoderConfig, EncoderLayer, ScratchEncoder, causal_mask
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -166,6 +167,16 @@ class _Runner:
     def attention_maps(self, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
         raise NotImplementedError
 
+    def last_hidden(self, inputs: dict[str, torch.Tensor], inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        """Final hidden states (1, n, d); with `inputs_embeds` (1, n, d) in place of the word
+        embeddings of `inputs["input_ids"]` (for gradients). Not under inference mode here:
+        callers choose."""
+        raise NotImplementedError
+
+    def input_embeddings(self) -> torch.nn.Embedding:
+        """The word-embedding table (vocab, d)."""
+        raise NotImplementedError
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, device={str(self.device)!r})"
 
@@ -188,6 +199,15 @@ class PretrainedModel(_Runner):
         out = self.hf_model(**inputs, output_attentions=True, return_dict=True)
         return list(out.attentions or [])
 
+    def last_hidden(self, inputs: dict[str, torch.Tensor], inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        if inputs_embeds is None:
+            return self.hf_model(**inputs, return_dict=True).last_hidden_state
+        rest = {k: v for k, v in inputs.items() if k != "input_ids"}
+        return self.hf_model(**rest, inputs_embeds=inputs_embeds, return_dict=True).last_hidden_state
+
+    def input_embeddings(self) -> torch.nn.Embedding:
+        return self.hf_model.get_input_embeddings()
+
 
 _CAUSAL_TYPES = {"gpt2", "gpt_neo", "gpt_neox", "gptj", "llama", "mistral", "qwen2", "opt", "bloom", "phi", "gemma"}
 
@@ -207,6 +227,61 @@ class ScratchModel(_Runner):
     def attention_maps(self, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
         _, maps = self.encoder(inputs["input_ids"], inputs.get("attention_mask"), inputs.get("token_type_ids"))
         return maps
+
+    def last_hidden(self, inputs: dict[str, torch.Tensor], inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        ids = None if inputs_embeds is not None else inputs["input_ids"]
+        hidden, _ = self.encoder(ids, inputs.get("attention_mask"), inputs.get("token_type_ids"), inputs_embeds)
+        return hidden
+
+    def input_embeddings(self) -> torch.nn.Embedding:
+        return self.encoder.word_embeddings
+
+    def steps(self, text: str, layer: int = 0, head: int = 0) -> dict[str, np.ndarray]:
+        """Every intermediate of one head's attention, for the lab walkthrough (numpy):
+        x (n, d) the layer input; q, k, v (n, hs); scores = q k^T; scaled = scores / sqrt(hs)
+        (or scores when scaling is off); masked (mask added); weights = softmax(masked);
+        output = weights v (n, hs). Also "tokens" is not included: use `encode(text).tokens`."""
+        if not 0 <= layer < self.n_layers or not 0 <= head < self.n_heads:
+            raise IndexError(f"layer/head out of range: {self.n_layers} layers x {self.n_heads} heads")
+        enc = self.encode(text)
+        captured: dict[str, torch.Tensor] = {}
+        attn = cast(EncoderLayer, self.encoder.layers[layer]).attention
+
+        def grab(_module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+            captured["x"] = args[0]
+
+        handle = attn.register_forward_pre_hook(grab)
+        try:
+            with self._slots, torch.inference_mode():
+                self.attention_maps(enc.inputs)
+                x = captured["x"][0]  # (n, d)
+                hs = attn.head_dim
+                sl = slice(head * hs, (head + 1) * hs)
+                q = attn.query(x)[:, sl]  # (n, hs)
+                k = attn.key(x)[:, sl]
+                v = attn.value(x)[:, sl]
+                scores = q @ k.T  # (n, n)
+                scaled = scores / math.sqrt(hs) if self.config.scale else scores
+                n = x.shape[0]
+                mask = causal_mask(n, scaled.dtype, scaled.device) if self.causal else torch.zeros_like(scaled)
+                masked = scaled + mask
+                weights = torch.softmax(masked, dim=-1)
+                out = weights @ v
+        finally:
+            handle.remove()
+        arrays = {
+            "x": x,
+            "q": q,
+            "k": k,
+            "v": v,
+            "scores": scores,
+            "scaled": scaled,
+            "mask": mask,
+            "masked": masked,
+            "weights": weights,
+            "output": out,
+        }
+        return {name: t.float().cpu().numpy() for name, t in arrays.items()}
 
 
 Runner = PretrainedModel | ScratchModel

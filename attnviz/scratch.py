@@ -169,24 +169,37 @@ class ScratchEncoder(nn.Module):
         if cfg.sinusoidal:
             self.position_embeddings.weight.data.copy_(sinusoidal_positions(cfg.max_positions, cfg.d_model))
 
-    def embed(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        T = input_ids.shape[1]
-        x = self.word_embeddings(input_ids)  # (B, T, d)
+    def embed(
+        self,
+        input_ids: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if inputs_embeds is None:
+            if input_ids is None:
+                raise ValueError("give input_ids or inputs_embeds")
+            inputs_embeds = self.word_embeddings(input_ids)  # (B, T, d)
+        B, T, _ = inputs_embeds.shape
+        x = inputs_embeds
         if self.cfg.positions:
-            x = x + self.position_embeddings(torch.arange(T, device=input_ids.device))[None]
+            x = x + self.position_embeddings(torch.arange(T, device=x.device))[None]
         if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
+            token_type_ids = torch.zeros(B, T, dtype=torch.long, device=x.device)
         x = x + self.token_type_embeddings(token_type_ids)
         return self.ln_embeddings(x)  # (B, T, d)
 
     def forward(
         self,
-        input_ids: torch.Tensor,
+        input_ids: torch.Tensor | None = None,
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """Returns (last hidden state (B, T, d), one (B, nh, T, T) weight tensor per layer)."""
-        x = self.embed(input_ids, token_type_ids)
+        """Returns (last hidden state (B, T, d), one (B, nh, T, T) weight tensor per layer).
+
+        `inputs_embeds` (B, T, d) replaces the word embeddings (as in transformers), so
+        gradients with respect to the input vectors can be taken."""
+        x = self.embed(input_ids, token_type_ids, inputs_embeds)
         attentions = []
         for layer in self.layers:
             x, weights = layer(x, attention_mask)
