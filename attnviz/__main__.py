@@ -11,12 +11,9 @@ import json
 import sys
 from typing import NoReturn
 
+from .config import check_text, settings_from_env
 from .pretrained import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, ModelLoadError, load_model
 from .result import Attention
-
-# Text beyond this many characters is refused before tokenising: 3,000 words is ~20k
-# characters, and the model reads at most 512 tokens anyway.
-MAX_CHARS = 100_000
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,8 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         text = sys.stdin.read() if args.text == "-" else args.text
-        if len(text) > MAX_CHARS:
-            raise ValueError(f"text has {len(text):,} characters; the limit is {MAX_CHARS:,}")
+        check_text(text, settings_from_env().max_chars)
         scratch_only = args.no_scale or args.no_positions or args.causal or args.random_weights
         if scratch_only and args.model != "scratch":
             raise ValueError("--no-scale, --no-positions, --causal and --random-weights need --model scratch")

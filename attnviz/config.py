@@ -1,0 +1,86 @@
+"""Deployment settings read from the environment, so one code base serves a laptop, a
+classroom image and a public demo.
+
+ATTNVIZ_DEMO=1               public-demo mode: models restricted to an allow-list, no free-text id
+ATTNVIZ_ALLOWED_MODELS=a,b   the allow-list (default in demo mode: minilm,scratch)
+ATTNVIZ_MAX_CHARS=N          longest text accepted, checked before tokenising (default 50000)
+ATTNVIZ_MAX_TOKENS=N         tokens kept after truncation (default 512)
+ATTNVIZ_CACHE_MB=N           bytes of analysis results kept in memory per process (default 256)
+ATTNVIZ_CACHE_ENTRIES=N      results kept in memory per process (default 32)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .pretrained import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL
+
+__all__ = ["DEFAULT_MAX_CHARS", "Settings", "check_text", "settings_from_env"]
+
+# 3,000 words of English is about 18,000 characters and must still be accepted (then truncated
+# to 512 tokens); a 1 MB paste is refused before it costs any tokenising time.
+DEFAULT_MAX_CHARS = 50_000
+BUILTIN_MODELS = (EMBEDDED_MODEL, "scratch")
+
+
+@dataclass(frozen=True)
+class Settings:
+    demo: bool = False
+    allowed_models: tuple[str, ...] = ()  # empty: anything (local use)
+    max_chars: int = DEFAULT_MAX_CHARS
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    cache_mb: int = 256
+    cache_entries: int = 32
+
+    @property
+    def free_model_ids(self) -> bool:
+        """Whether a user may type any Hugging Face id or local directory."""
+        return not self.allowed_models
+
+    def check_model(self, name: str) -> str:
+        """The name, stripped, if this deployment allows it; ValueError before any loading if not."""
+        name = (name or "").strip()
+        if not name:
+            raise ValueError("model name is empty")
+        if self.allowed_models and name not in self.allowed_models:
+            raise ValueError(f"model '{name}' is not available here; choose one of: {', '.join(self.allowed_models)}")
+        return name
+
+
+def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
+    env = os.environ if env is None else env
+    demo = env.get("ATTNVIZ_DEMO", "").strip().lower() in ("1", "true", "yes", "on")
+    allowed = tuple(m.strip() for m in env.get("ATTNVIZ_ALLOWED_MODELS", "").split(",") if m.strip())
+    if demo and not allowed:
+        allowed = BUILTIN_MODELS
+    return Settings(
+        demo=demo,
+        allowed_models=allowed,
+        max_chars=_int(env, "ATTNVIZ_MAX_CHARS", DEFAULT_MAX_CHARS, 1),
+        max_tokens=_int(env, "ATTNVIZ_MAX_TOKENS", DEFAULT_MAX_TOKENS, 2),
+        cache_mb=_int(env, "ATTNVIZ_CACHE_MB", 256, 0),
+        cache_entries=_int(env, "ATTNVIZ_CACHE_ENTRIES", 32, 0),
+    )
+
+
+def check_text(text: object, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """Refuse what cannot be analysed before any tokenising: non-text, empty, too long."""
+    if not isinstance(text, str):
+        raise ValueError("text must be a string")
+    if not text.strip():
+        raise ValueError("text is empty: type a sentence to analyse")
+    if len(text) > max_chars:
+        raise ValueError(f"text has {len(text):,} characters; the limit here is {max_chars:,}")
+    return text
+
+
+def _int(env: Mapping[str, str], key: str, default: int, minimum: int) -> int:
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        return max(minimum, int(raw))
+    except ValueError:
+        return default
