@@ -70,31 +70,40 @@ def main(argv: list[str] | None = None) -> int:
             max_tokens=args.max_tokens,
         )
         att = model.attend(text)
-    except (ValueError, ModelLoadError) as exc:
-        print(f"attnviz: error: {exc}", file=sys.stderr)
+        if att.truncated:
+            print(f"attnviz: note: input truncated to {att.n} of {att.n_input_tokens} tokens", file=sys.stderr)
+        _write_outputs(att, args.json, args.html)
+    except (ValueError, ModelLoadError, OSError) as exc:
+        print(f"attnviz: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:  # a CLI user gets one line, never a traceback
-        print(f"attnviz: error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", file=sys.stderr)
+        print(f"attnviz: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return 2
-    if att.truncated:
-        print(
-            f"attnviz: note: input truncated to {att.n} of {att.n_input_tokens} tokens",
-            file=sys.stderr,
-        )
-    if args.json:
-        payload = json.dumps(to_json(att), ensure_ascii=False)
-        if args.json == "-":
-            sys.stdout.write(payload + "\n")
-        else:
-            with open(args.json, "w", encoding="utf-8") as fh:
-                fh.write(payload)
-    if args.html:
-        from .views import model_view
-
-        model_view(att).write_html(args.html, include_plotlyjs=True, full_html=True)
     if not args.json and not args.html:
         _print_summary(att)
     return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _write_outputs(att: Attention, json_out: str | None, html_out: str | None) -> None:
+    if json_out:
+        payload = json.dumps(to_json(att), ensure_ascii=False)
+        if json_out == "-":
+            sys.stdout.write(payload + "\n")
+        else:
+            with open(json_out, "w", encoding="utf-8") as fh:
+                fh.write(payload)
+    if html_out:
+        from .export import figure_html
+        from .views import model_view
+
+        settings = {"text": att.text, "model": att.model}
+        with open(html_out, "w", encoding="utf-8") as fh:
+            fh.write(figure_html(model_view(att), settings))
 
 
 def _print_summary(att: Attention) -> None:

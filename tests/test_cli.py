@@ -1,0 +1,91 @@
+"""python -m attnviz: the command-line contract of ARCHITECTURE.md."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "attnviz", *args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(ROOT)},
+    )
+
+
+def test_json_to_stdout_has_the_contract_shape(minilm: object) -> None:
+    out = run("The animal didn't cross the street because it was tired.", "--json", "-")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) == {"model", "device", "tokens", "truncated", "weights"}
+    assert data["model"] == "minilm" and data["device"] == "cpu" and data["truncated"] is False
+    w = np.array(data["weights"])
+    n = len(data["tokens"])
+    assert w.shape == (6, 12, n, n)
+    np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-4)
+    expected = minilm.attend("The animal didn't cross the street because it was tired.")  # type: ignore[attr-defined]
+    np.testing.assert_allclose(w, expected.weights, atol=1e-5)
+
+
+def test_scratch_switches_on_the_command_line() -> None:
+    out = run("dog bites man", "--model", "scratch", "--causal", "--no-scale", "--json", "-")
+    assert out.returncode == 0, out.stderr
+    w = np.array(json.loads(out.stdout)["weights"])
+    assert np.all(np.triu(w, 1) == 0)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("",), "empty"),
+        (("   ",), "empty"),
+        (("hello", "--model", "no/such-model-anywhere"), "no/such-model-anywhere"),
+        (("hello", "--model", "./missing-dir"), "does not exist"),
+        (("hello", "--device", "cuda"), "CUDA"),
+        (("hello", "--causal"), "--model scratch"),
+        (("hello", "--max-tokens", "1"), "at least 2"),
+        (("hello", "--bogus-flag"), "unrecognized"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_and_no_traceback(args: tuple[str, ...], message: str) -> None:
+    out = run(*args)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert message in lines[0] and lines[0].startswith("attnviz: error:")
+    assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+def test_three_thousand_words_are_truncated_and_flagged() -> None:
+    out = run("-", "--json", "-", stdin="word " * 3000)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["truncated"] is True and len(data["tokens"]) == 512
+    assert "truncated to 512 of 3002 tokens" in out.stderr
+
+
+def test_one_megabyte_is_refused_before_tokenising() -> None:
+    out = run("-", stdin="a" * 1_000_000)
+    assert out.returncode == 2 and "limit" in out.stderr
+
+
+def test_summary_and_html(tmp_path: Path) -> None:
+    html = tmp_path / "view.html"
+    out = run("I sat by the river bank.", "--html", str(html))
+    assert out.returncode == 0, out.stderr
+    text = html.read_text()
+    assert "plotly" in text.lower() and len(text) > 100_000  # plotly.js is inlined: works offline
+    out = run("I sat by the river bank.")
+    assert out.returncode == 0 and "6 layers x 12 heads" in out.stdout and "bank" in out.stdout
