@@ -1,0 +1,80 @@
+"""Exports: the numbers round-trip with their settings; the HTML works with the network off."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from attnviz import Attention
+from attnviz.export import ExportUnavailable, attention_json, attention_npz, figure_html, figure_image, head_csv
+
+from .browser import ARTIFACTS, browser
+
+SETTINGS = {"layer": 2, "head": 3, "options": {"merge_words": False}}
+
+
+def test_head_csv_has_tokens_and_the_focused_map(tired: Attention) -> None:
+    text = head_csv(tired, 2, 3, SETTINGS)
+    comments = [line for line in text.splitlines() if line.startswith("#")]
+    assert any('"minilm"' in c for c in comments) and any("layer: 2" in c for c in comments)
+    rows = list(csv.reader(io.StringIO("\n".join(line for line in text.splitlines() if not line.startswith("#")))))
+    assert rows[0][1:] == tired.tokens
+    values = np.array([[float(x) for x in r[1:]] for r in rows[1:]])
+    np.testing.assert_allclose(values, tired.weights[2, 3], atol=1e-6)
+    assert [r[0] for r in rows[1:]] == tired.tokens
+
+
+def test_npz_and_json_round_trip_with_settings(tired: Attention) -> None:
+    data = np.load(io.BytesIO(attention_npz(tired, SETTINGS)))
+    np.testing.assert_array_equal(data["weights"], tired.weights)
+    assert data["tokens"].tolist() == tired.tokens
+    settings = json.loads(str(data["settings"]))
+    assert settings["text"] == tired.text and settings["head"] == 3
+    js = json.loads(attention_json(tired, SETTINGS))
+    assert js["settings"]["model"] == "minilm" and js["tokens"] == tired.tokens
+    np.testing.assert_allclose(np.array(js["weights"]), tired.weights, atol=1e-6)
+
+
+def test_image_export_is_a_clear_message_without_an_engine() -> None:
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        with pytest.raises(ExportUnavailable, match="kaleido"):
+            figure_image(go.Figure(), "png")
+    with pytest.raises(ValueError):
+        figure_image(go.Figure(), "gif")
+
+
+def test_html_export_draws_the_chart_with_the_network_blocked(tmp_path: Path) -> None:
+    fig = go.Figure(go.Heatmap(z=[[0.1, 0.9], [0.5, 0.5]], x=["it", "animal"], y=["it", "animal"]))
+    html = figure_html(fig, {"text": "<script>alert(1)</script> --> it"})
+    # the settings ride in one HTML comment that user text cannot close early
+    note = html.split("<!-- attnviz settings:", 1)[1].split("-->", 1)[0]
+    assert "alert(1)" in note and "--" not in note
+    path = tmp_path / "view.html"
+    path.write_text(html, encoding="utf-8")
+    requests: list[str] = []
+    with browser() as b:
+        context = b.new_context(offline=True)
+        page = context.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(path.as_uri())
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=20_000)
+        assert page.locator(".js-plotly-plot").count() == 1
+        assert (
+            "animal" in page.locator(".js-plotly-plot").inner_text()
+            or page.locator("text", has_text="animal").count() > 0
+        )
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "export-offline.png"))
+        context.close()
+    assert dialogs == []
+    assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
