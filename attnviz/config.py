@@ -3,6 +3,8 @@ classroom image and a public demo.
 
 ATTNVIZ_DEMO=1               public-demo mode: models restricted to an allow-list, no free-text id
 ATTNVIZ_ALLOWED_MODELS=a,b   the allow-list (default in demo mode: minilm,scratch)
+ATTNVIZ_EXTRA_MODELS=a,b     models offered in the model list besides the built-in ones (the
+                             Docker image sets this to the ids baked in with EXTRA_MODELS)
 ATTNVIZ_MAX_CHARS=N          longest text accepted, checked before tokenising (default 50000)
 ATTNVIZ_MAX_TOKENS=N         tokens kept after truncation (default 512)
 ATTNVIZ_CACHE_MB=N           bytes of analysis results kept in memory per process (default 256)
@@ -29,10 +31,18 @@ BUILTIN_MODELS = (EMBEDDED_MODEL, "scratch")
 class Settings:
     demo: bool = False
     allowed_models: tuple[str, ...] = ()  # empty: anything (local use)
+    extra_models: tuple[str, ...] = ()  # offered as choices next to minilm and scratch
     max_chars: int = DEFAULT_MAX_CHARS
     max_tokens: int = DEFAULT_MAX_TOKENS
     cache_mb: int = 256
     cache_entries: int = 32
+
+    @property
+    def model_choices(self) -> tuple[str, ...]:
+        """Models to offer in a list: the built-in ones, extras, and the allow-list, in order."""
+        names = [*BUILTIN_MODELS, *self.extra_models, *self.allowed_models]
+        seen = dict.fromkeys(n for n in names if not self.allowed_models or n in self.allowed_models)
+        return tuple(seen)
 
     @property
     def free_model_ids(self) -> bool:
@@ -52,12 +62,13 @@ class Settings:
 def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     demo = env.get("ATTNVIZ_DEMO", "").strip().lower() in ("1", "true", "yes", "on")
-    allowed = tuple(m.strip() for m in env.get("ATTNVIZ_ALLOWED_MODELS", "").split(",") if m.strip())
+    allowed = _names(env.get("ATTNVIZ_ALLOWED_MODELS", ""))
     if demo and not allowed:
         allowed = BUILTIN_MODELS
     return Settings(
         demo=demo,
         allowed_models=allowed,
+        extra_models=_names(env.get("ATTNVIZ_EXTRA_MODELS", "")),
         max_chars=_int(env, "ATTNVIZ_MAX_CHARS", DEFAULT_MAX_CHARS, 1),
         max_tokens=_int(env, "ATTNVIZ_MAX_TOKENS", DEFAULT_MAX_TOKENS, 2),
         cache_mb=_int(env, "ATTNVIZ_CACHE_MB", 256, 0),
@@ -74,6 +85,10 @@ def check_text(text: object, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     if len(text) > max_chars:
         raise ValueError(f"text has {len(text):,} characters; the limit here is {max_chars:,}")
     return text
+
+
+def _names(raw: str) -> tuple[str, ...]:
+    return tuple(m.strip() for m in raw.replace(",", " ").split() if m.strip())
 
 
 def _int(env: Mapping[str, str], key: str, default: int, minimum: int) -> int:

@@ -29,6 +29,14 @@ def test_demo_mode_restricts_models_before_loading() -> None:
     assert custom.allowed_models == ("minilm", "bert-base-uncased")
 
 
+def test_model_choices_list_builtins_extras_and_the_allow_list() -> None:
+    assert settings_from_env({}).model_choices == ("minilm", "scratch")
+    baked = settings_from_env({"ATTNVIZ_EXTRA_MODELS": "bert-base-uncased distilbert-base-uncased"})
+    assert baked.model_choices == ("minilm", "scratch", "bert-base-uncased", "distilbert-base-uncased")
+    demo = settings_from_env({"ATTNVIZ_ALLOWED_MODELS": "minilm,gpt2", "ATTNVIZ_EXTRA_MODELS": "bert-base-uncased"})
+    assert demo.model_choices == ("minilm", "gpt2")
+
+
 def test_bad_numbers_in_the_environment_fall_back_to_defaults() -> None:
     s = settings_from_env({"ATTNVIZ_MAX_CHARS": "lots", "ATTNVIZ_MAX_TOKENS": "-5", "ATTNVIZ_CACHE_MB": "64"})
     assert s.max_chars == DEFAULT_MAX_CHARS and s.max_tokens == 2 and s.cache_mb == 64
