@@ -147,10 +147,7 @@ class _Runner:
         """Run `text` through the model; the per-layer attention as a float32 numpy array."""
         enc = self.encode(text, max_tokens)
         with self._slots, torch.inference_mode():
-            maps = self.attention_maps(enc.inputs)
-        if not maps or any(m is None for m in maps):
-            raise ModelLoadError(f"model '{self.name}' returned no attention weights")
-        weights = torch.stack([m[0] for m in maps]).float().cpu().numpy()  # (L, H, n, n)
+            weights = self.attention_array(enc.inputs)
         return Attention(
             tokens=enc.tokens,
             weights=weights,
@@ -165,7 +162,15 @@ class _Runner:
         )
 
     def attention_maps(self, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        """One (1, heads, n, n) tensor per layer."""
         raise NotImplementedError
+
+    def attention_array(self, inputs: dict[str, torch.Tensor]) -> np.ndarray:
+        """All layers' weights as one float32 numpy array (L, H, n, n)."""
+        maps = self.attention_maps(inputs)
+        if not maps or any(m is None for m in maps):
+            raise ModelLoadError(f"model '{self.name}' returned no attention weights")
+        return torch.stack([m[0] for m in maps]).float().cpu().numpy()
 
     def last_hidden(self, inputs: dict[str, torch.Tensor], inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
         """Final hidden states (1, n, d); with `inputs_embeds` (1, n, d) in place of the word
@@ -194,10 +199,26 @@ class PretrainedModel(_Runner):
         self.n_layers = int(_first_attr(cfg, "num_hidden_layers", "n_layer", "n_layers"))
         self.n_heads = int(_first_attr(cfg, "num_attention_heads", "n_head", "n_heads"))
         self.causal = bool(getattr(cfg, "is_decoder", False)) or cfg.model_type in _CAUSAL_TYPES
+        self.writes_in_place = _use_in_place_attention(hf_model)
 
     def attention_maps(self, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
         out = self.hf_model(**inputs, output_attentions=True, return_dict=True)
         return list(out.attentions or [])
+
+    def attention_array(self, inputs: dict[str, torch.Tensor]) -> np.ndarray:
+        if not self.writes_in_place or self.device.type != "cpu":
+            return super().attention_array(inputs)
+        n = int(inputs["input_ids"].shape[1])
+        out = np.empty((self.n_layers, self.n_heads, n, n), dtype=np.float32)
+        slots = list(torch.from_numpy(out).unsqueeze(1).unbind(0))  # L views of (1, H, n, n)
+        _CAPTURE.slots = slots
+        try:
+            self.hf_model(**inputs, output_attentions=False, return_dict=True)
+        finally:
+            _CAPTURE.slots = None
+        if slots:  # every layer pops one slot; leftovers mean the model bypassed us
+            raise ModelLoadError(f"model '{self.name}' returned no attention weights for {len(slots)} layers")
+        return out
 
     def last_hidden(self, inputs: dict[str, torch.Tensor], inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
         if inputs_embeds is None:
@@ -207,6 +228,60 @@ class PretrainedModel(_Runner):
 
     def input_embeddings(self) -> torch.nn.Embedding:
         return self.hf_model.get_input_embeddings()
+
+
+# --- Eager attention written straight into the result array -----------------------------------
+# A 512-token result of a 6 x 12 model is 75 MB. transformers' eager attention allocates every
+# layer's weights and `attend` would then copy them into one array; on 2 cores the fresh pages
+# of that copy cost about 20% of the forward pass. For architectures whose attention is the
+# generic eager function (modeling_bert.eager_attention_forward: QK^T * scaling + mask,
+# softmax, dropout, @ V), we register the same maths as an attention function that computes the
+# scores, mask and an explicit softmax in place inside a slice of the caller's numpy array.
+# Same result as eager within float rounding (tests/test_pretrained.py checks 1e-6).
+_IN_PLACE_TYPES = {"bert", "roberta", "xlm-roberta", "camembert"}
+_IN_PLACE_NAME = "attnviz_eager_in_place"
+_CAPTURE = threading.local()
+
+
+def _eager_in_place(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    slots: list[torch.Tensor] | None = getattr(_CAPTURE, "slots", None)
+    if not slots or module.training or query.shape[0] != 1:
+        from transformers.models.bert.modeling_bert import eager_attention_forward
+
+        return eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout, **kwargs)
+    if scaling is None:
+        scaling = query.size(-1) ** -0.5
+    w = slots.pop(0)  # (1, H, n, n) view of the result array
+    torch.matmul(query, key.transpose(2, 3), out=w)
+    w.mul_(scaling)
+    if attention_mask is not None:
+        w.add_(attention_mask)
+    w.sub_(w.amax(dim=-1, keepdim=True)).exp_()  # softmax, explicitly and in place
+    w.div_(w.sum(dim=-1, keepdim=True))
+    attn_output = torch.matmul(w, value).transpose(1, 2).contiguous()  # (1, n, H, hs)
+    return attn_output, w
+
+
+def _use_in_place_attention(hf_model: Any) -> bool:
+    if hf_model.config.model_type not in _IN_PLACE_TYPES:
+        return False
+    try:
+        from transformers import AttentionInterface
+
+        AttentionInterface.register(_IN_PLACE_NAME, _eager_in_place)
+        hf_model.set_attn_implementation(_IN_PLACE_NAME)
+    except Exception:  # an older or newer transformers without this hook: plain eager + copy
+        return False
+    return bool(hf_model.config._attn_implementation == _IN_PLACE_NAME)
 
 
 _CAUSAL_TYPES = {"gpt2", "gpt_neo", "gpt_neox", "gptj", "llama", "mistral", "qwen2", "opt", "bloom", "phi", "gemma"}

@@ -188,3 +188,20 @@ def test_remote_code_is_never_trusted(tmp_path: Path) -> None:
     with pytest.raises(ModelLoadError):
         attnviz.load_model(str(tmp_path))
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("arch", ["minilm", "roberta"])
+def test_in_place_attention_equals_transformers_eager(tmp_path: Path, arch: str) -> None:
+    """`attend` writes BERT-family weights straight into its result; they must equal what
+    transformers' own eager attention returns with output_attentions=True."""
+    from transformers import AutoModel
+
+    source = str(embedded_model_dir()) if arch == "minilm" else str(build(arch, tmp_path / arch))
+    model = attnviz.load_model("minilm" if arch == "minilm" else source, device="cpu")
+    assert model.writes_in_place
+    reference = AutoModel.from_pretrained(source, attn_implementation="eager").eval()
+    for text in SENTENCES[:3]:
+        att = model.attend(text)
+        with torch.inference_mode():
+            maps = reference(**model.encode(text).inputs, output_attentions=True).attentions
+        np.testing.assert_allclose(att.weights, torch.stack([m[0] for m in maps]).numpy(), atol=1e-5, rtol=0)
