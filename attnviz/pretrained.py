@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -106,6 +108,8 @@ class _Runner:
         self.device = device
         self.max_tokens = max(2, min(int(max_tokens), int(model_limit)))
         self._slots = threading.BoundedSemaphore(MAX_CONCURRENT_FORWARDS)
+        self._reload: Callable[[], _Runner] | None = None  # set by load_model: the same model on the CPU
+        self._cpu_twin: _Runner | None = None
 
     def encode(self, text: str, max_tokens: int | None = None) -> Encoded:
         """Tokenise, truncating to the model's limit (or `max_tokens`) and flagging it."""
@@ -146,8 +150,13 @@ class _Runner:
     def attend(self, text: str, max_tokens: int | None = None) -> Attention:
         """Run `text` through the model; the per-layer attention as a float32 numpy array."""
         enc = self.encode(text, max_tokens)
-        with self._slots, torch.inference_mode():
-            weights = self.attention_array(enc.inputs)
+        try:
+            with self._slots, torch.inference_mode():
+                weights = self.attention_array(enc.inputs)
+        except torch.OutOfMemoryError:
+            if self.device.type == "cpu":
+                raise
+            return self._attend_on_cpu(text, max_tokens)
         return Attention(
             tokens=enc.tokens,
             weights=weights,
@@ -159,6 +168,20 @@ class _Runner:
             text=enc.text,
             causal=self.causal,
             n_input_tokens=enc.n_input_tokens,
+        )
+
+    def _attend_on_cpu(self, text: str, max_tokens: int | None) -> Attention:
+        """The accelerator ran out of memory: free what it cached and answer from a CPU copy of
+        the model (loaded once, on first need), with a notice on the result."""
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        if self._cpu_twin is None:
+            if self._reload is None:
+                raise ModelLoadError(f"out of memory on {self.device} and no way to reload '{self.name}' on the CPU")
+            self._cpu_twin = self._reload()
+        att = self._cpu_twin.attend(text, max_tokens)
+        return replace(
+            att, notes=(*att.notes, f"{self.device} ran out of memory: this result was computed on the CPU.")
         )
 
     def attention_maps(self, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
@@ -387,11 +410,17 @@ def load_model(
         raise ValueError("max_tokens must be at least 2")
     if weights not in ("pretrained", "random"):
         raise ValueError("weights must be 'pretrained' or 'random'")
+    runner: Runner
     if name == "scratch":
-        return _load_scratch(dev, scale, positions, causal, weights, seed, max_tokens)
-    if name == EMBEDDED_MODEL:
-        return _load_hf(str(embedded_model_dir()), dev, max_tokens, display_name=EMBEDDED_MODEL)
-    return _load_hf(name, dev, max_tokens, display_name=name)
+        runner = _load_scratch(dev, scale, positions, causal, weights, seed, max_tokens)
+    elif name == EMBEDDED_MODEL:
+        runner = _load_hf(str(embedded_model_dir()), dev, max_tokens, display_name=EMBEDDED_MODEL)
+    else:
+        runner = _load_hf(name, dev, max_tokens, display_name=name)
+    if dev.type != "cpu":
+        options = {"scale": scale, "positions": positions, "causal": causal, "weights": weights, "seed": seed}
+        runner._reload = partial(load_model, name, "cpu", max_tokens=max_tokens, **options)  # type: ignore[arg-type]
+    return runner
 
 
 def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_name: str) -> PretrainedModel:

@@ -23,6 +23,7 @@ class Attention:
     special:  bool array (n,), True for [CLS], [SEP], <s>, </s> and similar.
     word_ids: for each token the index of the word it belongs to, or -1 for special tokens.
     n_input_tokens: tokens the full text would have had before truncation (specials included).
+    notes:    notices for the viewer (e.g. "cuda ran out of memory: computed on the CPU").
     """
 
     tokens: list[str]
@@ -35,6 +36,7 @@ class Attention:
     text: str = ""
     causal: bool = False
     n_input_tokens: int = 0
+    notes: tuple[str, ...] = ()  # things the viewer must be told, e.g. a fallback to the CPU
 
     def __post_init__(self) -> None:
         w = np.asarray(self.weights)

@@ -205,3 +205,27 @@ def test_in_place_attention_equals_transformers_eager(tmp_path: Path, arch: str)
         with torch.inference_mode():
             maps = reference(**model.encode(text).inputs, output_attentions=True).attentions
         np.testing.assert_allclose(att.weights, torch.stack([m[0] for m in maps]).numpy(), atol=1e-5, rtol=0)
+
+
+def test_accelerator_out_of_memory_falls_back_to_the_cpu_with_a_notice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulated: the runner claims an accelerator (the meta device, so nothing really runs)
+    whose forward raises OutOfMemoryError; the answer comes from a CPU copy, with a note."""
+    model = attnviz.load_model("minilm", device="cpu")
+    monkeypatch.setattr(model, "device", torch.device("meta"))
+    reloads = []
+
+    def reload() -> attnviz.PretrainedModel:
+        reloads.append(1)
+        return attnviz.load_model("minilm", device="cpu")
+
+    def oom(inputs: object) -> np.ndarray:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 75.00 MiB")
+
+    model._reload = reload
+    monkeypatch.setattr(model, "attention_array", oom)
+    att = model.attend(SENTENCES[0])
+    again = model.attend(SENTENCES[1])
+    assert att.device == "cpu" and "ran out of memory" in att.notes[0] and again.notes
+    assert len(reloads) == 1, "the CPU copy is loaded once"
+    expected = attnviz.load_model("minilm", device="cpu").attend(SENTENCES[0]).weights
+    np.testing.assert_allclose(att.weights, expected, atol=1e-6)
