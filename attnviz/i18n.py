@@ -1,0 +1,82 @@
+"""Message catalogues for the app: assets/i18n/{en,zh}.json (flat key -> text) and
+assets/examples.json (the example sentence families of each language).
+
+Pure lookup, no streamlit: the app layer decides which language a visitor sees.
+
+    t("explorer.title", "zh")               # the Chinese title
+    t("cost.numbers", "en", n=12, numbers="10,368")
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEFAULT_LANGUAGE",
+    "LANGUAGES",
+    "Example",
+    "ExampleFamily",
+    "catalogue",
+    "examples",
+    "language_from_locale",
+    "placeholders",
+    "t",
+]
+
+LANGUAGES = ("en", "zh")
+DEFAULT_LANGUAGE = "en"
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+
+Example = dict[str, str]  # {"id", "label", "text"}
+ExampleFamily = dict[str, Any]  # {"id", "title", "sentences": [Example, ...], "query", "key"}
+
+
+@cache
+def catalogue(lang: str) -> dict[str, str]:
+    """The flat key -> text mapping of one language."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
+    with open(ASSETS / "i18n" / f"{lang}.json", encoding="utf-8") as fh:
+        data = json.load(fh)
+    return {k: v for k, v in data.items() if not k.startswith("_")}  # "_comment" keys are notes
+
+
+def t(key: str, lang: str = DEFAULT_LANGUAGE, **fmt: Any) -> str:
+    """The text for `key` in `lang`, formatted with `fmt`. A key missing from `lang` falls back
+    to English, and a key missing everywhere shows as itself (a test keeps both from happening)."""
+    cat = catalogue(lang if lang in LANGUAGES else DEFAULT_LANGUAGE)
+    text = cat.get(key)
+    if text is None:
+        text = catalogue(DEFAULT_LANGUAGE).get(key, key)
+    return text.format(**fmt) if fmt else text
+
+
+def placeholders(text: str) -> set[str]:
+    """Names of the `{fields}` in a catalogue string."""
+    return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+
+
+@cache
+def _examples() -> dict[str, Any]:
+    with open(ASSETS / "examples.json", encoding="utf-8") as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+def examples(lang: str) -> dict[str, Any]:
+    """{"default": text, "families": [ExampleFamily, ...], "order_pair": [a, b],
+    "minimal_pair": {"a", "b", "query", "keys"}} for one language."""
+    data = _examples()
+    return data[lang] if lang in data else data[DEFAULT_LANGUAGE]
+
+
+def language_from_locale(locale: str | None) -> str:
+    """'zh', 'zh-CN', 'zh-Hans-SG', 'zh_TW' -> 'zh'; anything else (or nothing) -> 'en'."""
+    if not locale:
+        return DEFAULT_LANGUAGE
+    primary = locale.replace("_", "-").split("-")[0].strip().lower()
+    return primary if primary in LANGUAGES else DEFAULT_LANGUAGE

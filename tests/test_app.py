@@ -1,0 +1,316 @@
+"""The Streamlit app through AppTest (no browser): every page runs, the views show the model's
+own numbers, errors are messages and never tracebacks, demo mode, languages, shared links."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import attnviz
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+PAGES = ("app_pages/explorer.py", "app_pages/lab.py", "app_pages/explain.py", "app_pages/caveats.py")
+TIRED = "The animal didn't cross the street because it was tired."
+TIMEOUT = 180  # the first run loads the model (about 5 s on 2 cores); explanations add a few more
+
+pytestmark = [
+    pytest.mark.slow,
+    # AppTest reads st.session_state from the test thread, which Streamlit reports as a
+    # "missing ScriptRunContext" RuntimeWarning-free log line; nothing else is filtered here.
+]
+
+
+@pytest.fixture(autouse=True)
+def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local deployment unless a test says otherwise."""
+    for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS"):
+        monkeypatch.delenv(key, raising=False)
+
+
+def _app(**query: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update(query)
+    return at.run()
+
+
+def _ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _chart(at: AppTest, key: str) -> dict[str, Any]:
+    """The Plotly figure of the chart with widget key `key`, as a dict."""
+    for element in at.get("plotly_chart"):
+        if element.proto.id.endswith(f"-{key}"):
+            return dict(json.loads(element.proto.spec))
+    raise AssertionError(f"no chart {key!r}")
+
+
+def _array(value: Any) -> np.ndarray:
+    """A Plotly array: plain nested lists, or plotly >= 6's base64 typed array."""
+    if isinstance(value, dict) and "bdata" in value:
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        shape = [int(s) for s in str(value.get("shape", len(flat))).split(",")]
+        return flat.reshape(shape)
+    return np.asarray(value, dtype=np.float64)
+
+
+def _heatmap_z(at: AppTest, key: str = "chart_heatmap") -> np.ndarray:
+    return _array(_chart(at, key)["data"][0]["z"])
+
+
+def _tokens_shown(at: AppTest) -> list[str]:
+    return next(c.value for c in at.code).split(" · ")
+
+
+def _messages(at: AppTest, kind: str) -> list[str]:
+    return [e.value for e in at.get(kind)]
+
+
+# --- every page -------------------------------------------------------------------------------
+
+
+def test_every_page_runs_without_exception() -> None:
+    at = _ok(_app())
+    assert at.title[0].value == "Attention explorer"
+    assert len(at.get("plotly_chart")) >= 4  # heatmap, all heads, head view, graph view (+ focus)
+    titles = {}
+    for page in PAGES[1:]:
+        _ok(at.switch_page(page).run())
+        titles[page] = at.title[0].value
+        assert not at.error, _messages(at, "error")
+        assert at.text_area(key="sentence").value == TIRED  # the sentence follows the visitor
+    assert titles == {
+        "app_pages/lab.py": "From-scratch lab",
+        "app_pages/explain.py": "How far does attention explain?",
+        "app_pages/caveats.py": "Caveats: what attention maps do not tell you",
+    }
+
+
+# --- explorer ---------------------------------------------------------------------------------
+
+
+def test_changing_the_sentence_changes_the_tokens(minilm: attnviz.PretrainedModel) -> None:
+    at = _app()
+    assert "animal" in _tokens_shown(at)
+    _ok(at.text_area(key="sentence").set_value("I sat by the river bank.").run())
+    shown = _tokens_shown(at)
+    assert "river" in shown and "animal" not in shown
+    assert shown == minilm.attend("I sat by the river bank.").tokens
+
+
+def test_example_button_puts_its_sentence_in_the_box() -> None:
+    at = _app()
+    _ok(at.button(key="ex_man_dog").click().run())
+    assert at.text_area(key="sentence").value == "man bites dog"
+    assert _tokens_shown(at) == ["[CLS]", "man", "bites", "dog", "[SEP]"]
+
+
+def _which_head(z: np.ndarray, att: attnviz.Attention) -> tuple[int, int]:
+    """The (layer, head) whose map is nearest to z (float32 noise between runs is ~1e-5)."""
+    gaps = np.abs(att.weights - z[None, None]).max(axis=(2, 3))  # (L, H)
+    layer, head = np.unravel_index(int(gaps.argmin()), gaps.shape)
+    assert gaps[layer, head] < 1e-4
+    return int(layer), int(head)
+
+
+def test_heatmap_shows_the_weights_of_the_chosen_layer_and_head(tired: attnviz.Attention) -> None:
+    at = _app()
+    assert _which_head(_heatmap_z(at), tired) == (0, 0)
+    _ok(at.selectbox(key="layer").set_value(3).run())
+    _ok(at.selectbox(key="head").set_value(7).run())
+    z = _heatmap_z(at)
+    assert z.shape == (tired.n, tired.n)
+    assert _which_head(z, tired) == (3, 7)
+    _ok(at.selectbox(key="head").set_value(-1).run())  # mean of heads
+    np.testing.assert_allclose(_heatmap_z(at), tired.weights[3].mean(axis=0), atol=1e-4)
+    assert at.query_params["layer"] == "3" and at.query_params["head"] == "mean"
+
+
+def test_changing_layer_or_head_does_not_rerun_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    original = attnviz.PretrainedModel.attend
+
+    def counting(self: attnviz.PretrainedModel, text: str, max_tokens: int | None = None) -> attnviz.Attention:
+        calls.append(text)
+        return original(self, text, max_tokens)
+
+    monkeypatch.setattr(attnviz.PretrainedModel, "attend", counting)
+    at = _app()
+    at.text_area(key="sentence").set_value("A sentence nobody else in this test run uses.").run()
+    before = len(calls)
+    _ok(at.selectbox(key="layer").set_value(2).run())
+    _ok(at.selectbox(key="head").set_value(4).run())
+    _ok(at.checkbox(key="hide_special").check().run())
+    assert len(calls) == before
+
+
+def test_hide_special_and_merge_words_change_the_tokens() -> None:
+    at = _app(text="Unbelievably, tokenizers split words!")
+    pieces = _tokens_shown(at)
+    _ok(at.checkbox(key="hide_special").check().run())
+    assert "[CLS]" not in _tokens_shown(at)
+    _ok(at.checkbox(key="merge_words").check().run())
+    merged = _tokens_shown(at)
+    assert len(merged) < len(pieces) - 2
+    z = _heatmap_z(at)
+    np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-5)  # rows still sum to 1
+
+
+def test_cost_panel_counts_the_attention_numbers(tired: attnviz.Attention) -> None:
+    at = _app()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["tokens n"] == str(tired.n)
+    assert metrics["attention weights"] == f"{6 * 12 * tired.n * tired.n:,}"
+
+
+def test_exports_are_offered_for_every_view() -> None:
+    at = _app()
+    keys = {b.proto.id.rsplit("-", 1)[-1] for b in at.get("download_button")}
+    assert {"dl_heatmap_html", "dl_grid_html", "dl_head", "dl_csv", "dl_npz", "dl_json"} - keys <= {"dl_head"}
+    assert {"dl_graph_html", "dl_token"} - keys <= {"dl_token"}
+
+
+def test_truncated_input_says_how_much_was_kept() -> None:
+    at = _app()
+    at.number_input(key="max_tokens").set_value(16).run()
+    _ok(at.text_area(key="sentence").set_value("word " * 40).run())
+    warnings = _messages(at, "warning")
+    assert any("first 16 of 42 tokens" in w for w in warnings), warnings
+
+
+# --- errors are messages ----------------------------------------------------------------------
+
+
+def test_empty_sentence_shows_an_error() -> None:
+    at = _app()
+    for text in ("", "   \n\t "):
+        _ok(at.text_area(key="sentence").set_value(text).run())
+        assert any("empty" in e for e in _messages(at, "error"))
+        assert not at.get("plotly_chart")
+    _ok(at.text_area(key="sentence").set_value("It works again.").run())
+    assert not at.error and "works" in _tokens_shown(at)
+
+
+def test_too_long_text_is_refused_with_the_limit_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTNVIZ_MAX_CHARS", "1000")
+    at = _app()
+    _ok(at.text_area(key="sentence").set_value("a" * 1001).run())
+    errors = _messages(at, "error")
+    assert any("1,001" in e and "1,000" in e for e in errors), errors
+
+
+def test_unknown_model_shows_an_error_and_the_embedded_model_keeps_working() -> None:
+    at = _app()
+    _ok(at.selectbox(key="model_choice").set_value("__custom__").run())
+    _ok(at.text_input(key="model_id").set_value("no-such-org/no-such-model-xyz").run())
+    errors = _messages(at, "error")
+    assert any("could not be loaded" in e and "no\\-such\\-org" in e for e in errors), errors
+    assert "animal" in _tokens_shown(at)  # the page went on with MiniLM
+    _ok(at.text_input(key="model_id").set_value("/no/such/folder").run())
+    assert any("does not exist" in e for e in _messages(at, "error"))
+    _ok(at.selectbox(key="model_choice").set_value("minilm").run())
+    assert not at.error
+
+
+def test_hostile_text_is_shown_literally() -> None:
+    payload = "<script>alert(1)</script> <img src=x onerror=alert(2)> [x](javascript:alert(3)) $x^2$ :red[hi] :smile:"
+    at = _ok(_app())
+    _ok(at.text_area(key="sentence").set_value(payload).run())
+    assert "script" in _tokens_shown(at)  # tokens as literal text in a code block
+    _ok(at.selectbox(key="model_choice").set_value("__custom__").run())
+    _ok(at.text_input(key="model_id").set_value("[x](javascript:alert(3))").run())
+    rendered = [
+        e.value for kind in ("markdown", "caption", "error", "warning", "info", "success") for e in at.get(kind)
+    ]
+    assert rendered and not any("](javascript" in text or "<script" in text or ":red[" in text for text in rendered)
+
+
+# --- deployment, language, links --------------------------------------------------------------
+
+
+def test_demo_mode_hides_the_model_id_box_and_refuses_other_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTNVIZ_DEMO", "1")
+    loaded: list[str] = []
+    original = attnviz.load_model
+
+    def spy(name: str = "minilm", *args: Any, **kwargs: Any) -> Any:
+        loaded.append(name)
+        return original(name, *args, **kwargs)
+
+    monkeypatch.setattr(attnviz, "load_model", spy)
+    at = _ok(_app(model="bert-base-uncased"))
+    assert at.selectbox(key="model_choice").options == [
+        "MiniLM-L6 (pretrained BERT, offline)",
+        "From-scratch encoder (same weights)",
+    ]
+    assert not [w for w in at.text_input if w.key == "model_id"]
+    errors = _messages(at, "error")
+    assert any("not available here" in e and "bert\\-base\\-uncased" in e for e in errors), errors
+    assert "bert-base-uncased" not in loaded
+    assert "animal" in _tokens_shown(at)
+
+
+def test_language_toggle_switches_labels_to_chinese() -> None:
+    at = _app()
+    _ok(at.radio(key="lang").set_value("zh").run())
+    assert at.title[0].value == "注意力浏览器"
+    assert at.selectbox(key="layer").label == "层"
+    assert at.text_area(key="sentence").value == "小犬不下河，因为它太小。"  # the example follows the language
+    _ok(at.switch_page("app_pages/caveats.py").run())
+    assert at.title[0].value.startswith("注意事项")
+    _ok(at.radio(key="lang").set_value("en").run())
+    assert at.text_area(key="sentence").value == TIRED
+
+
+def test_browser_language_decides_the_first_language() -> None:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.context = {"locale": "zh-CN"}
+    _ok(at.run())
+    assert at.radio(key="lang").value == "zh"
+    assert at.title[0].value == "注意力浏览器"
+    assert "犬" in _tokens_shown(at)
+
+
+def test_shared_link_sets_sentence_model_layer_and_head(tired: attnviz.Attention) -> None:
+    at = _ok(_app(text="dog bites man", model="scratch", layer="2", head="5"))
+    assert at.text_area(key="sentence").value == "dog bites man"
+    assert at.selectbox(key="model_choice").value == "scratch"
+    assert (at.selectbox(key="layer").value, at.selectbox(key="head").value) == (2, 5)
+    assert at.query_params["text"] == "dog bites man" and at.query_params["model"] == "scratch"
+    _ok(at.text_area(key="sentence").set_value(TIRED).run())
+    assert at.query_params["text"] == TIRED
+    assert _which_head(_heatmap_z(at), tired) == (2, 5)  # scratch carries MiniLM's weights
+
+
+# --- the other pages --------------------------------------------------------------------------
+
+
+def test_lab_says_identical_by_default_and_different_with_a_switch_off() -> None:
+    at = _app()
+    _ok(at.switch_page("app_pages/lab.py").run())
+    assert any(s.startswith("Identical") for s in _messages(at, "success"))
+    order = next(i for i in _messages(at, "info") if i.startswith("Without position"))
+    off = float(order.split("largest difference ")[1].split(")")[0])
+    assert off < 1e-4
+    _ok(at.toggle(key="lab_positions").set_value(False).run())
+    assert any(i.startswith("Different") for i in _messages(at, "info"))
+    assert not _messages(at, "success")
+
+
+def test_explain_and_caveats_show_live_numbers() -> None:
+    at = _app()
+    _ok(at.switch_page("app_pages/explain.py").run())
+    assert at.selectbox(key="x_query").value == 10  # "it" in the tired sentence
+    agreement = at.dataframe[0].value
+    assert len(agreement) >= 4 and agreement.iloc[:, 1].between(-1, 1).all()
+    _ok(at.switch_page("app_pages/caveats.py").run())
+    sinks = at.dataframe[0].value
+    assert list(sinks.iloc[:, 0]) == ["[CLS]", "[SEP]", "punctuation"]
+    assert {m.label for m in at.metric} >= {"raw attention, layer 0", "rollout"}
