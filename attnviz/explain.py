@@ -12,6 +12,7 @@ import math
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal, TypeAlias, cast
 
 import networkx as nx
@@ -203,23 +204,49 @@ class _FlowGraph:
 class NormWeights:
     """Norm-based weights of one text (Kobayashi et al. 2020, §3).
 
-    per_head:    (layers, heads, n, n) float32, alpha[h, i, j] * ||f_h(x_j)||.
-    per_layer:   (layers, n, n) float32, || sum_h alpha[h, i, j] f_h(x_j) || (vector sum, then norm).
-    value_norms: (layers, heads, n) float32, ||f_h(x_j)||: how much token j can give at all.
+    per_head:     (layers, heads, n, n) float32, ||alpha[h,i,j] f_h(x_j)|| = alpha[h,i,j] ||f_h(x_j)||.
+    value_norms:  (layers, heads, n) float32, ||f_h(x_j)||: how much token j can give at all.
+    head_cosines: (layers, n, heads, heads) float32, cosine between f_h(x_j) and f_g(x_j).
+    per_layer:    (layers, n, n) float32, || sum_h alpha[h,i,j] f_h(x_j) || (vector sum, then
+                  norm), computed on first use; `layer_norms(l)` gives one layer.
     Rows do not sum to 1: the size of what moves is the point.
     """
 
     tokens: list[str]
     per_head: np.ndarray
-    per_layer: np.ndarray
     value_norms: np.ndarray
+    head_cosines: np.ndarray
     special: np.ndarray
     model: str = ""
+
+    @cached_property
+    def per_layer(self) -> np.ndarray:
+        return np.stack([self.layer_norms(layer) for layer in range(self.per_head.shape[0])])
+
+    def layer_norms(self, layer: int) -> np.ndarray:
+        """|| sum_h alpha[h,i,j] f_h(x_j) || of one layer, (n, n) float32.
+
+        With p_h = alpha[h,i,j] ||f_h(x_j)|| and C_j the cosines between the heads' vectors at j,
+        the squared norm is p^T C_j p: no (n, n, d) tensor is ever formed. Rows are done in
+        blocks whose transposed copy stays in cache."""
+        ph = torch.from_numpy(self.per_head[layer])  # (H, n, n)
+        cos = torch.from_numpy(self.head_cosines[layer])  # (n_j, H, H)
+        n = ph.shape[-1]
+        out = torch.empty(n, n)
+        with torch.inference_mode():
+            for i0 in range(0, n, _NORM_BLOCK):
+                p = ph[:, i0 : i0 + _NORM_BLOCK].permute(2, 1, 0).contiguous()  # (n_j, b_i, H)
+                sq = ((p @ cos) * p).sum(-1)  # (n_j, b_i)
+                out[i0 : i0 + _NORM_BLOCK] = sq.clamp_min_(0).sqrt_().T
+        return out.numpy()
 
     def as_attention(self) -> Attention:
         """per_head with each row scaled to sum to 1, as an Attention for the views and rollout."""
         w = self.per_head / np.maximum(self.per_head.sum(-1, keepdims=True), np.finfo(np.float32).tiny)
         return Attention(tokens=self.tokens, weights=w, model=f"{self.model} (norm-based)", special=self.special)
+
+
+_NORM_BLOCK = 64  # query rows per block in NormWeights.layer_norms (measured: 64 is fastest at n=512)
 
 
 @dataclass
@@ -291,12 +318,13 @@ def _capture(
     return enc, parts, [x[0] for x in xs], alphas, out
 
 
-def _transformed(p: _AttentionParts, x: torch.Tensor) -> torch.Tensor:
-    """f_h(x_j) = (x_j W_V + b_V)_h W_O[h-slice]: (heads, n, d), output bias excluded."""
+def _transformed(p: _AttentionParts, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """f_h(x_j) = (x_j W_V + b_V)_h W_O[h-slice]: (heads, n, d), output bias excluded.
+    `out` (heads, n, d) is reused across layers: fresh pages of a large tensor cost time."""
     n = x.shape[0]
     v = p.value(x).view(n, p.n_heads, p.head_dim).transpose(0, 1)  # (H, n, hs)
     w_o = p.output.weight.view(-1, p.n_heads, p.head_dim).permute(1, 2, 0)  # (H, hs, d)
-    return v @ w_o  # (H, n, d)
+    return torch.matmul(v, w_o, out=out)  # (H, n, d)
 
 
 def norm_weights(model: Runner, text: str) -> NormWeights:
@@ -307,28 +335,26 @@ def norm_weights(model: Runner, text: str) -> NormWeights:
     """
     enc, parts, xs, alphas, _ = _capture(model, text)
     L, H, n, _ = alphas.shape
-    per_layer = np.empty((L, n, n), dtype=np.float32)
     value_norms = np.empty((L, H, n), dtype=np.float32)
+    head_cosines = np.empty((L, n, H, H), dtype=np.float32)
     with torch.inference_mode():
+        f = torch.empty(H, n, parts[0].output.out_features, device=xs[0].device)
         for layer, (p, x) in enumerate(zip(parts, xs, strict=True)):
-            f = _transformed(p, x.float()).cpu()  # (H, n, d)
-            alpha = torch.from_numpy(alphas[layer])  # (H, n, n), shares memory
-            # ||sum_h alpha[h,i,j] f_h(x_j)||^2 = alpha[:,i,j]^T G_j alpha[:,i,j] with the Gram
-            # matrix G_j[h, g] = <f_h(x_j), f_g(x_j)>: no (n, n, d) tensor is ever formed.
-            fj = f.transpose(0, 1)  # (n, H, d)
-            gram = fj @ fj.transpose(1, 2)  # (n, H, H)
-            a = alpha.permute(2, 1, 0).contiguous()  # (n_j, n_i, H)
-            sq = ((a @ gram) * a).sum(-1)  # (n_j, n_i)
-            per_layer[layer] = sq.clamp_min_(0).sqrt_().T.numpy()
+            _transformed(p, x.float(), out=f)  # (H, n, d)
             f_norm = torch.linalg.vector_norm(f, dim=-1)  # (H, n)
+            fj = f.transpose(0, 1)  # (n, H, d)
+            inv = 1 / f_norm.T.clamp_min(torch.finfo(f.dtype).tiny)  # (n, H)
+            gram = fj @ fj.transpose(1, 2)  # (n, H, H): <f_h(x_j), f_g(x_j)>
+            head_cosines[layer] = (gram * inv[:, :, None] * inv[:, None, :]).cpu().numpy()
+            f_norm = f_norm.cpu()
             value_norms[layer] = f_norm.numpy()
-            alpha.mul_(f_norm[:, None, :])  # in place: ||alpha f|| = alpha ||f|| since alpha >= 0
-    per_head = alphas
+            # in place, alpha becomes alpha ||f|| = ||alpha f|| (alpha >= 0)
+            torch.from_numpy(alphas[layer]).mul_(f_norm[:, None, :])
     return NormWeights(
         tokens=enc.tokens,
-        per_head=per_head,
-        per_layer=per_layer,
+        per_head=alphas,
         value_norms=value_norms,
+        head_cosines=head_cosines,
         special=enc.special,
         model=model.name,
     )
