@@ -472,7 +472,9 @@ def analyse(
 
 def truncation_notice(att: attnviz.Attention) -> None:
     if att.truncated:
-        st.warning(t("notice.truncated", kept=att.n, total=att.n_input_tokens), icon=":material/content_cut:")
+        st.warning(
+            t("notice.truncated", kept=f"{att.n:,}", total=f"{att.n_input_tokens:,}"), icon=":material/content_cut:"
+        )
 
 
 def run_settings(c: Ctx, att: attnviz.Attention, **extra: Any) -> dict[str, Any]:
@@ -644,13 +646,45 @@ def caveat(key: str) -> None:
     st.page_link(CAVEATS, label=t("caveat.more"), icon=":material/info:")
 
 
+# English axis, colour-bar and legend titles that attnviz.views writes, and their catalogue keys.
+FIGURE_WORDS = {
+    "head": "fig.head",
+    "layer": "fig.layer",
+    "weight": "fig.weight",
+    "mean weight": "fig.mean_weight",
+    "attention weight": "fig.weight",
+    "edge weight": "fig.edge_weight",
+    "key (attended to)": "axis.key",
+    "query (attending)": "axis.query",
+    "tokens n": "cost.tokens",
+}
+
+
+def localise(fig: Any) -> Any:
+    """Translate the fixed words views.py puts on axes, colour bars and legends."""
+    if lang() == i18n.DEFAULT_LANGUAGE:
+        return fig
+
+    def swap(title: Any) -> None:
+        text = getattr(title, "text", None)
+        if text in FIGURE_WORDS:
+            title.text = t(FIGURE_WORDS[text])
+
+    fig.for_each_xaxis(lambda axis: swap(axis.title))
+    fig.for_each_yaxis(lambda axis: swap(axis.title))
+    swap(fig.layout.legend.title)
+    for trace in fig.data:
+        colorbar = getattr(trace, "colorbar", None)
+        if colorbar is not None:
+            swap(colorbar.title)
+    return fig
+
+
 def chart(fig: Any, key: str, **kwargs: Any) -> Any:
-    return st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False}, **kwargs)
+    return st.plotly_chart(localise(fig), width="stretch", key=key, config={"displaylogo": False}, **kwargs)
 
 
-def sync_url(on_explorer: bool) -> None:
-    """Write the sentence, model, language and (on the explorer) layer/head into the URL, so a
-    view can be shared; only what changed is written."""
+def _url_params(on_explorer: bool) -> dict[str, str | None]:
     ss = st.session_state
     c: Ctx = ss["_ctx"]
     text = ss.get("sentence", "")
@@ -665,13 +699,29 @@ def sync_url(on_explorer: bool) -> None:
         layer, head = ss.get("layer"), ss.get("head")
         wanted["layer"] = str(layer) if isinstance(layer, int) else None
         wanted["head"] = ("mean" if head == MEAN else str(head)) if isinstance(head, int) else None
+    return wanted
+
+
+def sync_url(on_explorer: bool) -> None:
+    """Write the sentence, model, language and (on the explorer) layer/head into the URL, so a
+    view can be shared; only what changed is written."""
     qp = st.query_params
-    for k, v in wanted.items():
+    for k, v in _url_params(on_explorer).items():
         if v is None:
             if k in qp:
                 del qp[k]
         elif qp.get(k) != v:
             qp[k] = v
+
+
+def open_in_explorer(layer: int, head: int, sentence: str | None = None) -> None:
+    """Focus the explorer on one head (from a click on another page), with a shareable URL."""
+    ss = st.session_state
+    ss["layer"], ss["head"] = int(layer), int(head)
+    if sentence is not None:
+        ss["sentence"] = sentence
+    params = {k: v for k, v in _url_params(on_explorer=True).items() if v is not None}
+    st.switch_page(EXPLORER, query_params=params)
 
 
 def max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:

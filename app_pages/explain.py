@@ -85,31 +85,41 @@ if flow_problem is None:
 else:
     notes.append(t("explain.flow_too_large", n=att.n, limit=explain.FLOW_MAX_N_ROW))
 
-norms = None
-occlusion = None
-gradient = None
-try:
-    with st.spinner(t("explain.computing_norms")):
-        norms = cached("norms", fn=lambda: explain.norm_weights(runner, fitted))
-    if norms.per_layer.shape[-1] != att.n:
-        raise ValueError(t("explain.length_mismatch"))
-    series[t("explain.norm", layer=layer)] = share(norms.per_layer[layer, query])
-    run_attributions = att.n <= AUTO_ATTRIBUTION_N or ss.get("_x_attributions") == signature
-    if not run_attributions and st.button(t("explain.compute", n=att.n), key="x_compute"):
-        ss["_x_attributions"] = signature
-        run_attributions = True
-    if run_attributions:
-        with st.spinner(t("explain.computing_attributions", n=att.n)):
-            occlusion = cached("occlusion", query, fn=lambda: explain.occlusion(runner, fitted, query))
-            gradient = cached("ixg", query, fn=lambda: explain.input_x_gradient(runner, fitted, query))
-        series[t("explain.occlusion")] = share(occlusion)
-        series[t("explain.ixg")] = share(gradient)
+
+def attempt(compute: Any) -> Any:
+    """Run one explanation; a method this model or text cannot support becomes a message."""
+    try:
+        result = compute()
+    except (ValueError, IndexError) as exc:
+        common.show_error(t("explain.unsupported"), str(exc))
+    except Exception as exc:  # an explanation failing never takes the page down
+        common.show_error(t("err.unexpected"), f"{type(exc).__name__}: {exc}")
     else:
-        notes.append(t("explain.attributions_on_request", n=att.n))
-except (ValueError, IndexError) as exc:
-    common.show_error(t("explain.unsupported"), str(exc))
-except Exception as exc:  # an explanation failing never takes the page down
-    common.show_error(t("err.unexpected"), f"{type(exc).__name__}: {exc}")
+        if np.shape(result)[-1] == att.n:
+            return result
+        common.show_error(t("explain.unsupported"), t("explain.length_mismatch"))
+    return None
+
+
+with st.spinner(t("explain.computing_norms")):
+    norms = attempt(lambda: cached("norms", fn=lambda: explain.norm_weights(runner, fitted)).per_layer)
+if norms is not None:
+    series[t("explain.norm", layer=layer)] = share(norms[layer, query])
+occlusion = None
+run_attributions = att.n <= AUTO_ATTRIBUTION_N or ss.get("_x_attributions") == signature
+if not run_attributions and st.button(t("explain.compute", n=att.n), key="x_compute"):
+    ss["_x_attributions"] = signature
+    run_attributions = True
+if run_attributions:
+    with st.spinner(t("explain.computing_attributions", n=att.n)):
+        occlusion = attempt(lambda: cached("occlusion", query, fn=lambda: explain.occlusion(runner, fitted, query)))
+        gradient = attempt(lambda: cached("ixg", query, fn=lambda: explain.input_x_gradient(runner, fitted, query)))
+    if occlusion is not None:
+        series[t("explain.occlusion")] = share(occlusion)
+    if gradient is not None:
+        series[t("explain.ixg")] = share(gradient)
+else:
+    notes.append(t("explain.attributions_on_request", n=att.n))
 
 with st.container(key="explain_bars"):
     fig = views.token_bars(att.tokens, series, title=t("explain.bars_title"), highlight=query)
@@ -148,8 +158,7 @@ fig = views.layer_head_grid(stats[stat], title=t(f"stats.{stat}"), labels=short,
 event = common.chart(fig, key="chart_stats", on_select="rerun", selection_mode="points")
 pick = views.model_view_pick(event)
 if pick is not None:
-    ss["layer"], ss["head"] = pick
-    st.switch_page(common.EXPLORER)
+    common.open_in_explorer(*pick)
 st.caption(t("stats.click"))
 
 # --- minimal pair -----------------------------------------------------------------------------
@@ -193,9 +202,7 @@ if ta is not None and tb is not None:
                     event = common.chart(fig, key="chart_pair", on_select="rerun", selection_mode="points")
                     pick = views.model_view_pick(event)
                     if pick is not None:
-                        ss["layer"], ss["head"] = pick
-                        ss["sentence"] = ta
-                        st.switch_page(common.EXPLORER)
+                        common.open_in_explorer(*pick, sentence=ta)
                     top = result.ranked[:5]
                     rows = []
                     for lay, hd in top:

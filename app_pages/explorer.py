@@ -149,6 +149,8 @@ with bottom_left, st.container(key="view_head"):
     )
     heads = sorted(hv_heads) if hv_heads else (None if head is None else [head])
     fig = views.head_view(att, layer, heads=heads, highlight=None if highlight < 0 else highlight)
+    shown_heads = t("ctl.all_heads") if heads is None else ", ".join(t("ctl.head_n", n=h) for h in heads)
+    _retitle(fig, t("view.head_title", layer=layer, which=shown_heads))
     common.chart(fig, key="chart_head_view", on_select=lambda: _pick_token("chart_head_view"), selection_mode="points")
     common.caveat("caveat.head_view")
     common.figure_downloads(fig, "head-view", settings)

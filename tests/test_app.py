@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 import attnviz
@@ -219,6 +220,82 @@ def test_unknown_model_shows_an_error_and_the_embedded_model_keeps_working() -> 
     assert not at.error
 
 
+AWKWARD = {
+    "single character": ("a", "tokens"),
+    "only punctuation": ("?!...,;", "tokens"),
+    "control characters and NUL": ("abc\x00def\x07ghi\x1b[31m", "tokens"),
+    "zero-width only": ("\u200b\u200c\u200d\u2060", "error"),
+    "right-to-left": ("\u202eabc\u202c مرحبا بالعالم", "tokens"),
+    "emoji": ("I love 🍕 and 🐍!", "tokens"),
+    "Japanese": ("猫が好きです。", "tokens"),
+    "mixed scripts": ("Hello 世界 مرحبا 🌍", "tokens"),
+    "3,000 words": (" ".join(["word"] * 3000), "truncated"),
+    "1 MB paste": ("x" * 1_000_000, "error"),
+}
+
+
+def test_awkward_input_gives_tokens_or_a_readable_message() -> None:
+    at = _app()
+    for name, (text, outcome) in AWKWARD.items():
+        _ok(at.text_area(key="sentence").set_value(text).run())
+        errors, warnings = _messages(at, "error"), _messages(at, "warning")
+        if outcome == "error":
+            assert len(errors) == 1 and not at.get("plotly_chart"), name
+        else:
+            assert not errors, (name, errors)
+            assert len(_tokens_shown(at)) >= 3, name
+        if outcome == "truncated":
+            assert any("first 512 of 3,002 tokens" in w for w in warnings), warnings
+    assert "50,000" in _messages(at, "error")[0]  # the 1 MB paste names the limit
+
+
+def test_model_folder_without_weights_is_a_message(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"model_type": "bert"}')
+    at = _app()
+    at.selectbox(key="model_choice").set_value("__custom__").run()
+    _ok(at.text_input(key="model_id").set_value(str(tmp_path)).run())
+    assert any("could not be loaded" in e and "directory" in e for e in _messages(at, "error"))
+    assert "animal" in _tokens_shown(at)
+
+
+def test_a_local_decoder_model_works_on_every_page(tmp_path: Path) -> None:
+    """A tiny GPT-2 folder: other layer and head counts, a causal mask, no [MASK] token."""
+    from tests.tiny_models import build
+
+    folder = build("gpt2", tmp_path / "gpt2")
+    at = _app()
+    _ok(at.selectbox(key="layer").set_value(5).run())
+    at.selectbox(key="model_choice").set_value("__custom__").run()
+    _ok(at.text_input(key="model_id").set_value(str(folder)).run())
+    assert not at.error, _messages(at, "error")
+    model = attnviz.load_model(str(folder), device="cpu")
+    att = model.attend(TIRED)
+    assert at.selectbox(key="layer").value == model.n_layers - 1  # clamped to the smaller model
+    assert _which_head(_heatmap_z(at), att) == (model.n_layers - 1, 0)
+    assert np.allclose(np.triu(_heatmap_z(at), 1), 0)  # causal: nothing above the diagonal
+    for page in PAGES[1:]:
+        _ok(at.switch_page(page).run())
+    _ok(at.switch_page("app_pages/explain.py").run())
+    assert any("not available" in e for e in _messages(at, "error"))  # no [MASK]: no occlusion
+
+
+def test_out_of_memory_falls_back_to_the_cpu_with_a_notice(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = attnviz.PretrainedModel.attend
+    failed: list[bool] = []
+
+    def oom_once(self: attnviz.PretrainedModel, text: str, max_tokens: int | None = None) -> attnviz.Attention:
+        if not failed:
+            failed.append(True)
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return original(self, text, max_tokens)
+
+    monkeypatch.setattr(attnviz.PretrainedModel, "attend", oom_once)
+    at = _app(text="A sentence only the out-of-memory test uses.")
+    _ok(at)
+    assert failed and any("CPU" in w for w in _messages(at, "warning"))
+    assert "memory" in _tokens_shown(at)
+
+
 def test_hostile_text_is_shown_literally() -> None:
     payload = "<script>alert(1)</script> <img src=x onerror=alert(2)> [x](javascript:alert(3)) $x^2$ :red[hi] :smile:"
     at = _ok(_app())
@@ -263,6 +340,8 @@ def test_language_toggle_switches_labels_to_chinese() -> None:
     assert at.title[0].value == "注意力浏览器"
     assert at.selectbox(key="layer").label == "层"
     assert at.text_area(key="sentence").value == "小犬不下河，因为它太小。"  # the example follows the language
+    grid = _chart(at, "chart_grid")["layout"]
+    assert (grid["xaxis"]["title"]["text"], grid["yaxis"]["title"]["text"]) == ("头", "层")  # figure words too
     _ok(at.switch_page("app_pages/caveats.py").run())
     assert at.title[0].value.startswith("注意事项")
     _ok(at.radio(key="lang").set_value("en").run())
