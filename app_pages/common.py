@@ -401,8 +401,10 @@ def load_runner(c: Ctx, name: str | None = None, *, fallback: bool = True, **opt
     except Exception as exc:  # torch / transformers internals: still a message, not a traceback
         reason = f"{type(exc).__name__}: {exc}"
         failures[key] = (time.monotonic(), reason)
-    show_error(t("err.model_failed", fallback=t("model.minilm") if fallback else ""), f"{name}: {reason}")
-    if fallback and name != EMBEDDED:
+    falls_back = fallback and name != EMBEDDED
+    message = t("err.model_failed_fallback", model=t("model.minilm")) if falls_back else t("err.model_failed")
+    show_error(message, f"{name}: {reason}")
+    if falls_back:
         return load_runner(c, EMBEDDED, fallback=False)
     return None
 

@@ -102,9 +102,9 @@ def attempt(compute: Any) -> Any:
 
 
 with st.spinner(t("explain.computing_norms")):
-    norms = attempt(lambda: cached("norms", fn=lambda: explain.norm_weights(runner, fitted)).per_layer)
+    norms = attempt(lambda: cached("norms", fn=lambda: explain.norm_weights(runner, fitted)).layer_norms(layer))
 if norms is not None:
-    series[t("explain.norm", layer=layer)] = share(norms[layer, query])
+    series[t("explain.norm", layer=layer)] = share(norms[query])
 occlusion = None
 run_attributions = att.n <= AUTO_ATTRIBUTION_N or ss.get("_x_attributions") == signature
 if not run_attributions and st.button(t("explain.compute", n=att.n), key="x_compute"):

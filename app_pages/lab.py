@@ -71,7 +71,7 @@ with st.container(key="lab_compare_note"):
         )
     else:
         st.info(
-            t("lab.different", diff=f"{diff:.3f}") + " " + (t("lab.unexpected") if defaults else t("lab.expected")),
+            t("lab.different_unexpected" if defaults else "lab.different_expected", diff=f"{diff:.3f}"),
             icon=":material/compare_arrows:",
         )
 left, right = st.columns(2)
