@@ -110,8 +110,14 @@ def test_flow_through_an_identity_layer_equals_the_layer_above() -> None:
     np.testing.assert_allclose(explain.flow(w), residual(top)[0], atol=1e-6)
 
 
-def test_flow_equals_max_flow_on_the_full_layered_graph() -> None:
-    w = random_attention(3, 2, 5, seed=5, peaked=2.0)
+@pytest.mark.parametrize(
+    ("layers", "n", "peaked", "causal"), [(3, 5, 2.0, False), (6, 8, 4.0, False), (4, 7, 3.0, True)]
+)
+def test_flow_equals_max_flow_on_the_full_layered_graph(layers: int, n: int, peaked: float, causal: bool) -> None:
+    w = random_attention(layers, 2, n, seed=5, peaked=peaked)
+    if causal:  # zero capacities above the diagonal, as a decoder's attention has
+        w = np.tril(w)
+        w /= w.sum(-1, keepdims=True)
     np.testing.assert_allclose(explain.flow(w), reference_flow(w), atol=1e-6)
 
 
