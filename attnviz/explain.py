@@ -8,13 +8,14 @@ Jain & Wallace 2019 (agreement), Sundararajan et al. 2017 (integrated gradients)
 
 from __future__ import annotations
 
+import functools
 import math
 import unicodedata
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, Literal, TypeAlias, TypeVar, cast
 
 import numpy as np
 import torch
@@ -54,6 +55,7 @@ __all__ = [
 
 Runner: TypeAlias = "PretrainedModel | ScratchModel"
 AttentionLike: TypeAlias = "Attention | np.ndarray"
+_T = TypeVar("_T")
 
 
 def _weights(att: AttentionLike) -> np.ndarray:
@@ -430,7 +432,9 @@ def norm_reconstruction(model: Runner, text: str, layer: int) -> tuple[np.ndarra
     p = parts[layer]
     with torch.inference_mode():
         f = _transformed(p, xs[layer]).double()  # (H, n, d)
-        mixed = (torch.from_numpy(alphas[layer]).double() @ f).sum(dim=0)  # (n, d): sum over heads of alpha f
+        mixed = (torch.from_numpy(alphas[layer]).to(f.device).double() @ f).sum(
+            dim=0
+        )  # (n, d): sum over heads of alpha f
         bias = p.output.bias
         if bias is not None:
             mixed = mixed + bias.double()
@@ -505,6 +509,19 @@ def _objective(model: Runner, inputs: dict[str, torch.Tensor], query: int) -> Ca
     return objective
 
 
+def _with_gradients(fn: Callable[..., _T]) -> Callable[..., _T]:
+    """Run `fn` with autograd on, also when the caller is in inference mode or no_grad (an
+    app may be): every tensor it makes, from tokenising on, is then a normal tensor."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> _T:
+        with torch.inference_mode(False), torch.enable_grad():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_with_gradients
 def input_x_gradient(model: Runner, text: str, query: int) -> np.ndarray:
     """Input x gradient for token `query`: (n,) float64, s_j = sum_d e[j,d] dF/de[j,d] with F
     the query's final representation projected on its own direction (see `_objective`).
@@ -512,12 +529,12 @@ def input_x_gradient(model: Runner, text: str, query: int) -> np.ndarray:
     enc = model.encode(text)
     _check_query(query, enc.inputs["input_ids"].shape[1])
     objective = _objective(model, enc.inputs, query)
-    with torch.inference_mode(False), torch.enable_grad():
-        e = model.input_embeddings()(enc.inputs["input_ids"]).detach().clone().requires_grad_(True)  # (1, n, d)
-        (grad,) = torch.autograd.grad(objective(e).sum(), e)
-        return (e * grad).sum(-1)[0].double().detach().cpu().numpy()
+    e = model.input_embeddings()(enc.inputs["input_ids"]).detach().requires_grad_(True)  # (1, n, d)
+    (grad,) = torch.autograd.grad(objective(e).sum(), e)
+    return (e * grad).sum(-1)[0].double().detach().cpu().numpy()
 
 
+@_with_gradients
 def _integrated(
     model: Runner, text: str, query: int, steps: int, baseline: Literal["mask", "zero"]
 ) -> tuple[np.ndarray, float]:
@@ -535,30 +552,29 @@ def _integrated(
     objective = _objective(model, enc.inputs, query)
     table = model.input_embeddings()
     keep = torch.as_tensor(enc.special, device=ids.device)[None, :, None]  # (1, n, 1)
-    with torch.inference_mode(False), torch.enable_grad():
-        e = table(ids).detach().clone()  # (1, n, d)
-        if baseline == "mask":
-            mask_id = getattr(model.tokenizer, "mask_token_id", None)
-            if mask_id is None:
-                raise ValueError(f"model '{model.name}' has no [MASK] token for the baseline")
-            base = table(torch.full_like(ids, mask_id)).detach().clone()
-        else:
-            base = torch.zeros_like(e)
-        # Special tokens keep their embeddings in the baseline, so they score 0 and the scores
-        # share out F(e) - F(e') among the ordinary tokens.
-        base = torch.where(keep, e, base)
-        delta = e - base  # (1, n, d)
-        total = torch.zeros_like(e)
-        step = _batch_size(model, n, grad=True)
-        alphas = (torch.arange(steps, dtype=e.dtype, device=e.device) + 0.5) / steps
-        for start in range(0, steps, step):
-            a = alphas[start : start + step, None, None]  # (b, 1, 1)
-            point = (base + a * delta).requires_grad_(True)  # (b, n, d)
-            (grad,) = torch.autograd.grad(objective(point).sum(), point)
-            total += grad.sum(dim=0, keepdim=True)
-        scores = (delta * total / steps).sum(-1)[0].double()  # (n,)
-        with torch.no_grad():
-            f_e, f_base = objective(torch.cat([e, base])).double().tolist()
+    e = table(ids).detach()  # (1, n, d)
+    if baseline == "mask":
+        mask_id = getattr(model.tokenizer, "mask_token_id", None)
+        if mask_id is None:
+            raise ValueError(f"model '{model.name}' has no [MASK] token for the baseline")
+        base = table(torch.full_like(ids, mask_id)).detach()
+    else:
+        base = torch.zeros_like(e)
+    # Special tokens keep their embeddings in the baseline, so they score 0 and the scores
+    # share out F(e) - F(e') among the ordinary tokens.
+    base = torch.where(keep, e, base)
+    delta = e - base  # (1, n, d)
+    total = torch.zeros_like(e)
+    step = _batch_size(model, n, grad=True)
+    alphas = (torch.arange(steps, dtype=e.dtype, device=e.device) + 0.5) / steps
+    for start in range(0, steps, step):
+        a = alphas[start : start + step, None, None]  # (b, 1, 1)
+        point = (base + a * delta).requires_grad_(True)  # (b, n, d)
+        (grad,) = torch.autograd.grad(objective(point).sum(), point)
+        total += grad.sum(dim=0, keepdim=True)
+    scores = (delta * total / steps).sum(-1)[0].double()  # (n,)
+    with torch.no_grad():
+        f_e, f_base = objective(torch.cat([e, base])).double().tolist()
     gap = abs(float(scores.sum()) - (f_e - f_base))
     return scores.detach().cpu().numpy(), gap
 

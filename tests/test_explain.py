@@ -295,6 +295,14 @@ def test_integrated_gradients_agree_between_minilm_and_scratch(minilm: Pretraine
     np.testing.assert_allclose(a, b, atol=1e-3)
 
 
+def test_gradient_attributions_work_inside_inference_mode(minilm: PretrainedModel) -> None:
+    # an app may run everything under torch.inference_mode(); gradients must still come out
+    expected = explain.input_x_gradient(minilm, SENTENCES[4], 2)
+    with torch.inference_mode():
+        np.testing.assert_allclose(explain.input_x_gradient(minilm, SENTENCES[4], 2), expected, atol=1e-6)
+        assert explain.completeness_gap(minilm, SENTENCES[4], 2, steps=2) > 0
+
+
 def test_attributions_reject_a_query_out_of_range(minilm: PretrainedModel) -> None:
     with pytest.raises(IndexError, match="query"):
         explain.occlusion(minilm, SENTENCES[4], 9)
