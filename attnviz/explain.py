@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import unicodedata
+import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -68,6 +69,17 @@ def _weights(att: AttentionLike) -> np.ndarray:
     return w
 
 
+def _read_only_view(a: np.ndarray) -> torch.Tensor:
+    """A tensor sharing `a`'s memory, for reading only. A cache may hand out read-only arrays;
+    torch warns about those (it cannot promise not to write), and nothing here writes."""
+    a = np.ascontiguousarray(a)
+    if a.flags.writeable:
+        return torch.from_numpy(a)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning)
+        return torch.from_numpy(a)
+
+
 # ---------------------------------------------------------------- rollout (Abnar & Zuidema 2020, §3)
 
 
@@ -75,7 +87,7 @@ def _residual_layers(w: np.ndarray, dtype: torch.dtype = torch.float64) -> torch
     """Â_l = (mean_h A[l, h] + I) / rowsum: the residual connection as attention to oneself.
     (L, n, n) tensor."""
     n = w.shape[-1]
-    t = torch.from_numpy(np.ascontiguousarray(w))  # shares memory
+    t = _read_only_view(w)
     a = t.sum(dim=1, dtype=dtype) / w.shape[1] + torch.eye(n, dtype=dtype)  # (L, n, n)
     return a / a.sum(dim=-1, keepdim=True)
 
@@ -293,8 +305,8 @@ class NormWeights:
         With p_h = alpha[h,i,j] ||f_h(x_j)|| and C_j the cosines between the heads' vectors at j,
         the squared norm is p^T C_j p: no (n, n, d) tensor is ever formed. Rows are done in
         blocks whose transposed copy stays in cache."""
-        ph = torch.from_numpy(self.per_head[layer])  # (H, n, n)
-        cos = torch.from_numpy(self.head_cosines[layer])  # (n_j, H, H)
+        ph = _read_only_view(self.per_head[layer])  # (H, n, n)
+        cos = _read_only_view(self.head_cosines[layer])  # (n_j, H, H)
         n = ph.shape[-1]
         out = torch.empty(n, n)
         with torch.inference_mode():
@@ -680,7 +692,7 @@ def head_stats(att: Attention) -> dict[str, np.ndarray]:
     / ln n), shares of attention to "cls", "sep", "punct", "self", "prev" (A[i, i-1], rows
     i >= 1) and "next" (A[i, i+1], rows i < n-1). Each value is a (layers, heads) float64 array.
     """
-    w = torch.from_numpy(np.ascontiguousarray(att.weights))  # (L, H, n, n), shares memory
+    w = _read_only_view(att.weights)  # (L, H, n, n)
     n = att.n
     with torch.inference_mode():
         entropy = _mean_entropy(w)  # (L, H)

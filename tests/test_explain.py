@@ -452,5 +452,17 @@ def test_find_token_is_case_insensitive_and_counts_occurrences(tired: Attention)
         explain.find_token(tired, "zebra")
 
 
+def test_read_only_arrays_from_a_cache_are_accepted(minilm: PretrainedModel, tired: Attention) -> None:
+    weights = tired.weights.copy()
+    weights.setflags(write=False)
+    frozen = as_attention(weights, special=[0, tired.n - 1], tokens=tired.tokens)
+    np.testing.assert_allclose(explain.rollout(frozen), explain.rollout(tired))
+    np.testing.assert_allclose(explain.head_stats(frozen)["entropy"], explain.head_stats(tired)["entropy"])
+    nw = explain.norm_weights(minilm, SENTENCES[4])
+    nw.per_head.setflags(write=False)
+    nw.head_cosines.setflags(write=False)
+    assert nw.layer_norms(0).shape == (5, 5)
+
+
 def test_explain_is_reachable_from_the_package() -> None:
     assert attnviz.explain.rollout is explain.rollout
