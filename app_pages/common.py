@@ -336,7 +336,7 @@ def show_notices() -> None:
 # --- models and results -----------------------------------------------------------------------
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=6)  # ~90 MB each for MiniLM-sized models
 def _load_model(
     name: str,
     device: str,

@@ -20,11 +20,9 @@ PAGES = ("app_pages/explorer.py", "app_pages/lab.py", "app_pages/explain.py", "a
 TIRED = "The animal didn't cross the street because it was tired."
 TIMEOUT = 180  # the first run loads the model (about 5 s on 2 cores); explanations add a few more
 
-pytestmark = [
-    pytest.mark.slow,
-    # AppTest reads st.session_state from the test thread, which Streamlit reports as a
-    # "missing ScriptRunContext" RuntimeWarning-free log line; nothing else is filtered here.
-]
+# About 30 s for the file on 2 cores. Streamlit logs "missing ScriptRunContext" when AppTest reads
+# session state from the test thread: a log line, not a warning, so nothing is filtered here.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(autouse=True)
@@ -169,6 +167,10 @@ def test_cost_panel_counts_the_attention_numbers(tired: attnviz.Attention) -> No
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["tokens n"] == str(tired.n)
     assert metrics["attention weights"] == f"{6 * 12 * tired.n * tired.n:,}"
+    _ok(at.button(key="cost_measure").click().run())
+    memory = _chart(at, "chart_cost")["data"]
+    n, mb = (_array(next(tr for tr in memory if tr["name"] == "memory")[axis]) for axis in ("x", "y"))
+    np.testing.assert_allclose(mb, 6 * 12 * n**2 * 4 / 2**20, rtol=1e-6)  # memory is exactly L*H*n^2 floats
 
 
 def test_exports_are_offered_for_every_view() -> None:
