@@ -229,3 +229,14 @@ def test_accelerator_out_of_memory_falls_back_to_the_cpu_with_a_notice(monkeypat
     assert len(reloads) == 1, "the CPU copy is loaded once"
     expected = attnviz.load_model("minilm", device="cpu").attend(SENTENCES[0]).weights
     np.testing.assert_allclose(att.weights, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_model_without_attention_outputs_is_a_clear_error(tmp_path: Path, in_place: bool) -> None:
+    """SDPA (transformers 5's default) computes attention without ever forming the weights:
+    a model running it must be reported, not shown as an empty picture."""
+    model = attnviz.load_model(str(build("bert", tmp_path / "bert")), device="cpu")
+    model.hf_model.set_attn_implementation("sdpa")
+    model.writes_in_place = in_place
+    with pytest.raises(ModelLoadError, match="no attention weights"):
+        model.attend(SENTENCES[0])
