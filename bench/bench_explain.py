@@ -1,6 +1,6 @@
 """What the explanation methods cost next to the forward pass they explain.
 
-    .venv/bin/python bench/bench_explain.py [--sizes 16 128 512] [--repeat 5] [--out FILE]
+    .venv/bin/python bench/bench_explain.py [--sizes 16 128 512] [--repeat 10] [--out FILE]
 
 For each size n (tokens, specials included) with the embedded model: the forward pass
 (`model.attend`), and the added time of rollout, head_stats and norm_weights (which runs its
@@ -38,23 +38,28 @@ TEXT = (
 )
 
 
-def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
-    """(best, median) seconds over `repeat` calls, after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times), statistics.median(times)
+def timed(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, tuple[float, float]]:
+    """{name: (best, median) seconds} over `repeat` rounds, after one warm-up round. Each round
+    runs every function once, in turn, so that all of them meet the same load on a shared
+    machine and their best times come from the same quiet moments."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for round_ in range(repeat + 1):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            if round_:
+                times[name].append(time.perf_counter() - start)
+    return {name: (min(t), statistics.median(t)) for name, t in times.items()}
 
 
 def text_of(model: attnviz.PretrainedModel | attnviz.ScratchModel, n: int) -> str:
-    """A text that fills exactly n tokens, specials included (truncated to n)."""
-    text = TEXT * (n // 10 + 1)
-    if model.attend(text, max_tokens=n).n != n:
-        raise SystemExit(f"could not build a {n}-token text")
-    return text
+    """A text of exactly n tokens, specials included, so every method sees the same n."""
+    ids = model.tokenizer(TEXT * (n // 10 + 1), add_special_tokens=False, verbose=False)["input_ids"]
+    for cut in range(n - 2, 0, -1):  # a cut inside a word can re-tokenise longer: back off
+        text = model.tokenizer.decode(ids[:cut])
+        if len(model.encode(text).tokens) == n:
+            return text
+    raise SystemExit(f"could not build a {n}-token text")
 
 
 def device_line() -> str:
@@ -81,7 +86,7 @@ def fmt(best: float, median: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[16, 128, 512])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results_explain.md")
     args = parser.parse_args(argv)
 
@@ -94,14 +99,21 @@ def main(argv: list[str] | None = None) -> int:
     within = True
     for n in args.sizes:
         text = text_of(model, n)
-        att = model.attend(text, max_tokens=n)
-        fwd = timed(lambda text=text, n=n: model.attend(text, max_tokens=n), args.repeat)
-        roll = timed(lambda att=att: explain.rollout(att), args.repeat)
-        stats = timed(lambda att=att: explain.head_stats(att), args.repeat)
-        norm = timed(lambda text=text: explain.norm_weights(model, text), args.repeat)
-        extra = max(norm[0] - fwd[0], 0.0)
+        att = model.attend(text)
         nw = explain.norm_weights(model, text)
-        mixed = timed(lambda nw=nw: [nw.layer_norms(layer) for layer in range(model.n_layers)], args.repeat)
+        assert att.n == nw.per_head.shape[-1] == n
+        t = timed(
+            {
+                "fwd": lambda text=text: model.attend(text),
+                "roll": lambda att=att: explain.rollout(att),
+                "stats": lambda att=att: explain.head_stats(att),
+                "norm": lambda text=text: explain.norm_weights(model, text),
+                "mixed": lambda nw=nw: [nw.layer_norms(layer) for layer in range(model.n_layers)],
+            },
+            args.repeat,
+        )
+        fwd, roll, stats, norm, mixed = t["fwd"], t["roll"], t["stats"], t["norm"], t["mixed"]
+        extra = max(norm[0] - fwd[0], 0.0)
         fractions = [roll[0] / fwd[0], stats[0] / fwd[0], extra / fwd[0]]
         within &= all(f < GOAL_FRACTION for f in fractions)
         lines.append(
@@ -117,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         ("one row", explain.FLOW_MAX_N_ROW, 0),
     ):
         n = min(biggest, limit)
-        att = model.attend(text_of(model, n), max_tokens=n)
+        att = model.attend(text_of(model, n))
         rows = [row] if row is not None else [None]
         if row is not None:
             rows = [0, n // 2, n - 2]  # the cost depends on the row: report the slowest
