@@ -327,7 +327,6 @@ _NORM_BLOCK = 64  # query rows per block in NormWeights.layer_norms (measured: 6
 
 @dataclass
 class _AttentionParts:
-    module: torch.nn.Module  # its first input is the layer input x (n, d)
     value: torch.nn.Linear
     output: torch.nn.Linear  # the output projection, before dropout, residual and LayerNorm
     n_heads: int
@@ -338,7 +337,7 @@ def _attention_parts(model: Runner) -> list[_AttentionParts]:
     """Where each layer keeps W_V, b_V, W_O, b_O: the scratch encoder or a BERT-family model."""
     if isinstance(model, ScratchModel):
         mhas = [cast(EncoderLayer, layer).attention for layer in model.encoder.layers]
-        return [_AttentionParts(m, m.value, m.output, m.n_heads, m.head_dim) for m in mhas]
+        return [_AttentionParts(m.value, m.output, m.n_heads, m.head_dim) for m in mhas]
     hf = getattr(model, "hf_model", None)
     base = getattr(hf, "base_model", hf)
     layers = getattr(getattr(base, "encoder", None), "layer", None)
@@ -352,8 +351,7 @@ def _attention_parts(model: Runner) -> list[_AttentionParts]:
         if not (isinstance(value, torch.nn.Linear) and isinstance(dense, torch.nn.Linear) and heads and size):
             parts = []
             break
-        assert self_attn is not None
-        parts.append(_AttentionParts(self_attn, value, dense, int(heads), int(size)))
+        parts.append(_AttentionParts(value, dense, int(heads), int(size)))
     if not parts:
         kind = getattr(getattr(hf, "config", None), "model_type", type(model).__name__)
         raise ValueError(
@@ -366,40 +364,39 @@ def _attention_parts(model: Runner) -> list[_AttentionParts]:
 def _capture(
     model: Runner, text: str, hook_output: int | None = None
 ) -> tuple[Any, list[_AttentionParts], list[torch.Tensor], np.ndarray, torch.Tensor | None]:
-    """One forward: each layer's input x (n, d), alpha (layers, heads, n, n) float32 numpy
-    and, for layer `hook_output`, what the output projection returned (n, d)."""
+    """One forward: each layer's value projection x W_V + b_V (n, heads * head_dim), alpha
+    (layers, heads, n, n) float32 numpy and, for layer `hook_output`, what the output
+    projection returned (n, d). Hooks read what the forward computes; nothing is recomputed."""
     parts = _attention_parts(model)
     enc = model.encode(text)
-    xs: list[torch.Tensor] = []
+    values: list[torch.Tensor] = []
     projected: list[torch.Tensor] = []
 
-    def grab_input(_m: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        xs.append(args[0] if args else kwargs["hidden_states"])
+    def grab(into: list[torch.Tensor]) -> Callable[[torch.nn.Module, Any, torch.Tensor], None]:
+        def hook(_m: torch.nn.Module, _args: Any, out: torch.Tensor) -> None:
+            into.append(out[0])  # batch of one
 
-    def grab_output(_m: torch.nn.Module, _args: tuple[Any, ...], out: torch.Tensor) -> None:
-        projected.append(out)
+        return hook
 
-    handles = [p.module.register_forward_pre_hook(grab_input, with_kwargs=True) for p in parts]
+    handles = [p.value.register_forward_hook(grab(values)) for p in parts]
     if hook_output is not None:
-        handles.append(parts[hook_output].output.register_forward_hook(grab_output))
+        handles.append(parts[hook_output].output.register_forward_hook(grab(projected)))
     try:
         with torch.inference_mode():
             alphas = model.attention_array(enc.inputs)  # (L, H, n, n)
     finally:
         for h in handles:
             h.remove()
-    if len(xs) != len(parts) or alphas.shape[0] != len(parts):
-        raise ValueError(f"model '{model.name}' did not give one input and one attention map per layer")
-    out = projected[0][0] if projected else None
-    return enc, parts, [x[0] for x in xs], alphas, out
+    if len(values) != len(parts) or alphas.shape[0] != len(parts):
+        raise ValueError(f"model '{model.name}' did not give one value projection and attention map per layer")
+    return enc, parts, values, alphas, projected[0] if projected else None
 
 
-def _transformed(p: _AttentionParts, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """f_h(x_j) = (x_j W_V + b_V)_h W_O[h-slice]: (heads, n, d), output bias excluded.
-    `out` (heads, n, d) is reused across layers: fresh pages of a large tensor cost time."""
-    n = x.shape[0]
-    v = p.value(x).view(n, p.n_heads, p.head_dim).transpose(0, 1)  # (H, n, hs)
-    w_o = p.output.weight.view(-1, p.n_heads, p.head_dim).permute(1, 2, 0)  # (H, hs, d)
+def _transformed(p: _AttentionParts, v: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """f_h(x_j) = (x_j W_V + b_V)_h W_O[h-slice] from v = x W_V + b_V (n, H * hs): (H, n, d),
+    output bias excluded. `out` is reused across layers: fresh pages of a large tensor cost time."""
+    v = v.view(v.shape[0], p.n_heads, p.head_dim).transpose(0, 1)  # (H, n, hs)
+    w_o = p.output.weight.view(-1, p.n_heads, p.head_dim).permute(1, 2, 0).to(v.dtype)  # (H, hs, d)
     return torch.matmul(v, w_o, out=out)  # (H, n, d)
 
 
@@ -409,20 +406,20 @@ def norm_weights(model: Runner, text: str) -> NormWeights:
     Works for the scratch encoder and Hugging Face BERT-family encoders; other layouts raise
     ValueError. Runs its own forward pass under inference mode.
     """
-    enc, parts, xs, alphas, _ = _capture(model, text)
+    enc, parts, values, alphas, _ = _capture(model, text)
     L, H, n, _ = alphas.shape
     value_norms = np.empty((L, H, n), dtype=np.float32)
     head_cosines = np.empty((L, n, H, H), dtype=np.float32)
     with torch.inference_mode():
-        f = torch.empty(H, n, parts[0].output.out_features, device=xs[0].device)
-        for layer, (p, x) in enumerate(zip(parts, xs, strict=True)):
-            _transformed(p, x.float(), out=f)  # (H, n, d)
-            f_norm = torch.linalg.vector_norm(f, dim=-1)  # (H, n)
+        f = torch.empty(H, n, parts[0].output.out_features, device=values[0].device)
+        for layer, (p, v) in enumerate(zip(parts, values, strict=True)):
+            _transformed(p, v.float(), out=f)  # (H, n, d)
             fj = f.transpose(0, 1)  # (n, H, d)
-            inv = 1 / f_norm.T.clamp_min(torch.finfo(f.dtype).tiny)  # (n, H)
             gram = fj @ fj.transpose(1, 2)  # (n, H, H): <f_h(x_j), f_g(x_j)>
+            f_norm = torch.diagonal(gram, dim1=1, dim2=2).sqrt()  # (n, H): ||f_h(x_j)||
+            inv = 1 / f_norm.clamp_min(torch.finfo(f.dtype).tiny)
             head_cosines[layer] = (gram * inv[:, :, None] * inv[:, None, :]).cpu().numpy()
-            f_norm = f_norm.cpu()
+            f_norm = f_norm.T.contiguous().cpu()  # (H, n)
             value_norms[layer] = f_norm.numpy()
             # in place, alpha becomes alpha ||f|| = ||alpha f|| (alpha >= 0)
             torch.from_numpy(alphas[layer]).mul_(f_norm[:, None, :])
@@ -439,17 +436,15 @@ def norm_weights(model: Runner, text: str) -> NormWeights:
 def norm_reconstruction(model: Runner, text: str, layer: int) -> tuple[np.ndarray, np.ndarray]:
     """(sum_h sum_j alpha[h,i,j] f_h(x_j) + b_O, what the attention output projection returned),
     both (n, d) float64: equal within float tolerance when the decomposition is exact."""
-    _, parts, xs, alphas, projected = _capture(model, text, hook_output=layer)
+    _, parts, values, alphas, projected = _capture(model, text, hook_output=layer)
     assert projected is not None
     p = parts[layer]
     with torch.inference_mode():
-        f = _transformed(p, xs[layer]).double()  # (H, n, d)
-        mixed = (torch.from_numpy(alphas[layer]).to(f.device).double() @ f).sum(
-            dim=0
-        )  # (n, d): sum over heads of alpha f
-        bias = p.output.bias
-        if bias is not None:
-            mixed = mixed + bias.double()
+        f = _transformed(p, values[layer].double())  # (H, n, d)
+        alpha = torch.from_numpy(alphas[layer]).to(f.device).double()  # (H, n, n)
+        mixed = (alpha @ f).sum(dim=0)  # (n, d): sum over heads of alpha f
+        if p.output.bias is not None:
+            mixed = mixed + p.output.bias.double()
         return mixed.cpu().numpy(), projected.double().cpu().numpy()
 
 
@@ -695,7 +690,7 @@ def head_stats(att: Attention) -> dict[str, np.ndarray]:
     w = _read_only_view(att.weights)  # (L, H, n, n)
     n = att.n
     with torch.inference_mode():
-        entropy = _mean_entropy(w)  # (L, H)
+        entropy, received = _per_head_pass(w)  # (L, H), (L, H, n)
         zeros = np.zeros_like(entropy)
         diag = torch.diagonal(w, dim1=-2, dim2=-1)  # (L, H, n)
         prev = torch.diagonal(w, offset=-1, dim1=-2, dim2=-1)  # A[i, i-1], (L, H, n-1)
@@ -707,28 +702,33 @@ def head_stats(att: Attention) -> dict[str, np.ndarray]:
             "prev": prev.mean(-1).double().numpy() if n > 1 else zeros,
             "next": nxt.mean(-1).double().numpy() if n > 1 else zeros,
         }
-        for name, cols in _token_groups(att).items():
-            idx = torch.as_tensor(cols, dtype=torch.long)
-            stats[name] = w.index_select(-1, idx).sum(-1).mean(-1).double().numpy()  # (L, H)
+    for name, cols in _token_groups(att).items():
+        stats[name] = received[..., cols].sum(-1)  # (L, H): mean over rows of the mass on cols
     return stats
 
 
-def _mean_entropy(w: torch.Tensor) -> np.ndarray:
-    """Mean row entropy of each (n, n) map of w (L, H, n, n), smoothed: p = c (A + eps) with
-    c = 1 / (1 + n eps). Since sum_j p = 1, sum_ij p log p = n log c + c sum_ij q log q with
-    q = A + eps: one add, one log and one dot a head, each on a buffer that stays in cache."""
+def _per_head_pass(w: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """One pass over each (n, n) map of w (L, H, n, n) while it sits in cache: the mean row
+    entropy (L, H) and the mean attention each column receives (L, H, n).
+
+    Entropy is smoothed: p = c (A + eps), c = 1 / (1 + n eps). Since sum_j p = 1,
+    sum_ij p log p = n log c + c sum_ij q log q with q = A + eps: one add, one log, one dot."""
     L, H, n, _ = w.shape
     eps = ENTROPY_SMOOTHING
     c = 1.0 / (1.0 + n * eps)
     q = torch.empty(n * n, dtype=torch.float32)
     log_q = torch.empty_like(q)
-    out = np.empty((L, H))
+    entropy = np.empty((L, H))
+    received = torch.empty(L, H, n)
+    ones = torch.ones(n)
     for layer in range(L):
         for head in range(H):
-            torch.add(w[layer, head].reshape(-1), eps, out=q)
+            a = w[layer, head]  # (n, n)
+            torch.add(a.reshape(-1), eps, out=q)
             torch.log(q, out=log_q)
-            out[layer, head] = -(math.log(c) + c * float(torch.dot(q, log_q)) / n)
-    return out
+            entropy[layer, head] = -(math.log(c) + c * float(torch.dot(q, log_q)) / n)
+            torch.mv(a.T, ones, out=received[layer, head])  # column sums (a BLAS call: 10x a sum)
+    return entropy, received.double().numpy() / n
 
 
 _LABELS = {
