@@ -20,7 +20,7 @@ import streamlit as st
 import torch
 
 import attnviz
-from attnviz import export, i18n
+from attnviz import export, i18n, views
 from attnviz.cache import ResultCache
 from attnviz.config import Settings, check_text, settings_from_env
 
@@ -714,6 +714,25 @@ def sync_url(on_explorer: bool) -> None:
                 del qp[k]
         elif qp.get(k) != v:
             qp[k] = v
+
+
+def focus_from_chart(chart_key: str) -> None:
+    """on_select callback: focus the explorer on the head clicked in chart `chart_key`.
+
+    Defined here, not in a page: Streamlit keeps a chart widget's metadata, callback included,
+    for the rest of the session, and a chart's widget id changes with its figure. A callback
+    defined in a page script would pin that run's globals (a 512-token attention is 75 MB, plus
+    its figures) for every figure ever drawn in the session."""
+    pick = views.model_view_pick(st.session_state.get(chart_key))
+    if pick is not None:
+        st.session_state["layer"], st.session_state["head"] = pick
+
+
+def highlight_from_chart(chart_key: str) -> None:
+    """on_select callback: highlight the token clicked in chart `chart_key` (see focus_from_chart)."""
+    token = views.token_pick(st.session_state.get(chart_key))
+    if token is not None:
+        st.session_state["highlight"] = token
 
 
 def open_in_explorer(layer: int, head: int, sentence: str | None = None) -> None:

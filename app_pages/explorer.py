@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import streamlit as st
 
@@ -71,19 +72,6 @@ settings = common.run_settings(
 )
 
 
-def _pick_head(chart_key: str) -> None:
-    """A click on a thumbnail (or a ranked bar) moves the focus to that layer and head."""
-    pick = views.model_view_pick(ss.get(chart_key))
-    if pick is not None:
-        ss["layer"], ss["head"] = pick
-
-
-def _pick_token(chart_key: str) -> None:
-    token = views.token_pick(ss.get(chart_key))
-    if token is not None:
-        ss["highlight"] = token
-
-
 def _retitle(fig: object, title: str) -> None:
     """Translate a figure's main title, keeping the note views.py puts under it."""
     current = fig.layout.title.text or ""  # type: ignore[attr-defined]
@@ -121,7 +109,7 @@ with top_right, st.container(key="view_grid"):
     common.chart(
         fig,
         key="chart_grid",
-        on_select=lambda: _pick_head("chart_grid"),
+        on_select=partial(common.focus_from_chart, "chart_grid"),
         selection_mode="points",
     )
     common.caveat("caveat.grid")
@@ -151,7 +139,12 @@ with bottom_left, st.container(key="view_head"):
     fig = views.head_view(att, layer, heads=heads, highlight=None if highlight < 0 else highlight)
     shown_heads = t("ctl.all_heads") if heads is None else ", ".join(t("ctl.head_n", n=h) for h in heads)
     _retitle(fig, t("view.head_title", layer=layer, which=shown_heads))
-    common.chart(fig, key="chart_head_view", on_select=lambda: _pick_token("chart_head_view"), selection_mode="points")
+    common.chart(
+        fig,
+        key="chart_head_view",
+        on_select=partial(common.highlight_from_chart, "chart_head_view"),
+        selection_mode="points",
+    )
     common.caveat("caveat.head_view")
     common.figure_downloads(fig, "head-view", settings)
 
@@ -182,7 +175,9 @@ with st.container(key="token_focus"):
     )
     fig = views.token_focus(att, query, key_token, top=12)
     _retitle(fig, t("focus.chart_title", layers=att.n_layers, heads=att.n_heads))
-    common.chart(fig, key="chart_focus", on_select=lambda: _pick_head("chart_focus"), selection_mode="points")
+    common.chart(
+        fig, key="chart_focus", on_select=partial(common.focus_from_chart, "chart_focus"), selection_mode="points"
+    )
     common.caveat("caveat.focus")
     common.figure_downloads(fig, "token-focus", settings)
 
