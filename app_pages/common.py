@@ -139,6 +139,14 @@ def token_label(tokens: list[str], i: int) -> str:
     return f"{i}: {tokens[i]}"
 
 
+def token_format(tokens: list[str], none: str | None = None) -> Callable[[int], str]:
+    """A format_func for token pickers (`none` labels index -1). It holds the tokens only:
+    Streamlit keeps a widget's format_func for the rest of the session, and a lambda written in
+    a page would keep that run's globals (the attention, the figures) alive with it."""
+    tokens = list(tokens)
+    return lambda i: none if none is not None and i < 0 else token_label(tokens, i)
+
+
 def show_tokens(tokens: list[str], key: str = "tokens") -> None:
     """The tokens as literal text (st.code renders nothing as Markdown or HTML)."""
     with st.container(key=key):

@@ -68,9 +68,7 @@ if ss.get("x_layer") not in range(att.n_layers):
 # --- one token, six ways --------------------------------------------------------------------------
 st.subheader(t("explain.token_title"))
 a, b = st.columns(2)
-query = a.selectbox(
-    t("explain.query"), range(att.n), key="x_query", format_func=lambda i: common.token_label(att.tokens, i)
-)
+query = a.selectbox(t("explain.query"), range(att.n), key="x_query", format_func=common.token_format(att.tokens))
 layer = b.selectbox(t("explain.layer"), range(att.n_layers), key="x_layer", format_func=common.fmt_layer)
 
 series: dict[str, np.ndarray] = {}

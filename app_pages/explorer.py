@@ -132,7 +132,7 @@ with bottom_left, st.container(key="view_head"):
         t("ctl.highlight"),
         [-1, *range(att.n)],
         key="highlight",
-        format_func=lambda i: "—" if i < 0 else common.token_label(att.tokens, i),
+        format_func=common.token_format(att.tokens, none="—"),
         help=t("ctl.highlight_help"),
     )
     heads = sorted(hv_heads) if hv_heads else (None if head is None else [head])
@@ -167,12 +167,8 @@ with st.container(key="token_focus"):
         if ss.get(key) not in range(att.n):
             ss[key] = 0
     a, b = st.columns(2)
-    query = a.selectbox(
-        t("focus.query"), range(att.n), key="focus_query", format_func=lambda i: common.token_label(att.tokens, i)
-    )
-    key_token = b.selectbox(
-        t("focus.key"), range(att.n), key="focus_key", format_func=lambda i: common.token_label(att.tokens, i)
-    )
+    query = a.selectbox(t("focus.query"), range(att.n), key="focus_query", format_func=common.token_format(att.tokens))
+    key_token = b.selectbox(t("focus.key"), range(att.n), key="focus_key", format_func=common.token_format(att.tokens))
     fig = views.token_focus(att, query, key_token, top=12)
     _retitle(fig, t("focus.chart_title", layers=att.n_layers, heads=att.n_heads))
     common.chart(
