@@ -7,7 +7,8 @@ ATTNVIZ_EXTRA_MODELS=a,b     models offered in the model list besides the built-
                              Docker image sets this to the ids baked in with EXTRA_MODELS)
 ATTNVIZ_MAX_CHARS=N          longest text accepted, checked before tokenising (default 50000)
 ATTNVIZ_MAX_TOKENS=N         tokens kept after truncation (default 512)
-ATTNVIZ_CACHE_MB=N           bytes of analysis results kept in memory per process (default 256)
+ATTNVIZ_CACHE_MB=N           bytes of analysis results kept in memory per process (default 128: one 512-token result of a
+                             6 x 12 model is 75 MB; a server should stay under ~1 GB)
 ATTNVIZ_CACHE_ENTRIES=N      results kept in memory per process (default 32)
 """
 
@@ -34,7 +35,7 @@ class Settings:
     extra_models: tuple[str, ...] = ()  # offered as choices next to minilm and scratch
     max_chars: int = DEFAULT_MAX_CHARS
     max_tokens: int = DEFAULT_MAX_TOKENS
-    cache_mb: int = 256
+    cache_mb: int = 128
     cache_entries: int = 32
 
     @property
@@ -71,7 +72,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         extra_models=_names(env.get("ATTNVIZ_EXTRA_MODELS", "")),
         max_chars=_int(env, "ATTNVIZ_MAX_CHARS", DEFAULT_MAX_CHARS, 1),
         max_tokens=_int(env, "ATTNVIZ_MAX_TOKENS", DEFAULT_MAX_TOKENS, 2),
-        cache_mb=_int(env, "ATTNVIZ_CACHE_MB", 256, 0),
+        cache_mb=_int(env, "ATTNVIZ_CACHE_MB", 128, 0),
         cache_entries=_int(env, "ATTNVIZ_CACHE_ENTRIES", 32, 0),
     )
 

@@ -14,7 +14,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -484,7 +484,6 @@ def _load_scratch(
     seed: int,
     max_tokens: int,
 ) -> ScratchModel:
-    from safetensors.torch import load_file
     from transformers import AutoTokenizer
 
     folder = embedded_model_dir()
@@ -497,10 +496,19 @@ def _load_scratch(
             encoder = ScratchEncoder(cfg)  # PyTorch's default initialisation: an untrained model
         name = f"scratch (random weights, seed {seed})"
     else:
-        encoder = ScratchEncoder.from_bert_state_dict(load_file(str(folder / "model.safetensors")), cfg)
+        encoder = ScratchEncoder.from_bert_state_dict(_embedded_state_dict(), cfg)
         name = "scratch"
     encoder.eval().to(device)
     return ScratchModel(encoder, tokenizer, device, max_tokens, name)
+
+
+@lru_cache(maxsize=1)
+def _embedded_state_dict() -> dict[str, torch.Tensor]:
+    """MiniLM's weights, read once per process and shared (read-only) by every scratch
+    encoder: the lab's switch variants would otherwise hold 90 MB each."""
+    from safetensors.torch import load_file
+
+    return load_file(str(embedded_model_dir() / "model.safetensors"))
 
 
 def _scratch_config(folder: Path, **switches: bool) -> EncoderConfig:

@@ -237,5 +237,7 @@ class ScratchEncoder(nn.Module):
         missing = [theirs for theirs in mapping.values() if theirs not in state]
         if missing:
             raise ValueError(f"not a BERT checkpoint: missing {missing[:3]}")
-        model.load_state_dict({ours: state[theirs] for ours, theirs in mapping.items()})
+        # assign=True keeps the given tensors instead of copying them: encoders built from one
+        # cached state dict (the lab's switch variants) share one copy of the weights.
+        model.load_state_dict({ours: state[theirs] for ours, theirs in mapping.items()}, assign=True)
         return model
