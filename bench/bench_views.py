@@ -149,7 +149,7 @@ def compare(sizes: list[int], skip_bertviz: bool) -> tuple[str, bool]:
             if n in BUDGET_SPEEDUP:
                 verdict.append(f"{'ok' if speedup >= BUDGET_SPEEDUP[n] else 'SLOW'} >= {BUDGET_SPEEDUP[n]:g}x")
                 ok &= speedup >= BUDGET_SPEEDUP[n]
-            row += f" {bmb:.1f} | {bseconds:.2f} | {bmb / mb:.0f}x smaller | {speedup:.0f}x faster |"
+            row += f" {bmb:.1f} | {bseconds:.2f} | {bmb / mb:.0f}x smaller | {_ratio(speedup)} |"
         lines.append(f"{row} {', '.join(verdict) or '-'} | {device} |")
         print(lines[-1], flush=True)
     note = f"\n{device_line(model)}; our s = best of 3; bertviz run once.\n"
@@ -200,6 +200,11 @@ def sweep(sizes: list[int]) -> str:
         "MB = tracemalloc peak.\n"
     )
     return "\n".join(lines) + "\n" + note
+
+
+def _ratio(speedup: float) -> str:
+    """'14x faster', or '0.3x (slower)' where the reference wins (tiny inputs)."""
+    return f"{speedup:.0f}x faster" if speedup >= 1.5 else f"{speedup:.1f}x" + (" (slower)" if speedup < 1 else "")
 
 
 def main(argv: list[str] | None = None) -> int:
