@@ -4,12 +4,26 @@ read widgets, call `attnviz`, and hand figures to st.plotly_chart."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import sys
 from pathlib import Path
 
 import streamlit as st
 
 ROOT = Path(__file__).resolve().parent
+
+
+def _return_large_frees_to_the_os() -> None:
+    """glibc keeps freed blocks under its (self-raising) mmap threshold in the heap: after a few
+    75 MB attention arrays a server held 100-150 MB it no longer used and crossed 1 GB
+    (bench/results_browser.md). A fixed 1 MB threshold, as MALLOC_MMAP_THRESHOLD_=1048576
+    would set, gives large blocks back at once. Only on glibc; elsewhere nothing happens."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # -3 = M_MMAP_THRESHOLD
+
+
+_return_large_frees_to_the_os()
 if str(ROOT) not in sys.path:  # `app_pages.common` is imported by the pages, whatever the working directory
     sys.path.insert(0, str(ROOT))
 
