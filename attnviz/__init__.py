@@ -35,7 +35,7 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:
-    # `attnviz.views` and `attnviz.explain` import plotly / networkx: load them on first use so
+    # `attnviz.views` and `attnviz.explain` import plotly and more of torch: load them on first use so
     # `import attnviz` stays light for the command line.
     if name in ("views", "explain", "i18n"):
         import importlib
