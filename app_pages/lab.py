@@ -86,10 +86,11 @@ with right:
 # --- one head, step by step -------------------------------------------------------------------
 st.subheader(t("lab.steps_title", layer=layer, head=head))
 runner = scratch[0]
+# the same token limit as the maps above, so the walk shows exactly the tokens they show
 steps = common.results(c.settings).get_or_compute(
-    ("steps", scratch[1], clean, layer, head), lambda: runner.steps(clean, layer, head)
+    ("steps", scratch[1], clean, layer, head, c.max_tokens), lambda: runner.steps(clean, layer, head, c.max_tokens)
 )
-tokens = runner.encode(clean).tokens
+tokens = runner.encode(clean, c.max_tokens).tokens
 n, hs = steps["q"].shape
 rows = tokens[:SHOW_TOKENS]
 dims = [f"d{j}" for j in range(min(hs, SHOW_DIMS))]

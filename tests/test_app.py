@@ -385,6 +385,19 @@ def test_lab_says_identical_by_default_and_different_with_a_switch_off() -> None
     assert not _messages(at, "success")
 
 
+def test_every_page_respects_a_token_limit_below_the_sentence_length() -> None:
+    """The lab's step-by-step walk must cut the text exactly as its maps do (found in review:
+    with "max tokens" below the sentence length it compared a 15 x 15 map with an 8 x 8 one)."""
+    at = _app()
+    at.number_input(key="max_tokens").set_value(8).run()
+    for page in ("app_pages/lab.py", "app_pages/explain.py", "app_pages/caveats.py", "app_pages/explorer.py"):
+        _ok(at.switch_page(page).run())
+        assert len(_tokens_shown(at)) == 8, page
+    at.switch_page("app_pages/lab.py").run()
+    match = next(c.value for c in at.caption if c.value.startswith("Step 6 equals"))
+    assert float(match.split("largest difference ")[1].split(")")[0]) < 1e-5  # the walk's weights are the map's
+
+
 def test_explain_and_caveats_show_live_numbers() -> None:
     at = _app()
     _ok(at.switch_page("app_pages/explain.py").run())
