@@ -399,7 +399,7 @@ def load_runner(c: Ctx, name: str | None = None, *, fallback: bool = True, **opt
         failed = failures.get(key)
         if failed and time.monotonic() - failed[0] < FAILED_LOAD_TTL_S:
             raise attnviz.ModelLoadError(failed[1])
-        with st.spinner(t("spinner.loading", name=name)):
+        with st.spinner(t("spinner.loading", name=escape_md(name))):
             runner = _load_model(name, c.device, c.settings.max_tokens, **opts)
         failures.pop(key, None)
         return runner, key

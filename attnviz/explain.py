@@ -8,6 +8,7 @@ Jain & Wallace 2019 (agreement), Sundararajan et al. 2017 (integrated gradients)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import unicodedata
@@ -57,6 +58,19 @@ __all__ = [
 Runner: TypeAlias = "PretrainedModel | ScratchModel"
 AttentionLike: TypeAlias = "Attention | np.ndarray"
 _T = TypeVar("_T")
+
+
+def _forward_slot(fn: Callable[..., _T]) -> Callable[..., _T]:
+    """Hold one of the runner's forward-pass slots (first argument) while `fn` runs: on a
+    public demo, explanations count against the same bound on simultaneous forward passes as
+    `attend`, so memory stays predictable. The functions wrapped here never nest."""
+
+    @functools.wraps(fn)
+    def wrapper(model: Any, *args: Any, **kwargs: Any) -> _T:
+        with getattr(model, "forward_slots", None) or contextlib.nullcontext():
+            return fn(model, *args, **kwargs)
+
+    return wrapper
 
 
 def _weights(att: AttentionLike) -> np.ndarray:
@@ -361,6 +375,7 @@ def _attention_parts(model: Runner) -> list[_AttentionParts]:
     return parts
 
 
+@_forward_slot
 def _capture(
     model: Runner, text: str, hook_output: int | None = None
 ) -> tuple[Any, list[_AttentionParts], list[torch.Tensor], np.ndarray, torch.Tensor | None]:
@@ -469,6 +484,7 @@ def _check_query(query: int, n: int) -> None:
         raise IndexError(f"query token {query} out of range 0..{n - 1}")
 
 
+@_forward_slot
 def occlusion(model: Runner, text: str, query: int) -> np.ndarray:
     """Leave-one-out for token `query`: (n,) float64, score[j] = cosine distance between the
     query's final representation with token j replaced by [MASK] and without.
@@ -528,6 +544,7 @@ def _with_gradients(fn: Callable[..., _T]) -> Callable[..., _T]:
     return wrapper
 
 
+@_forward_slot
 @_with_gradients
 def input_x_gradient(model: Runner, text: str, query: int) -> np.ndarray:
     """Input x gradient for token `query`: (n,) float64, s_j = sum_d e[j,d] dF/de[j,d] with F
@@ -541,6 +558,7 @@ def input_x_gradient(model: Runner, text: str, query: int) -> np.ndarray:
     return (e * grad).sum(-1)[0].double().detach().cpu().numpy()
 
 
+@_forward_slot
 @_with_gradients
 def _integrated(
     model: Runner, text: str, query: int, steps: int, baseline: Literal["mask", "zero"]

@@ -107,7 +107,9 @@ class _Runner:
         self.tokenizer = tokenizer
         self.device = device
         self.max_tokens = max(2, min(int(max_tokens), int(model_limit)))
-        self._slots = threading.BoundedSemaphore(MAX_CONCURRENT_FORWARDS)
+        # taken by every forward pass (attend, steps, and the explanation methods)
+        self.forward_slots = threading.BoundedSemaphore(MAX_CONCURRENT_FORWARDS)
+        self._twin_lock = threading.Lock()
         self._reload: Callable[[], _Runner] | None = None  # set by load_model: the same model on the CPU
         self._cpu_twin: _Runner | None = None
 
@@ -151,7 +153,7 @@ class _Runner:
         """Run `text` through the model; the per-layer attention as a float32 numpy array."""
         enc = self.encode(text, max_tokens)
         try:
-            with self._slots, torch.inference_mode():
+            with self.forward_slots, torch.inference_mode():
                 weights = self.attention_array(enc.inputs)
         except torch.OutOfMemoryError:
             if self.device.type == "cpu":
@@ -175,10 +177,11 @@ class _Runner:
         the model (loaded once, on first need), with a notice on the result."""
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-        if self._cpu_twin is None:
-            if self._reload is None:
-                raise ModelLoadError(f"out of memory on {self.device} and no way to reload '{self.name}' on the CPU")
-            self._cpu_twin = self._reload()
+        with self._twin_lock:  # two requests failing at once load one CPU copy, not two
+            if self._cpu_twin is None:
+                if self._reload is None:
+                    raise ModelLoadError(f"out of memory on {self.device} and no way to reload '{self.name}' on the CPU")
+                self._cpu_twin = self._reload()
         att = self._cpu_twin.attend(text, max_tokens)
         return replace(
             att, notes=(*att.notes, f"{self.device} ran out of memory: this result was computed on the CPU.")
@@ -260,7 +263,7 @@ class PretrainedModel(_Runner):
 # generic eager function (modeling_bert.eager_attention_forward: QK^T * scaling + mask,
 # softmax, dropout, @ V), we register the same maths as an attention function that computes the
 # scores, mask and an explicit softmax in place inside a slice of the caller's numpy array.
-# Same result as eager within float rounding (tests/test_pretrained.py checks 1e-6).
+# Same result as eager within float rounding (tests/test_pretrained.py checks 1e-5).
 _IN_PLACE_TYPES = {"bert", "roberta", "xlm-roberta", "camembert"}
 _IN_PLACE_NAME = "attnviz_eager_in_place"
 _CAPTURE = threading.local()
@@ -334,14 +337,14 @@ class ScratchModel(_Runner):
     def input_embeddings(self) -> torch.nn.Embedding:
         return self.encoder.word_embeddings
 
-    def steps(self, text: str, layer: int = 0, head: int = 0) -> dict[str, np.ndarray]:
+    def steps(self, text: str, layer: int = 0, head: int = 0, max_tokens: int | None = None) -> dict[str, np.ndarray]:
         """Every intermediate of one head's attention, for the lab walkthrough (numpy):
         x (n, d) the layer input; q, k, v (n, hs); scores = q k^T; scaled = scores / sqrt(hs)
         (or scores when scaling is off); masked (mask added); weights = softmax(masked);
         output = weights v (n, hs). Also "tokens" is not included: use `encode(text).tokens`."""
         if not 0 <= layer < self.n_layers or not 0 <= head < self.n_heads:
             raise IndexError(f"layer/head out of range: {self.n_layers} layers x {self.n_heads} heads")
-        enc = self.encode(text)
+        enc = self.encode(text, max_tokens)
         captured: dict[str, torch.Tensor] = {}
         attn = cast(EncoderLayer, self.encoder.layers[layer]).attention
 
@@ -350,7 +353,7 @@ class ScratchModel(_Runner):
 
         handle = attn.register_forward_pre_hook(grab)
         try:
-            with self._slots, torch.inference_mode():
+            with self.forward_slots, torch.inference_mode():
                 self.attention_maps(enc.inputs)
                 x = captured["x"][0]  # (n, d)
                 hs = attn.head_dim
