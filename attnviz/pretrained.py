@@ -180,7 +180,9 @@ class _Runner:
         with self._twin_lock:  # two requests failing at once load one CPU copy, not two
             if self._cpu_twin is None:
                 if self._reload is None:
-                    raise ModelLoadError(f"out of memory on {self.device} and no way to reload '{self.name}' on the CPU")
+                    raise ModelLoadError(
+                        f"out of memory on {self.device} and no way to reload '{self.name}' on the CPU"
+                    )
                 self._cpu_twin = self._reload()
         att = self._cpu_twin.attend(text, max_tokens)
         return replace(
