@@ -136,7 +136,7 @@ with bottom_left, st.container(key="view_head"):
         help=t("ctl.highlight_help"),
     )
     heads = sorted(hv_heads) if hv_heads else (None if head is None else [head])
-    fig = views.head_view(att, layer, heads=heads, highlight=None if highlight < 0 else highlight)
+    fig = views.head_view(att, layer, heads=heads, highlight=None if highlight < 0 else highlight, lang=c.lang)
     shown_heads = t("ctl.all_heads") if heads is None else ", ".join(t("ctl.head_n", n=h) for h in heads)
     _retitle(fig, t("view.head_title", layer=layer, which=shown_heads))
     common.chart(
@@ -153,7 +153,7 @@ with bottom_right, st.container(key="view_graph"):
     threshold = st.slider(
         t("ctl.threshold"), min_value=0.0, max_value=1.0, step=0.01, key="threshold", help=t("ctl.threshold_help")
     )
-    fig = views.graph_view(att, layer, head, threshold=threshold)
+    fig = views.graph_view(att, layer, head, threshold=threshold, lang=c.lang)
     _retitle(fig, t("view.graph_title", layer=layer, which=_which(head)))
     common.chart(fig, key="chart_graph")
     common.caveat("caveat.graph")
@@ -169,7 +169,7 @@ with st.container(key="token_focus"):
     a, b = st.columns(2)
     query = a.selectbox(t("focus.query"), range(att.n), key="focus_query", format_func=common.token_format(att.tokens))
     key_token = b.selectbox(t("focus.key"), range(att.n), key="focus_key", format_func=common.token_format(att.tokens))
-    fig = views.token_focus(att, query, key_token, top=12)
+    fig = views.token_focus(att, query, key_token, top=12, lang=c.lang)
     _retitle(fig, t("focus.chart_title", layers=att.n_layers, heads=att.n_heads))
     common.chart(
         fig, key="chart_focus", on_select=partial(common.focus_from_chart, "chart_focus"), selection_mode="points"

@@ -26,6 +26,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from . import i18n
 from .result import Attention
 
 __all__ = [
@@ -420,7 +421,9 @@ def layer_head_grid(
     return fig
 
 
-def token_focus(att: Attention, query: int, key: int, top: int | None = None) -> go.Figure:
+def token_focus(
+    att: Attention, query: int, key: int, top: int | None = None, *, lang: str = i18n.DEFAULT_LANGUAGE
+) -> go.Figure:
     """Every (layer, head) ranked by how much `query` attends to `key`, strongest at the top.
 
     "Which heads link 'it' to 'animal'?" Bars carry customdata [layer, head] (clickable).
@@ -445,10 +448,14 @@ def token_focus(att: Attention, query: int, key: int, top: int | None = None) ->
             hovertemplate="%{y}: %{x:.4f}<extra></extra>",
         )
     )
-    fig.add_vline(x=1.0 / n, line_dash="dot", annotation_text="uniform 1/n", annotation_position="top")
-    shown = "all heads" if top is None else f"top {len(order)} of {flat.size} heads"
+    fig.add_vline(x=1.0 / n, line_dash="dot", annotation_text=i18n.t("fig.uniform", lang), annotation_position="top")
+    shown = (
+        i18n.t("fig.all_heads", lang) if top is None else i18n.t("fig.top_heads", lang, k=len(order), total=flat.size)
+    )
     fig.update_layout(
-        title=_title(f"Which heads link {q} ({query}) to {k} ({key})?", f"weight of query {q} on key {k}, {shown}"),
+        title=_title(
+            f"Which heads link {q} ({query}) to {k} ({key})?", i18n.t("fig.note_focus", lang, q=q, k=k, shown=shown)
+        ),
         height=140 + 18 * len(order),
         clickmode="event+select",
     )
@@ -467,6 +474,8 @@ def head_view(
     heads: Sequence[int] | None = None,
     highlight: int | None = None,
     max_links: int | None = None,
+    *,
+    lang: str = i18n.DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """bertviz-style head view: queries on the left, keys on the right, a line per (i, j).
 
@@ -521,7 +530,7 @@ def head_view(
                     "line": {"color": colour, "width": 1.5},
                     "opacity": opacity,
                     "hoverinfo": "skip",
-                    "name": f"head {h}",
+                    "name": i18n.t("fig.head_n", lang, h=h),
                     "legendgroup": f"head {h}",
                     "showlegend": index == strongest,
                 }
@@ -555,9 +564,9 @@ def head_view(
         which = "all heads"
     else:
         which = ("head " if len(heads) == 1 else "heads ") + ", ".join(map(str, heads))
-    note = "query tokens (left) attend to key tokens (right); the more weight, the stronger the line"
+    note = i18n.t("fig.note_head_view", lang)
     if per_query < n:
-        note = f"only the {per_query} strongest of {n} links per query token shown"
+        note = i18n.t("fig.note_links_capped", lang, k=per_query, n=n)
     title = f"layer {layer}, {which}" + (
         "" if highlight is None else f": what {tokens[highlight]} ({highlight}) looks at"
     )
@@ -575,7 +584,13 @@ def head_view(
 
 
 def graph_view(
-    att: Attention, layer: int = 0, head: int | None = 0, threshold: float = 0.1, max_edges: int | None = None
+    att: Attention,
+    layer: int = 0,
+    head: int | None = 0,
+    threshold: float = 0.1,
+    max_edges: int | None = None,
+    *,
+    lang: str = i18n.DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Attention as a directed graph: tokens on a circle (clockwise from the top, in order),
     an edge i -> j wherever query i gives key j more than `threshold` (self-attention as a small
@@ -638,7 +653,9 @@ def graph_view(
                 "line": {"color": EDGE_COLOR, "width": width},
                 "opacity": 0.65,
                 "hoverinfo": "skip",
-                "name": f"weight > {max(lo, threshold):.2g}" if hi is None else f"{max(lo, threshold):.2g} to {hi:.2g}",
+                "name": i18n.t("fig.weight_above", lang, lo=f"{max(lo, threshold):.2g}")
+                if hi is None
+                else i18n.t("fig.weight_range", lang, lo=f"{max(lo, threshold):.2g}", hi=f"{hi:.2g}"),
             }
         )
 
@@ -694,11 +711,11 @@ def graph_view(
     )
 
     which = f"mean of {att.n_heads} heads" if head is None else f"head {head}"
-    note = f"edge i → j: query i gives key j more than {threshold:g}"
+    note = i18n.t("fig.note_edge", lang, t=f"{threshold:g}")
     if total > len(order):
-        note = f"strongest {len(order)} of {total} edges above {threshold:g} shown"
+        note = i18n.t("fig.note_edges_capped", lang, k=len(order), total=total, t=f"{threshold:g}")
     elif total == 0:
-        note = f"no weight above {threshold:g}: lower the threshold"
+        note = i18n.t("fig.note_no_edges", lang, t=f"{threshold:g}")
     fig = go.Figure(traces)
     fig.update_layout(
         title=_title(f"layer {layer}, {which} as a graph", note),

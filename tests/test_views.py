@@ -437,3 +437,16 @@ def test_benchmark_smoke_run_writes_its_table(tmp_path: Path) -> None:
     text = out.read_text()
     assert "--sizes 16 --skip-bertviz" in text
     assert "| 16 |" in text and "ok <= 0.3 MB" in text
+
+
+def test_figure_notes_and_legends_follow_the_language(tired: Attention) -> None:
+    """The words views.py writes itself (notes under titles, legend entries) come from the
+    catalogues, so a Chinese page shows no English subtitle."""
+    capped = views.head_view(tired, 0, max_links=10, lang="zh")
+    assert "每个查询词元只画出最强的" in capped.layout.title.text
+    assert views.head_view(tired, 0, max_links=10).layout.title.text.count("strongest") == 1  # English default
+    graph = views.graph_view(tired, 0, 0, threshold=0.99, lang="zh")
+    assert "请调低阈值" in graph.layout.title.text
+    focus = views.token_focus(tired, 10, 2, top=5, lang="zh")
+    assert "72 个头中的前 5 个" in focus.layout.title.text
+    assert any(trace.name == "头 3" for trace in views.head_view(tired, 0, lang="zh").data)
