@@ -1,5 +1,6 @@
-"""Message catalogues for the app: assets/i18n/{en,zh}.json (flat key -> text) and
-assets/examples.json (the example sentence families of each language).
+"""Message catalogues: attnviz/locales/<lang>/*.json (flat key -> text, one file per feature, so
+a new page brings its own file) and attnviz/locales/examples.json (the example sentence families
+of each language). Both ship inside the package, so views and the CLI work from an installed wheel.
 
 Pure lookup, no streamlit: the app layer decides which language a visitor sees.
 
@@ -29,7 +30,7 @@ __all__ = [
 
 LANGUAGES = ("en", "zh")
 DEFAULT_LANGUAGE = "en"
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+LOCALES = Path(__file__).resolve().parent / "locales"
 
 Example = dict[str, str]  # {"id", "label", "text"}
 ExampleFamily = dict[str, Any]  # {"id", "title", "sentences": [Example, ...], "query", "key"}
@@ -40,9 +41,17 @@ def catalogue(lang: str) -> dict[str, str]:
     """The flat key -> text mapping of one language."""
     if lang not in LANGUAGES:
         raise ValueError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
-    with open(ASSETS / "i18n" / f"{lang}.json", encoding="utf-8") as fh:
-        data = json.load(fh)
-    return {k: v for k, v in data.items() if not k.startswith("_")}  # "_comment" keys are notes
+    merged: dict[str, str] = {}
+    for path in sorted((LOCALES / lang).glob("*.json")):
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+        for key, value in data.items():
+            if key.startswith("_"):  # "_comment" keys are notes
+                continue
+            if key in merged:
+                raise ValueError(f"catalogue key {key!r} is defined twice ({lang}, second time in {path.name})")
+            merged[key] = value
+    return merged
 
 
 def t(key: str, lang: str = DEFAULT_LANGUAGE, **fmt: Any) -> str:
@@ -62,7 +71,7 @@ def placeholders(text: str) -> set[str]:
 
 @cache
 def _examples() -> dict[str, Any]:
-    with open(ASSETS / "examples.json", encoding="utf-8") as fh:
+    with open(LOCALES / "examples.json", encoding="utf-8") as fh:
         data: dict[str, Any] = json.load(fh)
     return data
 

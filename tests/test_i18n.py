@@ -1,8 +1,7 @@
-"""The English and Chinese catalogues and example sentences (assets/i18n, assets/examples.json)."""
+"""The English and Chinese catalogues and example sentences (attnviz/locales)."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -13,10 +12,6 @@ from attnviz import i18n
 
 ROOT = Path(__file__).resolve().parent.parent
 APP_FILES = [ROOT / "app.py", *sorted((ROOT / "app_pages").glob("*.py"))]
-
-
-def _raw(lang: str) -> dict[str, str]:
-    return json.loads((ROOT / "assets" / "i18n" / f"{lang}.json").read_text(encoding="utf-8"))
 
 
 def test_every_key_exists_in_both_languages() -> None:
