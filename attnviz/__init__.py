@@ -8,11 +8,12 @@ att.tokens, att.weights.shape                  # list[str], (layers, heads, n, n
 
 from __future__ import annotations
 
-from .pretrained import (
+from .models import (
     DEFAULT_MAX_TOKENS,
     EMBEDDED_MODEL,
     ModelLoadError,
     PretrainedModel,
+    Runner,
     ScratchModel,
     load_model,
     resolve_device,
@@ -25,6 +26,7 @@ __all__ = [
     "Attention",
     "ModelLoadError",
     "PretrainedModel",
+    "Runner",
     "ScratchModel",
     "__version__",
     "load_model",

@@ -18,7 +18,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .pretrained import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL
+from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL
 
 __all__ = ["DEFAULT_MAX_CHARS", "Settings", "check_text", "settings_from_env"]
 

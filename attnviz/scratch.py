@@ -12,6 +12,7 @@ carry the embedded MiniLM's weights, so its attention equals the pretrained runn
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -21,10 +22,14 @@ from torch.nn import functional as F
 __all__ = [
     "EncoderConfig",
     "EncoderLayer",
+    "LayerParts",
     "MultiHeadSelfAttention",
     "ScratchEncoder",
     "causal_mask",
+    "combined_mask",
+    "multi_head_attention",
     "padding_mask",
+    "post_ln_layer",
     "scaled_dot_product_attention",
     "sinusoidal_positions",
 ]
@@ -35,21 +40,45 @@ def scaled_dot_product_attention(
     k: torch.Tensor,
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
-    scale: bool = True,
+    scale: bool | float = True,
+    *,
+    out: torch.Tensor | None = None,
+    steps: dict[str, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """softmax(Q K^T / sqrt(d_k) + M) V  (Vaswani et al. 2017, eq. 1).
+    """softmax(Q K^T / sqrt(d_k) + M) V  (Vaswani et al. 2017, eq. 1), the softmax written out.
+
+    The one attention implementation of the project: the scratch encoder, the lab's
+    step-by-step walk and the Hugging Face runner's in-place eager attention all call it.
 
     q, k, v: (..., n, d_k). mask: additive, broadcastable to (..., n, n), 0 where allowed and
     the dtype's most negative finite value where not (so fp16 does not overflow).
+    scale: True divides by sqrt(d_k), False does not, a float multiplies by it.
+    out: a (..., n, n) tensor to compute the weights in, in place (no autograd then).
+    steps: receives copies of "scores", "scaled", "masked" and "weights" (the lab shows them).
     Returns (output (..., n, d_v), weights (..., n, n)).
     """
-    scores = q @ k.transpose(-2, -1)  # (..., n, n)
-    if scale:
-        scores = scores / math.sqrt(q.size(-1))
+    scaling = float(scale) if not isinstance(scale, bool) else (q.size(-1) ** -0.5 if scale else 1.0)
+    in_place = out is not None or not torch.is_grad_enabled()
+    w = torch.matmul(q, k.transpose(-2, -1), out=out)  # (..., n, n)
+    _keep(steps, "scores", w)
+    w = w.mul_(scaling) if in_place else w * scaling
+    _keep(steps, "scaled", w)
     if mask is not None:
-        scores = scores + mask
-    weights = torch.softmax(scores, dim=-1)  # rows sum to 1
-    return weights @ v, weights
+        w = w.add_(mask) if in_place else w + mask
+    _keep(steps, "masked", w)
+    if in_place:  # softmax in place: no (..., n, n) temporaries at 512 tokens
+        w.sub_(w.amax(dim=-1, keepdim=True)).exp_()
+        w.div_(w.sum(dim=-1, keepdim=True))
+    else:
+        e = (w - w.amax(dim=-1, keepdim=True)).exp()
+        w = e / e.sum(dim=-1, keepdim=True)  # rows sum to 1
+    _keep(steps, "weights", w)
+    return torch.matmul(w, v), w
+
+
+def _keep(steps: dict[str, torch.Tensor] | None, name: str, value: torch.Tensor) -> None:
+    if steps is not None:
+        steps[name] = value.detach().clone()
 
 
 def causal_mask(n: int, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> torch.Tensor:
@@ -74,6 +103,54 @@ def sinusoidal_positions(n: int, d_model: int) -> torch.Tensor:
     return pe
 
 
+def combined_mask(
+    attention_mask: torch.Tensor | None, n: int, causal: bool, dtype: torch.dtype, device: torch.device
+) -> torch.Tensor | None:
+    """The additive mask of a batch: padding columns (from a (B, n) 1/0 mask) and, when
+    `causal`, the upper triangle; None when nothing is masked."""
+    mask = None if attention_mask is None else padding_mask(attention_mask, dtype)  # (B, 1, 1, n)
+    if causal:
+        c = causal_mask(n, dtype, device)  # (n, n)
+        mask = c if mask is None else (mask + c).clamp(min=torch.finfo(dtype).min)
+    return mask
+
+
+def multi_head_attention(
+    x: torch.Tensor,
+    query: nn.Module,
+    key: nn.Module,
+    value: nn.Module,
+    output: nn.Module,
+    n_heads: int,
+    head_dim: int,
+    mask: torch.Tensor | None = None,
+    scale: bool = True,
+    *,
+    value_scale: torch.Tensor | None = None,
+    trace: dict[str, torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Project, split into heads, attend, merge, project back. x: (B, T, d).
+
+    value_scale (B, T) multiplies each token's value vector in every head (0 removes a token's
+    value, as Value Zeroing does); trace receives "values" x W_V + b_V (B, T, nh*hs), "context"
+    (the heads side by side before the output projection) and "attn_out" (after it).
+    Returns (output (B, T, d), weights (B, nh, T, T))."""
+    B, T, _ = x.shape
+
+    def split(t: torch.Tensor) -> torch.Tensor:
+        return t.view(B, T, n_heads, head_dim).transpose(1, 2)  # (B, nh, T, hs)
+
+    values = value(x)  # (B, T, nh*hs)
+    if value_scale is not None:
+        values = values * value_scale[..., None].to(values.dtype)
+    y, weights = scaled_dot_product_attention(split(query(x)), split(key(x)), split(values), mask, scale)
+    context = y.transpose(1, 2).reshape(B, T, n_heads * head_dim)  # (B, T, nh*hs)
+    out = output(context)  # (B, T, d)
+    if trace is not None:
+        trace.update(values=values, context=context, attn_out=out)
+    return out, weights
+
+
 class MultiHeadSelfAttention(nn.Module):
     """Q, K, V projections, split into heads, scaled dot product, merge, output projection.
 
@@ -92,10 +169,6 @@ class MultiHeadSelfAttention(nn.Module):
         self.value = nn.Linear(d_model, inner, bias=bias)
         self.output = nn.Linear(inner, d_model, bias=bias)
 
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, _ = x.shape
-        return x.view(B, T, self.n_heads, self.head_dim).transpose(1, 2)  # (B, nh, T, hs)
-
     def forward(
         self,
         x: torch.Tensor,
@@ -105,19 +178,57 @@ class MultiHeadSelfAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """x: (B, T, d_model); attention_mask: (B, T) with 1 = token, 0 = padding.
         Returns (output (B, T, d_model), weights (B, nh, T, T))."""
-        B, T, _ = x.shape
-        q = self.split_heads(self.query(x))  # (B, nh, T, hs)
-        k = self.split_heads(self.key(x))  # (B, nh, T, hs)
-        v = self.split_heads(self.value(x))  # (B, nh, T, hs)
-        mask = None
-        if attention_mask is not None:
-            mask = padding_mask(attention_mask, x.dtype)  # (B, 1, 1, T)
-        if causal:
-            c = causal_mask(T, x.dtype, x.device)  # (T, T)
-            mask = c if mask is None else (mask + c).clamp(min=torch.finfo(x.dtype).min)
-        y, weights = scaled_dot_product_attention(q, k, v, mask, scale=scale)  # (B, nh, T, hs)
-        y = y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim)  # (B, T, nh*hs)
-        return self.output(y), weights
+        mask = combined_mask(attention_mask, x.shape[1], causal, x.dtype, x.device)
+        return multi_head_attention(
+            x, self.query, self.key, self.value, self.output, self.n_heads, self.head_dim, mask, scale
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class LayerParts:
+    """The parts of one post-LayerNorm encoder layer (BERT: x = LN(x + Attn(x)); x = LN(x + FF(x))).
+
+    The scratch encoder's layers and Hugging Face BERT-family layers both hand these out
+    (`Runner.layers()`), so explanation methods and head switches never reach into a model's
+    own module tree, and `post_ln_layer` recomputes any layer with the project's one attention."""
+
+    query: nn.Linear  # d -> nh*hs
+    key: nn.Linear
+    value: nn.Linear
+    output: nn.Linear  # nh*hs -> d: its input holds the heads side by side
+    ln_attention: nn.LayerNorm
+    ff_in: nn.Linear
+    ff_out: nn.Linear
+    ln_ff: nn.LayerNorm
+    n_heads: int
+    head_dim: int
+    activation: Callable[[torch.Tensor], torch.Tensor] = F.gelu
+    scale: bool = True
+    causal: bool = False
+
+
+def post_ln_layer(
+    p: LayerParts,
+    x: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+    *,
+    value_scale: torch.Tensor | None = None,
+    trace: dict[str, torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One encoder layer on x (B, T, d): returns (output (B, T, d), weights (B, nh, T, T)).
+
+    trace receives, besides what `multi_head_attention` records, "mid" (after the first
+    LayerNorm), "ff" (the feed-forward output) and "out"."""
+    mask = combined_mask(attention_mask, x.shape[1], p.causal, x.dtype, x.device)
+    a, weights = multi_head_attention(
+        x, p.query, p.key, p.value, p.output, p.n_heads, p.head_dim, mask, p.scale, value_scale=value_scale, trace=trace
+    )
+    mid = p.ln_attention(x + a)  # (B, T, d)
+    ff = p.ff_out(p.activation(p.ff_in(mid)))  # (B, T, d)
+    out = p.ln_ff(mid + ff)  # (B, T, d)
+    if trace is not None:
+        trace.update(mid=mid, ff=ff, out=out)
+    return out, weights
 
 
 @dataclass
@@ -148,11 +259,15 @@ class EncoderLayer(nn.Module):
         self.ff_out = nn.Linear(cfg.d_ff, cfg.d_model)
         self.ln_ff = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
 
+    def parts(self) -> LayerParts:
+        a = self.attention
+        return LayerParts(
+            a.query, a.key, a.value, a.output, self.ln_attention, self.ff_in, self.ff_out, self.ln_ff,
+            a.n_heads, a.head_dim, F.gelu, self.cfg.scale, self.cfg.causal,
+        )  # fmt: skip
+
     def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        a, weights = self.attention(x, attention_mask, causal=self.cfg.causal, scale=self.cfg.scale)
-        x = self.ln_attention(x + a)  # (B, T, d)
-        x = self.ln_ff(x + self.ff_out(F.gelu(self.ff_in(x))))  # (B, T, d)
-        return x, weights
+        return post_ln_layer(self.parts(), x, attention_mask)
 
 
 class ScratchEncoder(nn.Module):

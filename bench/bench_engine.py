@@ -19,7 +19,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import attnviz
-from attnviz.pretrained import embedded_model_dir
+from attnviz.models import embedded_model_dir
 
 WORDS = "the animal did not cross the street because it was tired and the river bank was wide".split()  # noqa: SIM905
 

@@ -13,7 +13,7 @@ import torch
 
 import attnviz
 from attnviz import explain
-from attnviz.pretrained import PretrainedModel
+from attnviz.models import PretrainedModel
 from attnviz.result import Attention
 
 from .conftest import SENTENCES

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from attnviz.pretrained import embedded_model_dir
+from attnviz.models import embedded_model_dir
 
 CORPUS = [
     "The animal didn't cross the street because it was tired.",

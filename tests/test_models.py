@@ -13,7 +13,7 @@ import torch
 
 import attnviz
 from attnviz import ModelLoadError
-from attnviz.pretrained import embedded_model_dir, resolve_device
+from attnviz.models import embedded_model_dir, resolve_device
 
 from .conftest import SENTENCES
 from .tiny_models import build
@@ -141,7 +141,15 @@ def test_loader_reports_missing_directory_and_unknown_id(tmp_path: Path) -> None
     with pytest.raises(ModelLoadError, match="does not exist"):
         attnviz.load_model(str(tmp_path / "nope"))
     with pytest.raises(ModelLoadError, match="neither"):
-        attnviz.load_model("not a model id!")
+        attnviz.load_model("not a model id")
+
+
+@pytest.mark.parametrize("name", ["x" * 201, "a/b" * 100, "<script>", "m\x00odel", "a'b", 'a"b', "a\nb", "a;b"])
+def test_model_names_are_capped_in_length_and_characters_before_any_loading(name: str) -> None:
+    """A visitor's model id lands in tables, logs and messages: a 2 MB id or markup is refused
+    unread (issue: failed model names piled up in memory)."""
+    with pytest.raises(ValueError, match="characters|may hold"):
+        attnviz.load_model(name)
 
 
 def test_directory_without_weights_is_a_clear_error(tmp_path: Path) -> None:

@@ -1,0 +1,66 @@
+"""What the explanation methods that run a model share: batches through the background lane
+(one batch at a time process-wide, interactive passes first, progress and cancelling between
+batches), gradients on demand, and input checks. Models are seen only through the Runner seam."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from typing import ParamSpec, TypeVar
+
+import torch
+
+from ..models import Progress, Runner
+
+__all__ = ["batch_size", "check_query", "expand", "in_batches", "with_gradients"]
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+# Activations of one batched forward stay under about this many float32 attention entries
+# (batch x heads x n x n, ~0.5 GB with the rest): n variants or steps go through in chunks.
+# At 512 tokens that is 10 forward passes (about 1 s on 2 cores) or 2 with gradients: the
+# longest an interactive pass waits behind an explanation.
+BATCH_BUDGET = 2**25
+
+
+def batch_size(model: Runner, n: int, grad: bool) -> int:
+    per_item = model.n_heads * n * n * (4 if grad else 1)
+    return max(1, BATCH_BUDGET // per_item)
+
+
+def in_batches(
+    model: Runner, total: int, n: int, *, grad: bool = False, progress: Progress | None = None
+) -> Iterator[slice]:
+    """Slices of range(total) sized for n-token inputs; the loop body of each runs inside the
+    background lane. `progress(done_fraction)` is called before every batch and at the end:
+    it may raise (a cancelled or over-budget request) and the work stops there."""
+    step = batch_size(model, n, grad)
+    for start in range(0, total, step):
+        if progress is not None:
+            progress(start / max(total, 1))
+        with model.gate.background():
+            yield slice(start, min(total, start + step))
+    if progress is not None:
+        progress(1.0)
+
+
+def expand(inputs: dict[str, torch.Tensor], b: int) -> dict[str, torch.Tensor]:
+    return {k: v.expand(b, -1) for k, v in inputs.items()}
+
+
+def check_query(query: int, n: int) -> None:
+    if not 0 <= query < n:
+        raise IndexError(f"query token {query} out of range 0..{n - 1}")
+
+
+def with_gradients(fn: Callable[_P, _T]) -> Callable[_P, _T]:
+    """Run `fn` with autograd on, also when the caller is in inference mode or no_grad (an
+    app may be): every tensor it makes, from tokenising on, is then a normal tensor."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        with torch.inference_mode(False), torch.enable_grad():
+            return fn(*args, **kwargs)
+
+    return wrapper

@@ -1,0 +1,150 @@
+"""Attributions for one query token, to contrast with attention: occlusion (leave-one-out),
+input x gradient and integrated gradients (Sundararajan et al. 2017). These run the model:
+every batch goes through the background lane (see _model.py) and reports progress."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+import numpy as np
+import torch
+
+from ..models import Progress, Runner
+from ._model import check_query, expand, in_batches, with_gradients
+
+__all__ = ["completeness_gap", "input_x_gradient", "integrated_gradients", "occlusion"]
+
+
+def occlusion(model: Runner, text: str, query: int, *, progress: Progress | None = None) -> np.ndarray:
+    """Leave-one-out for token `query`: (n,) float64, score[j] = cosine distance between the
+    query's final representation with token j replaced by [MASK] and without.
+
+    Every ordinary token is scored, the query itself included (masking it is the largest
+    change one would expect); special tokens are not masked and score 0.
+    """
+    mask_id = getattr(model.tokenizer, "mask_token_id", None)
+    if mask_id is None:
+        raise ValueError(f"model '{model.name}' has no [MASK] token to occlude with")
+    enc = model.encode(text)
+    ids = enc.inputs["input_ids"]  # (1, n)
+    n = ids.shape[1]
+    check_query(query, n)
+    targets = np.flatnonzero(~enc.special)
+    scores = np.zeros(n)
+    with torch.inference_mode():
+        with model.gate.background():
+            h0 = model.last_hidden(enc.inputs)[0, query]  # (d,)
+        for part in in_batches(model, len(targets), n, progress=progress):
+            chunk = torch.as_tensor(targets[part], device=ids.device)
+            b = len(chunk)
+            batch = expand(enc.inputs, b)
+            batch_ids = ids.expand(b, -1).clone()  # (b, n)
+            batch_ids[torch.arange(b), chunk] = mask_id
+            batch["input_ids"] = batch_ids
+            h = model.last_hidden(batch)[:, query]  # (b, d)
+            cos = torch.nn.functional.cosine_similarity(h, h0[None], dim=-1)
+            scores[targets[part]] = (1 - cos).double().cpu().numpy()
+    return scores
+
+
+def _objective(model: Runner, inputs: dict[str, torch.Tensor], query: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    """F(e) = <h_query(e), u>, u = h_query(e0) / ||h_query(e0)||: the length of the query's final
+    representation along its unperturbed direction; F(e0) = ||h_query(e0)||. e: (b, n, d)
+    word embeddings (before positions, segments and LayerNorm)."""
+    with torch.no_grad():  # not inference mode: u is saved for the backward pass
+        h0 = model.last_hidden(inputs)[0, query]
+    u = h0 / h0.norm()
+
+    def objective(e: torch.Tensor) -> torch.Tensor:  # (b, n, d) -> (b,)
+        h = model.last_hidden(expand(inputs, e.shape[0]), inputs_embeds=e)[:, query]
+        return h @ u
+
+    return objective
+
+
+@with_gradients
+def input_x_gradient(model: Runner, text: str, query: int) -> np.ndarray:
+    """Input x gradient for token `query`: (n,) float64, s_j = sum_d e[j,d] dF/de[j,d] with F
+    the query's final representation projected on its own direction (see `_objective`).
+    Every position is scored, special tokens included."""
+    enc = model.encode(text)
+    check_query(query, enc.inputs["input_ids"].shape[1])
+    with model.gate.background():
+        objective = _objective(model, enc.inputs, query)
+        e = model.input_embeddings()(enc.inputs["input_ids"]).detach().requires_grad_(True)  # (1, n, d)
+        (grad,) = torch.autograd.grad(objective(e).sum(), e)
+    return (e * grad).sum(-1)[0].double().detach().cpu().numpy()
+
+
+@with_gradients
+def _integrated(
+    model: Runner,
+    text: str,
+    query: int,
+    steps: int,
+    baseline: Literal["mask", "zero"],
+    progress: Progress | None = None,
+) -> tuple[np.ndarray, float]:
+    """Integrated gradients (Sundararajan et al. 2017) by the midpoint rule on `steps` points:
+    s_j = sum_d (e - e')[j,d] * mean_k dF/de[j,d] at e' + (k + 1/2)/steps (e - e').
+    Returns the scores and the completeness gap |sum_j s_j - (F(e) - F(e'))|."""
+    if steps < 1:
+        raise ValueError("steps must be at least 1")
+    if baseline not in ("mask", "zero"):
+        raise ValueError("baseline must be 'mask' or 'zero'")
+    enc = model.encode(text)
+    ids = enc.inputs["input_ids"]
+    n = ids.shape[1]
+    check_query(query, n)
+    with model.gate.background():
+        objective = _objective(model, enc.inputs, query)
+    table = model.input_embeddings()
+    keep = torch.as_tensor(enc.special, device=ids.device)[None, :, None]  # (1, n, 1)
+    e = table(ids).detach()  # (1, n, d)
+    if baseline == "mask":
+        mask_id = getattr(model.tokenizer, "mask_token_id", None)
+        if mask_id is None:
+            raise ValueError(f"model '{model.name}' has no [MASK] token for the baseline")
+        base = table(torch.full_like(ids, mask_id)).detach()
+    else:
+        base = torch.zeros_like(e)
+    # Special tokens keep their embeddings in the baseline, so they score 0 and the scores
+    # share out F(e) - F(e') among the ordinary tokens.
+    base = torch.where(keep, e, base)
+    delta = e - base  # (1, n, d)
+    total = torch.zeros_like(e)
+    alphas = (torch.arange(steps, dtype=e.dtype, device=e.device) + 0.5) / steps
+    for part in in_batches(model, steps, n, grad=True, progress=progress):
+        point = (base + alphas[part, None, None] * delta).requires_grad_(True)  # (b, n, d)
+        (grad,) = torch.autograd.grad(objective(point).sum(), point)
+        total += grad.sum(dim=0, keepdim=True)
+    scores = (delta * total / steps).sum(-1)[0].double()  # (n,)
+    with torch.no_grad(), model.gate.background():
+        f_e, f_base = objective(torch.cat([e, base])).double().tolist()
+    gap = abs(float(scores.sum()) - (f_e - f_base))
+    return scores.detach().cpu().numpy(), gap
+
+
+def integrated_gradients(
+    model: Runner,
+    text: str,
+    query: int,
+    steps: int = 32,
+    baseline: Literal["mask", "zero"] = "mask",
+    *,
+    progress: Progress | None = None,
+) -> np.ndarray:
+    """Integrated gradients of F (see `input_x_gradient`) for token `query`: (n,) float64.
+
+    baseline "mask": every ordinary token's embedding replaced by [MASK]'s; "zero": by zeros.
+    Special tokens are the same in input and baseline, so they score 0. The scores add up to
+    F(input) - F(baseline) as steps grow (`completeness_gap` measures how nearly)."""
+    return _integrated(model, text, query, steps, baseline, progress)[0]
+
+
+def completeness_gap(
+    model: Runner, text: str, query: int, steps: int = 32, baseline: Literal["mask", "zero"] = "mask"
+) -> float:
+    """|sum_j s_j - (F(input) - F(baseline))| of `integrated_gradients`: falls as steps grow."""
+    return _integrated(model, text, query, steps, baseline)[1]

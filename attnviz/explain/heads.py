@@ -1,0 +1,130 @@
+"""Head statistics (Clark et al. 2019, "What Does BERT Look At?", §3) and sink shares.
+Numpy only: takes an `Attention`."""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from ..result import Attention
+from ._arrays import read_only_view
+
+if TYPE_CHECKING:
+    from .norms import NormWeights
+
+__all__ = ["BROAD_ENTROPY", "ENTROPY_SMOOTHING", "LABEL_SHARE", "head_labels", "head_stats", "sink_shares"]
+
+ENTROPY_SMOOTHING = 1e-6  # A' = (A + eps) / (1 + n eps): log 0 never happens, one-hot rows give ~0
+LABEL_SHARE = 0.5  # a head is "previous token", "[SEP] sink", ... when over half its attention goes there
+BROAD_ENTROPY = 0.8  # "broad" when the mean row entropy exceeds this fraction of ln n
+
+
+def _is_punctuation(token: str) -> bool:
+    return bool(token) and all(unicodedata.category(c).startswith("P") for c in token)
+
+
+def _token_groups(att: Attention) -> dict[str, np.ndarray]:
+    """Column indices of [CLS] (the first special token), [SEP] (the other special tokens)
+    and punctuation (ordinary tokens made only of punctuation characters)."""
+    specials = np.flatnonzero(att.special)
+    punct = [i for i, t in enumerate(att.tokens) if not att.special[i] and _is_punctuation(t)]
+    return {"cls": specials[:1], "sep": specials[1:], "punct": np.array(punct, dtype=int)}
+
+
+def head_stats(att: Attention) -> dict[str, np.ndarray]:
+    """Per (layer, head), averaged over query rows: "entropy" (nats), "entropy_rel" (entropy
+    / ln n), shares of attention to "cls", "sep", "punct", "self", "prev" (A[i, i-1], rows
+    i >= 1) and "next" (A[i, i+1], rows i < n-1). Each value is a (layers, heads) float64 array.
+    """
+    w = read_only_view(att.weights)  # (L, H, n, n)
+    n = att.n
+    with torch.inference_mode():
+        entropy, received = _per_head_pass(w)  # (L, H), (L, H, n)
+        zeros = np.zeros_like(entropy)
+        diag = torch.diagonal(w, dim1=-2, dim2=-1)  # (L, H, n)
+        prev = torch.diagonal(w, offset=-1, dim1=-2, dim2=-1)  # A[i, i-1], (L, H, n-1)
+        nxt = torch.diagonal(w, offset=1, dim1=-2, dim2=-1)  # A[i, i+1], (L, H, n-1)
+        stats = {
+            "entropy": entropy,
+            "entropy_rel": entropy / math.log(n) if n > 1 else zeros,
+            "self": diag.mean(-1).double().numpy(),
+            "prev": prev.mean(-1).double().numpy() if n > 1 else zeros,
+            "next": nxt.mean(-1).double().numpy() if n > 1 else zeros,
+        }
+    for name, cols in _token_groups(att).items():
+        stats[name] = received[..., cols].sum(-1)  # (L, H): mean over rows of the mass on cols
+    return stats
+
+
+def _per_head_pass(w: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """One pass over each (n, n) map of w (L, H, n, n) while it sits in cache: the mean row
+    entropy (L, H) and the mean attention each column receives (L, H, n).
+
+    Entropy is smoothed: p = c (A + eps), c = 1 / (1 + n eps). Since sum_j p = 1,
+    sum_ij p log p = n log c + c sum_ij q log q with q = A + eps: one add, one log, one dot."""
+    L, H, n, _ = w.shape
+    eps = ENTROPY_SMOOTHING
+    c = 1.0 / (1.0 + n * eps)
+    q = torch.empty(n * n, dtype=torch.float32)
+    log_q = torch.empty_like(q)
+    entropy = np.empty((L, H))
+    received = torch.empty(L, H, n)
+    ones = torch.ones(n)
+    for layer in range(L):
+        for head in range(H):
+            a = w[layer, head]  # (n, n)
+            torch.add(a.reshape(-1), eps, out=q)
+            torch.log(q, out=log_q)
+            entropy[layer, head] = -(math.log(c) + c * float(torch.dot(q, log_q)) / n)
+            torch.mv(a.T, ones, out=received[layer, head])  # column sums (a BLAS call: 10x a sum)
+    return entropy, received.double().numpy() / n
+
+
+_LABELS = {
+    "prev": "previous token",
+    "next": "next token",
+    "self": "self",
+    "cls": "[CLS] sink",
+    "sep": "[SEP] sink",
+    "punct": "punctuation",
+}
+
+
+def head_labels(stats: dict[str, np.ndarray]) -> np.ndarray:
+    """A Clark et al.-style label per head, (layers, heads) of str: the pattern with the largest
+    share if it exceeds LABEL_SHARE, else "broad" if entropy_rel > BROAD_ENTROPY, else ""."""
+    names = list(_LABELS)
+    shares = np.stack([stats[k] for k in names])  # (6, L, H)
+    best = shares.argmax(0)
+    top = shares.max(0)
+    labels = np.full(best.shape, "", dtype=object)
+    for idx in np.ndindex(best.shape):
+        if top[idx] > LABEL_SHARE:
+            labels[idx] = _LABELS[names[best[idx]]]
+        elif stats["entropy_rel"][idx] > BROAD_ENTROPY:
+            labels[idx] = "broad"
+    return labels.astype(str)
+
+
+def sink_shares(att: Attention, norms: NormWeights | None = None) -> dict[str, dict[str, float]]:
+    """Share of all attention (and of the norm-based weight, when given) that lands on [CLS],
+    [SEP] and punctuation, averaged over layers, heads and query rows:
+    {"attention": {"[CLS]": .., "[SEP]": .., "punctuation": ..}, "norm": {...}}.
+    Kobayashi et al. 2020: the norm-based shares are far smaller (these tokens give little)."""
+    groups = _token_groups(att)
+    names = {"cls": "[CLS]", "sep": "[SEP]", "punct": "punctuation"}
+
+    def shares(w: np.ndarray) -> dict[str, float]:
+        w = w / np.maximum(w.sum(-1, keepdims=True), np.finfo(np.float32).tiny)  # rows sum to 1
+        return {names[k]: float(w[..., cols].sum(-1).mean()) for k, cols in groups.items()}
+
+    out = {"attention": shares(att.weights)}
+    if norms is not None:
+        if norms.per_head.shape != att.weights.shape:
+            raise ValueError(f"norm weights {norms.per_head.shape} do not match attention {att.weights.shape}")
+        out["norm"] = shares(norms.per_head)
+    return out

@@ -1,0 +1,346 @@
+"""The seam between the engines and everything else: the `Runner` protocol and what every
+runner shares (tokenising, limits, `attend`, the one out-of-memory fallback, per-head
+steps, layer traces and head switches).
+
+Torch tensors never leave the runners and the explanation methods that use them: `attend`
+returns numpy. Explanation methods see a model only through the public methods below; the
+module tree of a Hugging Face model is known to `huggingface.py` alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+from ..result import Attention
+from ..scratch import LayerParts, causal_mask, post_ln_layer, scaled_dot_product_attention
+from .gate import ForwardGate, gate_for
+from .tokens import clean_text, count_tokens, readable_tokens
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+__all__ = [
+    "Encoded",
+    "HeadMode",
+    "ModelLoadError",
+    "Runner",
+    "RunnerBase",
+    "Steps",
+]
+
+Inputs = dict[str, torch.Tensor]
+Steps = dict[str, np.ndarray]
+HeadMode = Literal["zero", "mean"]
+OOM_NOTE = "{device} ran out of memory: this result was computed on the CPU."
+
+
+class ModelLoadError(RuntimeError):
+    """A model could not be found, loaded, or gives no attention weights.
+
+    str(error) is for the person who named the model on their own machine (the command line, a
+    notebook). `public` is what a server may show a visitor: it names the model as typed and
+    never reveals the server's files (whether a folder exists, resolved paths)."""
+
+    def __init__(self, message: str, public: str | None = None):
+        super().__init__(message)
+        self.public = public or message
+
+
+@dataclass
+class Encoded:
+    """A tokenised text, ready for a forward pass (batch of one)."""
+
+    inputs: Inputs  # input_ids, attention_mask, maybe token_type_ids: (1, n)
+    tokens: list[str]
+    special: np.ndarray
+    word_ids: list[int]
+    truncated: bool
+    n_input_tokens: int
+    text: str = ""
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """What the app, the command line and the explanation methods may ask of a model."""
+
+    name: str
+    n_layers: int
+    n_heads: int
+    causal: bool
+    max_tokens: int
+    device: torch.device
+    tokenizer: PreTrainedTokenizerBase
+    gate: ForwardGate
+
+    def encode(self, text: str, max_tokens: int | None = None) -> Encoded: ...
+
+    def attend(self, text: str, max_tokens: int | None = None) -> Attention: ...
+
+    def attention_array(self, inputs: Inputs) -> np.ndarray: ...
+
+    def last_hidden(self, inputs: Inputs, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor: ...
+
+    def input_embeddings(self) -> torch.nn.Embedding: ...
+
+    def layers(self) -> list[LayerParts]: ...
+
+    def hidden_states(self, inputs: Inputs) -> list[torch.Tensor]: ...
+
+    def steps(self, text: str, layer: int = 0, head: int = 0, max_tokens: int | None = None) -> Steps: ...
+
+    def trace(self, inputs: Inputs) -> tuple[np.ndarray, list[dict[str, torch.Tensor]]]: ...
+
+    def layer_trace(self, inputs: Inputs, layer: int, **kwargs: torch.Tensor) -> dict[str, torch.Tensor]: ...
+
+    def switch_heads(
+        self, heads: Iterable[tuple[int, int]] = (), mode: HeadMode = "zero", gates: torch.Tensor | None = None
+    ) -> contextlib.AbstractContextManager[None]: ...
+
+
+class RunnerBase:
+    """What the pretrained and the scratch runner share."""
+
+    name: str
+    n_layers: int
+    n_heads: int
+    causal: bool = False
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, device: torch.device, max_tokens: int, model_limit: int):
+        self.tokenizer = tokenizer
+        self.device = device
+        self.max_tokens = max(2, min(int(max_tokens), int(model_limit)))
+        self.gate = gate_for((type(self).__name__, id(self)))  # load_model gives a stable key
+        self._twin_lock = threading.Lock()
+        self._reload: Callable[[], RunnerBase] | None = None  # set by load_model: the same model on the CPU
+        self._cpu_twin: RunnerBase | None = None
+        self._switch_lock = threading.Lock()  # head switches change the model for everyone: one at a time
+
+    # --- subclasses ------------------------------------------------------------------------
+
+    def attention_maps(self, inputs: Inputs) -> list[torch.Tensor]:
+        """One (B, heads, n, n) tensor per layer."""
+        raise NotImplementedError
+
+    def last_hidden(self, inputs: Inputs, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        """Final hidden states (B, n, d); with `inputs_embeds` (B, n, d) in place of the word
+        embeddings of `inputs["input_ids"]` (for gradients). Not under inference mode here:
+        callers choose."""
+        raise NotImplementedError
+
+    def hidden_states(self, inputs: Inputs) -> list[torch.Tensor]:
+        """The hidden state entering each layer, then the last layer's output: L + 1 tensors (B, n, d)."""
+        raise NotImplementedError
+
+    def input_embeddings(self) -> torch.nn.Embedding:
+        """The word-embedding table (vocab, d)."""
+        raise NotImplementedError
+
+    def layers(self) -> list[LayerParts]:
+        """Each layer's parts, for methods that decompose or recompute a layer. ValueError when
+        the architecture is not a post-LayerNorm encoder (GPT-2, for example)."""
+        raise ValueError(f"model '{self.name}' does not expose its layers (a BERT-family encoder does)")
+
+    # --- tokenising and attention -----------------------------------------------------------
+
+    def encode(self, text: str, max_tokens: int | None = None) -> Encoded:
+        """Tokenise, truncating to the model's limit (or `max_tokens`) and flagging it."""
+        if not isinstance(text, str):
+            raise ValueError("text must be a string")
+        text = clean_text(text)
+        if not text.strip():
+            raise ValueError("text is empty: type a sentence to analyse")
+        limit = self.max_tokens if max_tokens is None else max(2, min(int(max_tokens), self.max_tokens))
+        tok = self.tokenizer
+        enc = tok(
+            text,
+            truncation=True,
+            max_length=limit,
+            return_special_tokens_mask=True,
+            return_offsets_mapping=bool(getattr(tok, "is_fast", False)),
+            return_tensors="pt",
+        )
+        offsets = enc.pop("offset_mapping")[0].tolist() if "offset_mapping" in enc else None
+        ids = enc["input_ids"][0].tolist()
+        special = np.array(enc.pop("special_tokens_mask")[0].tolist(), dtype=bool)
+        if len(ids) == int(special.sum()):
+            raise ValueError("the text has no tokens the model knows: type some words")
+        n_input = count_tokens(tok, text)
+        word_ids = [-1 if w is None else int(w) for w in enc.word_ids(0)] if enc.is_fast else []
+        tokens = readable_tokens(tok, ids, special, text, offsets)
+        inputs = {k: v.to(self.device) for k, v in enc.items() if isinstance(v, torch.Tensor)}
+        return Encoded(
+            inputs=inputs,
+            tokens=tokens,
+            special=special,
+            word_ids=word_ids,
+            truncated=n_input > len(ids),
+            n_input_tokens=max(n_input, len(ids)),
+            text=text,
+        )
+
+    def attend(self, text: str, max_tokens: int | None = None) -> Attention:
+        """Run `text` through the model; the per-layer attention as a float32 numpy array.
+        An accelerator out of memory answers from a CPU copy, with a note on the result."""
+        enc = self.encode(text, max_tokens)
+        try:
+            with self.gate.interactive(), torch.inference_mode():
+                weights = self.attention_array(enc.inputs)
+        except torch.OutOfMemoryError:
+            if self.device.type == "cpu":
+                raise
+            return self._on_cpu().attend_with_note(text, max_tokens, OOM_NOTE.format(device=self.device))
+        return self.result(enc, weights)
+
+    def result(self, enc: Encoded, weights: np.ndarray) -> Attention:
+        return Attention(
+            tokens=enc.tokens,
+            weights=weights,
+            model=self.name,
+            device=str(self.device),
+            truncated=enc.truncated,
+            special=enc.special,
+            word_ids=enc.word_ids,
+            text=enc.text,
+            causal=self.causal,
+            n_input_tokens=enc.n_input_tokens,
+        )
+
+    def attend_with_note(self, text: str, max_tokens: int | None, note: str) -> Attention:
+        att = self.attend(text, max_tokens)
+        return replace(att, notes=(*att.notes, note))
+
+    def _on_cpu(self) -> RunnerBase:
+        """The same model on the CPU, loaded once, on first need."""
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        with self._twin_lock:  # two requests failing at once load one CPU copy, not two
+            if self._cpu_twin is None:
+                if self._reload is None:
+                    raise ModelLoadError(
+                        f"out of memory on {self.device} and no way to reload '{self.name}' on the CPU"
+                    )
+                self._cpu_twin = self._reload()
+        return self._cpu_twin
+
+    def attention_array(self, inputs: Inputs) -> np.ndarray:
+        """All layers' weights of a batch of one as a float32 numpy array (L, H, n, n)."""
+        maps = self.attention_maps(inputs)
+        if not maps or any(m is None for m in maps):
+            raise ModelLoadError(f"model '{self.name}' returned no attention weights")
+        return torch.stack([m[0] for m in maps]).float().cpu().numpy()
+
+    # --- inside the layers ------------------------------------------------------------------
+
+    def steps(self, text: str, layer: int = 0, head: int = 0, max_tokens: int | None = None) -> Steps:
+        """Every intermediate of one head's attention, for the lab walkthrough (numpy):
+        x (n, d) the layer input; q, k, v (n, hs); scores = q k^T; scaled = scores / sqrt(hs)
+        (or scores when scaling is off); mask; masked (mask added); weights = softmax(masked);
+        output = weights v (n, hs). Computed by the same function the encoder uses."""
+        if not 0 <= layer < self.n_layers or not 0 <= head < self.n_heads:
+            raise IndexError(f"layer/head out of range: {self.n_layers} layers x {self.n_heads} heads")
+        enc = self.encode(text, max_tokens)
+        p = self.layers()[layer]
+        with self.gate.interactive(), torch.inference_mode():
+            x = self.hidden_states(enc.inputs)[layer][0]  # (n, d)
+            sl = slice(head * p.head_dim, (head + 1) * p.head_dim)
+            q, k, v = p.query(x)[:, sl], p.key(x)[:, sl], p.value(x)[:, sl]  # (n, hs)
+            n = x.shape[0]
+            mask = causal_mask(n, x.dtype, x.device) if p.causal else torch.zeros(n, n, dtype=x.dtype)
+            recorded: dict[str, torch.Tensor] = {}
+            out, _ = scaled_dot_product_attention(q, k, v, mask, p.scale, steps=recorded)
+        arrays = {"x": x, "q": q, "k": k, "v": v, "mask": mask, "output": out, **recorded}
+        return {name: t.float().cpu().numpy() for name, t in arrays.items()}
+
+    def trace(self, inputs: Inputs) -> tuple[np.ndarray, list[dict[str, torch.Tensor]]]:
+        """One real forward of a batch of one, recorded: the weights (L, H, n, n) float32 and,
+        per layer, "x" (n, d) the input of the value projection, "values" x W_V + b_V
+        (n, H * hs) and "attn_out" (n, d) what the output projection returned (before dropout,
+        residual and LayerNorm). Caller picks the grad mode."""
+        parts = self.layers()
+        records: list[dict[str, torch.Tensor]] = [{} for _ in parts]
+
+        def keep(
+            record: dict[str, torch.Tensor], out_name: str, in_name: str | None = None
+        ) -> Callable[[torch.nn.Module, tuple[torch.Tensor, ...], torch.Tensor], None]:
+            def hook(_m: torch.nn.Module, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
+                record[out_name] = out[0]  # batch of one
+                if in_name is not None:
+                    record[in_name] = args[0][0]
+
+            return hook
+
+        with contextlib.ExitStack() as stack:
+            for p, record in zip(parts, records, strict=True):
+                stack.callback(p.value.register_forward_hook(keep(record, "values", "x")).remove)
+                stack.callback(p.output.register_forward_hook(keep(record, "attn_out")).remove)
+            weights = self.attention_array(inputs)
+        if weights.shape[0] != len(parts) or any(len(r) != 3 for r in records):
+            raise ValueError(f"model '{self.name}' did not run each of its {len(parts)} layers once")
+        return weights, records
+
+    def layer_trace(self, inputs: Inputs, layer: int, **kwargs: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Recompute one layer from its input with the project's attention and return what
+        `post_ln_layer` records (values, context, attn_out, mid, ff, out) plus "x" and
+        "weights". kwargs go to `post_ln_layer` (value_scale). Caller picks the grad mode."""
+        x = self.hidden_states(inputs)[layer]
+        trace: dict[str, torch.Tensor] = {"x": x}
+        _, weights = post_ln_layer(self.layers()[layer], x, inputs.get("attention_mask"), trace=trace, **kwargs)
+        trace["weights"] = weights
+        return trace
+
+    @contextlib.contextmanager
+    def switch_heads(
+        self, heads: Iterable[tuple[int, int]] = (), mode: HeadMode = "zero", gates: torch.Tensor | None = None
+    ) -> Iterator[None]:
+        """Run the real model with heads switched off while inside: each listed (layer, head)'s
+        slice of the context (the heads side by side, before the output projection; Michel et
+        al. 2019) is zeroed, or replaced by its mean over positions (mode "mean"). `gates`
+        (L, H) multiplies every head's slice instead (for gradients with respect to gates).
+        Hooks on the output projections; removed on leaving. One switch at a time per model."""
+        if mode not in ("zero", "mean"):
+            raise ValueError("mode must be 'zero' or 'mean'")
+        off: dict[int, list[int]] = {}
+        for layer, head in heads:
+            if not (0 <= layer < self.n_layers and 0 <= head < self.n_heads):
+                raise IndexError(f"head ({layer}, {head}) outside {self.n_layers} layers x {self.n_heads} heads")
+            off.setdefault(int(layer), []).append(int(head))
+        parts = self.layers()
+        with self._switch_lock, contextlib.ExitStack() as stack:
+            for layer, p in enumerate(parts):
+                if layer in off or gates is not None:
+                    hook = _head_switch(p, off.get(layer, []), mode, None if gates is None else gates[layer])
+                    stack.callback(p.output.register_forward_pre_hook(hook).remove)
+            yield
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, device={str(self.device)!r})"
+
+
+def _head_switch(
+    p: LayerParts, heads: list[int], mode: HeadMode, gate: torch.Tensor | None
+) -> Callable[[torch.nn.Module, tuple[torch.Tensor, ...]], tuple[torch.Tensor, ...]]:
+    hs = p.head_dim
+
+    def hook(_module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        context = args[0]  # (B, n, nh*hs)
+        B, n, _ = context.shape
+        split = context.view(B, n, p.n_heads, hs)  # (B, n, nh, hs)
+        if gate is not None:
+            split = split * gate.to(split.dtype)[None, None, :, None]
+        if heads:
+            split = split.clone() if gate is None else split
+            if mode == "zero":
+                split[:, :, heads] = 0.0
+            else:
+                split[:, :, heads] = split[:, :, heads].mean(dim=1, keepdim=True).expand(-1, n, -1, -1)
+        return (split.reshape(B, n, p.n_heads * hs), *args[1:])
+
+    return hook

