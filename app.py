@@ -1,6 +1,6 @@
-"""attnviz app: `streamlit run app.py`. The entry point builds the shared sidebar (language,
-model, device, token limit), registers the pages and runs the chosen one. Pages are thin: they
-read widgets, call `attnviz`, and hand figures to st.plotly_chart."""
+"""attnviz app: `streamlit run app.py`. The frame: page config, the shared sidebar, the pages.
+Pages (pages/) are thin: they read widgets, call `attnviz`, and hand figures to st.plotly_chart;
+the app's shared code is `attnviz/app/`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import ctypes
 import sys
 from pathlib import Path
 
-import streamlit as st
-
 ROOT = Path(__file__).resolve().parent
+if str(ROOT) not in sys.path:  # `attnviz` from this checkout, whatever the working directory
+    sys.path.insert(0, str(ROOT))
 
 
 def _return_large_frees_to_the_os() -> None:
@@ -24,24 +24,19 @@ def _return_large_frees_to_the_os() -> None:
 
 
 _return_large_frees_to_the_os()
-if str(ROOT) not in sys.path:  # `app_pages.common` is imported by the pages, whatever the working directory
-    sys.path.insert(0, str(ROOT))
 
-from app_pages import common  # noqa: E402
-from app_pages.common import t  # noqa: E402
+import streamlit as st  # noqa: E402
 
-st.set_page_config(page_title="attnviz", page_icon=":material/grid_on:", layout="wide")
-common.setup()
-explorer = st.Page(
-    common.EXPLORER, title=t("nav.explorer"), icon=":material/grid_on:", url_path="explorer", default=True
-)
-page = st.navigation(
-    [
-        explorer,
-        st.Page(common.LAB, title=t("nav.lab"), icon=":material/science:", url_path="lab"),
-        st.Page(common.EXPLAIN, title=t("nav.explain"), icon=":material/insights:", url_path="explain"),
-        st.Page(common.CAVEATS, title=t("nav.caveats"), icon=":material/warning:", url_path="caveats"),
-    ]
-)
-common.sync_url(on_explorer=page is explorer or page.url_path == explorer.url_path)
+from attnviz.app import charts, nav, sidebar, state, warmup  # noqa: E402
+from attnviz.config import settings_from_env  # noqa: E402
+
+warmup.warm_up()
+st.set_page_config(page_title="attnviz", page_icon=str(nav.ICON), layout="wide")
+settings = settings_from_env()
+state.start_run(settings)
+st.html(ROOT / "assets" / "style.css")
+c = sidebar.sidebar(settings)
+st.session_state["_ctx"] = c
+page = nav.navigation(c.lang)
+charts.sync_url(c, on_explorer=nav.is_explorer(page))
 page.run()

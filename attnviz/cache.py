@@ -16,7 +16,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["ResultCache", "nbytes"]
+__all__ = ["DEFAULT_CACHE_ENTRIES", "DEFAULT_CACHE_MB", "ResultCache", "nbytes"]
+
+DEFAULT_CACHE_MB = 128  # one 512-token result of a 6 x 12 model is 75 MB; a server stays under ~1 GB
+DEFAULT_CACHE_ENTRIES = 32
 
 T = TypeVar("T")
 
@@ -39,7 +42,7 @@ def nbytes(value: Any) -> int:
 class ResultCache:
     """get_or_compute(key, fn): one computation per key at a time (others wait for it)."""
 
-    def __init__(self, max_entries: int = 32, max_bytes: int = 256 * 2**20):
+    def __init__(self, max_entries: int = DEFAULT_CACHE_ENTRIES, max_bytes: int = DEFAULT_CACHE_MB * 2**20):
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()

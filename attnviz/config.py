@@ -7,9 +7,13 @@ ATTNVIZ_EXTRA_MODELS=a,b     models offered in the model list besides the built-
                              Docker image sets this to the ids baked in with EXTRA_MODELS)
 ATTNVIZ_MAX_CHARS=N          longest text accepted, checked before tokenising (default 50000)
 ATTNVIZ_MAX_TOKENS=N         tokens kept after truncation (default 512)
-ATTNVIZ_CACHE_MB=N           bytes of analysis results kept in memory per process (default 128: one 512-token result of a
-                             6 x 12 model is 75 MB; a server should stay under ~1 GB)
+ATTNVIZ_CACHE_MB=N           megabytes of analysis results kept in memory per process (default 128: one
+                             512-token result of a 6 x 12 model is 75 MB; a server should stay under ~1 GB)
 ATTNVIZ_CACHE_ENTRIES=N      results kept in memory per process (default 32)
+ATTNVIZ_EXPLAIN_TOKENS=N     longest input the slow explanations (occlusion, gradients, value zeroing, head
+                             importance) run on; longer ones are cut with a notice (default 512, demo 128)
+ATTNVIZ_BUDGET_S=N           seconds of explanation work one visitor may start per 10 minutes (default 600,
+                             demo 120); beyond it the visitor is asked to wait
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL
+from .cache import DEFAULT_CACHE_ENTRIES, DEFAULT_CACHE_MB
+from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, check_model_name
 
 __all__ = ["DEFAULT_MAX_CHARS", "Settings", "check_text", "settings_from_env"]
 
@@ -35,8 +40,10 @@ class Settings:
     extra_models: tuple[str, ...] = ()  # offered as choices next to minilm and scratch
     max_chars: int = DEFAULT_MAX_CHARS
     max_tokens: int = DEFAULT_MAX_TOKENS
-    cache_mb: int = 128
-    cache_entries: int = 32
+    cache_mb: int = DEFAULT_CACHE_MB
+    cache_entries: int = DEFAULT_CACHE_ENTRIES
+    explain_tokens: int = DEFAULT_MAX_TOKENS
+    budget_s: int = 600
 
     @property
     def model_choices(self) -> tuple[str, ...]:
@@ -51,10 +58,9 @@ class Settings:
         return not self.allowed_models
 
     def check_model(self, name: str) -> str:
-        """The name, stripped, if this deployment allows it; ValueError before any loading if not."""
-        name = (name or "").strip()
-        if not name:
-            raise ValueError("model name is empty")
+        """The name, stripped, if this deployment allows it; ValueError before any loading if not
+        (names are also capped in length and characters: `models.check_model_name`)."""
+        name = check_model_name(name)
         if self.allowed_models and name not in self.allowed_models:
             raise ValueError(f"model '{name}' is not available here; choose one of: {', '.join(self.allowed_models)}")
         return name
@@ -72,8 +78,10 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         extra_models=_names(env.get("ATTNVIZ_EXTRA_MODELS", "")),
         max_chars=_int(env, "ATTNVIZ_MAX_CHARS", DEFAULT_MAX_CHARS, 1),
         max_tokens=_int(env, "ATTNVIZ_MAX_TOKENS", DEFAULT_MAX_TOKENS, 2),
-        cache_mb=_int(env, "ATTNVIZ_CACHE_MB", 128, 0),
-        cache_entries=_int(env, "ATTNVIZ_CACHE_ENTRIES", 32, 0),
+        cache_mb=_int(env, "ATTNVIZ_CACHE_MB", DEFAULT_CACHE_MB, 0),
+        cache_entries=_int(env, "ATTNVIZ_CACHE_ENTRIES", DEFAULT_CACHE_ENTRIES, 0),
+        explain_tokens=_int(env, "ATTNVIZ_EXPLAIN_TOKENS", 128 if demo else DEFAULT_MAX_TOKENS, 2),
+        budget_s=_int(env, "ATTNVIZ_BUDGET_S", 120 if demo else 600, 0),
     )
 
 

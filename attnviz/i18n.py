@@ -22,6 +22,8 @@ __all__ = [
     "Example",
     "ExampleFamily",
     "catalogue",
+    "example_for",
+    "example_sentences",
     "examples",
     "language_from_locale",
     "placeholders",
@@ -81,6 +83,17 @@ def examples(lang: str) -> dict[str, Any]:
     "minimal_pair": {"a", "b", "query", "keys"}} for one language."""
     data = _examples()
     return data[lang] if lang in data else data[DEFAULT_LANGUAGE]
+
+
+def example_sentences(lang: str) -> list[Example]:
+    """Every example sentence of one language, family by family."""
+    return [s for fam in examples(lang)["families"] for s in fam["sentences"]]
+
+
+def example_for(text: str, lang: str) -> Example | None:
+    """The example whose sentence is `text`, if it is one (its query/key words then give the
+    token-focus defaults, and a language switch swaps it for the same example)."""
+    return next((s for s in example_sentences(lang) if s["text"] == text.strip()), None)
 
 
 def language_from_locale(locale: str | None) -> str:

@@ -271,7 +271,7 @@ def run(server_args: list[str], server_env: dict[str, str], repeats: int, n_toke
                 res.rss_after_cold_mb = sampler.now_mb()
                 print(f"  first chart {res.first_chart_s:.1f} s, all views {res.views_s:.1f} s", flush=True)
 
-                box = page.locator(".st-key-sentence textarea")
+                box = page.locator(".st-key-sentence_input textarea")
                 for i, text in enumerate(texts):
                     box.fill(text)
                     page.evaluate(MARK_JS, list(VIEWS))

@@ -66,7 +66,7 @@ async def user(
     page = await context.new_page()
     page.on("dialog", lambda d: report.failures.append(f"session {session}: dialog {d.message!r}"))
     await page.goto(url, wait_until="domcontentloaded")
-    box = page.locator(".st-key-sentence textarea")
+    box = page.locator(".st-key-sentence_input textarea")
     await box.wait_for(timeout=90_000)
     await page.locator(".st-key-tokens").wait_for(timeout=90_000)
     for r in range(rounds):

@@ -28,8 +28,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 FIRST_LOAD_MS = 240_000  # the first session imports torch and loads the model (~10-25 s on 2 cores)
 WAIT_MS = 90_000  # a rerun with the model warm takes a second or two; CI machines are slow and shared
-SEPARATOR = " · "  # app_pages.common.TOKEN_SEPARATOR (not imported: that module imports streamlit)
-MEAN_LABEL = "mean · 平均"  # app_pages.common.MEAN_LABEL
+SEPARATOR = " · "  # attnviz.app.widgets.TOKEN_SEPARATOR (not imported: the browser tests drive a server)
+MEAN_LABEL = "mean · 平均"  # attnviz.app.widgets.MEAN_LABEL
 VIEWS = ("view_heatmap", "view_grid", "view_head", "view_graph")
 PAYLOADS = (
     "<script>alert(1)</script>",
@@ -105,7 +105,7 @@ class Session:
 
     def type_sentence(self, text: str) -> None:
         """Replace the sentence and commit it the way a person does: Ctrl+Enter in the box."""
-        box = self.page.locator(".st-key-sentence textarea")
+        box = self.page.locator(".st-key-sentence_input textarea")
         box.fill(text)
         box.press("Control+Enter")
 
@@ -297,7 +297,7 @@ def test_explorer_draws_four_views_and_a_thumbnail_click_moves_the_focus(
     s.page.mouse.move(spot["px"], spot["py"])
     s.page.mouse.click(spot["px"], spot["py"])
     highlight = s.page.locator(f".st-key-view_head input[aria-label='{i18n.t('ctl.highlight', 'en')}']")
-    want = f"{i}: mice"  # app_pages.common.token_label
+    want = f"{i}: mice"  # attnviz.app.widgets.token_label
     s.page.wait_for_function("([el, want]) => el.value === want", arg=[highlight.element_handle(), want])
     s.wait_views()
     assert s.layer_head_widgets() == (str(layer), str(head))  # the focus stays where it was
@@ -352,7 +352,7 @@ def test_a_chinese_browser_gets_the_chinese_interface(chinese_session: Session) 
     s = chinese_session
     s.open()
     assert s.page.locator("h1").first.inner_text() == i18n.t("explorer.title", "zh")
-    assert s.page.locator(".st-key-sentence textarea").input_value() == i18n.examples("zh")["default"]
+    assert s.page.locator(".st-key-sentence_input textarea").input_value() == i18n.examples("zh")["default"]
     assert s.query().get("lang") == "zh"
     assert not s.crashed
 
@@ -367,7 +367,7 @@ def test_hostile_text_stays_text(session: Session, minilm: attnviz.PretrainedMod
         tokens = _tokens(minilm, payload)
         s.submit(payload, tokens)
         assert s.tokens_text() == SEPARATOR.join(tokens), payload  # shown literally, token by token
-        assert s.page.locator(".st-key-sentence textarea").input_value() == payload
+        assert s.page.locator(".st-key-sentence_input textarea").input_value() == payload
         assert s.page.evaluate(INJECTED_JS) == CLEAN, payload
         assert s.drawn_charts() >= 4, payload
         assert not s.dialogs, (payload, s.dialogs)
@@ -415,7 +415,7 @@ def test_shared_url_restores_sentence_layer_and_head(session: Session, minilm: a
     s = session
     text = "I sat by the river bank."
     s.open({"text": text, "layer": "2", "head": "3"})
-    assert s.page.locator(".st-key-sentence textarea").input_value() == text
+    assert s.page.locator(".st-key-sentence_input textarea").input_value() == text
     assert s.tokens_text() == SEPARATOR.join(_tokens(minilm, text))
     assert s.layer_head_widgets() == ("2", "3")
     which = i18n.t("ctl.head_n", "en", n=3)

@@ -11,7 +11,7 @@ import attnviz
 from attnviz import i18n
 
 ROOT = Path(__file__).resolve().parent.parent
-APP_FILES = [ROOT / "app.py", *sorted((ROOT / "app_pages").glob("*.py"))]
+APP_FILES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "attnviz" / "app").rglob("*.py"))]
 
 
 def test_every_key_exists_in_both_languages() -> None:

@@ -148,7 +148,7 @@ def test_loader_reports_missing_directory_and_unknown_id(tmp_path: Path) -> None
 def test_model_names_are_capped_in_length_and_characters_before_any_loading(name: str) -> None:
     """A visitor's model id lands in tables, logs and messages: a 2 MB id or markup is refused
     unread (issue: failed model names piled up in memory)."""
-    with pytest.raises(ValueError, match="characters|may hold"):
+    with pytest.raises(ValueError, match=r"characters|may hold"):
         attnviz.load_model(name)
 
 

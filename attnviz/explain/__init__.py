@@ -14,7 +14,7 @@ Row i of every (n, n) map is where token i looks.
 
 from __future__ import annotations
 
-from .agreement import agreement, kendall_tau, spearman_rho
+from .agreement import agreement, kendall_tau, share, spearman_rho
 from .attributions import completeness_gap, input_x_gradient, integrated_gradients, occlusion
 from .flow import FLOW_MAX_N_ALL, FLOW_MAX_N_ROW, FlowTooLarge, flow, flow_limit
 from .heads import BROAD_ENTROPY, ENTROPY_SMOOTHING, LABEL_SHARE, head_labels, head_stats, sink_shares
@@ -47,6 +47,7 @@ __all__ = [
     "occlusion",
     "rollout",
     "rollout_layers",
+    "share",
     "sink_shares",
     "spearman_rho",
 ]

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..result import Attention
 
-__all__ = ["agreement", "kendall_tau", "spearman_rho"]
+__all__ = ["agreement", "kendall_tau", "share", "spearman_rho"]
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
@@ -66,3 +66,10 @@ def agreement(a: np.ndarray, b: np.ndarray, keep: Attention | np.ndarray | None 
         "spearman": spearman_rho(a[mask], b[mask]),
         "n": float(mask.sum()),
     }
+
+
+def share(values: np.ndarray) -> np.ndarray:
+    """Scores rescaled so their absolute values sum to 1 (float64): methods on different scales
+    side by side on one axis, signs kept."""
+    v = np.asarray(values, dtype=np.float64)
+    return v / max(float(np.abs(v).sum()), 1e-12)

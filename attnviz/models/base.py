@@ -82,6 +82,8 @@ class Runner(Protocol):
 
     def encode(self, text: str, max_tokens: int | None = None) -> Encoded: ...
 
+    def fit(self, text: str, max_tokens: int | None = None) -> str: ...
+
     def attend(self, text: str, max_tokens: int | None = None) -> Attention: ...
 
     def attention_array(self, inputs: Inputs) -> np.ndarray: ...
@@ -185,6 +187,14 @@ class RunnerBase:
             n_input_tokens=max(n_input, len(ids)),
             text=text,
         )
+
+    def fit(self, text: str, max_tokens: int | None = None) -> str:
+        """The prefix of `text` that `encode` keeps within `max_tokens` tokens, so a method that
+        encodes the text itself sees the same tokens as the views (a notice says it was cut)."""
+        limit = self.max_tokens if max_tokens is None else max(2, min(int(max_tokens), self.max_tokens))
+        enc = self.tokenizer(text, truncation=True, max_length=limit, return_offsets_mapping=True)
+        ends = [end for _, end in enc["offset_mapping"] if end]
+        return text[: max(ends)] if ends and max(ends) < len(text) else text
 
     def attend(self, text: str, max_tokens: int | None = None) -> Attention:
         """Run `text` through the model; the per-layer attention as a float32 numpy array.

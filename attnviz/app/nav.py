@@ -1,0 +1,71 @@
+"""The app's pages: one file each in pages/, found by absolute path.
+
+Absolute paths because AppTest runs the app from a small entry script in tests/ (see
+tests/app_harness.py): a relative `st.Page` path resolves against the entry script's folder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+from streamlit.navigation.page import StreamlitPage
+
+from .. import i18n
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository (or the folder that holds app.py and pages/)
+PAGES_DIR = ROOT / "pages"
+ICON = ROOT / "assets" / "icon.png"
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    name: str  # also the file name in pages/ and the URL path
+    title_key: str
+    icon: str  # an emoji: a material icon as favicon is fetched from fonts.gstatic.com
+
+
+PAGES = (
+    PageSpec("explorer", "nav.explorer", "🔍"),
+    PageSpec("lab", "nav.lab", "🧪"),
+    PageSpec("explain", "nav.explain", "📊"),
+    PageSpec("caveats", "nav.caveats", "⚠️"),
+)
+DEFAULT = "explorer"
+# The default page is served at "/" and Streamlit gives it no other path, so "/explorer"
+# typed or shared would show "Page not found": a hidden alias runs the same file there.
+ALIAS = "explorer"
+DEFAULT_URL_PATH = "home"
+
+
+def page(name: str, lang: str = i18n.DEFAULT_LANGUAGE) -> StreamlitPage:
+    """The st.Page of one page (equal objects each time: Streamlit matches pages by URL path)."""
+    spec = next(p for p in PAGES if p.name == name)
+    is_default = name == DEFAULT
+    return st.Page(
+        PAGES_DIR / f"{name}.py",
+        title=i18n.t(spec.title_key, lang),
+        icon=spec.icon,
+        url_path=DEFAULT_URL_PATH if is_default else name,
+        default=is_default,
+    )
+
+
+def alias(lang: str = i18n.DEFAULT_LANGUAGE) -> StreamlitPage:
+    spec = next(p for p in PAGES if p.name == ALIAS)
+    return st.Page(
+        PAGES_DIR / f"{ALIAS}.py",
+        title=i18n.t(spec.title_key, lang),
+        icon=spec.icon,
+        url_path=ALIAS,
+        visibility="hidden",
+    )
+
+
+def navigation(lang: str) -> StreamlitPage:
+    """Register every page and return the one this run shows."""
+    return st.navigation([*(page(p.name, lang) for p in PAGES), alias(lang)])
+
+
+def is_explorer(current: StreamlitPage) -> bool:
+    return current.url_path in ("", DEFAULT_URL_PATH, ALIAS)

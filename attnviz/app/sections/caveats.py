@@ -1,0 +1,97 @@
+"""The Caveats page's sections: what an attention map does not say, each point with its
+source, and live numbers for the sentence on screen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from ... import explain
+from ...focus import default_focus
+from .. import nav, runners, widgets, work
+from ..state import Ctx, t
+from .explain import Subject, analysis, attempt
+
+CAVEATS = ("weight", "mixing", "sinks", "rest", "app")
+LIVE_ATTRIBUTION_N = 64  # occlusion runs n forward passes; beyond this the page skips it
+REFERENCES = (
+    ("Vaswani et al. 2017", "Attention Is All You Need", "NeurIPS", "https://arxiv.org/abs/1706.03762"),
+    ("Jain & Wallace 2019", "Attention is not Explanation", "NAACL", "https://arxiv.org/abs/1902.10186"),
+    ("Wiegreffe & Pinter 2019", "Attention is not not Explanation", "EMNLP", "https://arxiv.org/abs/1908.04626"),
+    ("Clark et al. 2019", "What Does BERT Look At? An Analysis of BERT's Attention", "BlackboxNLP", "https://arxiv.org/abs/1906.04341"),
+    ("Abnar & Zuidema 2020", "Quantifying Attention Flow in Transformers", "ACL", "https://arxiv.org/abs/2005.00928"),
+    ("Brunner et al. 2020", "On Identifiability in Transformers", "ICLR", "https://arxiv.org/abs/1908.04211"),
+    ("Kobayashi et al. 2020", "Attention is Not Only a Weight: Analyzing Transformers with Vector Norms", "EMNLP", "https://arxiv.org/abs/2004.10102"),
+    ("Xiao et al. 2024", "Efficient Streaming Language Models with Attention Sinks", "ICLR", "https://arxiv.org/abs/2309.17453"),
+)  # fmt: skip
+GROUPS = {"[CLS]": "caveats.group_cls", "[SEP]": "caveats.group_sep", "punctuation": "caveats.group_punct"}
+
+
+def points() -> None:
+    for name in CAVEATS:
+        with st.container(key=f"caveat_{name}", border=True):
+            st.markdown(f"**{t(f'caveats.{name}.title')}**")
+            st.markdown(t(f"caveats.{name}.body"))
+            st.caption(t(f"caveats.{name}.source"))
+
+
+def live_subject(c: Ctx) -> Subject | None:
+    st.subheader(t("caveats.live_title"))
+    return analysis(c)
+
+
+def sinks(c: Ctx, s: Subject) -> None:
+    runner = s.loaded.runner
+    norms = attempt(
+        s, lambda: runners.cached(c, s.loaded, "norms", s.fitted, fn=lambda: explain.norm_weights(runner, s.fitted))
+    )
+    usable = norms is not None and norms.per_head.shape == s.att.weights.shape
+    shares = explain.sink_shares(s.att, norms if usable else None)
+    rows = []
+    for group, value in shares["attention"].items():
+        row = {t("caveats.col_group"): t(GROUPS.get(group, group)), t("caveats.col_attention"): f"{value:.1%}"}
+        if "norm" in shares:
+            row[t("caveats.col_norm")] = f"{shares['norm'][group]:.1%}"
+        rows.append(row)
+    with st.container(key="caveats_sinks"):
+        st.markdown(f"**{t('caveats.sinks_live')}**")
+        st.dataframe(rows, hide_index=True, key="table_sinks")
+        st.caption(t("caveats.sinks_note"))
+
+
+def agreement(c: Ctx, s: Subject) -> None:
+    att = s.att
+    with st.container(key="caveats_agreement"):
+        st.markdown(f"**{t('caveats.agreement_live')}**")
+        if att.n > min(LIVE_ATTRIBUTION_N, c.settings.explain_tokens):
+            st.caption(t("caveats.agreement_skipped", n=att.n, limit=LIVE_ATTRIBUTION_N))
+            return
+        query = default_focus(att, widgets.example_for(att.text))[0]
+        runner = s.loaded.runner
+
+        def occlude(progress: Any) -> Any:
+            return explain.occlusion(runner, s.fitted, query, progress=progress)
+
+        label = t("explain.computing_attributions", n=att.n)
+        occlusion = work.cached_long(c, s.loaded, "occlusion", s.fitted, query, label=label, fn=occlude)
+        if occlusion is None:
+            return
+        rollout = runners.cached(c, s.loaded, "rollout", s.fitted, fn=lambda: explain.rollout(att))
+        last = att.n_layers - 1
+        taus = [
+            explain.agreement(m[query], occlusion, keep=att)["kendall"] for m in (att.head(0), att.head(last), rollout)
+        ]
+        st.caption(t("caveats.agreement_for"))
+        st.code(widgets.token_label(att.tokens, query), language=None)
+        a, b, col = st.columns(3)
+        a.metric(t("caveats.tau_first"), f"{taus[0]:.2f}")
+        b.metric(t("caveats.tau_last", layer=last), f"{taus[1]:.2f}")
+        col.metric(t("caveats.tau_rollout"), f"{taus[2]:.2f}")
+        st.caption(t("caveats.agreement_note"))
+    st.page_link(nav.page("explain", c.lang), label=t("caveats.to_explain"), icon="📊")
+
+
+def references() -> None:
+    st.subheader(t("caveats.references"))
+    st.markdown("\n".join(f"- {who}: [{title}]({url}), {venue}." for who, title, venue, url in REFERENCES))

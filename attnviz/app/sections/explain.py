@@ -1,0 +1,246 @@
+"""The Explain page's sections: how far the attention of one token explains anything. Raw
+attention next to rollout, flow, norm-based weights and two attributions; their agreement; head
+statistics; a minimal pair."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
+
+import numpy as np
+import streamlit as st
+
+from ... import explain, i18n, views
+from ...focus import default_focus, find_token, parse_words
+from ...result import Attention
+from .. import charts, downloads, runners, widgets, work
+from ..runners import Loaded
+from ..state import Ctx, t
+from .explorer import truncation_notice
+
+T = TypeVar("T")
+AUTO_ATTRIBUTION_N = 64  # occlusion runs n forward passes: beyond this many tokens, on request
+STATS = ("entropy_rel", "prev", "next", "self", "cls", "sep", "punct")
+LABEL_KEYS = {
+    "previous token": "stats.l_prev",
+    "next token": "stats.l_next",
+    "self": "stats.l_self",
+    "[CLS] sink": "stats.l_cls",
+    "[SEP] sink": "stats.l_sep",
+    "punctuation": "stats.l_punct",
+    "broad": "stats.l_broad",
+}
+
+
+@dataclass
+class Subject:
+    """The sentence as the explanation methods see it (`fitted`: cut to the same tokens)."""
+
+    loaded: Loaded
+    fitted: str
+    att: Attention
+    series: dict[str, np.ndarray] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def analysis(c: Ctx) -> Subject | None:
+    text = widgets.sentence_box(c)
+    loaded = runners.load_runner(c)
+    clean = runners.checked_text(c, text)
+    if loaded is None or clean is None:
+        return None
+    att = runners.analyse(c, loaded, clean)
+    if att is None:
+        return None
+    truncation_notice(att)
+    widgets.show_tokens(att.tokens)
+    return Subject(loaded, loaded.runner.fit(clean, c.max_tokens), att)
+
+
+def attempt(s: Subject, compute: Callable[[], T | None]) -> T | None:
+    """Run one explanation; a method this model or text cannot support becomes a message."""
+    try:
+        result = compute()
+    except (ValueError, IndexError) as exc:
+        widgets.show_error(t("explain.unsupported"), str(exc))
+        return None
+    except Exception as exc:  # an explanation failing never takes the page down
+        runners.LOG.warning("attnviz: explanation failed: %s: %.300s", type(exc).__name__, exc)
+        widgets.show_error(t("err.unexpected"), type(exc).__name__)
+        return None
+    if result is not None and np.shape(cast(Any, result))[-1] != s.att.n:
+        widgets.show_error(t("explain.unsupported"), t("explain.length_mismatch"))
+        return None
+    return result
+
+
+def pickers(s: Subject) -> tuple[int, int]:
+    att, ss = s.att, st.session_state
+    signature = (att.text, att.model, att.n)
+    if ss.get("_x_signature") != signature:
+        ss["_x_signature"] = signature
+        ss["x_query"] = default_focus(att, widgets.example_for(att.text))[0]
+    if ss.get("x_layer") not in range(att.n_layers):
+        ss["x_layer"] = att.n_layers - 1
+    st.subheader(t("explain.token_title"))
+    a, b = st.columns(2)
+    query = a.selectbox(t("explain.query"), range(att.n), key="x_query", format_func=widgets.token_format(att.tokens))
+    layer = b.selectbox(t("explain.layer"), range(att.n_layers), key="x_layer", format_func=widgets.fmt_layer)
+    return int(query), int(layer)
+
+
+def mixing_series(c: Ctx, s: Subject, query: int, layer: int) -> None:
+    """Raw attention, rollout, flow (within its limit) and norm-based weights for one token."""
+    att = s.att
+    s.series[t("explain.raw", layer=layer)] = att.head(layer)[query]
+    rollout = runners.cached(c, s.loaded, "rollout", s.fitted, fn=lambda: explain.rollout(att))
+    s.series[t("explain.rollout")] = rollout[query]
+    if explain.flow_limit(att.n, row=query) is None:
+        with st.spinner(t("explain.computing_flow")):
+            s.series[t("explain.flow")] = runners.cached(
+                c, s.loaded, "flow", s.fitted, query, fn=lambda: explain.flow(att, row=query)
+            )
+    else:
+        s.notes.append(t("explain.flow_too_large", n=att.n, limit=explain.FLOW_MAX_N_ROW))
+    runner = s.loaded.runner
+    with st.spinner(t("explain.computing_norms")):
+        norms = attempt(
+            s,
+            lambda: runners.cached(
+                c, s.loaded, "norms", s.fitted, fn=lambda: explain.norm_weights(runner, s.fitted)
+            ).layer_norms(layer),
+        )
+    if norms is not None:
+        s.series[t("explain.norm", layer=layer)] = explain.share(norms[query])
+
+
+def attributions(c: Ctx, s: Subject, query: int) -> np.ndarray | None:
+    """Occlusion and input x gradient for one token: on request beyond AUTO_ATTRIBUTION_N tokens,
+    not at all beyond the deployment's explanation limit, with progress and Cancel."""
+    att, ss = s.att, st.session_state
+    limit = c.settings.explain_tokens
+    if att.n > limit:
+        s.notes.append(t("explain.attributions_capped", n=att.n, limit=limit))
+        return None
+    signature = (att.text, att.model, att.n)
+    if att.n > AUTO_ATTRIBUTION_N and ss.get("_x_attributions") != signature:
+        if not st.button(t("explain.compute", n=att.n), key="x_compute"):
+            s.notes.append(t("explain.attributions_on_request", n=att.n))
+            return None
+        ss["_x_attributions"] = signature
+    runner = s.loaded.runner
+
+    def both(progress: Any) -> tuple[np.ndarray, np.ndarray]:
+        occ = explain.occlusion(runner, s.fitted, query, progress=progress)
+        return occ, explain.input_x_gradient(runner, s.fitted, query)
+
+    label = t("explain.computing_attributions", n=att.n)
+    result = attempt(s, lambda: work.cached_long(c, s.loaded, "attributions", s.fitted, query, label=label, fn=both))
+    if result is None:
+        return None
+    occlusion, gradient = result
+    s.series[t("explain.occlusion")] = explain.share(occlusion)
+    s.series[t("explain.ixg")] = explain.share(gradient)
+    return occlusion
+
+
+def bars(c: Ctx, s: Subject, query: int, layer: int) -> None:
+    with st.container(key="explain_bars"):
+        fig = views.token_bars(s.att.tokens, s.series, title=t("explain.bars_title"), highlight=query, lang=c.lang)
+        charts.chart(fig, key="chart_explain_bars")
+        for note in s.notes:
+            st.caption(note)
+        st.caption(t("explain.bars_note"))
+        downloads.figure_downloads(fig, "explain", downloads.run_settings(c, s.att, query=query, layer=layer))
+
+
+def agreement_table(s: Subject, occlusion: np.ndarray) -> None:
+    with st.container(key="explain_agreement"):
+        st.subheader(t("explain.agreement_title"))
+        rows = []
+        for name, values in s.series.items():
+            if name == t("explain.occlusion"):
+                continue
+            agree = explain.agreement(values, occlusion, keep=s.att)
+            rows.append(
+                {
+                    t("explain.col_method"): name,
+                    t("explain.col_kendall"): round(agree["kendall"], 3),
+                    t("explain.col_spearman"): round(agree["spearman"], 3),
+                }
+            )
+        st.dataframe(rows, hide_index=True, key="table_agreement")
+        st.caption(t("explain.agreement_note"))
+
+
+def head_statistics(c: Ctx, s: Subject) -> None:
+    st.subheader(t("stats.title"))
+    st.caption(t("stats.intro"))
+    stats = runners.cached(c, s.loaded, "stats", s.fitted, fn=lambda: explain.head_stats(s.att))
+    labels = explain.head_labels(stats)
+    short = np.vectorize(lambda x: t(LABEL_KEYS[x]) if x in LABEL_KEYS else x, otypes=[str])(labels)
+    stat = st.selectbox(t("stats.which"), STATS, key="x_stat", format_func=widgets.option_labels("stats.{}"))
+    fig = views.layer_head_grid(stats[stat], title=t(f"stats.{stat}"), labels=short, zmin=0.0, zmax=1.0, lang=c.lang)
+    event = charts.chart(fig, key="chart_stats", on_select="rerun", selection_mode="points")
+    pick = views.model_view_pick(event)
+    if pick is not None:
+        charts.open_in_explorer(c, *pick)
+    st.caption(t("stats.click"))
+
+
+def _pair_inputs(c: Ctx) -> tuple[str, str, str, str]:
+    ss = st.session_state
+    pair = i18n.examples(c.lang)["minimal_pair"]
+    foreign = i18n.examples("zh" if c.lang == "en" else "en")["minimal_pair"]
+    foreign_values = {foreign["a"], foreign["b"], foreign["query"], ", ".join(foreign["keys"])}
+    defaults = {"mp_a": pair["a"], "mp_b": pair["b"], "mp_query": pair["query"], "mp_keys": ", ".join(pair["keys"])}
+    for key, value in defaults.items():
+        if key not in ss or ss[key] in foreign_values:
+            ss[key] = value
+    a, b = st.columns(2)
+    text_a, text_b = a.text_input(t("pair.a"), key="mp_a"), b.text_input(t("pair.b"), key="mp_b")
+    a, b = st.columns(2)
+    query = a.text_input(t("pair.query"), key="mp_query")
+    keys = b.text_input(t("pair.keys"), key="mp_keys", help=t("pair.keys_help"))
+    return text_a, text_b, query, keys
+
+
+def minimal_pair(c: Ctx, s: Subject) -> None:
+    st.subheader(t("pair.title"))
+    st.caption(t("pair.intro"))
+    text_a, text_b, query_word, key_words = _pair_inputs(c)
+    ta, tb = runners.checked_text(c, text_a), runners.checked_text(c, text_b)
+    att_a = runners.analyse(c, s.loaded, ta) if ta is not None else None
+    att_b = runners.analyse(c, s.loaded, tb) if tb is not None else None
+    if att_a is None or att_b is None or ta is None:
+        return
+    q_idx = find_token(att_a.tokens, query_word)
+    k_idx = [find_token(att_a.tokens, w) for w in parse_words(key_words)]
+    if q_idx is None or not k_idx or any(k is None for k in k_idx):
+        widgets.show_error(t("pair.not_found"))
+        widgets.show_tokens(att_a.tokens, key="pair_tokens")
+        return
+    try:
+        result = explain.minimal_pair(att_a, att_b, q_idx, [int(k) for k in k_idx if k is not None])
+    except (ValueError, IndexError) as exc:
+        widgets.show_error(t("pair.failed"), str(exc))
+        return
+    with st.container(key="pair_result"):
+        fig = views.layer_head_grid(result.score, title=t("pair.grid_title"), lang=c.lang)
+        pick = views.model_view_pick(charts.chart(fig, key="chart_pair", on_select="rerun", selection_mode="points"))
+        if pick is not None:
+            charts.open_in_explorer(c, *pick, sentence=ta)
+        st.dataframe(_pair_rows(att_a, att_b, result), hide_index=True, key="table_pair")
+        st.caption(t("pair.note"))
+
+
+def _pair_rows(att_a: Attention, att_b: Attention, result: explain.MinimalPair) -> list[dict[str, Any]]:
+    rows = []
+    for lay, hd in result.ranked[:5]:
+        row: dict[str, Any] = {t("pair.col_head"): views.head_label(lay, hd)}
+        for k in result.keys:
+            row[f"A → {att_a.tokens[k]}"] = round(float(att_a.weights[lay, hd, result.query, k]), 3)
+            row[f"B → {att_b.tokens[k]}"] = round(float(att_b.weights[lay, hd, result.query, k]), 3)
+        rows.append(row)
+    return rows

@@ -1,0 +1,210 @@
+"""The explorer's sections: one sentence, every layer and head, four views of the focus."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import streamlit as st
+
+from ... import lab, views
+from ...focus import default_focus
+from ...result import Attention
+from .. import charts, downloads, runners, widgets
+from ..runners import Loaded
+from ..state import Ctx, t
+
+THUMB = 32  # model-view thumbnails of at most 32 x 32 cells: 72 heads at 512 tokens stay ~0.5 MB
+DEFAULTS = (
+    ("hide_special", False),
+    ("merge_words", False),
+    ("color_range", "fixed"),
+    ("threshold", 0.1),
+    ("hv_heads", []),
+)
+
+
+@dataclass(frozen=True)
+class Focus:
+    """What the visitor is looking at: the analysis, the head in focus and the view options."""
+
+    loaded: Loaded
+    text: str
+    att: Attention
+    layer: int
+    head: int | None  # None: the mean over heads
+    color_range: str
+    settings: dict[str, Any]
+
+
+def analysis(c: Ctx) -> Focus | None:
+    """Sentence box, model, layer/head and view switches, then the (cached) analysis."""
+    for key, default in DEFAULTS:
+        st.session_state.setdefault(key, default)
+    text = widgets.sentence_box(c)
+    loaded = runners.load_runner(c)
+    clean = runners.checked_text(c, text)
+    if loaded is None or clean is None:
+        return None
+    with st.container(key="controls"):
+        left, right = st.columns([2, 3])
+        with left:
+            layer, head = widgets.layer_head(loaded.runner.n_layers, loaded.runner.n_heads)
+        with right:
+            a, b, col = st.columns(3)
+            hide = a.checkbox(t("ctl.hide_special"), key="hide_special", help=t("ctl.hide_special_help"))
+            merge = b.checkbox(t("ctl.merge_words"), key="merge_words", help=t("ctl.merge_words_help"))
+            color_range = col.radio(
+                t("ctl.color_range"),
+                ("fixed", "auto"),
+                key="color_range",
+                format_func=widgets.option_labels("ctl.color_{}"),
+                horizontal=True,
+                help=t("ctl.color_range_help"),
+            )
+    att = runners.analyse(c, loaded, clean, hide_special=hide, merge_words=merge)
+    if att is None:
+        return None
+    truncation_notice(att)
+    widgets.show_tokens(att.tokens)
+    _token_defaults(att, (att.text, att.model, att.n, hide, merge))
+    opts = {"layer": layer, "head": head, "hide_special": hide, "merge_words": merge, "color_range": color_range}
+    return Focus(loaded, clean, att, layer, head, str(color_range), downloads.run_settings(c, att, **opts))
+
+
+def truncation_notice(att: Attention) -> None:
+    if att.truncated:
+        st.warning(t("notice.truncated", kept=f"{att.n:,}", total=f"{att.n_input_tokens:,}"), icon="✂️")
+
+
+def _token_defaults(att: Attention, signature: tuple[Any, ...]) -> None:
+    """Token choices start again from sensible defaults when the tokens change."""
+    ss = st.session_state
+    if ss.get("_token_signature") == signature:
+        return
+    ss["_token_signature"] = signature
+    example = widgets.example_for(att.text)
+    query, key = default_focus(att, example)
+    ss["focus_query"], ss["focus_key"] = query, key
+    ss["highlight"] = query if example else -1
+
+
+def heatmap_view(c: Ctx, f: Focus) -> None:
+    with st.container(key="view_heatmap"):
+        st.subheader(t("view.heatmap"))
+        fig = views.heatmap(f.att, f.layer, f.head, zmax=1.0 if f.color_range == "fixed" else None, lang=c.lang)
+        charts.chart(fig, key="chart_heatmap")
+        widgets.caveat("caveat.heatmap")
+        downloads.figure_downloads(fig, "heatmap", f.settings)
+
+
+def grid_view(c: Ctx, f: Focus) -> None:
+    with st.container(key="view_grid"):
+        st.subheader(t("view.grid"))
+        focus = None if f.head is None else (f.layer, f.head)
+        fig = views.model_view(f.att, focus=focus, thumb=THUMB, lang=c.lang)
+        charts.chart(
+            fig, key="chart_grid", on_select=partial(charts.focus_from_chart, "chart_grid"), selection_mode="points"
+        )
+        widgets.caveat("caveat.grid")
+        downloads.figure_downloads(fig, "grid", f.settings)
+
+
+def head_lines_view(c: Ctx, f: Focus) -> None:
+    att, ss = f.att, st.session_state
+    with st.container(key="view_head"):
+        st.subheader(t("view.head"))
+        h1, h2 = st.columns(2)
+        chosen = h1.multiselect(
+            t("ctl.hv_heads"),
+            list(range(att.n_heads)),
+            key="hv_heads",
+            format_func=widgets.fmt_head,
+            placeholder=t("ctl.hv_heads_placeholder"),
+        )
+        if ss.get("highlight") not in range(-1, att.n):
+            ss["highlight"] = -1
+        highlight = h2.selectbox(
+            t("ctl.highlight"),
+            [-1, *range(att.n)],
+            key="highlight",
+            format_func=widgets.token_format(att.tokens, none="—"),
+            help=t("ctl.highlight_help"),
+        )
+        heads = sorted(chosen) if chosen else (None if f.head is None else [f.head])
+        fig = views.head_view(att, f.layer, heads=heads, highlight=None if highlight < 0 else highlight, lang=c.lang)
+        charts.chart(
+            fig,
+            key="chart_head_view",
+            on_select=partial(charts.highlight_from_chart, "chart_head_view"),
+            selection_mode="points",
+        )
+        widgets.caveat("caveat.head_view")
+        downloads.figure_downloads(fig, "head-view", f.settings)
+
+
+def graph_section(c: Ctx, f: Focus) -> None:
+    with st.container(key="view_graph"):
+        st.subheader(t("view.graph"))
+        threshold = st.slider(
+            t("ctl.threshold"), min_value=0.0, max_value=1.0, step=0.01, key="threshold", help=t("ctl.threshold_help")
+        )
+        fig = views.graph_view(f.att, f.layer, f.head, threshold=threshold, lang=c.lang)
+        charts.chart(fig, key="chart_graph")
+        widgets.caveat("caveat.graph")
+        downloads.figure_downloads(fig, "graph", f.settings)
+
+
+def token_focus_section(c: Ctx, f: Focus) -> None:
+    att, ss = f.att, st.session_state
+    with st.container(key="token_focus"):
+        st.subheader(t("focus.title"))
+        st.caption(t("focus.intro"))
+        for key in ("focus_query", "focus_key"):
+            if ss.get(key) not in range(att.n):
+                ss[key] = 0
+        a, b = st.columns(2)
+        fmt = widgets.token_format(att.tokens)
+        query = a.selectbox(t("focus.query"), range(att.n), key="focus_query", format_func=fmt)
+        key_token = b.selectbox(t("focus.key"), range(att.n), key="focus_key", format_func=fmt)
+        fig = views.token_focus(att, query, key_token, top=12, lang=c.lang)
+        charts.chart(
+            fig,
+            key="chart_focus",
+            on_select=partial(charts.focus_from_chart, "chart_focus"),
+            selection_mode="points",
+        )
+        widgets.caveat("caveat.focus")
+        downloads.figure_downloads(fig, "token-focus", f.settings)
+
+
+def cost_section(c: Ctx, f: Focus) -> None:
+    att, ss = f.att, st.session_state
+    with st.container(key="cost"):
+        st.subheader(t("cost.title"))
+        numbers = att.n_layers * att.n_heads * att.n * att.n
+        a, b, col = st.columns(3)
+        a.metric(t("cost.tokens"), f"{att.n:,}")
+        b.metric(t("cost.numbers"), f"{numbers:,}", help=t("cost.numbers_help", L=att.n_layers, H=att.n_heads, n=att.n))
+        col.metric(t("cost.mb"), f"{numbers * 4 / 2**20:,.2f}")
+        mb2 = f"{4 * numbers * 4 / 2**20:,.1f}"
+        st.caption(t("cost.explain", L=att.n_layers, H=att.n_heads, n=att.n, n2=2 * att.n, mb2=mb2))
+        if st.button(t("cost.measure"), key="cost_measure", help=t("cost.measure_help")):
+            with st.spinner(t("cost.measuring")):
+                ss["_cost_rows"] = (att.model, lab.cost_sweep(f.loaded.runner, f.text, c.max_tokens))
+        measured = ss.get("_cost_rows")
+        if measured and measured[0] == att.model and len(measured[1]) > 1:
+            rows = measured[1]
+            charts.chart(views.cost_sweep([vars(r) for r in rows], lang=c.lang), key="chart_cost")
+            ratio = rows[-1].mb / max(rows[0].mb, 1e-12)
+            growth = (rows[-1].n / rows[0].n) ** 2
+            st.caption(t("cost.sweep_note", ratio=f"{ratio:,.0f}", growth=f"{growth:,.0f}"))
+
+
+def numbers_section(f: Focus) -> None:
+    with st.container(key="numbers"):
+        st.subheader(t("export.title"))
+        st.caption(t("export.intro"))
+        downloads.number_downloads(f.att, f.layer, f.head, f.settings)
+        downloads.image_export_note()

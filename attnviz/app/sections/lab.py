@@ -1,0 +1,181 @@
+"""The from-scratch lab's sections: our own encoder next to the pretrained model, switches that
+take it apart, one head step by step, and the order demo (no positions, no order)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from ... import i18n, lab, views
+from ...models import EMBEDDED_MODEL
+from ...result import Attention
+from .. import charts, downloads, runners, widgets
+from ..runners import Loaded
+from ..state import Ctx, t
+from .explorer import truncation_notice
+
+SHOW_TOKENS = 12  # the walkthrough shows at most this many tokens ...
+SHOW_DIMS = 8  # ... and this many of a head's dimensions
+SAME = 1e-4  # "identical" below this max |difference| (float32 through 6 layers is ~1e-6)
+DEFAULTS = (("lab_scale", True), ("lab_positions", True), ("lab_causal", False), ("lab_random", False), ("lab_seed", 0))
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The sentence through the pretrained model and through the scratch encoder as switched."""
+
+    text: str
+    scratch: Loaded
+    pretrained: Attention
+    mine: Attention
+    opts: dict[str, Any]
+    layer: int
+    head: int
+
+
+def switches() -> dict[str, Any]:
+    for key, default in DEFAULTS:
+        st.session_state.setdefault(key, default)
+    with st.container(key="lab_switches"):
+        a, b, col, d, e = st.columns(5)
+        scale = a.toggle(t("lab.scale"), key="lab_scale", help=t("lab.scale_help"))
+        positions = b.toggle(t("lab.positions"), key="lab_positions", help=t("lab.positions_help"))
+        causal = col.toggle(t("lab.causal"), key="lab_causal", help=t("lab.causal_help"))
+        random = d.toggle(t("lab.random"), key="lab_random", help=t("lab.random_help"))
+        seed = e.number_input(
+            t("lab.seed"), min_value=0, max_value=2**31 - 1, step=1, key="lab_seed", disabled=not random
+        )
+    weights = "random" if random else "pretrained"
+    return {
+        "scale": scale,
+        "positions": positions,
+        "causal": causal,
+        "weights": weights,
+        "seed": int(seed) if random else 0,
+    }
+
+
+def analysis(c: Ctx, opts: dict[str, Any]) -> Pair | None:
+    text = widgets.sentence_box(c)
+    clean = runners.checked_text(c, text)
+    pretrained = runners.load_runner(c, EMBEDDED_MODEL, fallback=False)
+    scratch = runners.load_runner(c, "scratch", fallback=False, **opts)
+    if clean is None or pretrained is None or scratch is None:
+        return None
+    att_p = runners.analyse(c, pretrained, clean)
+    att_s = runners.analyse(c, scratch, clean)
+    if att_p is None or att_s is None:
+        return None
+    truncation_notice(att_p)
+    widgets.show_tokens(att_p.tokens)
+    layer, head = widgets.layer_head(att_s.n_layers, att_s.n_heads, "lab_layer", "lab_head", allow_mean=False)
+    assert head is not None  # allow_mean=False
+    return Pair(clean, scratch, att_p, att_s, opts, layer, head)
+
+
+def side_by_side(c: Ctx, p: Pair) -> None:
+    st.subheader(t("lab.side_by_side"))
+    diff = lab.max_abs_diff(p.pretrained.weights, p.mine.weights)
+    o = p.opts
+    defaults = o["scale"] and o["positions"] and not o["causal"] and o["weights"] == "pretrained"
+    heads = p.mine.n_layers * p.mine.n_heads
+    with st.container(key="lab_compare_note"):
+        if diff < SAME:
+            st.success(t("lab.identical", diff=f"{diff:.1e}", heads=heads), icon="✅")
+        else:
+            key = "lab.different_unexpected" if defaults else "lab.different_expected"
+            st.info(t(key, diff=f"{diff:.3f}"), icon="↔️")
+    left, right = st.columns(2)
+    with left:
+        title = t("lab.pretrained_title", layer=p.layer, head=p.head)
+        charts.chart(
+            views.heatmap(p.pretrained, p.layer, p.head, zmax=1.0, title=title, lang=c.lang), "chart_lab_pretrained"
+        )
+    with right:
+        title = t("lab.scratch_title", layer=p.layer, head=p.head)
+        fig = views.heatmap(p.mine, p.layer, p.head, zmax=1.0, title=title, lang=c.lang)
+        charts.chart(fig, "chart_lab_scratch")
+        settings = downloads.run_settings(c, p.mine, layer=p.layer, head=p.head, **p.opts)
+        downloads.figure_downloads(fig, "lab-scratch", settings)
+
+
+def steps(c: Ctx, p: Pair) -> None:
+    """One head step by step: Q, K, QK^T, scaling, mask, softmax, V, the weighted sum."""
+    st.subheader(t("lab.steps_title", layer=p.layer, head=p.head))
+    runner = p.scratch.runner
+    # the same token limit as the maps above, so the walk shows exactly the tokens they show
+    walk = runners.cached(
+        c, p.scratch, "steps", p.text, p.layer, p.head, fn=lambda: runner.steps(p.text, p.layer, p.head, c.max_tokens)
+    )
+    tokens = p.mine.tokens
+    n, hs = walk["q"].shape
+    rows = tokens[:SHOW_TOKENS]
+    dims = [f"d{j}" for j in range(min(hs, SHOW_DIMS))]
+    if n > SHOW_TOKENS or hs > SHOW_DIMS:
+        st.caption(t("lab.steps_cut", tokens=min(n, SHOW_TOKENS), n=n, dims=min(hs, SHOW_DIMS), hs=hs))
+    r, k = len(rows), len(dims)
+    o = p.opts
+    panels = [
+        ("q", t("lab.step_q"), walk["q"][:r, :k], dims),
+        ("k", t("lab.step_k"), walk["k"][:r, :k], dims),
+        ("scores", t("lab.step_scores"), walk["scores"][:r, :r], rows),
+        ("scaled", t("lab.step_scaled", hs=hs) if o["scale"] else t("lab.step_unscaled"), walk["scaled"][:r, :r], rows),
+        ("masked", t("lab.step_masked") if o["causal"] else t("lab.step_nomask"), walk["masked"][:r, :r], rows),
+        ("weights", t("lab.step_softmax"), walk["weights"][:r, :r], rows),
+        ("v", t("lab.step_v"), walk["v"][:r, :k], dims),
+        ("output", t("lab.step_output"), walk["output"][:r, :k], dims),
+    ]
+    with st.container(key="lab_steps"):
+        for i in range(0, len(panels), 2):
+            for col, (name, title, values, columns) in zip(st.columns(2), panels[i : i + 2], strict=True):
+                fmt = ".2f" if name == "weights" else ".1f"
+                with col:
+                    fig = views.matrix(values, rows, columns, title=title, fmt=fmt, lang=c.lang)
+                    charts.chart(fig, key=f"chart_step_{name}")
+    match = lab.max_abs_diff(walk["weights"], p.mine.weights[p.layer, p.head])
+    st.caption(t("lab.steps_match", diff=f"{match:.1e}"))
+    scaling(walk)
+
+
+def scaling(walk: dict[str, Any]) -> None:
+    with st.container(key="lab_scaling"):
+        scaled, unscaled, uniform = lab.scaling_entropies(walk)
+        a, b, col = st.columns(3)
+        a.metric(t("lab.entropy_scaled"), f"{scaled:.2f}")
+        b.metric(t("lab.entropy_unscaled"), f"{unscaled:.2f}")
+        col.metric(t("lab.entropy_uniform"), f"{uniform:.2f}")
+        st.caption(t("lab.entropy_note", hs=walk["q"].shape[1]))
+
+
+def order_demo(c: Ctx, p: Pair) -> None:
+    """The same words in another order, with positions off and on."""
+    st.subheader(t("lab.order_title"))
+    first, second = i18n.examples(c.lang)["order_pair"]
+    st.caption(t("lab.order_intro"))
+    st.code(f"A: {first}\nB: {second}", language=None)
+    results = {}
+    for positions in (False, True):
+        opts = {"scale": True, "positions": positions, "causal": False, "weights": "pretrained", "seed": 0}
+        model = runners.load_runner(c, "scratch", fallback=False, **opts)
+        att_a = runners.analyse(c, model, first) if model else None
+        att_b = runners.analyse(c, model, second) if model else None
+        if att_a is None or att_b is None:
+            return
+        result = lab.order_demo(att_a, att_b)
+        if result is None:
+            st.warning(t("lab.order_not_permutation"))
+            return
+        results[positions] = (att_a, result)
+    with st.container(key="lab_order_note"):
+        off, on = results[False][1].diff, results[True][1].diff
+        st.info(t("lab.order_result", off=f"{off:.1e}", on=f"{on:.3f}"), icon="🔀")
+    att_a, result = results[False]
+    left, right = st.columns(2)
+    with left:
+        title = t("lab.order_a", layer=p.layer, head=p.head)
+        charts.chart(views.heatmap(att_a, p.layer, p.head, zmax=1.0, title=title, lang=c.lang), "chart_order_a")
+    with right:
+        title = t("lab.order_b", layer=p.layer, head=p.head)
+        charts.chart(views.heatmap(result.back, p.layer, p.head, zmax=1.0, title=title, lang=c.lang), "chart_order_b")

@@ -1,0 +1,117 @@
+"""The sidebar every page shares: language, model, device and token limit; it builds the Ctx."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+import torch
+
+from .. import __version__, i18n
+from ..config import Settings
+from ..models import EMBEDDED_MODEL, MODEL_NAME_MAX
+from .state import CUSTOM, SENTENCE, Ctx, lang, model_options, set_sentence, t
+
+__all__ = ["LANGUAGE_NAMES", "available_devices", "sidebar"]
+
+LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
+# Widgets whose option labels change with the language. The browser reports a choice by its
+# label, so after a language switch those labels would no longer match and Streamlit would
+# reset the choice; the language callback pins each value first (it still reads the old labels).
+TRANSLATED_OPTIONS = ("model_choice", "color_range", "x_stat")
+
+
+def available_devices() -> list[str]:
+    """Only devices that exist here."""
+    devices = ["auto", "cpu"]
+    if torch.cuda.is_available():
+        devices.append("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        devices.append("mps")
+    return devices
+
+
+def _on_language_change() -> None:
+    """Keep an example sentence an example: swap it for the same example in the new language."""
+    ss = st.session_state
+    for key in TRANSLATED_OPTIONS:
+        if key in ss:
+            ss[key] = ss[key]
+    old, new = ss.get("_lang_prev", i18n.DEFAULT_LANGUAGE), lang()
+    current = str(ss.get(SENTENCE, ""))
+    if current.strip() == i18n.examples(old)["default"]:
+        set_sentence(i18n.examples(new)["default"])
+        return
+    ex = i18n.example_for(current, old)
+    match = None if ex is None else next((s for s in i18n.example_sentences(new) if s["id"] == ex["id"]), None)
+    if match is not None:
+        set_sentence(match["text"])
+
+
+def _model_labels(extra: tuple[str, ...]) -> Callable[[str], str]:
+    labels = {EMBEDDED_MODEL: t("model.minilm"), "scratch": t("model.scratch"), CUSTOM: t("model.custom")}
+    labels.update({name: t("model.baked", name=name) for name in extra})
+    return lambda name: labels.get(name, name)
+
+
+def _model(settings: Settings) -> str:
+    ss = st.session_state
+    options = model_options(settings)
+    if ss.get("model_choice") not in options:
+        ss["model_choice"] = options[0]
+    choice = st.selectbox(
+        t("sidebar.model"),
+        options,
+        key="model_choice",
+        format_func=_model_labels(settings.extra_models),
+        help=t("sidebar.model_help"),
+    )
+    if choice != CUSTOM:
+        return str(choice)
+    typed = st.text_input(
+        t("sidebar.model_id"),
+        key="model_id",
+        max_chars=MODEL_NAME_MAX,
+        placeholder="bert-base-uncased",
+        help=t("sidebar.model_id_help"),
+    )
+    if not typed.strip():
+        st.caption(t("sidebar.model_id_empty"))
+    return typed.strip() or EMBEDDED_MODEL
+
+
+def sidebar(settings: Settings) -> Ctx:
+    ss = st.session_state
+    with st.sidebar:
+        st.radio(
+            "Language / 语言",
+            i18n.LANGUAGES,
+            key="lang",
+            format_func=LANGUAGE_NAMES.__getitem__,
+            horizontal=True,
+            on_change=_on_language_change,
+        )
+        name = _model(settings)
+        devices = available_devices()
+        if ss.get("device") not in devices:
+            ss["device"] = "auto"
+        device = st.selectbox(t("sidebar.device"), devices, key="device", help=t("sidebar.device_help"))
+        ss["max_tokens"] = min(max(2, int(ss.get("max_tokens", settings.max_tokens))), settings.max_tokens)
+        max_tokens = st.number_input(
+            t("sidebar.max_tokens"),
+            min_value=2,
+            max_value=settings.max_tokens,
+            step=16,
+            key="max_tokens",
+            help=t("sidebar.max_tokens_help", limit=settings.max_tokens),
+        )
+        if settings.demo:
+            st.caption(t("sidebar.demo"))
+        st.caption(t("sidebar.about", version=__version__))
+    try:
+        name = settings.check_model(name)
+    except ValueError as exc:
+        ss.setdefault("_notices", []).append((t("err.model_not_allowed"), str(exc)))
+        name = EMBEDDED_MODEL
+    return Ctx(lang=lang(), settings=settings, model=name, device=str(device), max_tokens=int(max_tokens))

@@ -1,0 +1,155 @@
+"""Widgets every page shares: the sentence box with its examples, layer/head and token
+pickers, the tokens as literal text, errors and notices, and the short caveat under a view.
+
+Every visitor string shown here is escaped for the exact place it lands (Markdown, a label).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from .. import i18n
+from . import nav
+from .state import MEAN, SENTENCE, SENTENCE_INPUT, Ctx, lang, set_sentence, t
+
+__all__ = [
+    "MEAN_LABEL",
+    "TOKEN_SEPARATOR",
+    "caveat",
+    "escape_md",
+    "example_for",
+    "fmt_head",
+    "fmt_layer",
+    "layer_head",
+    "option_labels",
+    "sentence_box",
+    "show_error",
+    "show_notices",
+    "show_tokens",
+    "token_format",
+    "token_label",
+]
+
+TOKEN_SEPARATOR = " · "  # between tokens shown as text (brackets would blur with "[" tokens)
+# Option labels of selectboxes are the same in every language: Streamlit keeps a selectbox's
+# value as its label, and a label that changed with the language would reset the choice.
+MEAN_LABEL = "mean · 平均"
+_MD_PUNCT = re.compile(r"([!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])")
+
+
+def escape_md(text: str, limit: int = 400) -> str:
+    """User text made inert for st.markdown / st.error / labels: every ASCII punctuation mark
+    backslash-escaped (links, HTML, `$...$` LaTeX and `:red[...]` directives stay literal), a
+    word joiner after each colon so `:emoji:` shortcodes do not match, one line, bounded length."""
+    text = " ".join(str(text).split())
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    return _MD_PUNCT.sub(r"\\\1", text).replace(":", ":\u2060")
+
+
+def show_error(message: str, detail: str | None = None) -> None:
+    """A readable error in the page: our message (trusted) and the detail (escaped)."""
+    st.error(message if not detail else f"{message}\n\n{escape_md(detail)}", icon="⚠️")
+
+
+def show_notices() -> None:
+    """Messages from reading a shared link (a refused model id, an unusable text), shown once."""
+    for message, detail in st.session_state.pop("_notices", []):
+        show_error(message, detail or None)
+
+
+def option_labels(pattern: str) -> Callable[[Any], str]:
+    """A format_func for translated option labels, bound to this run's language (Streamlit
+    may call format_func outside the script run, where the session is out of reach)."""
+    language = lang()
+    return lambda value: i18n.t(pattern.format(value), language)
+
+
+def token_label(tokens: list[str], i: int) -> str:
+    """Selectbox option text (plain text, not Markdown): position and token."""
+    return f"{i}: {tokens[i]}"
+
+
+def token_format(tokens: list[str], none: str | None = None) -> Callable[[int], str]:
+    """A format_func for token pickers (`none` labels index -1). It holds the tokens only:
+    Streamlit keeps a widget's format_func for the rest of the session, and a lambda written in
+    a page would keep that run's globals (the attention, the figures) alive with it."""
+    tokens = list(tokens)
+    return lambda i: none if none is not None and i < 0 else token_label(tokens, i)
+
+
+def show_tokens(tokens: list[str], key: str = "tokens") -> None:
+    """The tokens as literal text (st.code renders nothing as Markdown or HTML)."""
+    with st.container(key=key):
+        st.caption(t("tokens.label", n=len(tokens)))
+        st.code(TOKEN_SEPARATOR.join(tokens), language=None, wrap_lines=True)
+
+
+def example_for(text: str, language: str | None = None) -> dict[str, str] | None:
+    """The example whose sentence is `text` (for token-focus defaults and language switches)."""
+    return i18n.example_for(text, language or lang())
+
+
+def _typed() -> None:
+    st.session_state[SENTENCE] = st.session_state.get(SENTENCE_INPUT, "")
+
+
+def sentence_box(c: Ctx) -> str:
+    """The shared sentence and the one-click examples (keys "ex_<id>"). Returns the sentence."""
+    with st.container(key="sentence_box"):
+        st.text_area(
+            t("sentence.label"),
+            key=SENTENCE_INPUT,
+            height=80,
+            on_change=_typed,
+            help=t("sentence.help", limit=f"{c.settings.max_chars:,}", tokens=c.max_tokens),
+        )
+        families = i18n.examples(c.lang)["families"]
+        for col, fam in zip(st.columns(len(families)), families, strict=True):
+            with col:
+                st.caption(t(f"examples.{fam['id']}"))
+                inner = st.columns(len(fam["sentences"]))
+                for box, ex in zip(inner, fam["sentences"], strict=True):
+                    box.button(
+                        ex["label"],
+                        key=f"ex_{ex['id']}",
+                        on_click=set_sentence,
+                        args=(ex["text"],),
+                        help=t("examples.use"),
+                        width="stretch",
+                    )
+    return str(st.session_state.get(SENTENCE, ""))
+
+
+def fmt_layer(layer: int) -> str:
+    return str(layer)
+
+
+def fmt_head(head: int) -> str:
+    return MEAN_LABEL if head == MEAN else str(head)
+
+
+def layer_head(
+    n_layers: int, n_heads: int, layer_key: str = "layer", head_key: str = "head", *, allow_mean: bool = True
+) -> tuple[int, int | None]:
+    """Layer and head selectboxes; values are clamped when a new model has fewer of either."""
+    ss = st.session_state
+    if not isinstance(ss.get(layer_key), int) or not 0 <= ss[layer_key] < n_layers:
+        ss[layer_key] = min(max(int(ss.get(layer_key, 0) or 0), 0), n_layers - 1)
+    heads = ([MEAN] if allow_mean else []) + list(range(n_heads))
+    if ss.get(head_key) not in heads:
+        ss[head_key] = heads[0] if not allow_mean else 0
+    a, b = st.columns(2)
+    layer = a.selectbox(t("ctl.layer"), range(n_layers), key=layer_key, format_func=fmt_layer, help=t("ctl.layer_help"))
+    head = b.selectbox(t("ctl.head"), heads, key=head_key, format_func=fmt_head, help=t("ctl.head_help"))
+    return int(layer), (None if head == MEAN else int(head))
+
+
+def caveat(key: str) -> None:
+    """A short caveat beside a view, linking to the caveats page."""
+    st.caption(t(key))
+    st.page_link(nav.page("caveats", lang()), label=t("caveat.more"), icon="ℹ️")

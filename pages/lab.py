@@ -1,0 +1,20 @@
+"""From-scratch lab: our own encoder next to the pretrained model, switches that take it apart,
+one head step by step, and the order demo (no positions, no order)."""
+
+import streamlit as st
+
+from attnviz.app import state, widgets
+from attnviz.app.sections import lab as section
+
+c = state.ctx()
+st.title(state.t("lab.title"))
+st.caption(state.t("lab.intro"))
+widgets.show_notices()
+opts = section.switches()
+pair = section.analysis(c, opts)
+if pair is None:
+    st.stop()
+
+section.side_by_side(c, pair)
+section.steps(c, pair)
+section.order_demo(c, pair)

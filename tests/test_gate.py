@@ -1,0 +1,123 @@
+"""How many forward passes run at once and which go first (attnviz/models/gate.py), and how
+an explanation stops between batches."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import attnviz
+from attnviz import explain
+from attnviz.models import Cancelled, gate
+from attnviz.models.gate import ForwardGate, gate_for
+
+from .conftest import SENTENCES
+
+
+def test_a_gate_is_the_same_object_for_a_model_whoever_loads_it_again() -> None:
+    """A cleared cache (Streamlit's clear_cache) reloads a model: its limit must not reset."""
+    a = attnviz.load_model("minilm", device="cpu")
+    b = attnviz.load_model("minilm", device="cpu")
+    assert a is not b and a.gate is b.gate
+    assert gate_for(("x", "cpu")) is gate_for(("x", "cpu"))
+    s1 = attnviz.load_model("scratch", device="cpu", positions=False)
+    assert s1.gate is not a.gate  # another model, another bound
+
+
+def test_at_most_two_interactive_passes_run_at_once_per_model() -> None:
+    g = ForwardGate(slots=2)
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def work() -> None:
+        with g.interactive():
+            with lock:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            time.sleep(0.05)
+            with lock:
+                running[0] -= 1
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert peak[0] == 2
+
+
+def test_an_explanation_batch_waits_while_an_interactive_pass_runs() -> None:
+    g = ForwardGate()
+    order: list[str] = []
+    inside = threading.Event()
+    release = threading.Event()
+
+    def interactive() -> None:
+        with g.interactive():
+            inside.set()
+            release.wait(5)
+            order.append("interactive done")
+
+    def background() -> None:
+        inside.wait(5)
+        with g.background():
+            order.append("batch ran")
+
+    t1, t2 = threading.Thread(target=interactive), threading.Thread(target=background)
+    t1.start()
+    t2.start()
+    time.sleep(0.3)
+    assert order == [], "the batch must not start while an interactive pass is in flight"
+    release.set()
+    t1.join()
+    t2.join()
+    assert order == ["interactive done", "batch ran"]
+    assert gate.interactive_waiting() == 0
+
+
+def test_one_explanation_batch_at_a_time_process_wide() -> None:
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def batch(g: ForwardGate) -> None:
+        with g.background():
+            with lock:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            time.sleep(0.03)
+            with lock:
+                running[0] -= 1
+
+    threads = [threading.Thread(target=batch, args=(gate_for(("model", i)),)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert peak[0] == 1
+
+
+def test_an_explanation_reports_progress_between_batches_and_stops_when_told(
+    minilm: attnviz.PretrainedModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from attnviz.explain import _model
+
+    monkeypatch.setattr(_model, "BATCH_BUDGET", 1)  # one variant a batch: a progress call each
+    seen: list[float] = []
+    full = explain.occlusion(minilm, SENTENCES[4], 2, progress=seen.append)
+    assert seen[0] == 0.0 and seen[-1] == 1.0 and seen == sorted(seen) and len(seen) >= 4
+    np.testing.assert_allclose(full, explain.occlusion(minilm, SENTENCES[4], 2), atol=1e-6)
+
+    calls: list[float] = []
+
+    def stop_after_two(fraction: float) -> None:
+        calls.append(fraction)
+        if len(calls) == 2:
+            raise Cancelled("visitor pressed Cancel")
+
+    with pytest.raises(Cancelled):
+        explain.occlusion(minilm, SENTENCES[0], 3, progress=stop_after_two)
+    assert len(calls) == 2  # nothing ran after the cancel
+    calls.clear()
+    with pytest.raises(Cancelled):
+        explain.integrated_gradients(minilm, SENTENCES[0], 3, steps=8, progress=stop_after_two)
