@@ -15,6 +15,8 @@ import pytest
 
 import attnviz
 from attnviz import Attention, views
+from attnviz.views._base import tick_step
+from attnviz.views.pick import PICK_TRACE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,7 +66,7 @@ def head_lines(fig: go.Figure) -> list[tuple[int, int, int, float]]:
 
 def streamlit_point(fig: go.Figure, index: int) -> dict:
     """A selected point the way Streamlit reports it (seen in a real click on `streamlit run`)."""
-    pick = trace(fig, views.PICK_TRACE)
+    pick = trace(fig, PICK_TRACE)
     curve = list(fig.data).index(pick)
     return {
         "curve_number": curve,
@@ -120,7 +122,7 @@ def test_long_token_axes_are_thinned_but_keep_every_row() -> None:
     fig = views.heatmap(att)
     ticks = list(fig.layout.xaxis.ticktext)
     assert len(ticks) <= views.MAX_TICK_LABELS // 2 + 1
-    step = views._tick_step(200)
+    step = tick_step(200)
     assert ticks == att.tokens[::step]
     assert len(fig.data[0].x) == 200
 
@@ -173,7 +175,7 @@ def test_model_view_keeps_small_maps_whole(tired: Attention) -> None:
 
 def test_model_view_has_one_clickable_marker_per_head(tired: Attention) -> None:
     fig = views.model_view(tired, focus=(2, 3))
-    pick = trace(fig, views.PICK_TRACE)
+    pick = trace(fig, PICK_TRACE)
     assert pick.type == "scatter"
     cells = [tuple(c) for c in pick.customdata]
     assert sorted(cells) == [(layer, head) for layer in range(6) for head in range(12)]
