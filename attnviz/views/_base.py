@@ -1,5 +1,11 @@
 """What every view shares: the figure constructor, token axes and escaping, colours, titles and
-the head label, and the NaN-broken polylines the head and graph views draw their lines with."""
+the head label, and the NaN-broken polylines the head and graph views draw their lines with.
+
+Words: every word a view puts on a figure (titles, notes, axis, colour-bar and legend titles,
+trace names, annotations, hover text and hovertemplates) comes from `attnviz.i18n.t(key, lang)`,
+keys in attnviz/locales/<lang>/views.json. Hovertemplates are catalogue sentences whose
+{placeholders} receive Plotly's %{...} fields, so word order stays the translator's.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
+
+from ..i18n import DEFAULT_LANGUAGE, t
 
 Json = dict[str, Any]  # a plain Plotly trace or layout dict
 
@@ -28,9 +36,14 @@ def figure(data: list[Json], layout: Json) -> go.Figure:
     return go.Figure({"data": data, "layout": layout})
 
 
-def head_label(layer: int, head: int) -> str:
+def head_label(layer: int, head: int, *, lang: str = DEFAULT_LANGUAGE) -> str:
     """The label every view uses for one head: 0-indexed, like the widgets."""
-    return f"layer {layer}, head {head}"
+    return t("fig.layer_head", lang, layer=layer, head=head)
+
+
+def which_head(head: int | None, n_heads: int, lang: str) -> str:
+    """ "head 3", or "mean of 12 heads" for head=None."""
+    return t("fig.mean_of_heads", lang, heads=n_heads) if head is None else t("fig.head_n", lang, h=head)
 
 
 def layout_title(text: str, note: str | None = None) -> Json:
@@ -54,7 +67,7 @@ def token_axis(tokens: Sequence[str]) -> tuple[list[str], Json]:
     "token (i)": repeated tokens stay separate rows and hover still names the token. Tick text
     is the bare token, thinned to every k-th beyond MAX_TICK_LABELS tokens. Both are escaped.
     """
-    shown = [escape(t) for t in tokens]
+    shown = [escape(tok) for tok in tokens]
     keys = [f"{s} ({i})" for i, s in enumerate(shown)]
     step = tick_step(len(keys))
     axis = {

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .. import i18n
+from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
 from ._base import EDGE_COLOR, Json, escape, figure, head_label, layout_title, token_axis
 
@@ -18,18 +18,22 @@ def token_bars(
     series: Mapping[str, np.ndarray],
     title: str | None = None,
     highlight: int | None = None,
+    *,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Grouped bars over the tokens, one series per method (raw attention, rollout, flow, ...).
 
-    `highlight=i` shades token i (the query being explained, say).
+    `highlight=i` shades token i (the query being explained, say). `title` and the series names
+    are the caller's words, shown as given; tokens are escaped.
     """
     keys, axis = token_axis(tokens)
     data: list[Json] = []
+    hover = t("fig.hover_value", lang, label="%{x}", value="%{y:.4f}")
     for name, values in series.items():
         y = np.array(values)  # a copy: the figure must not alias the caller's array
         if y.shape != (len(keys),):
             raise ValueError(f"series {name!r} has shape {y.shape}, expected ({len(keys)},)")
-        data.append({"type": "bar", "x": keys, "y": y, "name": name, "hovertemplate": "%{x}: %{y:.4f}"})
+        data.append({"type": "bar", "x": keys, "y": y, "name": name, "hovertemplate": hover})
     layout: Json = {
         "title": layout_title(title or ""),
         "barmode": "group",
@@ -59,12 +63,19 @@ def token_bars(
 
 
 def token_focus(
-    att: Attention, query: int, key: int, top: int | None = None, *, lang: str = i18n.DEFAULT_LANGUAGE
+    att: Attention,
+    query: int,
+    key: int,
+    top: int | None = None,
+    *,
+    title: str | None = None,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Every (layer, head) ranked by how much `query` attends to `key`, strongest at the top.
 
     "Which heads link 'it' to 'animal'?" Bars carry customdata [layer, head] (clickable).
     A dotted line marks 1/n, what a head that looks everywhere equally would give.
+    `title` replaces the heading, not the note.
     """
     n = att.n
     if not (0 <= query < n and 0 <= key < n):
@@ -77,30 +88,31 @@ def token_focus(
     bar = {
         "type": "bar",
         "x": flat[order],
-        "y": [head_label(layer, head) for layer, head in cells],
+        "y": [head_label(layer, head, lang=lang) for layer, head in cells],
         "orientation": "h",
         "customdata": cells,
         "marker": {"color": EDGE_COLOR},
-        "hovertemplate": "%{y}: %{x:.4f}<extra></extra>",
+        "hovertemplate": t("fig.hover_value", lang, label="%{y}", value="%{x:.4f}") + "<extra></extra>",
     }
     q, k = escape(att.tokens[query]), escape(att.tokens[key])
-    shown = (
-        i18n.t("fig.all_heads", lang) if top is None else i18n.t("fig.top_heads", lang, k=len(order), total=flat.size)
-    )
-    note = i18n.t("fig.note_focus", lang, q=q, k=k, shown=shown)
+    if title is None:
+        title = t("fig.focus_title", lang, q=q, qi=query, k=k, ki=key)
+    shown = t("fig.all_heads", lang) if top is None else t("fig.top_heads", lang, k=len(order), total=flat.size)
     layout = {
-        "title": layout_title(f"Which heads link {q} ({query}) to {k} ({key})?", note),
+        "title": layout_title(title, t("fig.note_focus", lang, q=q, k=k, shown=shown)),
         "height": 140 + 18 * len(order),
         "clickmode": "event+select",
         "yaxis": {"autorange": "reversed", "type": "category"},
-        "xaxis": {"title": {"text": "attention weight"}, "rangemode": "tozero"},
+        "xaxis": {"title": {"text": t("fig.attention_weight", lang)}, "rangemode": "tozero"},
         "shapes": [_vline(1.0 / n)],
-        "annotations": [_vline_label(1.0 / n, i18n.t("fig.uniform", lang))],
+        "annotations": [_vline_label(1.0 / n, t("fig.uniform", lang))],
     }
     return figure([bar], layout)
 
 
-def cost_sweep(rows: Sequence[Mapping[str, float]]) -> go.Figure:
+def cost_sweep(
+    rows: Sequence[Mapping[str, float]], *, title: str | None = None, lang: str = DEFAULT_LANGUAGE
+) -> go.Figure:
     """Time and memory against sequence length on log-log axes, each with an n^2 reference line.
 
     rows: dicts with "n", "forward_s", "figures_s", "mb" (any of the last three may be missing).
@@ -109,8 +121,8 @@ def cost_sweep(rows: Sequence[Mapping[str, float]]) -> go.Figure:
     data = sorted(rows, key=lambda r: r["n"])
     n = np.array([r["n"] for r in data], dtype=float)
     panels = (
-        ("time (s)", (("forward_s", "model forward"), ("figures_s", "figures"))),
-        ("memory (MB)", (("mb", "memory"),)),
+        ("fig.cost_time", (("forward_s", "fig.cost_forward"), ("figures_s", "fig.cost_figures"))),
+        ("fig.cost_memory_mb", (("mb", "fig.cost_memory"),)),
     )
     traces: list[Json] = []
     for col, (_, names) in enumerate(panels, start=1):
@@ -121,7 +133,13 @@ def cost_sweep(rows: Sequence[Mapping[str, float]]) -> go.Figure:
             y = np.array([r.get(key, np.nan) for r in data], dtype=float)
             if np.isnan(y).all():
                 continue
-            line = {"type": "scatter", "x": n.tolist(), "y": y.tolist(), "mode": "lines+markers", "name": label}
+            line = {
+                "type": "scatter",
+                "x": n.tolist(),
+                "y": y.tolist(),
+                "mode": "lines+markers",
+                "name": t(label, lang),
+            }
             traces.append(line | axes)
             if np.isfinite(y[-1]):
                 anchor = max(anchor, float(y[-1]))
@@ -140,8 +158,8 @@ def cost_sweep(rows: Sequence[Mapping[str, float]]) -> go.Figure:
                 }
                 | axes
             )
-    layout = _side_by_side([label for label, _ in panels], "tokens n") | {
-        "title": layout_title("Cost grows with the square of the length"),
+    layout = _side_by_side([t(label, lang) for label, _ in panels], t("fig.cost_tokens", lang)) | {
+        "title": layout_title(t("fig.cost_title", lang) if title is None else title),
         "height": 400,
     }
     return figure(traces, layout)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from .. import i18n
+from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
 from ._base import (
     EDGE_COLOR,
@@ -28,6 +28,7 @@ from ._base import (
     polylines,
     segments,
     tick_step,
+    which_head,
 )
 
 DEFAULT_MAX_EDGES = 400  # strongest edges kept at large n
@@ -64,13 +65,15 @@ def graph_view(
     threshold: float = 0.1,
     max_edges: int | None = None,
     *,
-    lang: str = i18n.DEFAULT_LANGUAGE,
+    title: str | None = None,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Tokens on a circle, an edge i -> j wherever query i gives key j more than `threshold`.
 
     head=None: the mean of the layer's heads. More than `max_edges` (DEFAULT_MAX_EDGES when
-    None) edges: the strongest are kept, and the title says so. Arrow heads carry customdata
-    [i, j] and show the weight on hover; nodes carry [i] (see `token_pick`).
+    None) edges: the strongest are kept, and the note under the title says so. `title` replaces
+    the heading, not the note. Arrow heads carry customdata [i, j] and show the weight on
+    hover; nodes carry [i] (see `token_pick`).
     """
     m = att.head(layer, head)  # (n, n)
     edges = _edges(m, threshold, max_edges)
@@ -78,10 +81,12 @@ def graph_view(
     tokens = [escape(tok) for tok in att.tokens]
     data = [
         *_edge_traces(geo, edges, threshold, lang),
-        _arrow_trace(geo, edges, tokens),
-        _node_trace(geo.pos, m, tokens, att.special),
+        _arrow_trace(geo, edges, tokens, lang),
+        _node_trace(geo.pos, m, tokens, att.special, lang),
     ]
-    return figure(data, _layout(_title(att, layer, head, edges, threshold, lang)))
+    if title is None:
+        title = t("fig.graph_title", lang, layer=layer, which=which_head(head, att.n_heads, lang))
+    return figure(data, _layout(layout_title(title, _note(edges, threshold, lang)), lang))
 
 
 def _edges(m: np.ndarray, threshold: float, max_edges: int | None) -> _Edges:
@@ -131,9 +136,9 @@ def _edge_traces(geo: _Geometry, edges: _Edges, threshold: float, lang: str) -> 
         lower = f"{max(lo, threshold):.2g}"
         upper = next((h for h, _ in EDGE_WIDTHS[index + 1 :]), None)
         name = (
-            i18n.t("fig.weight_above", lang, lo=lower)
+            t("fig.weight_above", lang, lo=lower)
             if upper is None
-            else i18n.t("fig.weight_range", lang, lo=lower, hi=f"{upper:.2g}")
+            else t("fig.weight_range", lang, lo=lower, hi=f"{upper:.2g}")
         )
         traces.append(
             {
@@ -150,7 +155,7 @@ def _edge_traces(geo: _Geometry, edges: _Edges, threshold: float, lang: str) -> 
     return traces
 
 
-def _arrow_trace(geo: _Geometry, edges: _Edges, tokens: list[str]) -> Json:
+def _arrow_trace(geo: _Geometry, edges: _Edges, tokens: list[str], lang: str) -> Json:
     """Arrow heads: direction, and on hover the weight; customdata [i, j]."""
     src, dst = edges.src.tolist(), edges.dst.tolist()
     return {
@@ -167,16 +172,16 @@ def _arrow_trace(geo: _Geometry, edges: _Edges, tokens: list[str]) -> Json:
         },
         "customdata": [[i, j] for i, j in zip(src, dst, strict=True)],
         "hovertext": [
-            f"{tokens[i]} ({i}) → {tokens[j]} ({j}): {w:.4f}"
+            t("fig.hover_edge", lang, src=tokens[i], i=i, dst=tokens[j], j=j, w=f"{w:.4f}")
             for i, j, w in zip(src, dst, edges.w.tolist(), strict=True)
         ],
         "hoverinfo": "text",
-        "name": "edges",
+        "name": t("fig.edges", lang),
         "showlegend": False,
     }
 
 
-def _node_trace(pos: np.ndarray, m: np.ndarray, tokens: list[str], special: np.ndarray) -> Json:
+def _node_trace(pos: np.ndarray, m: np.ndarray, tokens: list[str], special: np.ndarray, lang: str) -> Json:
     """Token nodes, sized by the attention they receive; labelled outside the circle."""
     received = m.sum(axis=0)  # (n,) attention each token receives; rows sum to 1, so mean 1
     size = 8 + 12 * np.sqrt(received / max(float(received.max()), 1e-9))
@@ -195,9 +200,12 @@ def _node_trace(pos: np.ndarray, m: np.ndarray, tokens: list[str], special: np.n
             "line": {"width": 0},
         },
         "customdata": [[i] for i in range(len(tokens))],
-        "hovertext": [f"{tok} ({i})<br>receives {received[i]:.2f} in total" for i, tok in enumerate(tokens)],
+        "hovertext": [
+            t("fig.hover_node", lang, token=tok, i=i, r=f"{r:.2f}")
+            for i, (tok, r) in enumerate(zip(tokens, received.tolist(), strict=True))
+        ],
         "hoverinfo": "text",
-        "name": "tokens",
+        "name": t("fig.tokens", lang),
         "showlegend": False,
     }
 
@@ -209,23 +217,21 @@ def _outside(x: float, y: float) -> str:
     return "top center" if y > 0 else "bottom center"
 
 
-def _title(att: Attention, layer: int, head: int | None, edges: _Edges, threshold: float, lang: str) -> Json:
-    which = f"mean of {att.n_heads} heads" if head is None else f"head {head}"
-    t = f"{threshold:g}"
-    note = i18n.t("fig.note_edge", lang, t=t)
+def _note(edges: _Edges, threshold: float, lang: str) -> str:
+    above = f"{threshold:g}"
     if edges.total > len(edges.w):
-        note = i18n.t("fig.note_edges_capped", lang, k=len(edges.w), total=edges.total, t=t)
-    elif edges.total == 0:
-        note = i18n.t("fig.note_no_edges", lang, t=t)
-    return layout_title(f"layer {layer}, {which} as a graph", note)
+        return t("fig.note_edges_capped", lang, k=len(edges.w), total=edges.total, t=above)
+    if edges.total == 0:
+        return t("fig.note_no_edges", lang, t=above)
+    return t("fig.note_edge", lang, t=above)
 
 
-def _layout(title: Json) -> Json:
+def _layout(title: Json, lang: str) -> Json:
     return {
         "title": title,
         "height": 620,
         "hovermode": "closest",
-        "legend": {"title": {"text": "edge weight"}},
+        "legend": {"title": {"text": t("fig.edge_weight", lang)}},
         "xaxis": {"visible": False, "range": [-1.4, 1.4]},
         "yaxis": {"visible": False, "range": [-1.3, 1.3], "scaleanchor": "x", "scaleratio": 1},
     }

@@ -13,19 +13,27 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
 from ._base import FOCUS_COLOR, SEQUENTIAL, Json, colour, escape, figure, head_label, layout_title
 from .pick import PICK_LAYOUT, pick_markers
 
 
-def model_view(att: Attention, focus: tuple[int, int] | None = None, thumb: int = 32) -> go.Figure:
+def model_view(
+    att: Attention,
+    focus: tuple[int, int] | None = None,
+    thumb: int = 32,
+    *,
+    title: str | None = None,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
     """Every layer x head in one figure: a mosaic of thumbnails, layer down, head across.
 
     Each map is block-averaged to at most `thumb` x `thumb`, and all thumbnails share one image
     (one heatmap trace, NaN between cells), so 72 heads at 512 tokens stay a few hundred kB.
     `focus=(layer, head)` outlines that cell. Cells are clickable (see `model_view_pick`).
     layout.meta holds {"thumb": t, "gap": g}: thumbnail (l, h) is
-    z[l*(t+g) : l*(t+g)+t, h*(t+g) : h*(t+g)+t].
+    z[l*(t+g) : l*(t+g)+t, h*(t+g) : h*(t+g)+t]. `title` replaces the heading, not the note.
     """
     n_layers, n_heads, n = att.n_layers, att.n_heads, att.n
     if thumb < 1:
@@ -33,16 +41,16 @@ def model_view(att: Attention, focus: tuple[int, int] | None = None, thumb: int 
     if focus is not None and not (0 <= focus[0] < n_layers and 0 <= focus[1] < n_heads):
         raise IndexError(f"focus {focus} outside {n_layers} layers x {n_heads} heads")
     thumbs = block_mean(att.weights, thumb)  # (L, H, t, t)
-    t = thumbs.shape[-1]
-    gap = max(1, t // 10)
-    data = [_mosaic_trace(thumbs, gap), pick_markers(n_layers, n_heads, _model_hover(att))]
-    shrunk = "" if t == n else f", each averaged down to {t}x{t}"
-    layout = _grid_layout(n_layers, n_heads, square=True) | {
-        "title": layout_title(
-            f"All {n_layers} layers x {n_heads} heads ({n} tokens{shrunk})", "click a head to focus on it"
-        ),
+    size = thumbs.shape[-1]
+    gap = max(1, size // 10)
+    data = [_mosaic_trace(thumbs, gap, lang), pick_markers(n_layers, n_heads, _model_hover(att, lang), lang)]
+    if title is None:
+        key = "fig.model_title" if size == n else "fig.model_title_shrunk"
+        title = t(key, lang, layers=n_layers, heads=n_heads, n=n, size=size)
+    layout = _grid_layout(n_layers, n_heads, lang, square=True) | {
+        "title": layout_title(title, t("fig.note_click_head", lang)),
         "height": 120 + 70 * n_layers,
-        "meta": {"thumb": t, "gap": gap},
+        "meta": {"thumb": size, "gap": gap},
     }
     if focus is not None:
         layer, head = int(focus[0]), int(focus[1])
@@ -65,10 +73,13 @@ def layer_head_grid(
     labels: np.ndarray | Sequence[Sequence[str]] | None = None,
     zmin: float | None = None,
     zmax: float | None = None,
+    *,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """A (layers, heads) grid of numbers as a heatmap, with optional text in each cell.
 
-    Cells are clickable like the model view's (`model_view_pick` reads them).
+    Cells are clickable like the model view's (`model_view_pick` reads them). `title` and
+    `labels` are the caller's words, shown as given.
     """
     z = np.array(values, dtype=np.float64)  # a copy: the figure must not alias the caller's array
     if z.ndim != 2:
@@ -80,13 +91,13 @@ def layer_head_grid(
     trace: Json = {"type": "heatmap", "z": z, "x0": 0, "dx": 1, "y0": 0, "dy": 1, "hoverinfo": "skip"}
     if text is not None:
         trace |= {"text": text.tolist(), "texttemplate": "%{text}"}
+    notes: list[str | None] = [None] * z.size if text is None else text.ravel().tolist()
     hover = [
-        f"{head_label(layer, head)}: {z[layer, head]:.4g}" + ("" if text is None else f" ({text[layer, head]})")
-        for layer in range(n_layers)
-        for head in range(n_heads)
+        _grid_hover(head_label(layer, head, lang=lang), f"{value:.4g}", note, lang)
+        for (layer, head), value, note in zip(np.ndindex(z.shape), z.ravel().tolist(), notes, strict=True)
     ]
-    data = [trace | colour(z, zmin, zmax), pick_markers(n_layers, n_heads, hover)]
-    layout = _grid_layout(n_layers, n_heads, square=False) | {
+    data = [trace | colour(z, zmin, zmax), pick_markers(n_layers, n_heads, hover, lang)]
+    layout = _grid_layout(n_layers, n_heads, lang, square=False) | {
         "title": layout_title(title or ""),
         "height": 120 + 40 * n_layers,
     }
@@ -112,15 +123,21 @@ def block_mean(weights: np.ndarray, size: int) -> np.ndarray:
     return out.reshape(*weights.shape[:-2], size, size)
 
 
-def _mosaic_trace(thumbs: np.ndarray, gap: int) -> Json:
+def _grid_hover(label: str, value: str, note: str | None, lang: str) -> str:
+    if note is None:
+        return t("fig.hover_value", lang, label=label, value=value)
+    return t("fig.hover_value_note", lang, label=label, value=value, note=note)
+
+
+def _mosaic_trace(thumbs: np.ndarray, gap: int, lang: str) -> Json:
     """(L, H, t, t) thumbnails -> one heatmap, `gap` NaN pixels between cells.
 
     Pixel p of the mosaic sits at p*dx + origin; cell (l, h) spans [h-0.5, h+0.5] x [l-0.5, l+0.5].
     """
-    n_layers, n_heads, t = thumbs.shape[:3]
-    step = t + gap
+    n_layers, n_heads, size = thumbs.shape[:3]
+    step = size + gap
     padded = np.full((n_layers, n_heads, step, step), np.nan, dtype=np.float32)
-    padded[:, :, :t, :t] = thumbs
+    padded[:, :, :size, :size] = thumbs
     mosaic = padded.transpose(0, 2, 1, 3).reshape(n_layers * step, n_heads * step)[:-gap, :-gap]
     d = 1.0 / step
     origin = -0.5 + (gap / 2 + 0.5) * d
@@ -135,35 +152,40 @@ def _mosaic_trace(thumbs: np.ndarray, gap: int) -> Json:
         "colorscale": SEQUENTIAL,
         "zmin": 0.0,
         "zmax": cmax,
-        "colorbar": {"title": {"text": "mean weight"}},
+        "colorbar": {"title": {"text": t("fig.mean_weight", lang)}},
         "hoverinfo": "skip",
     }
 
 
-def _model_hover(att: Attention) -> list[str]:
-    """Per head: the key token it looks at most on average, and how much."""
+def _model_hover(att: Attention, lang: str) -> list[str]:
+    """Per head, in pick-marker order: the key token it looks at most on average, and how much."""
     received = att.weights.mean(axis=2)  # (L, H, n): average attention each key token gets
     top = received.argmax(axis=-1)  # (L, H)
     tokens = [escape(tok) for tok in att.tokens]
     return [
-        f"{head_label(layer, head)}<br>looks most at {tokens[top[layer, head]]} ({top[layer, head]}),"
-        f" {received[layer, head, top[layer, head]]:.2f} on average<br>click to focus"
-        for layer in range(att.n_layers)
-        for head in range(att.n_heads)
+        t(
+            "fig.hover_model_cell",
+            lang,
+            head=head_label(layer, head, lang=lang),
+            token=tokens[top[layer, head]],
+            i=top[layer, head],
+            w=f"{received[layer, head, top[layer, head]]:.2f}",
+        )
+        for layer, head in np.ndindex(top.shape)
     ]
 
 
-def _grid_layout(n_layers: int, n_heads: int, *, square: bool) -> Json:
+def _grid_layout(n_layers: int, n_heads: int, lang: str, *, square: bool) -> Json:
     """Head across, layer down (layer 0 at the top), one unit a cell centred on (head, layer)."""
     common = {"showgrid": False, "zeroline": False, "tickmode": "array", "ticks": ""}
     xaxis = common | {
-        "title": {"text": "head"},
+        "title": {"text": t("fig.head", lang)},
         "range": [-0.5, n_heads - 0.5],
         "tickvals": list(range(n_heads)),
         "ticktext": [str(h) for h in range(n_heads)],
     }
     yaxis = common | {
-        "title": {"text": "layer"},
+        "title": {"text": t("fig.layer", lang)},
         "range": [n_layers - 0.5, -0.5],
         "tickvals": list(range(n_layers)),
         "ticktext": [str(layer) for layer in range(n_layers)],

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from .. import i18n
+from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
 from ._base import HEAD_COLORS, MAX_TICK_LABELS, Json, escape, figure, layout_title, level, segments, tick_step
 
@@ -42,19 +42,22 @@ def head_view(
     highlight: int | None = None,
     max_links: int | None = None,
     *,
-    lang: str = i18n.DEFAULT_LANGUAGE,
+    title: str | None = None,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Queries on the left, keys on the right, a line per (i, j), one colour per head.
 
     heads=None draws every head of the layer; highlight=i draws only query i's lines. Links
     lighter than MIN_LINK_WEIGHT are not drawn. When heads x queries x n would exceed
     `max_links` (DEFAULT_MAX_LINKS when None), only the k strongest links of each query token
-    are kept, and the title says so. Token markers carry customdata [i] (see `token_pick`).
+    are kept, and the note under the title says so. `title` replaces the heading, not the note.
+    Token markers carry customdata [i] (see `token_pick`).
     """
     sel = _select(att, layer, heads, highlight, max_links)
     tokens = [escape(tok) for tok in att.tokens]
-    data = _link_traces(att, sel, lang) + _token_traces(tokens, highlight)
-    return figure(data, _layout(att.n, _title(att, sel, tokens, lang)))
+    data = _link_traces(att, sel, lang) + _token_traces(tokens, highlight, lang)
+    heading = _heading(att, sel, tokens, lang) if title is None else title
+    return figure(data, _layout(att.n, layout_title(heading, _note(att.n, sel, lang)), lang))
 
 
 def _select(
@@ -114,15 +117,15 @@ def _link_traces(att: Attention, sel: _Selection, lang: str) -> list[Json]:
                     "line": {"color": HEAD_COLORS[colour_index % len(HEAD_COLORS)], "width": 1.5},
                     "opacity": opacity,
                     "hoverinfo": "skip",
-                    "name": i18n.t("fig.head_n", lang, h=h),
-                    "legendgroup": f"head {h}",
+                    "name": t("fig.head_n", lang, h=h),
+                    "legendgroup": f"h{h}",
                     "showlegend": index == strongest,
                 }
             )
     return traces
 
 
-def _token_traces(tokens: list[str], highlight: int | None) -> list[Json]:
+def _token_traces(tokens: list[str], highlight: int | None, lang: str) -> list[Json]:
     """The query column (x=0) and key column (x=1): labelled, hoverable, clickable markers."""
     n = len(tokens)
     step = tick_step(n)
@@ -140,36 +143,45 @@ def _token_traces(tokens: list[str], highlight: int | None) -> list[Json]:
             "cliponaxis": False,
             "marker": {"size": 5 if n <= MAX_TICK_LABELS else 2, "color": "gray"},
             "customdata": [[i] for i in range(n)],
-            "hovertext": [f"{side} {tok} ({i})" for i, tok in enumerate(tokens)],
+            "hovertext": [t(hover, lang, token=tok, i=i) for i, tok in enumerate(tokens)],
             "hoverinfo": "text",
-            "name": side,
+            "name": t(side, lang),
             "showlegend": False,
         }
-        for x, side, position in ((0, "query", "middle left"), (1, "key", "middle right"))
+        for x, side, hover, position in (
+            (0, "fig.query", "fig.hover_query_token", "middle left"),
+            (1, "fig.key", "fig.hover_key_token", "middle right"),
+        )
     ]
 
 
-def _title(att: Attention, sel: _Selection, tokens: list[str], lang: str) -> Json:
+def _heading(att: Attention, sel: _Selection, tokens: list[str], lang: str) -> str:
+    """ "layer 2, heads 0, 3", and what the highlighted token looks at."""
     if len(sel.heads) == att.n_heads:
-        which = "all heads"
+        which = t("fig.all_heads", lang)
+    elif len(sel.heads) == 1:
+        which = t("fig.head_n", lang, h=sel.heads[0])
     else:
-        which = ("head " if len(sel.heads) == 1 else "heads ") + ", ".join(map(str, sel.heads))
-    text = f"layer {sel.layer}, {which}"
-    if sel.highlight is not None:
-        text += f": what {tokens[sel.highlight]} ({sel.highlight}) looks at"
-    note = i18n.t("fig.note_head_view", lang)
-    if sel.per_query < att.n:
-        note = i18n.t("fig.note_links_capped", lang, k=sel.per_query, n=att.n)
-    return layout_title(text, note)
+        which = t("fig.heads_n", lang, heads=", ".join(map(str, sel.heads)))
+    if sel.highlight is None:
+        return t("fig.layer_which", lang, layer=sel.layer, which=which)
+    token = tokens[sel.highlight]
+    return t("fig.head_view_focus", lang, layer=sel.layer, which=which, token=token, i=sel.highlight)
 
 
-def _layout(n: int, title: Json) -> Json:
+def _note(n: int, sel: _Selection, lang: str) -> str:
+    if sel.per_query < n:
+        return t("fig.note_links_capped", lang, k=sel.per_query, n=n)
+    return t("fig.note_head_view", lang)
+
+
+def _layout(n: int, title: Json, lang: str) -> Json:
     return {
         "title": title,
         "height": int(np.clip(120 + 22 * n, 420, 1400)),
         "hovermode": "closest",
         "margin": {"l": 110, "r": 110},
-        "legend": {"title": {"text": "head"}},
+        "legend": {"title": {"text": t("fig.head", lang)}},
         "xaxis": {"visible": False, "range": [-0.35, 1.35], "fixedrange": True},
         "yaxis": {"visible": False, "range": [n - 0.5, -0.5]},
     }

@@ -11,16 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..i18n import t
 from ._base import Json
 
-PICK_TRACE = "pick"  # name of the clickable-marker trace
+PICK_TRACE = "pick"  # English name of the clickable-marker trace (catalogue key "fig.pick")
 
 # hoverdistance=-1 makes the nearest cell centre win everywhere, so a click anywhere inside a
 # cell picks that cell.
 PICK_LAYOUT: Json = {"hovermode": "closest", "hoverdistance": -1, "clickmode": "event+select"}
 
 
-def pick_markers(n_layers: int, n_heads: int, hovertext: Sequence[str]) -> Json:
+def pick_markers(n_layers: int, n_heads: int, hovertext: Sequence[str], lang: str) -> Json:
     """One near-invisible marker at each cell centre (head across, layer down) carrying
     customdata [layer, head]; merge PICK_LAYOUT into the figure's layout.
 
@@ -39,7 +40,7 @@ def pick_markers(n_layers: int, n_heads: int, hovertext: Sequence[str]) -> Json:
         "marker": {"size": 14, "symbol": "square", "opacity": 0.01, "color": "gray"},
         "hovertext": list(hovertext),
         "hoverinfo": "text",
-        "name": PICK_TRACE,
+        "name": t("fig.pick", lang),
         "showlegend": False,
     }
 
