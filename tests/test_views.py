@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import importlib.util
+import inspect
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +18,9 @@ import pytest
 
 import attnviz
 from attnviz import Attention, views
+from attnviz.i18n import t as catalogue_text
+from attnviz.views._base import tick_step
+from attnviz.views.pick import PICK_TRACE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,7 +70,7 @@ def head_lines(fig: go.Figure) -> list[tuple[int, int, int, float]]:
 
 def streamlit_point(fig: go.Figure, index: int) -> dict:
     """A selected point the way Streamlit reports it (seen in a real click on `streamlit run`)."""
-    pick = trace(fig, views.PICK_TRACE)
+    pick = trace(fig, PICK_TRACE)
     curve = list(fig.data).index(pick)
     return {
         "curve_number": curve,
@@ -120,7 +126,7 @@ def test_long_token_axes_are_thinned_but_keep_every_row() -> None:
     fig = views.heatmap(att)
     ticks = list(fig.layout.xaxis.ticktext)
     assert len(ticks) <= views.MAX_TICK_LABELS // 2 + 1
-    step = views._tick_step(200)
+    step = tick_step(200)
     assert ticks == att.tokens[::step]
     assert len(fig.data[0].x) == 200
 
@@ -173,7 +179,7 @@ def test_model_view_keeps_small_maps_whole(tired: Attention) -> None:
 
 def test_model_view_has_one_clickable_marker_per_head(tired: Attention) -> None:
     fig = views.model_view(tired, focus=(2, 3))
-    pick = trace(fig, views.PICK_TRACE)
+    pick = trace(fig, PICK_TRACE)
     assert pick.type == "scatter"
     cells = [tuple(c) for c in pick.customdata]
     assert sorted(cells) == [(layer, head) for layer in range(6) for head in range(12)]
@@ -450,3 +456,197 @@ def test_figure_notes_and_legends_follow_the_language(tired: Attention) -> None:
     focus = views.token_focus(tired, 10, 2, top=5, lang="zh")
     assert "72 个头中的前 5 个" in focus.layout.title.text
     assert any(trace.name == "头 3" for trace in views.head_view(tired, 0, lang="zh").data)
+
+
+# --- words: every word on a figure comes from the catalogue, in the language asked for ------
+
+ZH_TOKENS = ["[CLS]", "猫", "坐", "在", "垫子", "上", "猫", "。", "[SEP]"]
+HOSTILE = ["[CLS]", "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "&", "a&lt;b", "<s>", "[SEP]"]
+# where Plotly shows strings: x/y and tick values of category axes are labels too
+WORD_KEYS = {"text", "name", "hovertemplate", "hovertext", "ticktext", "x", "y", "tickvals", "categoryarray"}
+
+
+def att_of(tokens: list[str], layers: int = 2, heads: int = 3, seed: int = 0) -> Attention:
+    n = len(tokens)
+    w = np.random.default_rng(seed).random((layers, heads, n, n)) + 0.05
+    w[..., 1] += 1.0  # token 1 draws the most attention: it lands in the model view's hover too
+    return make_att(w / w.sum(-1, keepdims=True), tokens=tokens, special=[t.startswith("[") for t in tokens])
+
+
+def every_view(att: Attention, lang: str) -> dict[str, go.Figure]:
+    """Each public view once or more, covering the branches that write different words."""
+    n = att.n
+    rows = [{"n": 16, "forward_s": 0.01, "figures_s": 0.02, "mb": 0.1}, {"n": 32, "forward_s": 0.03, "mb": 0.4}]
+    scores = np.where(np.tri(n, dtype=bool), np.arange(n * n, dtype=float).reshape(n, n), -np.inf)
+    return {
+        "heatmap": views.heatmap(att, 1, 2, lang=lang),
+        "heatmap_mean": views.heatmap(att, 0, None, zmax=1.0, lang=lang),
+        "matrix": views.matrix(scores, att.tokens, att.tokens, lang=lang),
+        "model_view": views.model_view(att, focus=(1, 2), lang=lang),
+        "model_view_shrunk": views.model_view(att, thumb=4, lang=lang),
+        "layer_head_grid": views.layer_head_grid(att.weights[:, :, 0, 0], labels=[["猫"] * 3] * 2, lang=lang),
+        "head_view": views.head_view(att, 1, lang=lang),
+        "head_view_some": views.head_view(att, 1, heads=[0, 2], highlight=3, lang=lang),
+        "head_view_one_capped": views.head_view(att, 0, heads=[1], max_links=10, lang=lang),
+        "graph_view": views.graph_view(att, 1, 0, threshold=0.05, lang=lang),
+        "graph_view_mean_capped": views.graph_view(att, 0, None, threshold=0.0, max_edges=3, lang=lang),
+        "graph_view_empty": views.graph_view(att, 0, 0, threshold=0.99, lang=lang),
+        "token_focus": views.token_focus(att, 3, 1, lang=lang),
+        "token_focus_top": views.token_focus(att, 3, 1, top=2, lang=lang),
+        "token_bars": views.token_bars(att.tokens, {"注意力": att.weights[0, 0, 3]}, highlight=3, lang=lang),
+        "cost_sweep": views.cost_sweep(rows, lang=lang),
+    }
+
+
+def shown_strings(fig: go.Figure) -> list[str]:
+    """Every string a visitor can see: titles, axis, colour-bar and legend titles, trace names,
+    annotations, cell and label text, hovertemplates, hover text, tick text and category labels."""
+    out: list[str] = []
+
+    def walk(node: object, key: str = "") -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, k)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif isinstance(node, str) and key in WORD_KEYS:
+            out.append(node)
+
+    spec = json.loads(fig.to_json())
+    spec["layout"].pop("template", None)  # plotly's theme, no words
+    walk(spec)
+    return out
+
+
+def english_words(text: str, tokens: list[str]) -> list[str]:
+    """Latin words of two or more letters left once tokens, Plotly fields (%{y:.4f}), markup
+    (<br>, <sup>, <extra></extra>, &amp;) and "[CLS]"-style tokens are taken out. "MB" is a unit."""
+    for tok in sorted({views_escape(token) for token in tokens}, key=len, reverse=True):
+        text = text.replace(tok, " ")
+    text = re.sub(r"%\{[^}]*\}|<[^<>]*>|&[a-z]+;|\[[A-Z]+\]", " ", text)
+    return [w for w in re.findall(r"[A-Za-z]{2,}", text) if w != "MB"]
+
+
+def views_escape(token: str) -> str:
+    return token.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+@pytest.mark.parametrize("name", list(every_view(att_of(ZH_TOKENS), "en")))
+def test_a_chinese_figure_has_no_english_word_left(name: str) -> None:
+    fig = every_view(att_of(ZH_TOKENS), "zh")[name]
+    strings = shown_strings(fig)
+    assert any(re.search(r"[\u4e00-\u9fff]", s) for s in strings)
+    left = {s: english_words(s, ZH_TOKENS) for s in strings}
+    assert {s: words for s, words in left.items() if words} == {}
+
+
+@pytest.mark.parametrize("name", list(every_view(att_of(ZH_TOKENS), "en")))
+def test_the_english_figure_is_english(name: str) -> None:
+    strings = shown_strings(every_view(att_of(ZH_TOKENS), "en")[name])
+    assert not [s for s in strings if re.search(r"[\u4e00-\u9fff]", s.replace("注意力", "")) and not any(t in s for t in ZH_TOKENS)]  # fmt: skip
+
+
+def test_language_changes_the_words_and_nothing_else() -> None:
+    """A Chinese figure carries exactly the English figure's data, axes, sizes and clickable
+    customdata: only the strings where words are shown differ."""
+    att = att_of(ZH_TOKENS)
+    en, zh = every_view(att, "en"), every_view(att, "zh")
+
+    def without_words(node: object, key: str = "") -> object:
+        if isinstance(node, dict):
+            return {k: without_words(v, k) for k, v in node.items() if k != "template"}
+        if isinstance(node, list):
+            return [without_words(v, key) for v in node]
+        return "<words>" if isinstance(node, str) and key in WORD_KEYS else node
+
+    for name in en:
+        a, b = (without_words(json.loads(fig[name].to_json())) for fig in (en, zh))
+        assert a == b, name
+
+
+def test_head_labels_and_titles_follow_the_language(tired: Attention) -> None:
+    assert views.head_label(2, 5) == "layer 2, head 5"
+    assert views.head_label(2, 5, lang="zh") == "第 2 层，头 5"
+    assert views.heatmap(tired, 2, 5, lang="zh").layout.title.text == "第 2 层，头 5"
+    assert views.heatmap(tired, 2, None, lang="zh").layout.title.text == "第 2 层，12 个头的平均"
+    assert views.heatmap(tired, 2, 5, title="mine", lang="zh").layout.title.text == "mine"
+    hm = views.heatmap(tired, 2, 5, lang="zh")
+    assert (hm.layout.xaxis.title.text, hm.layout.yaxis.title.text) == ("键（被关注）", "查询（发出关注）")
+    assert hm.data[0].hovertemplate == "查询 %{y}<br>键 %{x}<br>权重 %{z:.6f}<extra></extra>"
+    grid = views.model_view(tired, lang="zh")
+    assert (grid.layout.xaxis.title.text, grid.layout.yaxis.title.text) == ("头", "层")
+    assert grid.data[0].colorbar.title.text == "平均权重"
+    assert "点击以聚焦" in trace(grid, "点选").hovertext[0]
+    assert views.graph_view(tired, 1, 2, lang="zh").layout.legend.title.text == "边的权重"
+
+
+def test_a_title_override_keeps_the_note_under_it(tired: Attention) -> None:
+    for fig in (
+        views.head_view(tired, 0, max_links=10, title="mine"),
+        views.graph_view(tired, 0, 0, title="mine"),
+        views.token_focus(tired, 10, 2, title="mine"),
+        views.model_view(tired, title="mine"),
+    ):
+        heading, note = fig.layout.title.text.split("<br>", 1)
+        assert heading == "mine" and note.startswith("<sup>")
+    assert views.cost_sweep([{"n": 16, "mb": 1.0}, {"n": 32, "mb": 4.0}], title="mine").layout.title.text == "mine"
+
+
+def test_every_view_takes_lang_as_a_keyword_defaulting_to_english() -> None:
+    builders = [getattr(views, name) for name in views.__all__ if callable(getattr(views, name))]
+    builders = [b for b in builders if b not in (views.model_view_pick, views.token_pick)]
+    assert len(builders) == 10
+    for build in builders:
+        lang = inspect.signature(build).parameters["lang"]
+        assert (lang.kind, lang.default) == (inspect.Parameter.KEYWORD_ONLY, "en"), build.__name__
+
+
+# --- hostile tokens --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_hostile_tokens_are_escaped_wherever_they_land(lang: str) -> None:
+    att = att_of(HOSTILE)
+    figs = every_view(att, lang)
+    for name, fig in figs.items():
+        for s in shown_strings(fig):
+            assert "<script" not in s.lower() and "<img" not in s.lower() and "<s>" not in s, (name, s)
+            assert re.fullmatch(r"([^&]|&(amp|lt|gt);)*", s), (name, s)  # every & starts an entity
+    script, img = views_escape(HOSTILE[1]), views_escape(HOSTILE[2])
+    assert script == "&lt;script&gt;alert(1)&lt;/script&gt;"
+    hm = figs["heatmap"]
+    assert (
+        script in hm.layout.xaxis.ticktext and img in hm.layout.yaxis.ticktext and "&amp;" in hm.layout.xaxis.ticktext
+    )
+    assert f"{script} (1)" in hm.data[0].y  # what %{y} shows on hover
+    assert "a&amp;lt;b" in hm.layout.xaxis.ticktext  # an entity typed by the visitor stays text
+    assert any(script in h for h in trace(figs["model_view"], catalogue_text("fig.pick", lang)).hovertext)
+    head = figs["head_view"]
+    assert any(img in h for h in trace(head, catalogue_text("fig.query", lang)).hovertext)
+    assert any(img in h for h in trace(head, catalogue_text("fig.key", lang)).hovertext)
+    assert script in trace(head, catalogue_text("fig.query", lang)).text
+    graph = figs["graph_view"]
+    assert any(script in h for h in trace(graph, catalogue_text("fig.tokens", lang)).hovertext)
+    assert any(script in h for h in trace(graph, catalogue_text("fig.edges", lang)).hovertext)
+    assert script in figs["token_focus"].layout.title.text
+    assert img in figs["matrix"].layout.xaxis.ticktext and "&amp;" in figs["token_bars"].layout.xaxis.ticktext
+
+
+# --- purity ----------------------------------------------------------------------------------
+
+
+def test_no_views_module_imports_streamlit() -> None:
+    """Statically (no import of streamlit anywhere in attnviz/views/) and at run time (importing
+    every views module leaves streamlit unloaded)."""
+    files = sorted((ROOT / "attnviz" / "views").glob("*.py"))
+    assert len(files) >= 7
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            assert not [n for n in names if n.split(".")[0] == "streamlit"], path.name
+    modules = ", ".join(f"attnviz.views.{p.stem}" for p in files if p.stem != "__init__")
+    code = f"import sys, {modules}; assert not [m for m in sys.modules if m.split('.')[0] == 'streamlit']"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

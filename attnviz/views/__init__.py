@@ -1,0 +1,51 @@
+"""Plotly figure builders: data in, `plotly.graph_objects.Figure` out. Never imports streamlit.
+
+One module per family of views:
+
+    heatmap.py    heatmap (one head, full resolution), matrix (the lab's small labelled steps)
+    grid.py       model_view (all layers x heads as thumbnails), layer_head_grid (a number a head)
+    head_view.py  head_view (bertviz-style query -> key lines)
+    graph.py      graph_view (tokens on a circle, edges above a threshold)
+    charts.py     token_bars, token_focus, cost_sweep
+    pick.py       clickable markers and reading clicks back (model_view_pick, token_pick)
+    _base.py      what they share: the figure constructor, token axes, escaping, colours, titles
+
+Conventions every view shares:
+- Layers and heads are 0-indexed everywhere, in labels too ("layer 2, head 5"): the same numbers
+  as `Attention.head(layer, head)` and the app's widgets.
+- Token axes use unique category keys ("the (5)") with the bare token as tick text, since
+  Plotly merges equal category labels. Tokens are escaped (& < >) wherever they land, tick and
+  hover text included: Plotly reads "<s>" as markup, and a visitor may type anything.
+- No background, font or text colours are set: Streamlit's theme (light or dark) or the
+  notebook's template decides. Line and marker colours are mid-tones readable on both.
+- Numpy float32 arrays go to Plotly as they are: plotly >= 6 serialises them as base64 typed
+  arrays ({"dtype": "f4", "bdata": ..., "shape": "n, n"}), 4 bytes a number (plotly/plotly.py#4470).
+"""
+
+from __future__ import annotations
+
+from ._base import MAX_TICK_LABELS, head_label
+from .charts import cost_sweep, token_bars, token_focus
+from .graph import DEFAULT_MAX_EDGES, graph_view
+from .grid import layer_head_grid, model_view
+from .head_view import DEFAULT_MAX_LINKS, head_view
+from .heatmap import heatmap, matrix
+from .pick import model_view_pick, token_pick
+
+__all__ = [
+    "DEFAULT_MAX_EDGES",
+    "DEFAULT_MAX_LINKS",
+    "MAX_TICK_LABELS",
+    "cost_sweep",
+    "graph_view",
+    "head_label",
+    "head_view",
+    "heatmap",
+    "layer_head_grid",
+    "matrix",
+    "model_view",
+    "model_view_pick",
+    "token_bars",
+    "token_focus",
+    "token_pick",
+]

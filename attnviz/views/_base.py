@@ -1,0 +1,122 @@
+"""What every view shares: the figure constructor, token axes and escaping, colours, titles and
+the head label, and the NaN-broken polylines the head and graph views draw their lines with.
+
+Words: every word a view puts on a figure (titles, notes, axis, colour-bar and legend titles,
+trace names, annotations, hover text and hovertemplates) comes from `attnviz.i18n.t(key, lang)`,
+keys in attnviz/locales/<lang>/views.json. Hovertemplates are catalogue sentences whose
+{placeholders} receive Plotly's %{...} fields, so word order stays the translator's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..i18n import DEFAULT_LANGUAGE, t
+
+Json = dict[str, Any]  # a plain Plotly trace or layout dict
+
+MAX_TICK_LABELS = 80  # beyond this many tokens, axes label every k-th token only
+
+SEQUENTIAL = "Viridis"  # perceptually uniform, readable on light and dark backgrounds
+DIVERGING = "RdBu_r"
+HEAD_COLORS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF", "#FECB52", "#8C564B", "#BCBD22")  # fmt: skip
+EDGE_COLOR = "#636EFA"
+NODE_COLOR = "#636EFA"
+SPECIAL_COLOR = "#FFA15A"
+FOCUS_COLOR = "#EF553B"
+
+
+def figure(data: list[Json], layout: Json) -> go.Figure:
+    """The Figure of plain trace and layout dicts."""
+    return go.Figure({"data": data, "layout": layout})
+
+
+def head_label(layer: int, head: int, *, lang: str = DEFAULT_LANGUAGE) -> str:
+    """The label every view uses for one head: 0-indexed, like the widgets."""
+    return t("fig.layer_head", lang, layer=layer, head=head)
+
+
+def which_head(head: int | None, n_heads: int, lang: str) -> str:
+    """ "head 3", or "mean of 12 heads" for head=None."""
+    return t("fig.mean_of_heads", lang, heads=n_heads) if head is None else t("fig.head_n", lang, h=head)
+
+
+def layout_title(text: str, note: str | None = None) -> Json:
+    """A figure title, with an optional note in small print under it."""
+    return {"text": text if note is None else f"{text}<br><sup>{note}</sup>"}
+
+
+def escape(token: str) -> str:
+    """A token as Plotly text: Plotly reads "<s>" as markup, and tokens are whatever a visitor typed."""
+    return token.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def tick_step(n: int, max_labels: int = MAX_TICK_LABELS) -> int:
+    return 1 if n <= max_labels else math.ceil(n / (max_labels // 2))
+
+
+def token_axis(tokens: Sequence[str]) -> tuple[list[str], Json]:
+    """Unique category keys for a token axis, and the axis settings that label it with tokens.
+
+    Plotly merges equal category labels and tokens repeat ("the" twice), so keys are
+    "token (i)": repeated tokens stay separate rows and hover still names the token. Tick text
+    is the bare token, thinned to every k-th beyond MAX_TICK_LABELS tokens. Both are escaped.
+    """
+    shown = [escape(tok) for tok in tokens]
+    keys = [f"{s} ({i})" for i, s in enumerate(shown)]
+    step = tick_step(len(keys))
+    axis = {
+        "type": "category",
+        "categoryorder": "array",
+        "categoryarray": keys,
+        "tickmode": "array",
+        "tickvals": keys[::step],
+        "ticktext": shown[::step],
+        "showgrid": False,
+    }
+    return keys, axis
+
+
+def colour(values: np.ndarray, zmin: float | None, zmax: float | None) -> Json:
+    """Sequential scale for non-negative data, diverging around 0 otherwise; the range follows the
+    data unless zmin and zmax are both given (Plotly ignores a lone bound)."""
+    finite = values[np.isfinite(values)]
+    scale: Json = {"colorscale": SEQUENTIAL}
+    if finite.size and finite.min() < 0:
+        scale = {"colorscale": DIVERGING, "zmid": 0.0}
+    bounds = {"zmin": zmin, "zmax": zmax}
+    return scale | {k: v for k, v in bounds.items() if v is not None}
+
+
+# ---------------------------------------------------------------------------------------------
+# Lines: many straight segments or small rings as one trace
+
+
+def segments(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Straight segments as one polyline broken by NaN (float32), so one trace draws them all.
+
+    NaN in a typed array breaks a Plotly line as None does in a list (checked in Chromium with
+    the plotly.js that plotly 7.1 bundles), and arrays serialise far faster than long lists.
+    """
+    return polylines(np.column_stack([x0, x1]), np.column_stack([y0, y1]))
+
+
+def polylines(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(m, k) point rows -> one NaN-broken float32 polyline each for x and y."""
+
+    def gaps(a: np.ndarray) -> np.ndarray:
+        out = np.full((a.shape[0], a.shape[1] + 1), np.nan, dtype=np.float32)
+        out[:, :-1] = a
+        return out.ravel()
+
+    return gaps(xs), gaps(ys)
+
+
+def level(weights: np.ndarray, levels: Sequence[tuple[float, float]]) -> np.ndarray:
+    """Index of the highest level whose lower bound each weight reaches."""
+    return np.searchsorted([lo for lo, _ in levels], weights, side="right") - 1

@@ -1,0 +1,207 @@
+"""Plain charts around the attention maps: bars over the tokens (`token_bars`), every head ranked
+for one query/key pair (`token_focus`), and cost against length (`cost_sweep`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..i18n import DEFAULT_LANGUAGE, t
+from ..result import Attention
+from ._base import EDGE_COLOR, Json, escape, figure, head_label, layout_title, token_axis
+
+
+def token_bars(
+    tokens: Sequence[str],
+    series: Mapping[str, np.ndarray],
+    title: str | None = None,
+    highlight: int | None = None,
+    *,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """Grouped bars over the tokens, one series per method (raw attention, rollout, flow, ...).
+
+    `highlight=i` shades token i (the query being explained, say). `title` and the series names
+    are the caller's words, shown as given; tokens are escaped.
+    """
+    keys, axis = token_axis(tokens)
+    data: list[Json] = []
+    hover = t("fig.hover_value", lang, label="%{x}", value="%{y:.4f}")
+    for name, values in series.items():
+        y = np.array(values)  # a copy: the figure must not alias the caller's array
+        if y.shape != (len(keys),):
+            raise ValueError(f"series {name!r} has shape {y.shape}, expected ({len(keys)},)")
+        data.append({"type": "bar", "x": keys, "y": y, "name": name, "hovertemplate": hover})
+    layout: Json = {
+        "title": layout_title(title or ""),
+        "barmode": "group",
+        "height": 380,
+        "legend": {"orientation": "h", "y": -0.25},
+        "xaxis": axis,
+    }
+    if highlight is not None:
+        if not 0 <= highlight < len(keys):
+            raise IndexError(f"highlight {highlight} out of range 0..{len(keys) - 1}")
+        layout["shapes"] = [
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "y domain",
+                "x0": highlight - 0.5,
+                "x1": highlight + 0.5,
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": "gray",
+                "opacity": 0.2,
+                "line": {"width": 0},
+                "layer": "below",
+            }
+        ]
+    return figure(data, layout)
+
+
+def token_focus(
+    att: Attention,
+    query: int,
+    key: int,
+    top: int | None = None,
+    *,
+    title: str | None = None,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """Every (layer, head) ranked by how much `query` attends to `key`, strongest at the top.
+
+    "Which heads link 'it' to 'animal'?" Bars carry customdata [layer, head] (clickable).
+    A dotted line marks 1/n, what a head that looks everywhere equally would give.
+    `title` replaces the heading, not the note.
+    """
+    n = att.n
+    if not (0 <= query < n and 0 <= key < n):
+        raise IndexError(f"query {query} / key {key} outside 0..{n - 1}")
+    flat = att.weights[:, :, query, key].ravel()  # (L*H,)
+    order = np.argsort(-flat, kind="stable")
+    if top is not None:
+        order = order[: max(1, int(top))]
+    cells = [[int(layer), int(head)] for layer, head in zip(*np.divmod(order, att.n_heads), strict=True)]
+    bar = {
+        "type": "bar",
+        "x": flat[order],
+        "y": [head_label(layer, head, lang=lang) for layer, head in cells],
+        "orientation": "h",
+        "customdata": cells,
+        "marker": {"color": EDGE_COLOR},
+        "hovertemplate": t("fig.hover_value", lang, label="%{y}", value="%{x:.4f}") + "<extra></extra>",
+    }
+    q, k = escape(att.tokens[query]), escape(att.tokens[key])
+    if title is None:
+        title = t("fig.focus_title", lang, q=q, qi=query, k=k, ki=key)
+    shown = t("fig.all_heads", lang) if top is None else t("fig.top_heads", lang, k=len(order), total=flat.size)
+    layout = {
+        "title": layout_title(title, t("fig.note_focus", lang, q=q, k=k, shown=shown)),
+        "height": 140 + 18 * len(order),
+        "clickmode": "event+select",
+        "yaxis": {"autorange": "reversed", "type": "category"},
+        "xaxis": {"title": {"text": t("fig.attention_weight", lang)}, "rangemode": "tozero"},
+        "shapes": [_vline(1.0 / n)],
+        "annotations": [_vline_label(1.0 / n, t("fig.uniform", lang))],
+    }
+    return figure([bar], layout)
+
+
+def cost_sweep(
+    rows: Sequence[Mapping[str, float]], *, title: str | None = None, lang: str = DEFAULT_LANGUAGE
+) -> go.Figure:
+    """Time and memory against sequence length on log-log axes, each with an n^2 reference line.
+
+    rows: dicts with "n", "forward_s", "figures_s", "mb" (any of the last three may be missing).
+    The dotted n^2 line passes through the largest measurement: parallel lines mean O(n^2).
+    """
+    data = sorted(rows, key=lambda r: r["n"])
+    n = np.array([r["n"] for r in data], dtype=float)
+    panels = (
+        ("fig.cost_time", (("forward_s", "fig.cost_forward"), ("figures_s", "fig.cost_figures"))),
+        ("fig.cost_memory_mb", (("mb", "fig.cost_memory"),)),
+    )
+    traces: list[Json] = []
+    for col, (_, names) in enumerate(panels, start=1):
+        suffix = "" if col == 1 else str(col)
+        axes = {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
+        anchor = 0.0  # the n^2 line goes through the largest value at the largest n
+        for key, label in names:
+            y = np.array([r.get(key, np.nan) for r in data], dtype=float)
+            if np.isnan(y).all():
+                continue
+            line = {
+                "type": "scatter",
+                "x": n.tolist(),
+                "y": y.tolist(),
+                "mode": "lines+markers",
+                "name": t(label, lang),
+            }
+            traces.append(line | axes)
+            if np.isfinite(y[-1]):
+                anchor = max(anchor, float(y[-1]))
+        if anchor > 0:
+            reference = (anchor * (n / n[-1]) ** 2).tolist()
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": n.tolist(),
+                    "y": reference,
+                    "mode": "lines",
+                    "line": {"dash": "dot", "color": "gray"},
+                    "name": "∝ n²",
+                    "showlegend": col == 1,
+                    "legendgroup": "n2",
+                }
+                | axes
+            )
+    layout = _side_by_side([t(label, lang) for label, _ in panels], t("fig.cost_tokens", lang)) | {
+        "title": layout_title(t("fig.cost_title", lang) if title is None else title),
+        "height": 400,
+    }
+    return figure(traces, layout)
+
+
+def _vline(x: float) -> Json:
+    """A dotted vertical line at data x across the whole plot height (what add_vline draws)."""
+    return {"type": "line", "xref": "x", "yref": "y domain", "x0": x, "x1": x, "y0": 0, "y1": 1, "line": {"dash": "dot"}}  # fmt: skip
+
+
+def _vline_label(x: float, text: str) -> Json:
+    return {
+        "x": x,
+        "xref": "x",
+        "y": 1,
+        "yref": "y domain",
+        "text": text,
+        "showarrow": False,
+        "xanchor": "center",
+        "yanchor": "bottom",
+    }
+
+
+def _side_by_side(titles: Sequence[str], x_title: str) -> Json:
+    """Two log-log panels in one row, each titled above (what make_subplots(1, 2) lays out)."""
+    domains = ([0.0, 0.45], [0.55, 1.0])
+    layout: Json = {"annotations": []}
+    for col, (domain, text) in enumerate(zip(domains, titles, strict=True), start=1):
+        suffix = "" if col == 1 else str(col)
+        layout[f"xaxis{suffix}"] = {"domain": domain, "anchor": f"y{suffix}", "type": "log", "title": {"text": x_title}}
+        layout[f"yaxis{suffix}"] = {"domain": [0.0, 1.0], "anchor": f"x{suffix}", "type": "log"}
+        layout["annotations"].append(
+            {
+                "text": text,
+                "x": sum(domain) / 2,
+                "xref": "paper",
+                "y": 1.0,
+                "yref": "paper",
+                "xanchor": "center",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 16},
+            }
+        )
+    return layout

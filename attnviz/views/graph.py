@@ -1,0 +1,237 @@
+"""Attention as a directed graph: tokens on a circle, an edge i -> j wherever query i gives key j
+more than a threshold.
+
+Tokens sit clockwise from the top, in order. Edge width grows with the weight (binned into
+EDGE_WIDTHS, one trace a bin); an arrow head near the key end shows the direction; a token's
+self-attention is a small loop just inside its node. Node size grows with the attention the
+token receives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..i18n import DEFAULT_LANGUAGE, t
+from ..result import Attention
+from ._base import (
+    EDGE_COLOR,
+    NODE_COLOR,
+    SPECIAL_COLOR,
+    Json,
+    escape,
+    figure,
+    layout_title,
+    level,
+    polylines,
+    segments,
+    tick_step,
+    which_head,
+)
+
+DEFAULT_MAX_EDGES = 400  # strongest edges kept at large n
+EDGE_WIDTHS = ((0.0, 1.0), (0.2, 2.0), (0.4, 3.5), (0.7, 5.0))  # (lowest weight, line width in px)
+LOOP = 0.09  # self-loop radius, in units of the circle's radius
+
+
+@dataclass(frozen=True)
+class _Edges:
+    """The edges drawn, strongest first, and how many passed the threshold before the cap."""
+
+    src: np.ndarray  # (e,) query index
+    dst: np.ndarray  # (e,) key index
+    w: np.ndarray  # (e,) weight
+    total: int
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    """Where each edge is drawn, on a unit circle of nodes at `pos` (n, 2)."""
+
+    pos: np.ndarray  # (n, 2) node centres
+    start: np.ndarray  # (e, 2) line start, shifted right of the i -> j direction
+    end: np.ndarray  # (e, 2)
+    arrow: np.ndarray  # (e, 2) arrow-head position
+    heading: np.ndarray  # (e, 2) unit direction the arrow points
+    ordinary: np.ndarray  # (e,) False for self-loops
+
+
+def graph_view(
+    att: Attention,
+    layer: int = 0,
+    head: int | None = 0,
+    threshold: float = 0.1,
+    max_edges: int | None = None,
+    *,
+    title: str | None = None,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """Tokens on a circle, an edge i -> j wherever query i gives key j more than `threshold`.
+
+    head=None: the mean of the layer's heads. More than `max_edges` (DEFAULT_MAX_EDGES when
+    None) edges: the strongest are kept, and the note under the title says so. `title` replaces
+    the heading, not the note. Arrow heads carry customdata [i, j] and show the weight on
+    hover; nodes carry [i] (see `token_pick`).
+    """
+    m = att.head(layer, head)  # (n, n)
+    edges = _edges(m, threshold, max_edges)
+    geo = _geometry(att.n, edges)
+    tokens = [escape(tok) for tok in att.tokens]
+    data = [
+        *_edge_traces(geo, edges, threshold, lang),
+        _arrow_trace(geo, edges, tokens, lang),
+        _node_trace(geo.pos, m, tokens, att.special, lang),
+    ]
+    if title is None:
+        title = t("fig.graph_title", lang, layer=layer, which=which_head(head, att.n_heads, lang))
+    return figure(data, _layout(layout_title(title, _note(edges, threshold, lang)), lang))
+
+
+def _edges(m: np.ndarray, threshold: float, max_edges: int | None) -> _Edges:
+    src, dst = np.nonzero(m > threshold)
+    w = m[src, dst]
+    order = np.argsort(-w, kind="stable")
+    cap = DEFAULT_MAX_EDGES if max_edges is None else max(0, int(max_edges))
+    keep = order[:cap]
+    return _Edges(src[keep], dst[keep], w[keep], total=len(order))
+
+
+def _geometry(n: int, edges: _Edges) -> _Geometry:
+    angle = np.pi / 2 - 2 * np.pi * np.arange(n) / n
+    pos = np.column_stack([np.cos(angle), np.sin(angle)])  # (n, 2) on the unit circle
+    offset = min(0.025, 0.5 * np.sin(np.pi / max(n, 2)))  # i->j and j->i run side by side
+    start, end = pos[edges.src].copy(), pos[edges.dst].copy()
+    ordinary = edges.src != edges.dst
+    direction = end - start
+    length = np.linalg.norm(direction, axis=1, keepdims=True)
+    unit = np.divide(direction, length, out=np.zeros_like(direction), where=length > 0)
+    right = np.column_stack([unit[:, 1], -unit[:, 0]])
+    start[ordinary] += offset * right[ordinary]
+    end[ordinary] += offset * right[ordinary]
+    arrow = start + 0.8 * (end - start)
+    heading = unit.copy()
+    # A self-loop is a small circle just inside its node (the label sits outside); the arrow
+    # sits on its far side.
+    outward = pos[edges.src[~ordinary]]
+    arrow[~ordinary] = outward * (1 - LOOP) - LOOP * outward
+    heading[~ordinary] = np.column_stack([outward[:, 1], -outward[:, 0]])
+    return _Geometry(pos, start, end, arrow, heading, ordinary)
+
+
+def _edge_traces(geo: _Geometry, edges: _Edges, threshold: float, lang: str) -> list[Json]:
+    """One line trace per width bin that has edges: straight lines and self-loop rings."""
+    ring = np.linspace(0, 2 * np.pi, 17)
+    widths = level(edges.w, EDGE_WIDTHS)
+    traces: list[Json] = []
+    for index, (lo, width) in enumerate(EDGE_WIDTHS):
+        line = (widths == index) & geo.ordinary
+        loop = (widths == index) & ~geo.ordinary
+        if not (line.any() or loop.any()):
+            continue
+        lx, ly = segments(geo.start[line, 0], geo.start[line, 1], geo.end[line, 0], geo.end[line, 1])
+        centres = geo.pos[edges.src[loop]] * (1 - LOOP)  # (loops, 2)
+        cx, cy = polylines(centres[:, :1] + LOOP * np.cos(ring), centres[:, 1:] + LOOP * np.sin(ring))
+        lower = f"{max(lo, threshold):.2g}"
+        upper = next((h for h, _ in EDGE_WIDTHS[index + 1 :]), None)
+        name = (
+            t("fig.weight_above", lang, lo=lower)
+            if upper is None
+            else t("fig.weight_range", lang, lo=lower, hi=f"{upper:.2g}")
+        )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": np.concatenate([lx, cx]),
+                "y": np.concatenate([ly, cy]),
+                "mode": "lines",
+                "line": {"color": EDGE_COLOR, "width": width},
+                "opacity": 0.65,
+                "hoverinfo": "skip",
+                "name": name,
+            }
+        )
+    return traces
+
+
+def _arrow_trace(geo: _Geometry, edges: _Edges, tokens: list[str], lang: str) -> Json:
+    """Arrow heads: direction, and on hover the weight; customdata [i, j]."""
+    src, dst = edges.src.tolist(), edges.dst.tolist()
+    return {
+        "type": "scatter",
+        "x": geo.arrow[:, 0].astype(np.float32),
+        "y": geo.arrow[:, 1].astype(np.float32),
+        "mode": "markers",
+        "marker": {
+            "symbol": "arrow",
+            "size": 10,
+            "color": EDGE_COLOR,
+            # arrow points up at angle 0 and turns clockwise: heading (dx, dy) is atan2(dx, dy)
+            "angle": np.degrees(np.arctan2(geo.heading[:, 0], geo.heading[:, 1])).astype(np.float32),
+        },
+        "customdata": [[i, j] for i, j in zip(src, dst, strict=True)],
+        "hovertext": [
+            t("fig.hover_edge", lang, src=tokens[i], i=i, dst=tokens[j], j=j, w=f"{w:.4f}")
+            for i, j, w in zip(src, dst, edges.w.tolist(), strict=True)
+        ],
+        "hoverinfo": "text",
+        "name": t("fig.edges", lang),
+        "showlegend": False,
+    }
+
+
+def _node_trace(pos: np.ndarray, m: np.ndarray, tokens: list[str], special: np.ndarray, lang: str) -> Json:
+    """Token nodes, sized by the attention they receive; labelled outside the circle."""
+    received = m.sum(axis=0)  # (n,) attention each token receives; rows sum to 1, so mean 1
+    size = 8 + 12 * np.sqrt(received / max(float(received.max()), 1e-9))
+    step = tick_step(len(tokens))
+    return {
+        "type": "scatter",
+        "x": pos[:, 0].astype(np.float32),
+        "y": pos[:, 1].astype(np.float32),
+        "mode": "markers+text",
+        "text": [tok if i % step == 0 else "" for i, tok in enumerate(tokens)],
+        "textposition": [_outside(x, y) for x, y in pos],
+        "cliponaxis": False,
+        "marker": {
+            "size": size.astype(np.float32),
+            "color": [SPECIAL_COLOR if s else NODE_COLOR for s in special],
+            "line": {"width": 0},
+        },
+        "customdata": [[i] for i in range(len(tokens))],
+        "hovertext": [
+            t("fig.hover_node", lang, token=tok, i=i, r=f"{r:.2f}")
+            for i, (tok, r) in enumerate(zip(tokens, received.tolist(), strict=True))
+        ],
+        "hoverinfo": "text",
+        "name": t("fig.tokens", lang),
+        "showlegend": False,
+    }
+
+
+def _outside(x: float, y: float) -> str:
+    """Text position that puts a label outside a circle at the point (x, y)."""
+    if abs(x) > 0.05:
+        return "middle right" if x > 0 else "middle left"
+    return "top center" if y > 0 else "bottom center"
+
+
+def _note(edges: _Edges, threshold: float, lang: str) -> str:
+    above = f"{threshold:g}"
+    if edges.total > len(edges.w):
+        return t("fig.note_edges_capped", lang, k=len(edges.w), total=edges.total, t=above)
+    if edges.total == 0:
+        return t("fig.note_no_edges", lang, t=above)
+    return t("fig.note_edge", lang, t=above)
+
+
+def _layout(title: Json, lang: str) -> Json:
+    return {
+        "title": title,
+        "height": 620,
+        "hovermode": "closest",
+        "legend": {"title": {"text": t("fig.edge_weight", lang)}},
+        "xaxis": {"visible": False, "range": [-1.4, 1.4]},
+        "yaxis": {"visible": False, "range": [-1.3, 1.3], "scaleanchor": "x", "scaleratio": 1},
+    }

@@ -1,0 +1,196 @@
+"""All heads at once: every layer x head as one mosaic of thumbnails (`model_view`) and a
+(layers, heads) grid of numbers (`layer_head_grid`). Head across, layer down (layer 0 at the
+top); both are clickable (see `pick.model_view_pick`).
+
+The mosaic is one small image for all heads, never 72 full heatmaps: 72 full-size maps at 512
+tokens are about 100 MB of JSON, and a page with more than about eight WebGL charts fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..i18n import DEFAULT_LANGUAGE, t
+from ..result import Attention
+from ._base import FOCUS_COLOR, SEQUENTIAL, Json, colour, escape, figure, head_label, layout_title
+from .pick import PICK_LAYOUT, pick_markers
+
+
+def model_view(
+    att: Attention,
+    focus: tuple[int, int] | None = None,
+    thumb: int = 32,
+    *,
+    title: str | None = None,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """Every layer x head in one figure: a mosaic of thumbnails, layer down, head across.
+
+    Each map is block-averaged to at most `thumb` x `thumb`, and all thumbnails share one image
+    (one heatmap trace, NaN between cells), so 72 heads at 512 tokens stay a few hundred kB.
+    `focus=(layer, head)` outlines that cell. Cells are clickable (see `model_view_pick`).
+    layout.meta holds {"thumb": t, "gap": g}: thumbnail (l, h) is
+    z[l*(t+g) : l*(t+g)+t, h*(t+g) : h*(t+g)+t]. `title` replaces the heading, not the note.
+    """
+    n_layers, n_heads, n = att.n_layers, att.n_heads, att.n
+    if thumb < 1:
+        raise ValueError("thumb must be at least 1")
+    if focus is not None and not (0 <= focus[0] < n_layers and 0 <= focus[1] < n_heads):
+        raise IndexError(f"focus {focus} outside {n_layers} layers x {n_heads} heads")
+    thumbs = block_mean(att.weights, thumb)  # (L, H, t, t)
+    size = thumbs.shape[-1]
+    gap = max(1, size // 10)
+    data = [_mosaic_trace(thumbs, gap, lang), pick_markers(n_layers, n_heads, _model_hover(att, lang), lang)]
+    if title is None:
+        key = "fig.model_title" if size == n else "fig.model_title_shrunk"
+        title = t(key, lang, layers=n_layers, heads=n_heads, n=n, size=size)
+    layout = _grid_layout(n_layers, n_heads, lang, square=True) | {
+        "title": layout_title(title, t("fig.note_click_head", lang)),
+        "height": 120 + 70 * n_layers,
+        "meta": {"thumb": size, "gap": gap},
+    }
+    if focus is not None:
+        layer, head = int(focus[0]), int(focus[1])
+        layout["shapes"] = [
+            {
+                "type": "rect",
+                "x0": head - 0.5,
+                "x1": head + 0.5,
+                "y0": layer - 0.5,
+                "y1": layer + 0.5,
+                "line": {"color": FOCUS_COLOR, "width": 3},
+            }
+        ]
+    return figure(data, layout)
+
+
+def layer_head_grid(
+    values: np.ndarray,
+    title: str | None = None,
+    labels: np.ndarray | Sequence[Sequence[str]] | None = None,
+    zmin: float | None = None,
+    zmax: float | None = None,
+    *,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """A (layers, heads) grid of numbers as a heatmap, with optional text in each cell.
+
+    Cells are clickable like the model view's (`model_view_pick` reads them). `title` and
+    `labels` are the caller's words, shown as given.
+    """
+    z = np.array(values, dtype=np.float64)  # a copy: the figure must not alias the caller's array
+    if z.ndim != 2:
+        raise ValueError(f"values must have shape (layers, heads), got {z.shape}")
+    n_layers, n_heads = z.shape
+    text = None if labels is None else np.asarray(labels, dtype=str)
+    if text is not None and text.shape != z.shape:
+        raise ValueError(f"labels have shape {text.shape}, values {z.shape}")
+    trace: Json = {"type": "heatmap", "z": z, "x0": 0, "dx": 1, "y0": 0, "dy": 1, "hoverinfo": "skip"}
+    if text is not None:
+        trace |= {"text": text.tolist(), "texttemplate": "%{text}"}
+    notes: list[str | None] = [None] * z.size if text is None else text.ravel().tolist()
+    hover = [
+        _grid_hover(head_label(layer, head, lang=lang), f"{value:.4g}", note, lang)
+        for (layer, head), value, note in zip(np.ndindex(z.shape), z.ravel().tolist(), notes, strict=True)
+    ]
+    data = [trace | colour(z, zmin, zmax), pick_markers(n_layers, n_heads, hover, lang)]
+    layout = _grid_layout(n_layers, n_heads, lang, square=False) | {
+        "title": layout_title(title or ""),
+        "height": 120 + 40 * n_layers,
+    }
+    return figure(data, layout)
+
+
+def block_mean(weights: np.ndarray, size: int) -> np.ndarray:
+    """(..., n, n) -> (..., t, t) with t = min(n, size): each cell the mean of its block.
+
+    Blocks are as equal as n allows (sizes differ by at most one); float64 sums, float32 out.
+    One (n, n) map at a time: a float64 copy of all 72 maps at 512 tokens would be 150 MB.
+    """
+    n = weights.shape[-1]
+    if n <= size:
+        return weights.astype(np.float32, copy=False)
+    starts = (np.arange(size) * n) // size
+    counts = np.diff(np.append(starts, n)).astype(np.float64)
+    maps = weights.reshape(-1, n, n)
+    out = np.empty((len(maps), size, size), dtype=np.float32)
+    for k, m in enumerate(maps):
+        rows = np.add.reduceat(m, starts, axis=0, dtype=np.float64)  # (t, n)
+        out[k] = np.add.reduceat(rows, starts, axis=1) / np.outer(counts, counts)  # (t, t)
+    return out.reshape(*weights.shape[:-2], size, size)
+
+
+def _grid_hover(label: str, value: str, note: str | None, lang: str) -> str:
+    if note is None:
+        return t("fig.hover_value", lang, label=label, value=value)
+    return t("fig.hover_value_note", lang, label=label, value=value, note=note)
+
+
+def _mosaic_trace(thumbs: np.ndarray, gap: int, lang: str) -> Json:
+    """(L, H, t, t) thumbnails -> one heatmap, `gap` NaN pixels between cells.
+
+    Pixel p of the mosaic sits at p*dx + origin; cell (l, h) spans [h-0.5, h+0.5] x [l-0.5, l+0.5].
+    """
+    n_layers, n_heads, size = thumbs.shape[:3]
+    step = size + gap
+    padded = np.full((n_layers, n_heads, step, step), np.nan, dtype=np.float32)
+    padded[:, :, :size, :size] = thumbs
+    mosaic = padded.transpose(0, 2, 1, 3).reshape(n_layers * step, n_heads * step)[:-gap, :-gap]
+    d = 1.0 / step
+    origin = -0.5 + (gap / 2 + 0.5) * d
+    cmax = float(np.quantile(thumbs, 0.99)) or 1.0  # a few sink cells should not wash out the rest
+    return {
+        "type": "heatmap",
+        "z": mosaic,
+        "x0": origin,
+        "dx": d,
+        "y0": origin,
+        "dy": d,
+        "colorscale": SEQUENTIAL,
+        "zmin": 0.0,
+        "zmax": cmax,
+        "colorbar": {"title": {"text": t("fig.mean_weight", lang)}},
+        "hoverinfo": "skip",
+    }
+
+
+def _model_hover(att: Attention, lang: str) -> list[str]:
+    """Per head, in pick-marker order: the key token it looks at most on average, and how much."""
+    received = att.weights.mean(axis=2)  # (L, H, n): average attention each key token gets
+    top = received.argmax(axis=-1)  # (L, H)
+    tokens = [escape(tok) for tok in att.tokens]
+    return [
+        t(
+            "fig.hover_model_cell",
+            lang,
+            head=head_label(layer, head, lang=lang),
+            token=tokens[top[layer, head]],
+            i=top[layer, head],
+            w=f"{received[layer, head, top[layer, head]]:.2f}",
+        )
+        for layer, head in np.ndindex(top.shape)
+    ]
+
+
+def _grid_layout(n_layers: int, n_heads: int, lang: str, *, square: bool) -> Json:
+    """Head across, layer down (layer 0 at the top), one unit a cell centred on (head, layer)."""
+    common = {"showgrid": False, "zeroline": False, "tickmode": "array", "ticks": ""}
+    xaxis = common | {
+        "title": {"text": t("fig.head", lang)},
+        "range": [-0.5, n_heads - 0.5],
+        "tickvals": list(range(n_heads)),
+        "ticktext": [str(h) for h in range(n_heads)],
+    }
+    yaxis = common | {
+        "title": {"text": t("fig.layer", lang)},
+        "range": [n_layers - 0.5, -0.5],
+        "tickvals": list(range(n_layers)),
+        "ticktext": [str(layer) for layer in range(n_layers)],
+    }
+    if square:
+        xaxis |= {"constrain": "domain"}
+        yaxis |= {"scaleanchor": "x", "scaleratio": 1, "constrain": "domain"}
+    return PICK_LAYOUT | {"xaxis": xaxis, "yaxis": yaxis}

@@ -1,0 +1,187 @@
+"""bertviz-style head view: queries on the left, keys on the right, a line per (query, key) link.
+
+Line opacity follows the weight, binned into LINK_LEVELS: a Plotly trace has one opacity, so each
+head draws one trace per level it reaches (all its segments NaN-broken in one polyline), in its
+own colour with one legend entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..i18n import DEFAULT_LANGUAGE, t
+from ..result import Attention
+from ._base import HEAD_COLORS, MAX_TICK_LABELS, Json, escape, figure, layout_title, level, segments, tick_step
+
+DEFAULT_MAX_LINKS = 4096  # more lines than this are unreadable and slow to draw
+MIN_LINK_WEIGHT = 0.01  # lighter links are not drawn (bertviz draws them at opacity < 0.01)
+# A link of weight w is drawn at the opacity of the highest level w reaches. Opacity tracks the
+# weight, lifted at the bottom so a 0.05 link is still faintly visible.
+LINK_LEVELS = ((MIN_LINK_WEIGHT, 0.06), (0.05, 0.12), (0.1, 0.25), (0.2, 0.45), (0.4, 0.7), (0.7, 1.0))
+
+
+@dataclass(frozen=True)
+class _Selection:
+    """Which links to draw: `per_query` strongest keys of each query, for each head."""
+
+    layer: int
+    heads: list[int]
+    queries: np.ndarray  # (q,) query token indices
+    per_query: int
+    highlight: int | None
+
+
+def head_view(
+    att: Attention,
+    layer: int = 0,
+    heads: Sequence[int] | None = None,
+    highlight: int | None = None,
+    max_links: int | None = None,
+    *,
+    title: str | None = None,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """Queries on the left, keys on the right, a line per (i, j), one colour per head.
+
+    heads=None draws every head of the layer; highlight=i draws only query i's lines. Links
+    lighter than MIN_LINK_WEIGHT are not drawn. When heads x queries x n would exceed
+    `max_links` (DEFAULT_MAX_LINKS when None), only the k strongest links of each query token
+    are kept, and the note under the title says so. `title` replaces the heading, not the note.
+    Token markers carry customdata [i] (see `token_pick`).
+    """
+    sel = _select(att, layer, heads, highlight, max_links)
+    tokens = [escape(tok) for tok in att.tokens]
+    data = _link_traces(att, sel, lang) + _token_traces(tokens, highlight, lang)
+    heading = _heading(att, sel, tokens, lang) if title is None else title
+    return figure(data, _layout(att.n, layout_title(heading, _note(att.n, sel, lang)), lang))
+
+
+def _select(
+    att: Attention, layer: int, heads: Sequence[int] | None, highlight: int | None, max_links: int | None
+) -> _Selection:
+    n, n_heads = att.n, att.n_heads
+    if not 0 <= layer < att.n_layers:
+        raise IndexError(f"layer {layer} out of range 0..{att.n_layers - 1}")
+    chosen = list(range(n_heads)) if heads is None else [int(h) for h in heads]
+    for h in chosen:
+        if not 0 <= h < n_heads:
+            raise IndexError(f"head {h} out of range 0..{n_heads - 1}")
+    if highlight is not None and not 0 <= highlight < n:
+        raise IndexError(f"highlight {highlight} out of range 0..{n - 1}")
+    queries = np.arange(n) if highlight is None else np.array([highlight])
+    budget = DEFAULT_MAX_LINKS if max_links is None else max(1, int(max_links))
+    per_query = n
+    if len(chosen) * len(queries) * n > budget:
+        per_query = max(1, budget // max(1, len(chosen) * len(queries)))
+    return _Selection(layer, chosen, queries, per_query, highlight)
+
+
+def _links(weights: np.ndarray, sel: _Selection) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(query, key, weight) of one head's links worth drawing, from its (n, n) map."""
+    sub = weights[sel.queries]  # (q, n)
+    n = sub.shape[1]
+    if sel.per_query < n:
+        keys = np.argpartition(-sub, sel.per_query - 1, axis=1)[:, : sel.per_query]  # (q, k)
+    else:
+        keys = np.broadcast_to(np.arange(n), sub.shape)  # (q, n)
+    w = np.take_along_axis(sub, keys, axis=1).ravel()
+    src = np.repeat(sel.queries, keys.shape[1])
+    dst = keys.ravel()
+    keep = w >= MIN_LINK_WEIGHT
+    return src[keep], dst[keep], w[keep]
+
+
+def _link_traces(att: Attention, sel: _Selection, lang: str) -> list[Json]:
+    """One line trace per (head, opacity level) that has links; the strongest carries the legend."""
+    traces: list[Json] = []
+    for colour_index, h in enumerate(sel.heads):
+        src, dst, w = _links(att.weights[sel.layer, h], sel)
+        levels = level(w, LINK_LEVELS)
+        strongest = int(levels.max()) if levels.size else -1
+        for index, (_, opacity) in enumerate(LINK_LEVELS):
+            chosen = levels == index
+            if not chosen.any():
+                continue
+            count = int(chosen.sum())
+            xs, ys = segments(np.zeros(count), src[chosen], np.ones(count), dst[chosen])
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": xs,
+                    "y": ys,
+                    "mode": "lines",
+                    "line": {"color": HEAD_COLORS[colour_index % len(HEAD_COLORS)], "width": 1.5},
+                    "opacity": opacity,
+                    "hoverinfo": "skip",
+                    "name": t("fig.head_n", lang, h=h),
+                    "legendgroup": f"h{h}",
+                    "showlegend": index == strongest,
+                }
+            )
+    return traces
+
+
+def _token_traces(tokens: list[str], highlight: int | None, lang: str) -> list[Json]:
+    """The query column (x=0) and key column (x=1): labelled, hoverable, clickable markers."""
+    n = len(tokens)
+    step = tick_step(n)
+    shown = [tok if i % step == 0 or i == highlight else "" for i, tok in enumerate(tokens)]
+    if highlight is not None:
+        shown[highlight] = f"<b>{shown[highlight]}</b>"
+    return [
+        {
+            "type": "scatter",
+            "x": np.full(n, x, dtype=np.int8),
+            "y": np.arange(n, dtype=np.int32),
+            "mode": "markers+text",
+            "text": shown,
+            "textposition": position,
+            "cliponaxis": False,
+            "marker": {"size": 5 if n <= MAX_TICK_LABELS else 2, "color": "gray"},
+            "customdata": [[i] for i in range(n)],
+            "hovertext": [t(hover, lang, token=tok, i=i) for i, tok in enumerate(tokens)],
+            "hoverinfo": "text",
+            "name": t(side, lang),
+            "showlegend": False,
+        }
+        for x, side, hover, position in (
+            (0, "fig.query", "fig.hover_query_token", "middle left"),
+            (1, "fig.key", "fig.hover_key_token", "middle right"),
+        )
+    ]
+
+
+def _heading(att: Attention, sel: _Selection, tokens: list[str], lang: str) -> str:
+    """ "layer 2, heads 0, 3", and what the highlighted token looks at."""
+    if len(sel.heads) == att.n_heads:
+        which = t("fig.all_heads", lang)
+    elif len(sel.heads) == 1:
+        which = t("fig.head_n", lang, h=sel.heads[0])
+    else:
+        which = t("fig.heads_n", lang, heads=", ".join(map(str, sel.heads)))
+    if sel.highlight is None:
+        return t("fig.layer_which", lang, layer=sel.layer, which=which)
+    token = tokens[sel.highlight]
+    return t("fig.head_view_focus", lang, layer=sel.layer, which=which, token=token, i=sel.highlight)
+
+
+def _note(n: int, sel: _Selection, lang: str) -> str:
+    if sel.per_query < n:
+        return t("fig.note_links_capped", lang, k=sel.per_query, n=n)
+    return t("fig.note_head_view", lang)
+
+
+def _layout(n: int, title: Json, lang: str) -> Json:
+    return {
+        "title": title,
+        "height": int(np.clip(120 + 22 * n, 420, 1400)),
+        "hovermode": "closest",
+        "margin": {"l": 110, "r": 110},
+        "legend": {"title": {"text": t("fig.head", lang)}},
+        "xaxis": {"visible": False, "range": [-0.35, 1.35], "fixedrange": True},
+        "yaxis": {"visible": False, "range": [n - 0.5, -0.5]},
+    }

@@ -1,0 +1,126 @@
+"""Token-by-token maps: one head's attention (`heatmap`) and a small labelled matrix with its
+numbers in the cells (`matrix`, the lab's Q, K, QK^T, softmax steps)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..i18n import DEFAULT_LANGUAGE, t
+from ..result import Attention
+from ._base import SEQUENTIAL, Json, colour, figure, layout_title, token_axis, which_head
+
+MASKED_BELOW = -1e4  # matrix: scores at or below this were masked (HF used -10000, others -1e9 or -inf)
+
+
+def heatmap(
+    att: Attention,
+    layer: int = 0,
+    head: int | None = 0,
+    *,
+    zmax: float | None = None,
+    title: str | None = None,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """One head's (n, n) map at full resolution (head=None: the mean of the layer's heads).
+
+    Query tokens down the side (row 0 at the top), key tokens across. z is `att.head(layer, head)`
+    itself (float32). zmax=None lets the colour range follow the data; a float fixes it to [0, zmax].
+    `title` replaces the default "layer 2, head 5"; every other word is in `lang`.
+    """
+    z = np.array(att.head(layer, head), dtype=np.float32)  # (n, n), row i = query i; a copy, not a view
+    keys, axis = token_axis(att.tokens)
+    trace: Json = {
+        "type": "heatmap",
+        "z": z,
+        "x": keys,
+        "y": keys,
+        "colorscale": SEQUENTIAL,
+        "zauto": zmax is None,
+        "colorbar": {"title": {"text": t("fig.weight", lang)}},
+        "hovertemplate": t("fig.hover_heatmap", lang, q="%{y}", k="%{x}", w="%{z:.6f}") + "<extra></extra>",
+    }
+    if zmax is not None:
+        trace |= {"zmin": 0.0, "zmax": float(zmax)}
+    if title is None:
+        title = t("fig.layer_which", lang, layer=layer, which=which_head(head, att.n_heads, lang))
+    layout = {
+        "title": layout_title(title),
+        "height": int(np.clip(260 + 16 * att.n, 460, 860)),
+        "xaxis": axis | {"title": {"text": t("axis.key", lang)}, "constrain": "domain"},
+        "yaxis": axis
+        | {
+            "title": {"text": t("axis.query", lang)},
+            "autorange": "reversed",
+            "scaleanchor": "x",
+            "constrain": "domain",
+        },
+    }
+    return figure([trace], layout)
+
+
+def matrix(
+    values: np.ndarray,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    title: str | None = None,
+    fmt: str = ".2f",
+    *,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """A small labelled matrix with its numbers in the cells (Q, K, QK^T, scaled, softmax, ...).
+
+    Masked cells (-inf, or at or below MASKED_BELOW such as -1e9) show "-inf" ("−∞" in Chinese)
+    on the page background instead of a colour that would swamp the scale. Labels are escaped.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim == 1:
+        v = v[None, :]
+    if v.shape != (len(row_labels), len(col_labels)):
+        raise ValueError(f"values have shape {v.shape}, labels give ({len(row_labels)}, {len(col_labels)})")
+    masked = (v <= MASKED_BELOW) | (np.isinf(v) & (v < 0))
+    z = np.where(masked, np.nan, v)
+    rows, row_axis = token_axis(row_labels)
+    cols, col_axis = token_axis(col_labels)
+    data = [
+        {
+            "type": "heatmap",
+            "z": z,
+            "x": cols,
+            "y": rows,
+            "text": [["" if np.isnan(c) else format(c, fmt) for c in row] for row in z.tolist()],
+            "texttemplate": "%{text}",
+            "hovertemplate": t("fig.hover_matrix", lang, row="%{y}", col="%{x}", value="%{z:.4g}") + "<extra></extra>",
+            "showscale": False,
+            "xgap": 1,
+            "ygap": 1,
+        }
+        | colour(z, None, None)
+    ]
+    mi, mj = np.nonzero(masked)
+    if mi.size:
+        # Drawn as text on the background: a NaN cell is a gap, whatever a heatmap does with its text.
+        data.append(
+            {
+                "type": "scatter",
+                "x": [cols[j] for j in mj],
+                "y": [rows[i] for i in mi],
+                "mode": "text",
+                "text": [t("fig.masked_cell", lang)] * mi.size,
+                "hovertext": [
+                    t("fig.hover_masked", lang, row=rows[i], col=cols[j]) for i, j in zip(mi, mj, strict=True)
+                ],
+                "hoverinfo": "text",
+                "name": t("fig.masked", lang),
+                "showlegend": False,
+            }
+        )
+    layout = {
+        "title": layout_title(title or ""),
+        "height": int(np.clip(130 + 34 * len(rows), 260, 860)),
+        "xaxis": col_axis | {"side": "top"},
+        "yaxis": row_axis | {"autorange": "reversed"},
+    }
+    return figure(data, layout)

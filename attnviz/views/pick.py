@@ -1,0 +1,95 @@
+"""Clicks: the markers that make the all-heads views clickable, and reading a selection back.
+
+Streamlit reports clicks as the selected points of `st.plotly_chart(fig, on_select="rerun",
+selection_mode="points")`. Every clickable point carries its meaning in customdata: [layer, head]
+for a cell of `model_view` or `layer_head_grid` (and the bars of `token_focus`), [i] for a token
+of `head_view` or `graph_view`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..i18n import t
+from ._base import Json
+
+PICK_TRACE = "pick"  # English name of the clickable-marker trace (catalogue key "fig.pick")
+
+# hoverdistance=-1 makes the nearest cell centre win everywhere, so a click anywhere inside a
+# cell picks that cell.
+PICK_LAYOUT: Json = {"hovermode": "closest", "hoverdistance": -1, "clickmode": "event+select"}
+
+
+def pick_markers(n_layers: int, n_heads: int, hovertext: Sequence[str], lang: str) -> Json:
+    """One near-invisible marker at each cell centre (head across, layer down) carrying
+    customdata [layer, head]; merge PICK_LAYOUT into the figure's layout.
+
+    Streamlit's point selection reports scatter points reliably (heatmaps are not selectable in
+    plotly.js). customdata is a plain list, not a numpy array: plotly >= 6 would send an array
+    as a base64 typed array, and click/selection events then lose or mangle it
+    (plotly/plotly.py#5119, plotly/plotly.js#7375).
+    """
+    cells = [[layer, head] for layer in range(n_layers) for head in range(n_heads)]
+    return {
+        "type": "scatter",
+        "x": [c[1] for c in cells],
+        "y": [c[0] for c in cells],
+        "customdata": cells,
+        "mode": "markers",
+        "marker": {"size": 14, "symbol": "square", "opacity": 0.01, "color": "gray"},
+        "hovertext": list(hovertext),
+        "hoverinfo": "text",
+        "name": t("fig.pick", lang),
+        "showlegend": False,
+    }
+
+
+def model_view_pick(selection_points: Any) -> tuple[int, int] | None:
+    """(layer, head) of the first selected cell of `model_view` or `layer_head_grid`, else None.
+
+    Pass `event.selection["points"]` from `st.plotly_chart(..., on_select="rerun",
+    selection_mode="points")` (the event or `event.selection` work too). Each point is a dict
+    such as {"curve_number": 1, "point_number": 17, "point_index": 17, "x": 5, "y": 1,
+    "customdata": [1, 5]}; points without a [layer, head] customdata are skipped.
+    """
+    for point in _points(selection_points):
+        cell = _ints(point.get("customdata"), 2)
+        if cell is not None:
+            return cell[0], cell[1]
+    return None
+
+
+def token_pick(selection_points: Any) -> int | None:
+    """Token index of the first selected token marker of `head_view` or `graph_view`, else None."""
+    for point in _points(selection_points):
+        token = _ints(point.get("customdata"), 1)
+        if token is not None:
+            return token[0]
+    return None
+
+
+def _points(selection: Any) -> list[Mapping[str, Any]]:
+    """Accept the event Streamlit returns, its .selection, or the list of points itself."""
+    if selection is None:
+        return []
+    if isinstance(selection, Mapping):
+        if "selection" in selection:
+            return _points(selection["selection"])
+        return list(selection.get("points", []))
+    return [p for p in selection if isinstance(p, Mapping)]
+
+
+def _ints(customdata: Any, size: int) -> tuple[int, ...] | None:
+    """customdata as `size` ints, whether it arrives as a JSON list or, had it been sent as a typed
+    array, as an object {"0": a, "1": b} (JSON.stringify of a typed array)."""
+    if isinstance(customdata, Mapping):
+        customdata = [customdata.get(str(k)) for k in range(len(customdata))]
+    if not isinstance(customdata, (list, tuple)) or len(customdata) != size:
+        return None
+    out = []
+    for v in customdata:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer():
+            return None
+        out.append(int(v))
+    return tuple(out)
