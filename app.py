@@ -30,6 +30,7 @@ import streamlit as st  # noqa: E402
 from attnviz.app import charts, nav, sidebar, state, warmup  # noqa: E402
 from attnviz.config import settings_from_env  # noqa: E402
 
+state.leave_legacy_pages_mode()
 warmup.warm_up()
 st.set_page_config(page_title="attnviz", page_icon=str(nav.ICON), layout="wide")
 settings = settings_from_env()

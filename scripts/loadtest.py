@@ -6,6 +6,8 @@ analysis fails, and that the server's memory levels off; prints latency percenti
 Bounded in count and time, loopback only.
 
     .venv/bin/python scripts/loadtest.py --sessions 8 --analyses 200 --out docs/loadtest.md
+    .venv/bin/python scripts/loadtest.py --scenario stall   # 2 heavy explanations + a new sentence
+    .venv/bin/python scripts/loadtest.py --scenario cold    # 8 first visits to a cold server at once
 """
 
 from __future__ import annotations
@@ -141,13 +143,140 @@ def table(report: Report, sessions: int) -> str:
     return "\n".join(lines)
 
 
+HEAVY_WORDS = (WORDS * 60)[:600]  # 600 words: cut to the 512-token limit
+PAGES = ("", "explorer", "lab", "explain", "caveats", "", "lab", "explain")  # 8 first visits, every page
+IDLE_JS = """() => { const app = document.querySelector('[data-testid="stApp"]');
+  return !!app && app.dataset.testScriptState === 'notRunning' && !!document.querySelector('h1')
+    && !document.querySelector('[data-testid="stSpinner"]'); }"""
+DRAWN_JS = """(proof) => { const e = document.querySelector('.st-key-tokens code');
+  const t = e && (' ' + e.innerText.replace(/[\\s·\\[\\]]+/g, ' ').trim() + ' ');
+  return !!t && t.includes(proof)
+    && [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')].filter(g => g._fullLayout).length >= 4; }"""
+
+
+@dataclass
+class StallReport:
+    latencies: list[float] = field(default_factory=list)  # the third session's new sentences, drawn
+    heavy_running: list[bool] = field(default_factory=list)  # both explanations still going when drawn
+    failures: list[str] = field(default_factory=list)
+
+
+async def _heavy(browser: object, url: str, started: asyncio.Event, report: StallReport) -> object:
+    """A session that asks for occlusion and input x gradient of a 512-token text (minutes of CPU)."""
+    import urllib.parse
+
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    page = await context.new_page()
+    await page.goto(f"{url}/explain?" + urllib.parse.urlencode({"text": " ".join(HEAVY_WORDS)}))
+    button = page.locator(".st-key-x_compute button")
+    await button.wait_for(timeout=240_000)
+    await button.click()
+    await page.locator('[data-testid="stProgress"]').wait_for(timeout=120_000)
+    started.set()
+    return page
+
+
+async def _stall(url: str, rounds: int) -> StallReport:
+    from playwright.async_api import async_playwright
+
+    report = StallReport()
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            third = await (await browser.new_context(viewport={"width": 1400, "height": 1000})).new_page()
+            await third.goto(url)
+            await third.wait_for_function(DRAWN_JS, arg=" the ", timeout=240_000)  # first visit, not measured
+            events = [asyncio.Event(), asyncio.Event()]
+            heavy = await asyncio.gather(*(_heavy(browser, url, e, report) for e in events))
+            box = third.locator(".st-key-sentence_input textarea")
+            for r in range(rounds):
+                text, proof = sentence(99, r)
+                t0 = time.monotonic()
+                await box.fill(text)
+                await box.press("Control+Enter")
+                try:
+                    await third.wait_for_function(DRAWN_JS, arg=proof, timeout=120_000)
+                except Exception as exc:
+                    report.failures.append(f"round {r}: {type(exc).__name__}")
+                    continue
+                report.latencies.append(time.monotonic() - t0)
+                running = [await p.locator('[data-testid="stProgress"]').count() > 0 for p in heavy]  # type: ignore[attr-defined]
+                report.heavy_running.append(all(running))
+        finally:
+            await browser.close()
+    return report
+
+
+def stall(rounds: int = 3, env: dict[str, str] | None = None) -> StallReport:
+    """Two sessions run the heaviest explanation at 512 tokens; a third types new sentences."""
+    with streamlit_server(env=env) as (url, _proc):
+        return asyncio.run(_stall(url, rounds))
+
+
+async def _cold(url: str) -> list[tuple[str, float, str]]:
+    from playwright.async_api import async_playwright
+
+    async def visit(browser: object, path: str) -> tuple[str, float, str]:
+        page = await (await browser.new_context()).new_page()  # type: ignore[attr-defined]
+        t0 = time.monotonic()
+        await page.goto(f"{url}/{path}")
+        try:
+            await page.wait_for_function(IDLE_JS, timeout=300_000)
+        except Exception as exc:
+            return path, time.monotonic() - t0, f"not ready: {type(exc).__name__}"
+        problems = await page.locator('[data-testid="stException"]').count()
+        missing = await page.get_by_text("Page not found").count()
+        return path, time.monotonic() - t0, "exception" if problems else ("page not found" if missing else "")
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            return list(await asyncio.gather(*(visit(browser, p) for p in PAGES)))
+        finally:
+            await browser.close()
+
+
+def cold_start(env: dict[str, str] | None = None) -> list[tuple[str, float, str]]:
+    """Eight first visits, every page among them, to a server that has served nobody yet:
+    (path, seconds until the page was ready, problem or "")."""
+    with streamlit_server(env=env, args=["--server.fileWatcherType=none"]) as (url, _proc):
+        return asyncio.run(_cold(url))
+
+
+def main_stall(rounds: int) -> int:
+    report = stall(rounds)
+    lat = report.latencies
+    print("two sessions computing occlusion + input x gradient at 512 tokens; a third types new sentences")
+    print("| round | new sentence drawn in (s) | both explanations still running |")
+    print("|---:|---:|---|")
+    for i, (s_, running) in enumerate(zip(lat, report.heavy_running, strict=True)):
+        print(f"| {i + 1} | {s_:.1f} | {'yes' if running else 'no'} |")
+    print(f"max {max(lat, default=float('nan')):.1f} s (goal: under 10 s); failures: {report.failures}")
+    return 0 if lat and not report.failures and max(lat) < 10 else 1
+
+
+def main_cold() -> int:
+    visits = cold_start()
+    print("| page | ready after (s) | problem |")
+    print("|---|---:|---|")
+    for path, seconds, problem in visits:
+        print(f"| /{path} | {seconds:.1f} | {problem or 'none'} |")
+    return 0 if not any(p for _, _, p in visits) else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=8)
     ap.add_argument("--analyses", type=int, default=200)
     ap.add_argument("--max-seconds", type=float, default=600)
     ap.add_argument("--out")
+    ap.add_argument("--scenario", choices=("load", "stall", "cold"), default="load")
+    ap.add_argument("--rounds", type=int, default=3, help="stall: new sentences typed by the third session")
     args = ap.parse_args()
+    if args.scenario == "stall":
+        return main_stall(args.rounds)
+    if args.scenario == "cold":
+        return main_cold()
     report = run(args.sessions, args.analyses, args.max_seconds)
     text = table(report, args.sessions)
     print(text)

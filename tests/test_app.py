@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 import attnviz
+from attnviz.app.widgets import escape_md
 
 APP = str(Path(__file__).resolve().parent / "app_entry.py")  # runs app.py (see app_entry.py for why)
 PAGES = ("../pages/explorer.py", "../pages/lab.py", "../pages/explain.py", "../pages/caveats.py")
@@ -253,16 +253,22 @@ def test_awkward_input_gives_tokens_or_a_readable_message() -> None:
     assert "50,000" in _messages(at, "error")[0]  # the 1 MB paste names the limit
 
 
-def test_model_folder_without_weights_is_a_message(tmp_path: Path) -> None:
+def test_a_path_typed_as_a_model_never_reveals_the_servers_files(tmp_path: Path) -> None:
+    """A folder that exists but holds no model and one that does not exist get the same message,
+    which names what was typed and nothing else (no resolved home directory, no file list)."""
     (tmp_path / "config.json").write_text('{"model_type": "bert"}')
     at = _app()
     at.selectbox(key="model_choice").set_value("__custom__").run()
-    _ok(at.text_input(key="model_id").set_value(str(tmp_path)).run())
-    errors = _messages(at, "error")
-    assert any("could not be loaded" in e for e in errors), errors
-    # what a visitor reads says nothing about the server's files: no resolved path, no file list
-    assert not any(tmp_path.name in e.replace("\\", "") or "config.json" in e for e in errors), errors
-    assert "animal" in _tokens_shown(at)
+    seen = {}
+    for typed in (str(tmp_path), str(tmp_path / "missing"), "~/no-such-model-folder"):
+        _ok(at.text_input(key="model_id").set_value(typed).run())
+        errors = [e for e in _messages(at, "error") if "could not be loaded" in e]
+        assert len(errors) == 1, _messages(at, "error")
+        seen[typed] = errors[0].replace(escape_md(typed), "NAME")
+        assert "animal" in _tokens_shown(at)  # the page went on with MiniLM
+    assert len(set(seen.values())) == 1, seen  # existing or not: the same words
+    message = next(iter(seen.values()))
+    assert str(Path.home()) not in message and "exist" not in message and "config.json" not in message
 
 
 def test_a_local_decoder_model_works_on_every_page(tmp_path: Path) -> None:
@@ -415,3 +421,40 @@ def test_explain_and_caveats_show_live_numbers() -> None:
     sinks = at.dataframe[0].value
     assert list(sinks.iloc[:, 0]) == ["[CLS]", "[SEP]", "punctuation"]
     assert {m.label for m in at.metric} >= {"raw attention, layer 0", "rollout"}
+
+
+# --- links and lists a visitor controls ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"layer": "²", "head": "①"},
+        {"layer": "٣", "head": "５"},
+        {"layer": "Ⅻ", "head": "½"},
+        {"layer": "-1", "head": "99999999999999999999"},
+        {"layer": "1e3", "head": " 2"},
+        {"text": "dog bites man", "model": "x" * 5000},
+        {"model": "<script>alert(1)</script>", "lang": "xx"},
+    ],
+)
+def test_a_crafted_link_never_crashes_the_page(query: dict[str, str]) -> None:
+    """A layer or head that Python calls a digit but int() rejects crashed the page for whoever
+    opened the link (issue 10); every URL value now goes through one strict parser."""
+    at = _ok(_app(**query))
+    assert at.selectbox(key="layer").value == 0 and at.selectbox(key="head").value == 0
+    assert len(_tokens_shown(at)) >= 3
+
+
+def test_models_baked_into_the_image_are_offered_by_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """ATTNVIZ_EXTRA_MODELS (set by the Dockerfile from EXTRA_MODELS) lists models the image
+    holds; they appear in the model list and load from there."""
+    from tests.tiny_models import build
+
+    folder = build("bert", tmp_path / "tiny-bert")
+    monkeypatch.setenv("ATTNVIZ_EXTRA_MODELS", str(folder))
+    at = _app()
+    choices = at.selectbox(key="model_choice")
+    assert str(folder) in choices.options[2] and choices.options[-1].startswith("Other")
+    _ok(choices.set_value(str(folder)).run())
+    assert not at.error and at.selectbox(key="layer").options == ["0", "1"]  # the tiny model's 2 layers

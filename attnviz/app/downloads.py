@@ -5,6 +5,7 @@ when a button is clicked."""
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import Any
 
 import plotly.graph_objects as go
@@ -65,7 +66,7 @@ def figure_downloads(fig: go.Figure, name: str, settings: dict[str, Any]) -> Non
         for col, fmt, mime in ((cols[1], "png", "image/png"), (cols[2], "svg", "image/svg+xml")):
             col.download_button(
                 fmt.upper(),
-                data=lambda fmt=fmt: export.figure_image(fig, fmt),
+                data=partial(export.figure_image, fig, fmt),
                 file_name=f"attnviz-{name}.{fmt}",
                 mime=mime,
                 key=f"dl_{name}_{fmt}",

@@ -28,6 +28,7 @@ __all__ = [
     "Ctx",
     "ctx",
     "lang",
+    "leave_legacy_pages_mode",
     "model_options",
     "set_sentence",
     "start_run",
@@ -114,17 +115,33 @@ def start_run(settings: Settings) -> None:
     for key in PERSISTENT_KEYS:
         if key in ss:
             ss[key] = ss[key]
-    if SENTENCE_INPUT not in ss:  # the box was not drawn last run: start it from the sentence
-        ss[SENTENCE_INPUT] = ss.get(SENTENCE, "")
+    # the box always starts a run from the sentence: its own state may have been dropped with
+    # the last page's widgets, and what was typed is already in SENTENCE (its on_change ran first)
+    ss[SENTENCE_INPUT] = ss.get(SENTENCE, "")
     ss["_lang_prev"] = lang()
 
 
 def ctx() -> Ctx:
-    """The context app.py built for this run (pages are always run through app.py)."""
+    """The context app.py built for this run. A page run without app.py is a cold server's
+    legacy first run (see `leave_legacy_pages_mode`): it reruns through app.py instead."""
     value = st.session_state.get("_ctx")
     if not isinstance(value, Ctx):
-        raise RuntimeError("run the app with `streamlit run app.py`, not a page file on its own")
+        leave_legacy_pages_mode()
+        st.rerun()
+    assert isinstance(value, Ctx)
     return value
+
+
+def leave_legacy_pages_mode() -> None:
+    """Streamlit decides once per process, when the first session starts, whether the app is an
+    old-style multipage app: `PagesManager.uses_pages_directory` becomes True when a `pages/`
+    folder sits beside the main script, and stays so until some run calls st.navigation. Until
+    then a visitor whose first URL is /lab gets pages/lab.py run on its own, without app.py
+    (seen with eight simultaneous first visits to a cold server). app.py is never an old-style
+    app: it says so at the top of every run, and a page that finds itself run alone reruns."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = False
 
 
 def _first_load(settings: Settings) -> None:

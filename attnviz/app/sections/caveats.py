@@ -74,7 +74,7 @@ def agreement(c: Ctx, s: Subject) -> None:
             return explain.occlusion(runner, s.fitted, query, progress=progress)
 
         label = t("explain.computing_attributions", n=att.n)
-        occlusion = work.cached_long(c, s.loaded, "occlusion", s.fitted, query, label=label, fn=occlude)
+        occlusion = attempt(s, lambda: work.cached_long(c, s.loaded, "occlusion", s.fitted, query, label=label, fn=occlude))
         if occlusion is None:
             return
         rollout = runners.cached(c, s.loaded, "rollout", s.fitted, fn=lambda: explain.rollout(att))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 import streamlit as st
@@ -69,7 +69,8 @@ def attempt(s: Subject, compute: Callable[[], T | None]) -> T | None:
         runners.LOG.warning("attnviz: explanation failed: %s: %.300s", type(exc).__name__, exc)
         widgets.show_error(t("err.unexpected"), type(exc).__name__)
         return None
-    if result is not None and np.shape(cast(Any, result))[-1] != s.att.n:
+    arrays = result if isinstance(result, tuple) else (result,)
+    if any(isinstance(a, np.ndarray) and a.shape[-1] != s.att.n for a in arrays):
         widgets.show_error(t("explain.unsupported"), t("explain.length_mismatch"))
         return None
     return result

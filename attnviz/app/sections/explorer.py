@@ -16,7 +16,7 @@ from ..runners import Loaded
 from ..state import Ctx, t
 
 THUMB = 32  # model-view thumbnails of at most 32 x 32 cells: 72 heads at 512 tokens stay ~0.5 MB
-DEFAULTS = (
+DEFAULTS: tuple[tuple[str, object], ...] = (
     ("hide_special", False),
     ("merge_words", False),
     ("color_range", "fixed"),

@@ -1,0 +1,124 @@
+"""What a hostile (or just fast) visitor did to the public demo, replayed in a real browser and
+over a raw websocket (issue 10): a crafted link, a fast page switch, a client that clears the
+server's caches, and every page reached by its typed URL."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import attnviz
+from attnviz import i18n
+
+from .browser import ARTIFACTS, browser, streamlit_server
+from .test_browser import FIRST_LOAD_MS, SEPARATOR, Session, _session
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+URL_PATHS = {"explorer": "explorer.title", "lab": "lab.title", "explain": "explain.title", "caveats": "caveats.title"}
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with browser() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def served(chromium: Any) -> Iterator[tuple[str, Path]]:
+    """A server of its own (its log is read: how often it loaded a model)."""
+    with streamlit_server(args=["--server.fileWatcherType=none"]) as (url, proc):
+        yield url, ARTIFACTS / f"streamlit-{url.rsplit(':', 1)[1]}.log"
+
+
+@pytest.fixture
+def session(chromium: Any, served: tuple[str, Path]) -> Iterator[Session]:
+    yield from _session(chromium, served[0])
+
+
+def _title_is(s: Session, key: str) -> None:
+    s.page.wait_for_function(
+        "(want) => document.querySelector('h1')?.innerText === want", arg=i18n.t(key, "en"), timeout=FIRST_LOAD_MS
+    )
+
+
+def test_every_page_opens_at_its_typed_url(session: Session) -> None:
+    """/explorer showed "Page not found" and fell back to the main page: the default page is
+    served at "/" only, so a hidden alias serves it at /explorer too."""
+    s = session
+    for path, title in URL_PATHS.items():
+        s.page.goto(f"{s.url}/{path}")
+        _title_is(s, title)
+        s.wait_idle(FIRST_LOAD_MS)
+        assert s.page.get_by_text("Page not found").count() == 0, path
+        assert s.page.locator('[data-testid="stException"]').count() == 0, path
+    assert not s.crashed
+
+
+def test_a_crafted_link_shows_the_page_not_an_error_screen(session: Session) -> None:
+    s = session
+    s.open({"layer": "²", "head": "①", "text": "dog bites man"})
+    assert s.layer_head_widgets() == ("0", "0")
+    assert s.page.locator('[data-testid="stException"]').count() == 0
+    assert "bites" in s.tokens_text()
+
+
+def test_a_fast_page_switch_never_loses_the_sentence(session: Session, minilm: attnviz.PretrainedModel) -> None:
+    """Ctrl+Enter, then a click on another page a moment later, twenty times over: every page
+    shows the sentence just typed (it used to show "The sentence is empty" or an older one)."""
+    s = session
+    s.open()
+    pages = ["caveats", "explorer", "lab", "explorer"]
+    for i in range(20):
+        text = f"fast switch number {i} keeps its words"
+        box = s.page.locator(".st-key-sentence_input textarea")
+        box.fill(text)
+        box.press("Control+Enter")
+        target = pages[i % len(pages)]
+        path = "" if target == "explorer" else target
+        s.page.locator(f'[data-testid="stSidebarNav"] a[href="{s.url}/{path}"]').click()
+        s.wait_tokens(list(minilm.encode(text).tokens))
+        s.wait_idle()
+        assert s.page.locator(".st-key-sentence_input textarea").input_value() == text, (i, target)
+        assert s.page.get_by_text(i18n.t("err.empty", "en")).count() == 0, (i, target)
+    assert not s.crashed
+
+
+def _clear_caches(url: str) -> None:
+    """What any client can send: a BackMsg with clear_cache set, over a raw websocket."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from websockets.sync.client import connect
+
+    msg = BackMsg()
+    msg.clear_cache = True
+    with connect(url.replace("http://", "ws://") + "/_stcore/stream", subprotocols=["streamlit"]) as ws:  # type: ignore[list-item]
+        ws.send(msg.SerializeToString())
+        ws.send(msg.SerializeToString())
+
+
+def _loads(log: Path) -> int:
+    return len(re.findall(r"attnviz: loaded model 'minilm'", log.read_text(errors="replace")))
+
+
+def test_a_client_clearing_the_caches_costs_nothing(
+    chromium: Any, served: tuple[str, Path], minilm: attnviz.PretrainedModel
+) -> None:
+    """Streamlit accepts `clear_cache` from every client. It used to drop the models that carry
+    the forward-pass limit (six explanations then ran at once, 2.9 GB); now models, results and
+    limits live outside Streamlit's caches, so the message changes nothing."""
+    url, log = served
+    for s in _session(chromium, url):
+        s.open()
+        loads = _loads(log)
+        assert loads >= 1
+        _clear_caches(url)
+        _clear_caches(url)
+        text = "after the caches were cleared twice"
+        s.submit(text, list(minilm.encode(text).tokens))
+        assert _loads(log) == loads, "clear_cache made the server load the model again"
+        assert s.tokens_text() == SEPARATOR.join(minilm.encode(text).tokens)
+        assert not s.crashed
