@@ -3,13 +3,10 @@ flow, norm-based weights and two attributions; their agreement; head statistics;
 
 import streamlit as st
 
-from attnviz.app import state, widgets
+from attnviz.app import widgets
 from attnviz.app.sections import explain as section
 
-c = state.ctx()
-st.title(state.t("explain.title"))
-st.caption(state.t("explain.intro"))
-widgets.show_notices()
+c = widgets.page_header("explain.title", "explain.intro")
 subject = section.analysis(c)
 if subject is None:
     st.stop()

@@ -2,13 +2,10 @@
 
 import streamlit as st
 
-from attnviz.app import state, widgets
+from attnviz.app import widgets
 from attnviz.app.sections import explorer as section
 
-c = state.ctx()
-st.title(state.t("explorer.title"))
-st.caption(state.t("explorer.intro"))
-widgets.show_notices()
+c = widgets.page_header("explorer.title", "explorer.intro")
 focus = section.analysis(c)
 if focus is None:
     st.stop()

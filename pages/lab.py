@@ -3,13 +3,10 @@ one head step by step, and the order demo (no positions, no order)."""
 
 import streamlit as st
 
-from attnviz.app import state, widgets
+from attnviz.app import widgets
 from attnviz.app.sections import lab as section
 
-c = state.ctx()
-st.title(state.t("lab.title"))
-st.caption(state.t("lab.intro"))
-widgets.show_notices()
+c = widgets.page_header("lab.title", "lab.intro")
 opts = section.switches()
 pair = section.analysis(c, opts)
 if pair is None:

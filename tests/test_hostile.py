@@ -31,7 +31,7 @@ def chromium() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def served(chromium: Any) -> Iterator[tuple[str, Path]]:
     """A server of its own (its log is read: how often it loaded a model)."""
-    with streamlit_server(args=["--server.fileWatcherType=none"]) as (url, proc):
+    with streamlit_server(args=["--server.fileWatcherType=none"]) as (url, _proc):
         yield url, ARTIFACTS / f"streamlit-{url.rsplit(':', 1)[1]}.log"
 
 

@@ -248,3 +248,22 @@ def test_model_without_attention_outputs_is_a_clear_error(tmp_path: Path, in_pla
     model.writes_in_place = in_place
     with pytest.raises(ModelLoadError, match="no attention weights"):
         model.attend(SENTENCES[0])
+
+
+@pytest.mark.parametrize("name", ["minilm", "scratch"])
+def test_a_padded_batch_gives_each_text_its_own_attention(name: str) -> None:
+    """attend_batch pads to the longest text and masks the padding: every result equals
+    attend() of that text alone (the corpus engine relies on it)."""
+    model = attnviz.load_model(name, device="cpu")
+    texts = [SENTENCES[4], SENTENCES[0], "A much longer sentence, with commas, pieces and more words than the others."]
+    for one, batched in zip([model.attend(t) for t in texts], model.attend_batch(texts), strict=True):
+        assert batched.tokens == one.tokens and batched.weights.shape == one.weights.shape
+        np.testing.assert_allclose(batched.weights, one.weights, atol=1e-5)
+    assert model.attend_batch([]) == []
+
+
+def test_a_padded_batch_of_a_decoder_keeps_its_mask(tmp_path: Path) -> None:
+    model = attnviz.load_model(str(build("gpt2", tmp_path / "gpt2")), device="cpu")
+    texts = ["dog bites man", SENTENCES[0]]
+    for one, batched in zip([model.attend(t) for t in texts], model.attend_batch(texts), strict=True):
+        np.testing.assert_allclose(batched.weights, one.weights, atol=1e-5)

@@ -11,6 +11,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+from streamlit.elements.plotly_chart import PlotlyState
 
 from .. import views
 from ..models import EMBEDDED_MODEL
@@ -22,7 +24,7 @@ __all__ = ["chart", "focus_from_chart", "highlight_from_chart", "open_in_explore
 CONFIG = {"displaylogo": False}
 
 
-def chart(fig: go.Figure, key: str, **kwargs: Any) -> Any:
+def chart(fig: go.Figure, key: str, **kwargs: Any) -> PlotlyState | DeltaGenerator:
     """A figure across the column's width (its words are already in the visitor's language)."""
     return st.plotly_chart(fig, width="stretch", key=key, config=CONFIG, **kwargs)
 

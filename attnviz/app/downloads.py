@@ -5,6 +5,7 @@ when a button is clicked."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -83,31 +84,10 @@ def image_export_note() -> None:
 
 def number_downloads(att: Attention, layer: int, head: int | None, settings: dict[str, Any]) -> None:
     """The focused head as CSV, the whole attention as NPZ and JSON, each with its settings."""
-    a, b, c = st.columns(3)
-    a.download_button(
-        t("export.csv"),
-        data=lambda: export.head_csv(att, layer, head, settings),
-        file_name="attnviz-head.csv",
-        mime="text/csv",
-        key="dl_csv",
-        on_click="ignore",
-        icon="📄",
-    )
-    b.download_button(
-        t("export.npz"),
-        data=lambda: export.attention_npz(att, settings),
-        file_name="attnviz-attention.npz",
-        mime="application/octet-stream",
-        key="dl_npz",
-        on_click="ignore",
-        icon="📦",
-    )
-    c.download_button(
-        t("export.json"),
-        data=lambda: export.attention_json(att, settings),
-        file_name="attnviz-attention.json",
-        mime="application/json",
-        key="dl_json",
-        on_click="ignore",
-        icon="📄",
-    )
+    files: tuple[tuple[str, Callable[[], str | bytes], str, str, str], ...] = (
+        ("export.csv", partial(export.head_csv, att, layer, head, settings), "attnviz-head.csv", "text/csv", "dl_csv"),
+        ("export.npz", partial(export.attention_npz, att, settings), "attnviz-attention.npz", "application/octet-stream", "dl_npz"),
+        ("export.json", partial(export.attention_json, att, settings), "attnviz-attention.json", "application/json", "dl_json"),
+    )  # fmt: skip
+    for col, (label, data, file_name, mime, key) in zip(st.columns(len(files)), files, strict=True):
+        col.download_button(t(label), data=data, file_name=file_name, mime=mime, key=key, on_click="ignore", icon="📄")

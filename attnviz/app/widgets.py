@@ -26,6 +26,7 @@ __all__ = [
     "fmt_layer",
     "layer_head",
     "option_labels",
+    "page_header",
     "sentence_box",
     "show_error",
     "show_notices",
@@ -54,6 +55,17 @@ def escape_md(text: str, limit: int = 400) -> str:
 def show_error(message: str, detail: str | None = None) -> None:
     """A readable error in the page: our message (trusted) and the detail (escaped)."""
     st.error(message if not detail else f"{message}\n\n{escape_md(detail)}", icon="⚠️")
+
+
+def page_header(title_key: str, intro_key: str, *, markdown: bool = False) -> Ctx:
+    """The page's context, title and intro, and any notices from a shared link."""
+    from .state import ctx
+
+    c = ctx()
+    st.title(t(title_key))
+    (st.markdown if markdown else st.caption)(t(intro_key))
+    show_notices()
+    return c
 
 
 def show_notices() -> None:

@@ -88,6 +88,10 @@ class Runner(Protocol):
 
     def attention_array(self, inputs: Inputs) -> np.ndarray: ...
 
+    def attention_maps(self, inputs: Inputs) -> list[torch.Tensor]: ...
+
+    def attend_batch(self, texts: list[str], max_tokens: int | None = None) -> list[Attention]: ...
+
     def last_hidden(self, inputs: Inputs, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor: ...
 
     def input_embeddings(self) -> torch.nn.Embedding: ...
@@ -239,6 +243,32 @@ class RunnerBase:
                     )
                 self._cpu_twin = self._reload()
         return self._cpu_twin
+
+    def attend_batch(self, texts: list[str], max_tokens: int | None = None) -> list[Attention]:
+        """Several texts in one padded forward pass; each result equals `attend(text)` (padding
+        columns get weight 0 under the mask, and each map is cut back to its own n x n)."""
+        encs = [self.encode(text, max_tokens) for text in texts]
+        if not encs:
+            return []
+        width = max(int(e.inputs["input_ids"].shape[1]) for e in encs)
+        pad_id = getattr(self.tokenizer, "pad_token_id", None) or 0
+        batch: Inputs = {}
+        for name in encs[0].inputs:
+            fill = pad_id if name == "input_ids" else 0
+            rows = [
+                torch.nn.functional.pad(e.inputs[name], (0, width - e.inputs[name].shape[1]), value=fill) for e in encs
+            ]
+            batch[name] = torch.cat(rows)  # (B, width); attention_mask is 0 on the padding
+        with self.gate.interactive(), torch.inference_mode():
+            maps = self.attention_maps(batch)  # L x (B, H, width, width)
+            if not maps or any(m is None for m in maps):
+                raise ModelLoadError(f"model '{self.name}' returned no attention weights")
+            stacked = torch.stack(maps, dim=1).float().cpu()  # (B, L, H, width, width)
+        out = []
+        for b, enc in enumerate(encs):
+            n = int(enc.inputs["input_ids"].shape[1])
+            out.append(self.result(enc, stacked[b, :, :, :n, :n].contiguous().numpy()))
+        return out
 
     def attention_array(self, inputs: Inputs) -> np.ndarray:
         """All layers' weights of a batch of one as a float32 numpy array (L, H, n, n)."""

@@ -7,6 +7,7 @@ This is the only module that knows a Hugging Face model's module tree (`layers()
 
 from __future__ import annotations
 
+import operator
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -101,38 +102,43 @@ def _layer_parts(hf: Any, name: str) -> list[LayerParts]:
     )
 
 
+# Where each part of a post-LN layer lives, by architecture: LayerParts field -> attribute path.
+_BERT_PARTS = {
+    "query": "attention.self.query",
+    "key": "attention.self.key",
+    "value": "attention.self.value",
+    "output": "attention.output.dense",
+    "ln_attention": "attention.output.LayerNorm",
+    "ff_in": "intermediate.dense",
+    "ff_out": "output.dense",
+    "ln_ff": "output.LayerNorm",
+    "activation": "intermediate.intermediate_act_fn",
+}
+_DISTILBERT_PARTS = {
+    "query": "attention.q_lin",
+    "key": "attention.k_lin",
+    "value": "attention.v_lin",
+    "output": "attention.out_lin",
+    "ln_attention": "sa_layer_norm",
+    "ff_in": "ffn.lin1",
+    "ff_out": "ffn.lin2",
+    "ln_ff": "output_layer_norm",
+    "activation": "ffn.activation",
+}
+
+
+def _parts(layer: Any, paths: dict[str, str], n_heads: int) -> LayerParts:
+    found = {name: operator.attrgetter(path)(layer) for name, path in paths.items()}
+    head_dim = found["query"].weight.shape[0] // n_heads
+    return LayerParts(**found, n_heads=n_heads, head_dim=head_dim)
+
+
 def _bert_layer(layer: Any) -> LayerParts:
-    sa, out = layer.attention.self, layer.attention.output
-    return LayerParts(
-        query=sa.query,
-        key=sa.key,
-        value=sa.value,
-        output=out.dense,
-        ln_attention=out.LayerNorm,
-        ff_in=layer.intermediate.dense,
-        ff_out=layer.output.dense,
-        ln_ff=layer.output.LayerNorm,
-        n_heads=int(sa.num_attention_heads),
-        head_dim=int(sa.attention_head_size),
-        activation=layer.intermediate.intermediate_act_fn,
-    )
+    return _parts(layer, _BERT_PARTS, int(layer.attention.self.num_attention_heads))
 
 
 def _distilbert_layer(layer: Any) -> LayerParts:
-    sa = layer.attention
-    return LayerParts(
-        query=sa.q_lin,
-        key=sa.k_lin,
-        value=sa.v_lin,
-        output=sa.out_lin,
-        ln_attention=layer.sa_layer_norm,
-        ff_in=layer.ffn.lin1,
-        ff_out=layer.ffn.lin2,
-        ln_ff=layer.output_layer_norm,
-        n_heads=int(sa.n_heads),
-        head_dim=int(sa.dim // sa.n_heads),
-        activation=layer.ffn.activation,
-    )
+    return _parts(layer, _DISTILBERT_PARTS, int(layer.attention.n_heads))
 
 
 def _first_attr(obj: object, *names: str) -> Any:
@@ -180,9 +186,13 @@ def _use_in_place_attention(hf_model: Any) -> bool:
     if hf_model.config.model_type not in _IN_PLACE_TYPES:
         return False
     try:
-        from transformers import AttentionInterface
+        from transformers import AttentionInterface, AttentionMaskInterface
+        from transformers.masking_utils import eager_mask
 
         AttentionInterface.register(_IN_PLACE_NAME, _eager_in_place)
+        # the additive float mask eager attention expects (a name transformers does not know
+        # would get SDPA's boolean mask, which breaks padded batches)
+        AttentionMaskInterface.register(_IN_PLACE_NAME, eager_mask)
         hf_model.set_attn_implementation(_IN_PLACE_NAME)
     except Exception:  # an older or newer transformers without this hook: plain eager + copy
         return False

@@ -3,12 +3,12 @@ source, and live numbers for the sentence on screen."""
 
 from __future__ import annotations
 
-from typing import Any
-
+import numpy as np
 import streamlit as st
 
 from ... import explain
 from ...focus import default_focus
+from ...models import Progress
 from .. import nav, runners, widgets, work
 from ..state import Ctx, t
 from .explain import Subject, analysis, attempt
@@ -70,11 +70,13 @@ def agreement(c: Ctx, s: Subject) -> None:
         query = default_focus(att, widgets.example_for(att.text))[0]
         runner = s.loaded.runner
 
-        def occlude(progress: Any) -> Any:
+        def occlude(progress: Progress) -> np.ndarray:
             return explain.occlusion(runner, s.fitted, query, progress=progress)
 
         label = t("explain.computing_attributions", n=att.n)
-        occlusion = attempt(s, lambda: work.cached_long(c, s.loaded, "occlusion", s.fitted, query, label=label, fn=occlude))
+        occlusion = attempt(
+            s, lambda: work.cached_long(c, s.loaded, "occlusion", s.fitted, query, label=label, fn=occlude)
+        )
         if occlusion is None:
             return
         rollout = runners.cached(c, s.loaded, "rollout", s.fitted, fn=lambda: explain.rollout(att))

@@ -13,6 +13,7 @@ import streamlit as st
 
 from ... import explain, i18n, views
 from ...focus import default_focus, find_token, parse_words
+from ...models import Progress
 from ...result import Attention
 from .. import charts, downloads, runners, widgets, work
 from ..runners import Loaded
@@ -132,7 +133,7 @@ def attributions(c: Ctx, s: Subject, query: int) -> np.ndarray | None:
         ss["_x_attributions"] = signature
     runner = s.loaded.runner
 
-    def both(progress: Any) -> tuple[np.ndarray, np.ndarray]:
+    def both(progress: Progress) -> tuple[np.ndarray, np.ndarray]:
         occ = explain.occlusion(runner, s.fitted, query, progress=progress)
         return occ, explain.input_x_gradient(runner, s.fitted, query)
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from ... import lab, views
@@ -90,13 +92,23 @@ def _token_defaults(att: Attention, signature: tuple[Any, ...]) -> None:
     ss["highlight"] = query if example else -1
 
 
+def _show(
+    f: Focus, fig: go.Figure, key: str, caveat: str, export: str, on_select: Callable[[str], None] | None = None
+) -> None:
+    """A view's chart (clickable when `on_select` is given), its caveat and its downloads."""
+    clicks: dict[str, Any] = (
+        {} if on_select is None else {"on_select": partial(on_select, key), "selection_mode": "points"}
+    )
+    charts.chart(fig, key=key, **clicks)
+    widgets.caveat(caveat)
+    downloads.figure_downloads(fig, export, f.settings)
+
+
 def heatmap_view(c: Ctx, f: Focus) -> None:
     with st.container(key="view_heatmap"):
         st.subheader(t("view.heatmap"))
         fig = views.heatmap(f.att, f.layer, f.head, zmax=1.0 if f.color_range == "fixed" else None, lang=c.lang)
-        charts.chart(fig, key="chart_heatmap")
-        widgets.caveat("caveat.heatmap")
-        downloads.figure_downloads(fig, "heatmap", f.settings)
+        _show(f, fig, "chart_heatmap", "caveat.heatmap", "heatmap")
 
 
 def grid_view(c: Ctx, f: Focus) -> None:
@@ -104,11 +116,7 @@ def grid_view(c: Ctx, f: Focus) -> None:
         st.subheader(t("view.grid"))
         focus = None if f.head is None else (f.layer, f.head)
         fig = views.model_view(f.att, focus=focus, thumb=THUMB, lang=c.lang)
-        charts.chart(
-            fig, key="chart_grid", on_select=partial(charts.focus_from_chart, "chart_grid"), selection_mode="points"
-        )
-        widgets.caveat("caveat.grid")
-        downloads.figure_downloads(fig, "grid", f.settings)
+        _show(f, fig, "chart_grid", "caveat.grid", "grid", on_select=charts.focus_from_chart)
 
 
 def head_lines_view(c: Ctx, f: Focus) -> None:
@@ -134,14 +142,7 @@ def head_lines_view(c: Ctx, f: Focus) -> None:
         )
         heads = sorted(chosen) if chosen else (None if f.head is None else [f.head])
         fig = views.head_view(att, f.layer, heads=heads, highlight=None if highlight < 0 else highlight, lang=c.lang)
-        charts.chart(
-            fig,
-            key="chart_head_view",
-            on_select=partial(charts.highlight_from_chart, "chart_head_view"),
-            selection_mode="points",
-        )
-        widgets.caveat("caveat.head_view")
-        downloads.figure_downloads(fig, "head-view", f.settings)
+        _show(f, fig, "chart_head_view", "caveat.head_view", "head-view", on_select=charts.highlight_from_chart)
 
 
 def graph_section(c: Ctx, f: Focus) -> None:
@@ -151,9 +152,7 @@ def graph_section(c: Ctx, f: Focus) -> None:
             t("ctl.threshold"), min_value=0.0, max_value=1.0, step=0.01, key="threshold", help=t("ctl.threshold_help")
         )
         fig = views.graph_view(f.att, f.layer, f.head, threshold=threshold, lang=c.lang)
-        charts.chart(fig, key="chart_graph")
-        widgets.caveat("caveat.graph")
-        downloads.figure_downloads(fig, "graph", f.settings)
+        _show(f, fig, "chart_graph", "caveat.graph", "graph")
 
 
 def token_focus_section(c: Ctx, f: Focus) -> None:
@@ -169,14 +168,7 @@ def token_focus_section(c: Ctx, f: Focus) -> None:
         query = a.selectbox(t("focus.query"), range(att.n), key="focus_query", format_func=fmt)
         key_token = b.selectbox(t("focus.key"), range(att.n), key="focus_key", format_func=fmt)
         fig = views.token_focus(att, query, key_token, top=12, lang=c.lang)
-        charts.chart(
-            fig,
-            key="chart_focus",
-            on_select=partial(charts.focus_from_chart, "chart_focus"),
-            selection_mode="points",
-        )
-        widgets.caveat("caveat.focus")
-        downloads.figure_downloads(fig, "token-focus", f.settings)
+        _show(f, fig, "chart_focus", "caveat.focus", "token-focus", on_select=charts.focus_from_chart)
 
 
 def cost_section(c: Ctx, f: Focus) -> None:

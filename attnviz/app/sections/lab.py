@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 from ... import i18n, lab, views
-from ...models import EMBEDDED_MODEL
+from ...models import EMBEDDED_MODEL, Steps
 from ...result import Attention
 from .. import charts, downloads, runners, widgets
 from ..runners import Loaded
@@ -139,7 +139,7 @@ def steps(c: Ctx, p: Pair) -> None:
     scaling(walk)
 
 
-def scaling(walk: dict[str, Any]) -> None:
+def scaling(walk: Steps) -> None:
     with st.container(key="lab_scaling"):
         scaled, unscaled, uniform = lab.scaling_entropies(walk)
         a, b, col = st.columns(3)
