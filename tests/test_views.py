@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import importlib
 import importlib.util
 import inspect
 import json
@@ -696,3 +697,11 @@ def test_figures_do_not_alias_the_callers_arrays(tired: Attention) -> None:
     before = tired.weights.copy()
     views.heatmap(tired, 1, 2).data[0].z[0, 0] = 5.0
     assert np.array_equal(tired.weights, before)
+
+
+def test_every_views_module_is_reachable_by_its_dotted_name() -> None:
+    """No module is named like a function the package re-exports, which would shadow it."""
+    for path in sorted((ROOT / "attnviz" / "views").glob("*.py")):
+        if path.stem != "__init__":
+            module = importlib.import_module(f"attnviz.views.{path.stem}")
+            assert getattr(views, path.stem, module) is module, path.stem
