@@ -38,8 +38,8 @@ FOCUS_COLOR = "#EF553B"
 def figure(data: list[Json], layout: Json) -> go.Figure:
     """The Figure of plain trace and layout dicts, without running plotly's validators on them.
 
-    Validating every property of the dicts we build here cost more than everything else a view
-    does (0.12 s of 0.2 s for the explorer's four figures at 128 tokens). `_validate=False` is
+    Validating every property of the dicts built here was the largest single cost of the
+    explorer's figures at 128 tokens (bench/results_views.md). `_validate=False` is
     plotly's own Figure-level switch (plotly/plotly.py#2403; plotly.io uses it for its built-in
     templates, `Template(..., _validate=False)`; making it public is plotly/plotly.py#1812):
     values are stored as given, and the Figure is otherwise a normal one. Later edits
@@ -55,7 +55,7 @@ def head_label(layer: int, head: int, *, lang: str = DEFAULT_LANGUAGE) -> str:
 
 
 def which_head(head: int | None, n_heads: int, lang: str) -> str:
-    """ "head 3", or "mean of 12 heads" for head=None."""
+    """Which head a title is about: "head 3", or "mean of 12 heads" for head=None."""
     return t("fig.mean_of_heads", lang, heads=n_heads) if head is None else t("fig.head_n", lang, h=head)
 
 

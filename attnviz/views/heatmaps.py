@@ -111,7 +111,7 @@ def matrix(
 
 
 def _masked_trace(masked: np.ndarray, rows: list[str], cols: list[str], lang: str) -> Json:
-    """ "-inf" written on the page background over each masked cell: a NaN heatmap cell is a gap,
+    """The masked cells' "-inf", written on the page background: a NaN heatmap cell is a gap,
     whatever the heatmap does with its text."""
     mi, mj = np.nonzero(masked)
     return {
