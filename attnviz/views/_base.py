@@ -39,14 +39,19 @@ def figure(data: list[Json], layout: Json) -> go.Figure:
     """The Figure of plain trace and layout dicts, without running plotly's validators on them.
 
     Validating every property of the dicts built here was the largest single cost of the
-    explorer's figures at 128 tokens (bench/results_views.md). `_validate=False` is
-    plotly's own Figure-level switch (plotly/plotly.py#2403; plotly.io uses it for its built-in
-    templates, `Template(..., _validate=False)`; making it public is plotly/plotly.py#1812):
-    values are stored as given, and the Figure is otherwise a normal one. Later edits
-    (update_layout, add_trace, ...) still reject unknown property names. The tests keep our dicts
-    valid: every view's JSON loads into a validating go.Figure and comes back unchanged.
+    explorer's figures at 128 tokens (bench/results_views.md). `_validate=False` is plotly's own
+    Figure-level switch (plotly/plotly.py#2403; plotly.io loads its built-in templates the same
+    way, `Template(..., _validate=False)`; making it public is plotly/plotly.py#1812): values are
+    stored as given. The switch is turned back on for the figure, its layout and its traces once
+    they exist, so whatever the caller edits later (update_layout, update_traces, ...) is
+    validated as on any Figure. The tests keep our own dicts valid: every view's JSON loads into
+    a validating go.Figure and comes back unchanged.
     """
-    return go.Figure({"data": data, "layout": layout}, _validate=False)
+    fig = go.Figure({"data": data, "layout": layout}, _validate=False)
+    fig._validate = fig.layout._validate = True
+    for trace in fig.data:
+        trace._validate = True
+    return fig
 
 
 def head_label(layer: int, head: int, *, lang: str = DEFAULT_LANGUAGE) -> str:
