@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import importlib
 import importlib.util
 import inspect
 import json
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 import pytest
 
 import attnviz
@@ -650,3 +652,60 @@ def test_no_views_module_imports_streamlit() -> None:
     modules = ", ".join(f"attnviz.views.{p.stem}" for p in files if p.stem != "__init__")
     code = f"import sys, {modules}; assert not [m for m in sys.modules if m.split('.')[0] == 'streamlit']"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+# --- the fast path builds valid Plotly -------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("name", list(every_view(att_of(ZH_TOKENS), "en")))
+def test_every_view_is_valid_plotly_that_validation_leaves_unchanged(name: str, lang: str) -> None:
+    """Views skip plotly's validators (views._base.figure); a validating go.Figure must accept
+    what they send, property by property, and change nothing (no coerced colour scale, no
+    dropped key)."""
+    fig = every_view(att_of(HOSTILE), lang)[name]
+    spec = json.loads(pio.to_json(fig))
+    validated = go.Figure(spec)  # raises ValueError on any invalid property or value
+    assert json.loads(pio.to_json(validated)) == spec
+
+
+def test_float_arrays_still_travel_as_base64_typed_arrays() -> None:
+    att = random_att(2, 3, 40)
+    sent = {
+        "heatmap": json.loads(views.heatmap(att).to_json())["data"][0]["z"],
+        "mosaic": json.loads(views.model_view(att, thumb=8).to_json())["data"][0]["z"],
+        "head lines": json.loads(views.head_view(att).to_json())["data"][0]["y"],
+        "arrows": json.loads(views.graph_view(att, threshold=0.02).to_json())["data"][-2]["x"],
+    }
+    assert {name: spec["dtype"] for name, spec in sent.items()} == dict.fromkeys(sent, "f4")
+    assert np.array_equal(decode(sent["heatmap"]), att.head(0, 0))
+
+
+def test_fast_figures_validate_what_the_caller_edits_later(tired: Attention) -> None:
+    """Only the views' own dicts skip validation: later edits behave as on any Figure."""
+    fig = views.heatmap(tired, 1, 2)
+    fig.update_layout(title_text="edited")
+    fig.update_xaxes(title_text="x")
+    assert (fig.layout.title.text, fig.layout.xaxis.title.text) == ("edited", "x")
+    assert json.loads(fig.to_json())["layout"]["title"]["text"] == "edited"
+    fig.update_traces(colorscale="RdBu_r")  # a plotly.py name plotly.js lacks: expanded to a list
+    assert fig.data[0].colorscale[0] == (0.0, "rgb(5,48,97)")
+    for bad in ({"titel": "typo"}, {"height": "tall"}, {"legend_title_font_size": "big"}):
+        with pytest.raises(ValueError):
+            fig.update_layout(**bad)
+    with pytest.raises(ValueError):
+        views.head_view(tired, 0).update_traces(line_color="notacolour", selector={"mode": "lines"})
+
+
+def test_figures_do_not_alias_the_callers_arrays(tired: Attention) -> None:
+    before = tired.weights.copy()
+    views.heatmap(tired, 1, 2).data[0].z[0, 0] = 5.0
+    assert np.array_equal(tired.weights, before)
+
+
+def test_every_views_module_is_reachable_by_its_dotted_name() -> None:
+    """No module is named like a function the package re-exports, which would shadow it."""
+    for path in sorted((ROOT / "attnviz" / "views").glob("*.py")):
+        if path.stem != "__init__":
+            module = importlib.import_module(f"attnviz.views.{path.stem}")
+            assert getattr(views, path.stem, module) is module, path.stem

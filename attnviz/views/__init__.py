@@ -2,13 +2,17 @@
 
 One module per family of views:
 
-    heatmap.py    heatmap (one head, full resolution), matrix (the lab's small labelled steps)
+    heatmaps.py   heatmap (one head, full resolution), matrix (the lab's small labelled steps)
     grid.py       model_view (all layers x heads as thumbnails), layer_head_grid (a number a head)
-    head_view.py  head_view (bertviz-style query -> key lines)
+    head_views.py head_view (bertviz-style query -> key lines)
     graph.py      graph_view (tokens on a circle, edges above a threshold)
     charts.py     token_bars, token_focus, cost_sweep
     pick.py       clickable markers and reading clicks back (model_view_pick, token_pick)
     _base.py      what they share: the figure constructor, token axes, escaping, colours, titles
+
+A module is never named like the function it exports (heatmaps.py, not heatmap.py): the package
+re-exports the function under that name, which would hide the module from
+`import attnviz.views.heatmap as m` and from mock.patch paths.
 
 Conventions every view shares:
 - Layers and heads are 0-indexed everywhere, in labels too ("layer 2, head 5"): the same numbers
@@ -28,8 +32,8 @@ from ._base import MAX_TICK_LABELS, head_label
 from .charts import cost_sweep, token_bars, token_focus
 from .graph import DEFAULT_MAX_EDGES, graph_view
 from .grid import layer_head_grid, model_view
-from .head_view import DEFAULT_MAX_LINKS, head_view
-from .heatmap import heatmap, matrix
+from .head_views import DEFAULT_MAX_LINKS, head_view
+from .heatmaps import heatmap, matrix
 from .pick import model_view_pick, token_pick
 
 __all__ = [

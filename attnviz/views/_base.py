@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import get_colorscale
 
 from ..i18n import DEFAULT_LANGUAGE, t
 
@@ -22,8 +23,11 @@ Json = dict[str, Any]  # a plain Plotly trace or layout dict
 
 MAX_TICK_LABELS = 80  # beyond this many tokens, axes label every k-th token only
 
-SEQUENTIAL = "Viridis"  # perceptually uniform, readable on light and dark backgrounds
-DIVERGING = "RdBu_r"
+# Colour scales as explicit [position, colour] lists, as plotly's validators would store them:
+# plotly.js knows "Viridis" by name but not plotly.py's reversed "_r" scales, and `figure`
+# passes values through unvalidated.
+SEQUENTIAL = get_colorscale("Viridis")  # perceptually uniform, readable on light and dark backgrounds
+DIVERGING = get_colorscale("RdBu_r")
 HEAD_COLORS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880", "#FF97FF", "#FECB52", "#8C564B", "#BCBD22")  # fmt: skip
 EDGE_COLOR = "#636EFA"
 NODE_COLOR = "#636EFA"
@@ -32,8 +36,22 @@ FOCUS_COLOR = "#EF553B"
 
 
 def figure(data: list[Json], layout: Json) -> go.Figure:
-    """The Figure of plain trace and layout dicts."""
-    return go.Figure({"data": data, "layout": layout})
+    """The Figure of plain trace and layout dicts, without running plotly's validators on them.
+
+    Validating every property of the dicts built here was the largest single cost of the
+    explorer's figures at 128 tokens (bench/results_views.md). `_validate=False` is plotly's own
+    Figure-level switch (plotly/plotly.py#2403; plotly.io loads its built-in templates the same
+    way, `Template(..., _validate=False)`; making it public is plotly/plotly.py#1812): values are
+    stored as given. The switch is turned back on for the figure, its layout and its traces once
+    they exist, so whatever the caller edits later (update_layout, update_traces, ...) is
+    validated as on any Figure. The tests keep our own dicts valid: every view's JSON loads into
+    a validating go.Figure and comes back unchanged.
+    """
+    fig = go.Figure({"data": data, "layout": layout}, _validate=False)
+    fig._validate = fig.layout._validate = True
+    for trace in fig.data:
+        trace._validate = True
+    return fig
 
 
 def head_label(layer: int, head: int, *, lang: str = DEFAULT_LANGUAGE) -> str:
@@ -42,7 +60,7 @@ def head_label(layer: int, head: int, *, lang: str = DEFAULT_LANGUAGE) -> str:
 
 
 def which_head(head: int | None, n_heads: int, lang: str) -> str:
-    """ "head 3", or "mean of 12 heads" for head=None."""
+    """Which head a title is about: "head 3", or "mean of 12 heads" for head=None."""
     return t("fig.mean_of_heads", lang, heads=n_heads) if head is None else t("fig.head_n", lang, h=head)
 
 

@@ -119,45 +119,13 @@ def cost_sweep(
     The dotted n^2 line passes through the largest measurement: parallel lines mean O(n^2).
     """
     data = sorted(rows, key=lambda r: r["n"])
-    n = np.array([r["n"] for r in data], dtype=float)
     panels = (
         ("fig.cost_time", (("forward_s", "fig.cost_forward"), ("figures_s", "fig.cost_figures"))),
         ("fig.cost_memory_mb", (("mb", "fig.cost_memory"),)),
     )
-    traces: list[Json] = []
-    for col, (_, names) in enumerate(panels, start=1):
-        suffix = "" if col == 1 else str(col)
-        axes = {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
-        anchor = 0.0  # the n^2 line goes through the largest value at the largest n
-        for key, label in names:
-            y = np.array([r.get(key, np.nan) for r in data], dtype=float)
-            if np.isnan(y).all():
-                continue
-            line = {
-                "type": "scatter",
-                "x": n.tolist(),
-                "y": y.tolist(),
-                "mode": "lines+markers",
-                "name": t(label, lang),
-            }
-            traces.append(line | axes)
-            if np.isfinite(y[-1]):
-                anchor = max(anchor, float(y[-1]))
-        if anchor > 0:
-            reference = (anchor * (n / n[-1]) ** 2).tolist()
-            traces.append(
-                {
-                    "type": "scatter",
-                    "x": n.tolist(),
-                    "y": reference,
-                    "mode": "lines",
-                    "line": {"dash": "dot", "color": "gray"},
-                    "name": "∝ n²",
-                    "showlegend": col == 1,
-                    "legendgroup": "n2",
-                }
-                | axes
-            )
+    traces = [
+        trace for col, (_, series) in enumerate(panels, start=1) for trace in _cost_panel(data, col, series, lang)
+    ]
     layout = _side_by_side([t(label, lang) for label, _ in panels], t("fig.cost_tokens", lang)) | {
         "title": layout_title(t("fig.cost_title", lang) if title is None else title),
         "height": 400,
@@ -165,9 +133,51 @@ def cost_sweep(
     return figure(traces, layout)
 
 
+def _cost_panel(
+    data: Sequence[Mapping[str, float]], col: int, series: Sequence[tuple[str, str]], lang: str
+) -> list[Json]:
+    """One panel of the cost sweep: a line per measured series (key, catalogue label) and the
+    dotted n^2 line through the largest value at the largest n."""
+    suffix = "" if col == 1 else str(col)
+    axes = {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
+    n = np.array([r["n"] for r in data], dtype=float)
+    traces: list[Json] = []
+    anchor = 0.0
+    for key, label in series:
+        y = np.array([r.get(key, np.nan) for r in data], dtype=float)
+        if np.isnan(y).all():
+            continue
+        line = {"type": "scatter", "x": n.tolist(), "y": y.tolist(), "mode": "lines+markers", "name": t(label, lang)}
+        traces.append(line | axes)
+        if np.isfinite(y[-1]):
+            anchor = max(anchor, float(y[-1]))
+    if anchor > 0:
+        reference = {
+            "type": "scatter",
+            "x": n.tolist(),
+            "y": (anchor * (n / n[-1]) ** 2).tolist(),
+            "mode": "lines",
+            "line": {"dash": "dot", "color": "gray"},
+            "name": "∝ n²",
+            "showlegend": col == 1,
+            "legendgroup": "n2",
+        }
+        traces.append(reference | axes)
+    return traces
+
+
 def _vline(x: float) -> Json:
     """A dotted vertical line at data x across the whole plot height (what add_vline draws)."""
-    return {"type": "line", "xref": "x", "yref": "y domain", "x0": x, "x1": x, "y0": 0, "y1": 1, "line": {"dash": "dot"}}  # fmt: skip
+    return {
+        "type": "line",
+        "xref": "x",
+        "yref": "y domain",
+        "x0": x,
+        "x1": x,
+        "y0": 0,
+        "y1": 1,
+        "line": {"dash": "dot"},
+    }
 
 
 def _vline_label(x: float, text: str) -> Json:

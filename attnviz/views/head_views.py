@@ -156,7 +156,7 @@ def _token_traces(tokens: list[str], highlight: int | None, lang: str) -> list[J
 
 
 def _heading(att: Attention, sel: _Selection, tokens: list[str], lang: str) -> str:
-    """ "layer 2, heads 0, 3", and what the highlighted token looks at."""
+    """The heading: layer and heads ("layer 2, heads 0, 3"), and what the highlighted token looks at."""
     if len(sel.heads) == att.n_heads:
         which = t("fig.all_heads", lang)
     elif len(sel.heads) == 1:

@@ -84,7 +84,7 @@ def matrix(
     z = np.where(masked, np.nan, v)
     rows, row_axis = token_axis(row_labels)
     cols, col_axis = token_axis(col_labels)
-    data = [
+    data: list[Json] = [
         {
             "type": "heatmap",
             "z": z,
@@ -99,24 +99,8 @@ def matrix(
         }
         | colour(z, None, None)
     ]
-    mi, mj = np.nonzero(masked)
-    if mi.size:
-        # Drawn as text on the background: a NaN cell is a gap, whatever a heatmap does with its text.
-        data.append(
-            {
-                "type": "scatter",
-                "x": [cols[j] for j in mj],
-                "y": [rows[i] for i in mi],
-                "mode": "text",
-                "text": [t("fig.masked_cell", lang)] * mi.size,
-                "hovertext": [
-                    t("fig.hover_masked", lang, row=rows[i], col=cols[j]) for i, j in zip(mi, mj, strict=True)
-                ],
-                "hoverinfo": "text",
-                "name": t("fig.masked", lang),
-                "showlegend": False,
-            }
-        )
+    if masked.any():
+        data.append(_masked_trace(masked, rows, cols, lang))
     layout = {
         "title": layout_title(title or ""),
         "height": int(np.clip(130 + 34 * len(rows), 260, 860)),
@@ -124,3 +108,20 @@ def matrix(
         "yaxis": row_axis | {"autorange": "reversed"},
     }
     return figure(data, layout)
+
+
+def _masked_trace(masked: np.ndarray, rows: list[str], cols: list[str], lang: str) -> Json:
+    """The masked cells' "-inf", written on the page background: a NaN heatmap cell is a gap,
+    whatever the heatmap does with its text."""
+    mi, mj = np.nonzero(masked)
+    return {
+        "type": "scatter",
+        "x": [cols[j] for j in mj],
+        "y": [rows[i] for i in mi],
+        "mode": "text",
+        "text": [t("fig.masked_cell", lang)] * mi.size,
+        "hovertext": [t("fig.hover_masked", lang, row=rows[i], col=cols[j]) for i, j in zip(mi, mj, strict=True)],
+        "hoverinfo": "text",
+        "name": t("fig.masked", lang),
+        "showlegend": False,
+    }
