@@ -275,8 +275,8 @@ def test_explorer_draws_four_views_and_a_thumbnail_click_moves_the_focus(
     )
     s.wait_views()
     assert s.layer_head_widgets() == (str(layer), str(head))
-    which = i18n.t("ctl.head_n", "en", n=head)
-    assert s.chart_title("view_heatmap").startswith(i18n.t("view.heatmap_title", "en", layer=layer, which=which))
+    which = i18n.t("fig.head_n", "en", h=head)
+    assert s.chart_title("view_heatmap").startswith(i18n.t("fig.layer_which", "en", layer=layer, which=which))
     outline = grid.evaluate("gd => (gd.layout.shapes || []).map(r => [r.x0, r.y0])")
     assert outline == [[head - 0.5, layer - 0.5]], outline  # the grid outlines the head in focus
     assert s.query()["text"] == text  # the sentence stays in the shared URL
@@ -418,8 +418,8 @@ def test_shared_url_restores_sentence_layer_and_head(session: Session, minilm: a
     assert s.page.locator(".st-key-sentence_input textarea").input_value() == text
     assert s.tokens_text() == SEPARATOR.join(_tokens(minilm, text))
     assert s.layer_head_widgets() == ("2", "3")
-    which = i18n.t("ctl.head_n", "en", n=3)
-    assert s.chart_title("view_heatmap").startswith(i18n.t("view.heatmap_title", "en", layer=2, which=which))
+    which = i18n.t("fig.head_n", "en", h=3)
+    assert s.chart_title("view_heatmap").startswith(i18n.t("fig.layer_which", "en", layer=2, which=which))
     outline = s.page.locator(".st-key-view_grid .js-plotly-plot").evaluate(
         "gd => (gd.layout.shapes || []).map(r => [r.x0, r.y0])"
     )
@@ -428,8 +428,8 @@ def test_shared_url_restores_sentence_layer_and_head(session: Session, minilm: a
 
     s.open({"text": text, "layer": "1", "head": "mean"})
     assert s.layer_head_widgets() == ("1", MEAN_LABEL)
-    which = i18n.t("ctl.mean_heads", "en")
-    assert s.chart_title("view_heatmap").startswith(i18n.t("view.heatmap_title", "en", layer=1, which=which))
+    which = i18n.t("fig.mean_of_heads", "en", heads=12)
+    assert s.chart_title("view_heatmap").startswith(i18n.t("fig.layer_which", "en", layer=1, which=which))
     assert s.query().get("head") == "mean"
     assert not s.crashed
 
