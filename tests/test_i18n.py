@@ -63,8 +63,8 @@ def test_every_key_the_app_uses_exists() -> None:
 
 
 def test_t_formats_and_falls_back() -> None:
-    assert i18n.t("ctl.head_n", "en", n=3) == "head 3"
-    assert i18n.t("ctl.head_n", "zh", n=3) == "头 3"
+    assert i18n.t("fig.head_n", "en", h=3) == "head 3"
+    assert i18n.t("fig.head_n", "zh", h=3) == "头 3"
     assert i18n.t("no.such.key", "zh") == "no.such.key"
     assert i18n.t("nav.explorer", "fr") == i18n.t("nav.explorer", "en")
 
