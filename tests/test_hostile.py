@@ -122,3 +122,34 @@ def test_a_client_clearing_the_caches_costs_nothing(
         assert _loads(log) == loads, "clear_cache made the server load the model again"
         assert s.tokens_text() == SEPARATOR.join(minilm.encode(text).tokens)
         assert not s.crashed
+
+
+def test_a_model_baked_into_the_image_is_offered_by_name(chromium: Any, tmp_path: Path) -> None:
+    """The image bakes models in with EXTRA_MODELS and sets ATTNVIZ_EXTRA_MODELS: they must be in
+    the model list (they were only in a settings property no page read). A tiny local BERT folder
+    stands in for a baked hub model."""
+    from .tiny_models import build
+
+    folder = build("bert", tmp_path / "tiny-bert")
+    label = i18n.t("model.baked", "en", name=str(folder))
+    with streamlit_server(env={"ATTNVIZ_EXTRA_MODELS": str(folder)}, args=["--server.fileWatcherType=none"]) as (
+        url,
+        _proc,
+    ):
+        for s in _session(chromium, url):
+            s.open()
+            s.page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+            option = s.page.get_by_role("option", name=label)
+            option.wait_for(timeout=FIRST_LOAD_MS)
+            option.click()
+            s.page.wait_for_function(  # the all-heads grid now has the tiny model's 2 layers
+                "() => { const gd = document.querySelector('.st-key-view_grid .js-plotly-plot');"
+                " return !!gd && !!gd._fullLayout && gd._fullLayout.yaxis.range[0] === 1.5; }",
+                timeout=FIRST_LOAD_MS,
+            )
+            s.wait_idle()
+            assert s.page.locator('[data-testid="stAlert"]').filter(has_text="could not").count() == 0
+            layer_box = s.page.locator(".st-key-controls [data-testid='stSelectbox']").first
+            layer_box.click()
+            assert s.page.get_by_role("option").all_inner_texts() == ["0", "1"]  # the tiny model's 2 layers
+            assert not s.crashed
