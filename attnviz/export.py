@@ -1,12 +1,25 @@
 """Exports: figures as self-contained HTML (Plotly JS inlined, works offline) or PNG/SVG where a
 static engine exists, and the numbers as CSV / NPZ / JSON, each bundled with the settings that
-produced them (text, model, layer, head, options)."""
+produced them (text, model, layer, head, options).
+
+Everything a visitor typed is hostile here, and every export is opened later, somewhere else:
+
+- HTML: the settings travel as JSON in ``<script type="application/json" id="attnviz-settings">``
+  with ``<``, ``>``, ``&``, U+2028 and U+2029 written as ``\\u003c`` etc., so no text can close
+  the element or open a comment; read them back with ``settings_from_html`` or, in the page,
+  ``JSON.parse(document.getElementById("attnviz-settings").textContent)``. Plotly escapes ``<``,
+  ``>`` and ``/`` in the figure's own JSON. A Content-Security-Policy lets only the page's own
+  scripts run (by SHA-256 hash) and forbids every network request.
+"""
 
 from __future__ import annotations
 
+import base64
 import csv
+import hashlib
 import io
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,27 +29,84 @@ import plotly.graph_objects as go
 from .result import Attention
 
 __all__ = [
+    "SETTINGS_ELEMENT_ID",
     "ExportUnavailable",
     "attention_json",
     "attention_npz",
     "figure_html",
     "figure_image",
     "head_csv",
+    "script_json",
+    "settings_from_html",
 ]
+
+SETTINGS_ELEMENT_ID = "attnviz-settings"
 
 
 class ExportUnavailable(RuntimeError):
     """No static image engine (kaleido and a Chrome) is installed here."""
 
 
+# --- HTML -------------------------------------------------------------------------------------
+
+# JSON that can sit inside any <script> element: no "<" (so no "</script>", "<!--", "<script"),
+# no ">" ("-->", "]]>"), no "&", and no line separators (which old JS parsers treat as newlines).
+_SCRIPT_JSON = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+_SETTINGS_BLOCK = re.compile(
+    r'<script type="application/json" id="' + SETTINGS_ELEMENT_ID + r'">(.*?)</script>', re.DOTALL
+)
+# plotly's own inline scripts; their text is JSON-escaped by plotly (no "<" from any data)
+_INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
+_WEBGL_TRACES = frozenset(
+    {"scattergl", "splom", "parcoords", "scatter3d", "surface", "mesh3d", "cone", "streamtube", "volume", "isosurface"}
+)
+
+
+def script_json(value: Any) -> str:
+    """`value` as JSON text safe inside an HTML <script> element of any type."""
+    return json.dumps(value, ensure_ascii=False, default=_jsonable).translate(_SCRIPT_JSON)
+
+
 def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None) -> str:
-    """A complete HTML page with plotly.js inlined: opens with no network at all."""
-    html = fig.to_html(include_plotlyjs=True, full_html=True, config={"displaylogo": False})
+    """A complete HTML page with plotly.js inlined: opens with no network at all.
+
+    `settings` ride as JSON in <script type="application/json" id="attnviz-settings"> (never in a
+    comment or a script that runs). A Content-Security-Policy allows exactly the page's own
+    scripts (by hash; eval too only for WebGL traces, which need it), no network and no plugins,
+    so even markup that slipped in could not run.
+    """
+    div = fig.to_html(include_plotlyjs=True, full_html=False, config={"displaylogo": False})
+    hashes = " ".join(
+        "'sha256-" + base64.b64encode(hashlib.sha256(s.encode("utf-8")).digest()).decode("ascii") + "'"
+        for s in _INLINE_SCRIPT.findall(div)
+    )
+    if any(getattr(trace, "type", "") in _WEBGL_TRACES for trace in fig.data):
+        hashes += " 'unsafe-eval'"  # regl compiles WebGL draw calls with new Function()
+    csp = (
+        f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data: blob:; "
+        "font-src data:; base-uri 'none'; form-action 'none'"
+    )
+    block = ""
     if settings:
-        # settings as an HTML comment (escaped so text cannot close it) for provenance
-        note = json.dumps(dict(settings), ensure_ascii=False).replace("--", "- -")
-        html = html.replace("<head>", f"<head>\n<!-- attnviz settings: {note} -->", 1)
-    return html
+        block = f'<script type="application/json" id="{SETTINGS_ELEMENT_ID}">{script_json(dict(settings))}</script>\n'
+    return (
+        "<!DOCTYPE html>\n<html>\n<head>\n"
+        '<meta charset="utf-8" />\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}" />\n'
+        "<title>attnviz</title>\n"
+        f"{block}"
+        "<style>html, body {height: 100%;}</style>\n"
+        f"</head>\n<body>\n{div}\n</body>\n</html>\n"
+    )
+
+
+def settings_from_html(html: str) -> dict[str, Any] | None:
+    """The settings a `figure_html` page carries, or None if it has none."""
+    m = _SETTINGS_BLOCK.search(html)
+    if m is None:
+        return None
+    value = json.loads(m.group(1))
+    return value if isinstance(value, dict) else None
 
 
 def figure_image(fig: go.Figure, fmt: str = "png", scale: float = 2.0) -> bytes:
@@ -54,6 +124,9 @@ def figure_image(fig: go.Figure, fmt: str = "png", scale: float = 2.0) -> bytes:
         return bytes(fig.to_image(format=fmt, scale=scale))
     except Exception as exc:  # kaleido present but no browser it can drive
         raise ExportUnavailable(f"static image export failed here ({str(exc).splitlines()[0][:160]})") from exc
+
+
+# --- CSV and NPZ ------------------------------------------------------------------------------
 
 
 def head_csv(att: Attention, layer: int, head: int | None, settings: Mapping[str, Any] | None = None) -> str:
@@ -103,3 +176,10 @@ def _settings(att: Attention, settings: Mapping[str, Any] | None, **extra: Any) 
     base.update(extra)
     base.update(settings or {})
     return base
+
+
+def _jsonable(value: Any) -> Any:
+    """json.dumps fallback: numpy scalars and arrays as numbers and lists, anything else as text."""
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    return str(value)

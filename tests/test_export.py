@@ -12,7 +12,15 @@ import plotly.graph_objects as go
 import pytest
 
 from attnviz import Attention
-from attnviz.export import ExportUnavailable, attention_json, attention_npz, figure_html, figure_image, head_csv
+from attnviz.export import (
+    ExportUnavailable,
+    attention_json,
+    attention_npz,
+    figure_html,
+    figure_image,
+    head_csv,
+    settings_from_html,
+)
 
 from .browser import ARTIFACTS, browser
 
@@ -53,10 +61,10 @@ def test_image_export_is_a_clear_message_without_an_engine() -> None:
 
 def test_html_export_draws_the_chart_with_the_network_blocked(tmp_path: Path) -> None:
     fig = go.Figure(go.Heatmap(z=[[0.1, 0.9], [0.5, 0.5]], x=["it", "animal"], y=["it", "animal"]))
-    html = figure_html(fig, {"text": "<script>alert(1)</script> --> it"})
-    # the settings ride in one HTML comment that user text cannot close early
-    note = html.split("<!-- attnviz settings:", 1)[1].split("-->", 1)[0]
-    assert "alert(1)" in note and "--" not in note
+    settings = {"text": "<script>alert(1)</script> --> it"}
+    html = figure_html(fig, settings)
+    # the settings ride in a JSON data block that user text cannot close (tests/test_export_hostile.py)
+    assert settings_from_html(html) == settings and "<script>alert(1)" not in html
     path = tmp_path / "view.html"
     path.write_text(html, encoding="utf-8")
     requests: list[str] = []
