@@ -10,6 +10,8 @@ Everything a visitor typed is hostile here, and every export is opened later, so
   ``JSON.parse(document.getElementById("attnviz-settings").textContent)``. Plotly escapes ``<``,
   ``>`` and ``/`` in the figure's own JSON. A Content-Security-Policy lets only the page's own
   scripts run (by SHA-256 hash) and forbids every network request.
+- CSV: every line goes through ``csv.writer``; a text cell that a spreadsheet would read as a
+  formula gets a leading ``'`` (see ``csv_cell``; undo with ``csv_uncell``).
 """
 
 from __future__ import annotations
@@ -29,18 +31,26 @@ import plotly.graph_objects as go
 from .result import Attention
 
 __all__ = [
+    "CSV_FORMULA_CHARS",
     "SETTINGS_ELEMENT_ID",
     "ExportUnavailable",
     "attention_json",
     "attention_npz",
+    "csv_cell",
+    "csv_uncell",
     "figure_html",
     "figure_image",
     "head_csv",
+    "read_head_csv",
     "script_json",
     "settings_from_html",
 ]
 
 SETTINGS_ELEMENT_ID = "attnviz-settings"
+# OWASP CSV injection (and ASVS 1.2.10): a cell starting with one of these is a formula to a
+# spreadsheet (tab, CR, LF and NUL because some strip them before looking).
+CSV_FORMULA_CHARS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
+CSV_HEADER_CELL = "query \\ key"
 
 
 class ExportUnavailable(RuntimeError):
@@ -126,21 +136,55 @@ def figure_image(fig: go.Figure, fmt: str = "png", scale: float = 2.0) -> bytes:
         raise ExportUnavailable(f"static image export failed here ({str(exc).splitlines()[0][:160]})") from exc
 
 
-# --- CSV and NPZ ------------------------------------------------------------------------------
+# --- CSV --------------------------------------------------------------------------------------
+
+
+def csv_cell(text: str) -> str:
+    """A text cell a spreadsheet shows as text: a leading ' when it would start a formula.
+
+    The rule is reversible: ' is added when the text, after any leading 's, starts with one of
+    CSV_FORMULA_CHARS; `csv_uncell` strips exactly one ' in that same case.
+    """
+    return "'" + text if text.lstrip("'").startswith(CSV_FORMULA_CHARS) else text
+
+
+def csv_uncell(cell: str) -> str:
+    """The text `csv_cell` was given."""
+    if cell.startswith("'") and cell.lstrip("'").startswith(CSV_FORMULA_CHARS):
+        return cell[1:]
+    return cell
 
 
 def head_csv(att: Attention, layer: int, head: int | None, settings: Mapping[str, Any] | None = None) -> str:
-    """The focused map as CSV: a header row of key tokens, one row per query token.
-    Settings come first as '# key: value' comment lines."""
+    """The focused map as CSV (RFC 4180, written by csv.writer).
+
+    Shape: first the settings, one two-cell row each: ``# key``, value (strings as they are,
+    other values as JSON: ``2``, ``true``, ``{"merge_words": false}``); then a header row
+    ``query \\ key``, key tokens...; then one row per query token: the token, then n numbers.
+    Text cells (keys, string values, tokens) pass through `csv_cell`; numbers are plain numbers.
+    Read it back with `read_head_csv`.
+    """
     m = att.head(layer, head)
     out = io.StringIO()
-    for key, value in _settings(att, settings, layer=layer, head=head).items():
-        out.write(f"# {key}: {json.dumps(value, ensure_ascii=False)}\n")
     w = csv.writer(out)
-    w.writerow(["query \\ key", *att.tokens])
+    for key, value in _settings(att, settings, layer=layer, head=head).items():
+        cell = csv_cell(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=_jsonable)
+        w.writerow([csv_cell(f"# {key}"), cell])
+    w.writerow([CSV_HEADER_CELL, *map(csv_cell, att.tokens)])
     for tok, row in zip(att.tokens, m, strict=True):
-        w.writerow([tok, *(f"{x:.6g}" for x in row)])
+        w.writerow([csv_cell(tok), *(f"{x:.6g}" for x in row)])
     return out.getvalue()
+
+
+def read_head_csv(text: str) -> tuple[dict[str, str], list[str], np.ndarray]:
+    """(settings as text, tokens, (n, n) float64 matrix) from a `head_csv` export, un-escaped."""
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    start = next(i for i, r in enumerate(rows) if r and r[0] == CSV_HEADER_CELL)
+    settings = {csv_uncell(r[0])[2:]: csv_uncell(r[1]) for r in rows[:start]}
+    tokens = [csv_uncell(c) for c in rows[start][1:]]
+    body = rows[start + 1 :]
+    matrix = np.array([[float(x) for x in r[1:]] for r in body], dtype=np.float64).reshape(len(body), len(tokens))
+    return settings, tokens, matrix
 
 
 def attention_npz(att: Attention, settings: Mapping[str, Any] | None = None) -> bytes:

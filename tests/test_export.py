@@ -29,10 +29,12 @@ SETTINGS = {"layer": 2, "head": 3, "options": {"merge_words": False}}
 
 def test_head_csv_has_tokens_and_the_focused_map(tired: Attention) -> None:
     text = head_csv(tired, 2, 3, SETTINGS)
-    comments = [line for line in text.splitlines() if line.startswith("#")]
-    assert any('"minilm"' in c for c in comments) and any("layer: 2" in c for c in comments)
-    rows = list(csv.reader(io.StringIO("\n".join(line for line in text.splitlines() if not line.startswith("#")))))
-    assert rows[0][1:] == tired.tokens
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    settings = {r[0]: r[1] for r in rows if r[0].startswith("# ")}
+    assert settings["# model"] == "minilm" and settings["# layer"] == "2" and settings["# head"] == "3"
+    assert settings["# text"] == tired.text and json.loads(settings["# options"]) == {"merge_words": False}
+    rows = rows[len(settings) :]
+    assert rows[0] == ["query \\ key", *tired.tokens]
     values = np.array([[float(x) for x in r[1:]] for r in rows[1:]])
     np.testing.assert_allclose(values, tired.weights[2, 3], atol=1e-6)
     assert [r[0] for r in rows[1:]] == tired.tokens

