@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from attnviz.export import (
     figure_html,
     figure_image,
     head_csv,
+    json_numbers,
     settings_from_html,
 )
 
@@ -48,7 +50,8 @@ def test_npz_and_json_round_trip_with_settings(tired: Attention) -> None:
     assert settings["text"] == tired.text and settings["head"] == 3
     js = json.loads(attention_json(tired, SETTINGS))
     assert js["settings"]["model"] == "minilm" and js["tokens"] == tired.tokens
-    np.testing.assert_allclose(np.array(js["weights"]), tired.weights, atol=1e-6)
+    assert js["precision"] == "6 significant digits"
+    np.testing.assert_allclose(np.array(js["weights"]), tired.weights, rtol=5e-6, atol=1e-6)
 
 
 def test_image_export_is_a_clear_message_without_an_engine() -> None:
@@ -88,3 +91,66 @@ def test_html_export_draws_the_chart_with_the_network_blocked(tmp_path: Path) ->
         context.close()
     assert dialogs == []
     assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
+
+
+# --- compact JSON -----------------------------------------------------------------------------
+
+EDGE_VALUES = [
+    0.0, -0.0, 1.0, 0.5, 0.1, 1e-4, 9.9999996e-5, 0.00099999951, 0.9999996, 0.99999949, 10.0, 123456.5, 999999.5,
+    1e6, 1234567.0, 1e-5, 1.5e-45, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1e22, 1e23, -0.25,
+    -123.456789, 3.0517578125e-05, 0.30000001192092896, 7.0e-10,
+]  # fmt: skip
+
+
+def test_json_numbers_write_what_format_g_writes() -> None:
+    """The numpy formatter against Python's own "{:.6g}", number by number."""
+    rng = np.random.default_rng(0)
+    values = np.concatenate(
+        [
+            EDGE_VALUES,
+            rng.random(20_000),
+            rng.random(20_000) ** 12,  # attention-like small weights
+            rng.random(5_000) * 10.0 ** rng.integers(-300, 300, 5_000),
+            -rng.random(1_000) * 10.0 ** rng.integers(-30, 30, 1_000),
+        ]
+    )
+    for arr in (values, values[np.abs(values) < 3e38].astype(np.float32)):
+        text = json_numbers(arr).decode("ascii")
+        expected = "[" + ",".join(f"{float(x):.6g}" for x in arr) + "]"
+        assert text == expected
+        back = np.array(json.loads(text))
+        np.testing.assert_allclose(back, arr.astype(np.float64), rtol=5e-6, atol=0)
+
+
+def test_json_numbers_nest_like_the_array() -> None:
+    a = np.random.default_rng(1).random((2, 3, 4, 4)).astype(np.float32)
+    for part in (a, a[1], a[1, 2], a[1, 2, 3], a[:, :, :1, :1], a[:1], np.float32(0.25)):
+        back = json.loads(json_numbers(part))
+        np.testing.assert_allclose(np.array(back), part, rtol=5e-6)
+        assert np.shape(back) == np.shape(part)
+    assert json.loads(json_numbers(np.array([np.nan, np.inf, -np.inf])).decode()) == [
+        pytest.approx(float("nan"), nan_ok=True),
+        float("inf"),
+        float("-inf"),
+    ]  # as json.dumps writes them
+
+
+def test_attention_json_is_compact_and_can_select_a_layer_or_head(tired: Attention) -> None:
+    full = attention_json(tired, SETTINGS)
+    numbers = re.findall(r"-?\d[\d.]*(?:e[+-]\d+)?", full.split('"weights": ', 1)[1])
+    assert len(numbers) == tired.weights.size
+    assert max(len(re.sub(r"e.*|[-.]", "", x).lstrip("0")) for x in numbers) <= 6  # significant digits
+    old = json.dumps({"weights": tired.weights.round(6).tolist()})
+    assert len(full) < 0.7 * len(old)
+    layer = json.loads(attention_json(tired, SETTINGS, layer=2))
+    assert layer["layer"] == 2 and layer["settings"]["layer"] == 2 and "head" not in layer
+    np.testing.assert_allclose(np.array(layer["weights"]), tired.weights[2], rtol=5e-6, atol=1e-6)
+    one = json.loads(attention_json(tired, None, layer=5, head=11))
+    assert (one["layer"], one["head"]) == (5, 11)
+    np.testing.assert_allclose(np.array(one["weights"]), tired.weights[5, 11], rtol=5e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="needs a layer"):
+        attention_json(tired, head=1)
+    with pytest.raises(ValueError, match=r"0\.\.5"):
+        attention_json(tired, layer=6)
+    with pytest.raises(ValueError, match=r"0\.\.11"):
+        attention_json(tired, layer=0, head=-1)
