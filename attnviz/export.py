@@ -80,7 +80,7 @@ _WEBGL_TRACES = frozenset(
 
 def script_json(value: Any) -> str:
     """`value` as JSON text safe inside an HTML <script> element of any type."""
-    return json.dumps(value, ensure_ascii=False, default=_jsonable).translate(_SCRIPT_JSON)
+    return _utf8(json.dumps(value, ensure_ascii=False, default=_jsonable)).decode("utf-8").translate(_SCRIPT_JSON)
 
 
 def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None) -> str:
@@ -245,7 +245,7 @@ def weights_json(
             weights = weights[head]
     doc["precision"] = PRECISION
     head_text = json.dumps(doc, ensure_ascii=False, default=_jsonable)
-    return head_text[:-1].encode("utf-8") + b', "weights": ' + json_numbers(weights) + b"}"
+    return _utf8(head_text[:-1]) + b', "weights": ' + json_numbers(weights) + b"}"
 
 
 def json_numbers(a: np.ndarray, digits: int = SIGNIFICANT_DIGITS) -> bytes:
@@ -374,6 +374,12 @@ def _settings(att: Attention, settings: Mapping[str, Any] | None, **extra: Any) 
     base.update(extra)
     base.update(settings or {})
     return base
+
+
+def _utf8(json_text: str) -> bytes:
+    """JSON text as UTF-8; a lone surrogate (undecodable input, only ever inside a string)
+    becomes its JSON escape \\udXXX instead of an encoding error."""
+    return json_text.encode("utf-8", "backslashreplace")
 
 
 def _jsonable(value: Any) -> Any:

@@ -175,3 +175,14 @@ def test_export_benchmark_smoke() -> None:
     before_mb, now_mb, rel_err, npz_mb = float(cells[2]), float(cells[4]), float(cells[7]), float(cells[8])
     assert cells[1] == "18,432" and now_mb < 0.5 * before_mb and 0 < npz_mb < now_mb
     assert rel_err <= 5.0e-6
+
+
+def test_undecodable_text_still_makes_valid_utf8_exports(tired: Attention) -> None:
+    """A lone surrogate (what undecodable bytes become in Python) is written as its JSON escape."""
+    text = "bad \udcff bytes, é, </script>"
+    js = attention_json(tired, {"text": text})
+    js.encode("utf-8")
+    assert json.loads(js)["settings"]["text"] == text
+    html = figure_html(go.Figure(), {"text": text})
+    html.encode("utf-8")
+    assert settings_from_html(html) == {"text": text}

@@ -367,3 +367,20 @@ def test_csv_cell_rule_is_reversible_and_neutral(text: str) -> None:
     assert csv_uncell(cell) == text
     assert not cell.startswith(FORMULA_START)
     assert cell == text or cell == "'" + text
+
+
+def test_png_download_still_works_under_the_policy(tmp_path: Path) -> None:
+    """The policy must not cost the reader plotly's own 'download as PNG' button."""
+    path = tmp_path / "heatmap.html"
+    path.write_text(figure_html(views.heatmap(benign_attention(), 0, 0), {"text": "x"}), encoding="utf-8")
+    with browser() as b:
+        context = b.new_context(offline=True, accept_downloads=True)
+        page = context.new_page()
+        page.goto(path.as_uri())
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+        page.hover(".js-plotly-plot")
+        with page.expect_download(timeout=30_000) as download:
+            page.locator(".modebar-btn[data-title*='PNG']").click()
+        png = Path(download.value.path()).read_bytes()
+        context.close()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000
