@@ -185,7 +185,9 @@ def head_csv(att: Attention, layer: int, head: int | None, settings: Mapping[str
 def read_head_csv(text: str) -> tuple[dict[str, str], list[str], np.ndarray]:
     """(settings as text, tokens, (n, n) float64 matrix) from a `head_csv` export, un-escaped."""
     rows = list(csv.reader(io.StringIO(text, newline="")))
-    start = next(i for i, r in enumerate(rows) if r and r[0] == CSV_HEADER_CELL)
+    start = next((i for i, r in enumerate(rows) if r and r[0] == CSV_HEADER_CELL), None)
+    if start is None:
+        raise ValueError(f"not an attnviz head CSV: no row starts with {CSV_HEADER_CELL!r}")
     settings = {csv_uncell(r[0])[2:]: csv_uncell(r[1]) for r in rows[:start]}
     tokens = [csv_uncell(c) for c in rows[start][1:]]
     body = rows[start + 1 :]
@@ -255,6 +257,8 @@ def json_numbers(a: np.ndarray, digits: int = SIGNIFICANT_DIGITS) -> bytes:
     The text is built in numpy: numbers are cut into sign, digits and exponent, laid out in a
     fixed-width byte matrix (zero bytes where nothing goes), and the zeros squeezed out.
     """
+    if not 1 <= digits <= 9:
+        raise ValueError("digits must be 1..9")
     a = np.asarray(a)
     if a.ndim == 0:
         return _format_flat(a.reshape(1).astype(np.float64), digits)[0].tobytes().replace(b"\0", b"")
@@ -311,13 +315,20 @@ def _format_flat(v: np.ndarray, p: int) -> np.ndarray:
         return out
     x = mag[live]
     e = np.floor(np.log10(x)).astype(np.int64)
-    m = _mantissa(x, e, p)
+    scaled = _scaled(x, e, p)
+    m = np.rint(scaled).astype(np.int32)
     for _ in range(2):  # log10 can be one off near powers of ten, and rounding can carry
         redo = np.flatnonzero((m >= 10**p) | (m < 10 ** (p - 1)))
         if redo.size == 0:
             break
         e[redo] += np.where(m[redo] >= 10**p, 1, -1)
-        m[redo] = _mantissa(x[redo], e[redo], p)
+        scaled[redo] = _scaled(x[redo], e[redo], p)
+        m[redo] = np.rint(scaled[redo]).astype(np.int32)
+    # the scaling is exact to a few ulps; where that could flip a rounding (a near tie), Python's
+    # correctly rounded formatting decides
+    for i in np.flatnonzero(np.abs(scaled - np.floor(scaled) - 0.5) < scaled * 1e-13).tolist():
+        mantissa, _, exponent = f"{x[i]:.{p - 1}e}".partition("e")
+        m[i], e[i] = int(mantissa.replace(".", "")), int(exponent)
     digits = _digits(m, p)
     # significant digits kept: up to the last non-zero one (%g drops trailing zeros)
     keep = p - np.argmax(digits[:, ::-1] != 0, axis=1)
@@ -360,13 +371,12 @@ def _digits(m: np.ndarray, p: int) -> np.ndarray:
     return out[:, 3 * groups - p :]
 
 
-def _mantissa(x: np.ndarray, e: np.ndarray, p: int) -> np.ndarray:
-    """round(x / 10**(e - p + 1)) as int32 (p <= 9), scaling in two table steps so that every
-    double, subnormals included, stays finite."""
+def _scaled(x: np.ndarray, e: np.ndarray, p: int) -> np.ndarray:
+    """x / 10**(e - p + 1), scaling in two table steps so that every double, subnormals
+    included, stays finite."""
     k = p - 1 - e
     half = k // 2
-    scaled = x * _POW10[half - _POW10_MIN] * _POW10[k - half - _POW10_MIN]
-    return np.rint(scaled).astype(np.int32)
+    return np.asarray(x * _POW10[half - _POW10_MIN] * _POW10[k - half - _POW10_MIN])
 
 
 def _settings(att: Attention, settings: Mapping[str, Any] | None, **extra: Any) -> dict[str, Any]:

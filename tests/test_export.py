@@ -186,3 +186,12 @@ def test_undecodable_text_still_makes_valid_utf8_exports(tired: Attention) -> No
     html = figure_html(go.Figure(), {"text": text})
     html.encode("utf-8")
     assert settings_from_html(html) == {"text": text}
+
+
+@pytest.mark.parametrize("digits", [1, 3, 9])
+def test_json_numbers_other_precisions_match_format_g(digits: int) -> None:
+    values = np.concatenate([EDGE_VALUES, np.random.default_rng(2).random(2_000) ** 6])
+    text = json_numbers(values, digits).decode("ascii")
+    assert text == "[" + ",".join(f"{float(x):.{digits}g}" for x in values) + "]"
+    with pytest.raises(ValueError):
+        json_numbers(values, 10)
