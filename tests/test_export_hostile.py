@@ -94,7 +94,8 @@ def benign_attention() -> Attention:
 class Chromium:
     """One offline Chromium context: every request that is not a file is aborted and recorded."""
 
-    def __init__(self, context: Any) -> None:
+    def __init__(self, browser: Any, context: Any) -> None:
+        self.browser = browser
         self.context = context
         self.blocked: list[str] = []
         context.add_init_script(
@@ -133,7 +134,7 @@ def chromium() -> Iterator[Chromium]:
     with browser() as b:
         context = b.new_context(offline=True)
         try:
-            yield Chromium(context)
+            yield Chromium(b, context)
         finally:
             context.close()
 
@@ -369,12 +370,12 @@ def test_csv_cell_rule_is_reversible_and_neutral(text: str) -> None:
     assert cell == text or cell == "'" + text
 
 
-def test_png_download_still_works_under_the_policy(tmp_path: Path) -> None:
+def test_png_download_still_works_under_the_policy(chromium: Chromium, tmp_path: Path) -> None:
     """The policy must not cost the reader plotly's own 'download as PNG' button."""
     path = tmp_path / "heatmap.html"
     path.write_text(figure_html(views.heatmap(benign_attention(), 0, 0), {"text": "x"}), encoding="utf-8")
-    with browser() as b:
-        context = b.new_context(offline=True, accept_downloads=True)
+    context = chromium.browser.new_context(offline=True, accept_downloads=True)
+    try:
         page = context.new_page()
         page.goto(path.as_uri())
         page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
@@ -382,5 +383,6 @@ def test_png_download_still_works_under_the_policy(tmp_path: Path) -> None:
         with page.expect_download(timeout=30_000) as download:
             page.locator(".modebar-btn[data-title*='PNG']").click()
         png = Path(download.value.path()).read_bytes()
+    finally:
         context.close()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1000
