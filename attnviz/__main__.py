@@ -34,26 +34,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--causal", action="store_true", help="scratch: mask the upper triangle")
     p.add_argument("--random-weights", action="store_true", help="scratch: untrained random weights")
     p.add_argument("--seed", type=int, default=0, help="scratch: seed for --random-weights")
-    p.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT ('-' for stdout)")
+    p.add_argument(
+        "--json",
+        metavar="OUT",
+        help="write the result as JSON to OUT ('-' for stdout); weights with 6 significant digits",
+    )
+    p.add_argument(
+        "--layer", type=int, metavar="L", help="only layer L: --json writes heads x n x n, the summary shows L"
+    )
+    p.add_argument("--head", type=int, metavar="H", help="with --layer: only head H (--json writes n x n)")
     p.add_argument("--html", metavar="OUT", help="write the all-heads view as a self-contained HTML file")
     return p
 
 
 def to_json(att: Attention) -> dict[str, object]:
-    return {
-        "model": att.model,
-        "device": att.device,
-        "tokens": att.tokens,
-        "truncated": att.truncated,
-        "weights": att.weights.round(6).tolist(),  # layers x heads x n x n
-    }
+    """The --json document as a Python dict (the CLI itself writes the same shape faster, with
+    export.weights_json)."""
+    from .export import weights_json
+
+    return json.loads(weights_json(att))
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.head is not None and args.layer is None:
+        parser.error("--head needs --layer")
     try:
         text = sys.stdin.read() if args.text == "-" else args.text
         check_text(text, settings_from_env().max_chars)
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # undecodable bytes in argv or stdin arrive as lone surrogates
+                raise ValueError("text is not valid UTF-8") from None
         scratch_only = args.no_scale or args.no_positions or args.causal or args.random_weights
         if scratch_only and args.model != "scratch":
             raise ValueError("--no-scale, --no-positions, --causal and --random-weights need --model scratch")
@@ -70,9 +84,10 @@ def main(argv: list[str] | None = None) -> int:
             max_tokens=args.max_tokens,
         )
         att = model.attend(text)
+        _check_range(att, args.layer, args.head)
         if att.truncated:
             print(f"attnviz: note: input truncated to {att.n} of {att.n_input_tokens} tokens", file=sys.stderr)
-        _write_outputs(att, args.json, args.html)
+        _write_outputs(att, args.json, args.html, args.layer, args.head)
     except (ValueError, ModelLoadError, OSError) as exc:
         print(f"attnviz: error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -80,8 +95,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"attnviz: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return 2
     if not args.json and not args.html:
-        _print_summary(att)
+        _print_summary(att, args.layer, args.head)
     return 0
+
+
+def _check_range(att: Attention, layer: int | None, head: int | None) -> None:
+    if layer is not None and not 0 <= layer < att.n_layers:
+        raise ValueError(f"--layer {layer} is out of range: this model has layers 0..{att.n_layers - 1}")
+    if head is not None and not 0 <= head < att.n_heads:
+        raise ValueError(f"--head {head} is out of range: this model has heads 0..{att.n_heads - 1}")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -89,16 +111,25 @@ def _one_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def _write_outputs(att: Attention, json_out: str | None, html_out: str | None) -> None:
+def _write_outputs(
+    att: Attention, json_out: str | None, html_out: str | None, layer: int | None = None, head: int | None = None
+) -> None:
+    from .export import figure_html, weights_json  # plotly loads only when something is written
+
     if json_out:
-        payload = json.dumps(to_json(att), ensure_ascii=False)
+        payload = weights_json(att, layer=layer, head=head)
         if json_out == "-":
-            sys.stdout.write(payload + "\n")
+            out = getattr(sys.stdout, "buffer", None)
+            if out is None:  # a text-only stream (e.g. io.StringIO in a notebook)
+                sys.stdout.write(payload.decode("utf-8") + "\n")
+            else:
+                sys.stdout.flush()
+                out.write(payload + b"\n")
+                out.flush()
         else:
-            with open(json_out, "w", encoding="utf-8") as fh:
+            with open(json_out, "wb") as fh:
                 fh.write(payload)
     if html_out:
-        from .export import figure_html
         from .views import model_view
 
         settings = {"text": att.text, "model": att.model}
@@ -106,13 +137,15 @@ def _write_outputs(att: Attention, json_out: str | None, html_out: str | None) -
             fh.write(figure_html(model_view(att), settings))
 
 
-def _print_summary(att: Attention) -> None:
+def _print_summary(att: Attention, layer: int | None = None, head: int | None = None) -> None:
     print(f"{att.model} on {att.device}: {att.n_layers} layers x {att.n_heads} heads, {att.n} tokens")
     print(" ".join(att.tokens))
-    last = att.head(att.n_layers - 1)  # mean of heads, last layer
+    if layer is not None:
+        print(f"layer {layer}, " + ("mean of heads" if head is None else f"head {head}") + ":")
+    shown = att.head(att.n_layers - 1 if layer is None else layer, head)  # default: last layer, mean of heads
     for i, tok in enumerate(att.tokens):
-        j = int(last[i].argmax())
-        print(f"  {tok!s:>14} -> {att.tokens[j]} ({last[i, j]:.2f})")
+        j = int(shown[i].argmax())
+        print(f"  {tok!s:>14} -> {att.tokens[j]} ({shown[i, j]:.2f})")
 
 
 if __name__ == "__main__":

@@ -29,14 +29,36 @@ def test_json_to_stdout_has_the_contract_shape(minilm: object) -> None:
     out = run("The animal didn't cross the street because it was tired.", "--json", "-")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert set(data) == {"model", "device", "tokens", "truncated", "weights"}
+    assert set(data) == {"model", "device", "tokens", "truncated", "precision", "weights"}
     assert data["model"] == "minilm" and data["device"] == "cpu" and data["truncated"] is False
+    assert data["precision"] == "6 significant digits"
     w = np.array(data["weights"])
     n = len(data["tokens"])
     assert w.shape == (6, 12, n, n)
     np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-4)
     expected = minilm.attend("The animal didn't cross the street because it was tired.")  # type: ignore[attr-defined]
-    np.testing.assert_allclose(w, expected.weights, atol=1e-5)
+    np.testing.assert_allclose(w, expected.weights, rtol=5e-6, atol=1e-5)
+    # at most 6 significant digits a number: about 9 bytes each, not 17-digit doubles
+    assert len(out.stdout) < 12 * w.size
+
+
+def test_layer_and_head_select_what_json_writes(minilm: object, tmp_path: Path) -> None:
+    text = "The animal didn't cross the street because it was tired."
+    expected = minilm.attend(text).weights  # type: ignore[attr-defined]
+    out = run(text, "--layer", "2", "--json", "-")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) == {"model", "device", "tokens", "truncated", "layer", "precision", "weights"}
+    assert data["layer"] == 2
+    np.testing.assert_allclose(np.array(data["weights"]), expected[2], rtol=5e-6, atol=1e-6)
+    path = tmp_path / "head.json"
+    out = run(text, "--layer", "2", "--head", "5", "--json", str(path))
+    assert out.returncode == 0 and out.stdout == "", out.stderr
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert (data["layer"], data["head"]) == (2, 5) and data["tokens"][0] == "[CLS]"
+    np.testing.assert_allclose(np.array(data["weights"]), expected[2, 5], rtol=5e-6, atol=1e-6)
+    out = run(text, "--layer", "5", "--head", "0")  # the summary follows the selection too
+    assert out.returncode == 0 and "layer 5, head 0:" in out.stdout
 
 
 def test_scratch_switches_on_the_command_line() -> None:
@@ -57,6 +79,12 @@ def test_scratch_switches_on_the_command_line() -> None:
         (("hello", "--causal"), "--model scratch"),
         (("hello", "--max-tokens", "1"), "at least 2"),
         (("hello", "--bogus-flag"), "unrecognized"),
+        (("hello", "--head", "3", "--json", "-"), "--head needs --layer"),
+        (("hello", "--layer", "6", "--json", "-"), "layers 0..5"),
+        (("hello", "--layer", "-1"), "layers 0..5"),
+        (("hello", "--layer", "0", "--head", "12", "--json", "-"), "heads 0..11"),
+        (("hello", "--layer", "two"), "invalid int value"),
+        (("bad \udcff bytes",), "not valid UTF-8"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_no_traceback(args: tuple[str, ...], message: str) -> None:
