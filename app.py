@@ -36,8 +36,11 @@ st.set_page_config(page_title="attnviz", page_icon=str(nav.ICON), layout="wide")
 settings = settings_from_env()
 state.start_run(settings)
 st.html(ROOT / "assets" / "style.css")
+# Navigation before the sidebar's widgets: a widget's id includes the script hash active when it
+# is created, and before st.navigation resolves the page a session's first run has another one,
+# so the first change of a sidebar widget (the model, the device) was lost.
+page = nav.navigation(state.lang())
 c = sidebar.sidebar(settings)
 st.session_state["_ctx"] = c
-page = nav.navigation(c.lang)
 charts.sync_url(c, on_explorer=nav.is_explorer(page))
 page.run()

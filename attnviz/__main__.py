@@ -12,7 +12,7 @@ import sys
 from typing import NoReturn
 
 from .config import check_text, settings_from_env
-from .pretrained import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, ModelLoadError, load_model
+from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, ModelLoadError, load_model
 from .result import Attention
 
 
@@ -87,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         _check_range(att, args.layer, args.head)
         if att.truncated:
             print(f"attnviz: note: input truncated to {att.n} of {att.n_input_tokens} tokens", file=sys.stderr)
+        for note in att.notes:  # e.g. the accelerator ran out of memory and the CPU answered
+            print(f"attnviz: note: {note}", file=sys.stderr)
         _write_outputs(att, args.json, args.html, args.layer, args.head)
     except (ValueError, ModelLoadError, OSError) as exc:
         print(f"attnviz: error: {_one_line(exc)}", file=sys.stderr)

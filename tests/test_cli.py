@@ -117,3 +117,24 @@ def test_summary_and_html(tmp_path: Path) -> None:
     assert "plotly" in text.lower() and len(text) > 100_000  # plotly.js is inlined: works offline
     out = run("I sat by the river bank.")
     assert out.returncode == 0 and "6 layers x 12 heads" in out.stdout and "bank" in out.stdout
+
+
+def test_a_note_on_the_result_reaches_stderr(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The runner's one out-of-memory fallback notes it on the result; the command line says so."""
+    from dataclasses import replace
+
+    import attnviz
+    from attnviz.__main__ import main
+    from attnviz.models.base import OOM_NOTE
+
+    original = attnviz.PretrainedModel.attend
+
+    def noted(self: attnviz.PretrainedModel, text: str, max_tokens: int | None = None) -> attnviz.Attention:
+        return replace(original(self, text, max_tokens), notes=(OOM_NOTE.format(device="cuda"),))
+
+    monkeypatch.setattr(attnviz.PretrainedModel, "attend", noted)
+    assert main(["dog bites man", "--model", "minilm"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["attnviz: note: cuda ran out of memory: this result was computed on the CPU."]
