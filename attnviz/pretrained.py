@@ -21,6 +21,7 @@ from typing import Any, Literal, cast
 import numpy as np
 import torch
 
+from . import hub
 from .result import Attention
 from .scratch import EncoderConfig, EncoderLayer, ScratchEncoder, causal_mask
 
@@ -429,9 +430,6 @@ def load_model(
 
 
 def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_name: str) -> PretrainedModel:
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
     local = Path(path_or_id).expanduser()
     is_dir = local.is_dir()
     looks_like_path = path_or_id.startswith((".", "/", "~", "\\")) or path_or_id.count("/") > 1
@@ -440,44 +438,29 @@ def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_nam
     if not is_dir and not _HUB_ID.match(path_or_id):
         raise ModelLoadError(f"'{display_name}' is neither a local model directory nor a Hugging Face model id")
     source = str(local) if is_dir else path_or_id
-    verbosity = hf_logging.get_verbosity()
-    progress = hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()  # keep load reports and progress bars off a user's terminal
-    hf_logging.disable_progress_bar()
     try:
-        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
-        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
-        model = AutoModel.from_pretrained(
-            source,
-            config=config,
-            attn_implementation="eager",
-            trust_remote_code=False,
-            dtype=torch.float32,
-        )
+        # quiet (no load reports, progress bars, retry chatter); with the hub out of reach, the
+        # local cache only, and an id not in it fails at once, before transformers is imported
+        with hub.prepare(source):
+            from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+            config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+            tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+            model = AutoModel.from_pretrained(
+                source,
+                config=config,
+                attn_implementation="eager",
+                trust_remote_code=False,
+                dtype=torch.float32,
+            )
     except Exception as exc:  # transformers raises OSError, ValueError, HF hub errors...
-        raise ModelLoadError(_load_failure(display_name, is_dir, exc)) from exc
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if progress:
-            hf_logging.enable_progress_bar()
+        raise ModelLoadError(hub.load_failure(display_name, is_dir, exc)) from exc
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(f"model '{display_name}' has no fast tokenizer, which attnviz needs for word alignment")
     if getattr(tokenizer, "pad_token", None) is None and getattr(tokenizer, "eos_token", None) is not None:
         tokenizer.pad_token = tokenizer.eos_token  # GPT-2 style: only needed for batching
     model.eval().to(device)
     return PretrainedModel(display_name, model, tokenizer, device, max_tokens)
-
-
-def _load_failure(name: str, is_dir: bool, exc: Exception) -> str:
-    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if len(reason) > 200:
-        reason = reason[:200] + "..."
-    if is_dir:
-        return f"could not load a model from directory '{name}' ({reason}); it needs config.json, weights and tokenizer files"
-    return (
-        f"could not load Hugging Face model '{name}' ({reason}). The hub may be out of reach or "
-        f"the id may not exist; the embedded model '{EMBEDDED_MODEL}' works offline"
-    )
 
 
 def _load_scratch(
