@@ -28,7 +28,8 @@ from .browser import free_port
 from .tiny_models import build
 
 ROOT = Path(__file__).resolve().parents[1]
-LIMIT_S = 5.0  # the whole command: Python, torch and attnviz imports included
+LIMIT_S = 5.0  # the whole command, Python, torch and attnviz imports included, on a quiet machine
+WAIT_S = 2.0  # what failing may add to those imports, however busy the machine
 
 
 @pytest.fixture
@@ -71,6 +72,13 @@ def run_timed(args: list[str], env: dict[str, str], cwd: Path) -> tuple[subproce
     start = time.monotonic()
     out = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
     return out, time.monotonic() - start
+
+
+def limit_s(env: dict[str, str], cwd: Path, probe_s: float = 0.0) -> float:
+    """5 s, or when a shared machine makes imports slow: the imports alone, a probe that waits
+    out its timeout (`probe_s`), and 2 s."""
+    _, imports = run_timed([sys.executable, "-c", "import attnviz.__main__"], env, cwd)
+    return max(LIMIT_S, imports + probe_s + WAIT_S)
 
 
 def assert_says_what_to_do(line: str) -> None:
@@ -155,7 +163,7 @@ def test_cli_fails_in_one_line_at_once_when_the_hub_refuses(tmp_path: Path) -> N
     assert len(lines) == 1, out.stderr
     assert lines[0].startswith("attnviz: error:")
     assert_says_what_to_do(lines[0])
-    assert took < LIMIT_S, f"took {took:.1f}s"
+    assert took < limit_s(env, tmp_path), f"took {took:.1f}s"
 
 
 @pytest.mark.slow
@@ -167,7 +175,7 @@ def test_cli_fails_in_one_line_at_once_when_the_hub_never_answers(tmp_path: Path
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr
     assert_says_what_to_do(lines[0])
-    assert took < LIMIT_S + hub.PROBE_TIMEOUT_S, f"took {took:.1f}s"
+    assert took < limit_s(env, tmp_path, hub.PROBE_TIMEOUT_S), f"took {took:.1f}s"
 
 
 @pytest.mark.slow
