@@ -45,5 +45,5 @@ USER 10001
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).status == 200 else 1)"]
-# docker/start.sh runs: streamlit run app.py --server.address=0.0.0.0 --server.port=8501
+# docker/start.sh runs: streamlit run app.py --server.address=0.0.0.0 --server.port=8501 (+ --browser.serverAddress=localhost)
 ENTRYPOINT ["/app/docker/start.sh"]

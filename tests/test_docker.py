@@ -47,6 +47,7 @@ def test_dockerfile_keeps_its_promises() -> None:
     assert 'ENTRYPOINT ["/app/docker/start.sh"]' in DOCKERFILE
     start = (ROOT / "docker" / "start.sh").read_text()
     assert "streamlit run app.py --server.address=0.0.0.0 --server.port=" in start
+    assert "--browser.serverAddress=localhost" in start  # no external-IP lookup at start
     assert "ARG EXTRA_MODELS" in DOCKERFILE and "bake_models.py $EXTRA_MODELS" in DOCKERFILE
     ignored = (ROOT / ".dockerignore").read_text().split()
     for path in ("tests", ".venv", ".git", "**/__pycache__"):
@@ -122,4 +123,6 @@ def test_image_install_and_start_scripts_work_in_a_fresh_environment(tmp_path: P
     finally:
         proc.terminate()
         proc.wait(timeout=15)
-    assert "Traceback" not in log.read_text()
+    text = log.read_text()
+    assert "Traceback" not in text
+    assert "URL: http://localhost:" in text and "external IP" not in text  # nothing asked of the outside
