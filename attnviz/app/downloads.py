@@ -61,7 +61,7 @@ def figure_downloads(fig: go.Figure, name: str, settings: dict[str, Any]) -> Non
         mime="text/html",
         key=f"dl_{name}_html",
         on_click="ignore",
-        icon="⬇️",
+        icon=":material/download:",
     )
     if problem is None:
         for col, fmt, mime in ((cols[1], "png", "image/png"), (cols[2], "svg", "image/svg+xml")):
@@ -72,7 +72,7 @@ def figure_downloads(fig: go.Figure, name: str, settings: dict[str, Any]) -> Non
                 mime=mime,
                 key=f"dl_{name}_{fmt}",
                 on_click="ignore",
-                icon="🖼️",
+                icon=":material/image:",
             )
 
 
@@ -90,4 +90,4 @@ def number_downloads(att: Attention, layer: int, head: int | None, settings: dic
         ("export.json", partial(export.attention_json, att, settings), "attnviz-attention.json", "application/json", "dl_json"),
     )  # fmt: skip
     for col, (label, data, file_name, mime, key) in zip(st.columns(len(files)), files, strict=True):
-        col.download_button(t(label), data=data, file_name=file_name, mime=mime, key=key, on_click="ignore", icon="📄")
+        col.download_button(t(label), data=data, file_name=file_name, mime=mime, key=key, on_click="ignore", icon=":material/download:")

@@ -22,14 +22,14 @@ ICON = ROOT / "assets" / "icon.png"
 class PageSpec:
     name: str  # also the file name in pages/ and the URL path
     title_key: str
-    icon: str  # an emoji: a material icon as favicon is fetched from fonts.gstatic.com
+    icon: str  # Streamlit's bundled Material Symbols font: nothing fetched (the favicon is assets/icon.png)
 
 
 PAGES = (
-    PageSpec("explorer", "nav.explorer", "🔍"),
-    PageSpec("lab", "nav.lab", "🧪"),
-    PageSpec("explain", "nav.explain", "📊"),
-    PageSpec("caveats", "nav.caveats", "⚠️"),
+    PageSpec("explorer", "nav.explorer", ":material/grid_on:"),
+    PageSpec("lab", "nav.lab", ":material/science:"),
+    PageSpec("explain", "nav.explain", ":material/insights:"),
+    PageSpec("caveats", "nav.caveats", ":material/warning:"),
 )
 DEFAULT = "explorer"
 # The default page is served at "/" and Streamlit gives it no other path, so "/explorer"

@@ -181,7 +181,7 @@ def analyse(
         show_error(t("err.unexpected"), type(exc).__name__)
         return None
     for note in att.notes:
-        st.info(t("notice.oom_fallback") if "out of memory" in note else note, icon="ℹ️")
+        st.info(t("notice.oom_fallback") if "out of memory" in note else note, icon=":material/info:")
     if not (hide_special or merge_words):
         return att
 

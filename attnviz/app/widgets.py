@@ -54,7 +54,7 @@ def escape_md(text: str, limit: int = 400) -> str:
 
 def show_error(message: str, detail: str | None = None) -> None:
     """A readable error in the page: our message (trusted) and the detail (escaped)."""
-    st.error(message if not detail else f"{message}\n\n{escape_md(detail)}", icon="⚠️")
+    st.error(message if not detail else f"{message}\n\n{escape_md(detail)}", icon=":material/error:")
 
 
 def page_header(title_key: str, intro_key: str, *, markdown: bool = False) -> Ctx:
@@ -164,4 +164,4 @@ def layer_head(
 def caveat(key: str) -> None:
     """A short caveat beside a view, linking to the caveats page."""
     st.caption(t(key))
-    st.page_link(nav.page("caveats", lang()), label=t("caveat.more"), icon="ℹ️")
+    st.page_link(nav.page("caveats", lang()), label=t("caveat.more"), icon=":material/info:")

@@ -82,12 +82,12 @@ def run_long(c: Ctx, key: Hashable, label: str, fn: Callable[[Progress], T]) -> 
     None (with a message) when cancelled, over budget or not yet asked again after a cancel."""
     cancelled = st.session_state.setdefault("_cancelled", set())
     if key in cancelled:
-        st.info(t("work.cancelled"), icon="⏹️")
+        st.info(t("work.cancelled"), icon=":material/stop_circle:")
         st.button(t("work.again"), key=f"again_{abs(hash(key))}", on_click=_again, args=(key,))
         return None
     left = budget_left(c.settings.budget_s)
     if left <= 0:
-        st.warning(t("work.budget", minutes=int(BUDGET_WINDOW_S // 60)), icon="⏳")
+        st.warning(t("work.budget", minutes=int(BUDGET_WINDOW_S // 60)), icon=":material/hourglass_top:")
         return None
     bar = st.progress(0.0, text=label)
     stop = st.empty()
@@ -103,7 +103,7 @@ def run_long(c: Ctx, key: Hashable, label: str, fn: Callable[[Progress], T]) -> 
     try:
         result = fn(progress)
     except BudgetExceeded:
-        st.warning(t("work.budget", minutes=int(BUDGET_WINDOW_S // 60)), icon="⏳")
+        st.warning(t("work.budget", minutes=int(BUDGET_WINDOW_S // 60)), icon=":material/hourglass_top:")
     finally:  # also when Streamlit stops the run (Cancel): the time spent still counts
         charge(time.monotonic() - start)
     bar.empty()

@@ -91,7 +91,7 @@ def agreement(c: Ctx, s: Subject) -> None:
         b.metric(t("caveats.tau_last", layer=last), f"{taus[1]:.2f}")
         col.metric(t("caveats.tau_rollout"), f"{taus[2]:.2f}")
         st.caption(t("caveats.agreement_note"))
-    st.page_link(nav.page("explain", c.lang), label=t("caveats.to_explain"), icon="📊")
+    st.page_link(nav.page("explain", c.lang), label=t("caveats.to_explain"), icon=":material/insights:")
 
 
 def references() -> None:

@@ -83,10 +83,10 @@ def side_by_side(c: Ctx, p: Pair) -> None:
     heads = p.mine.n_layers * p.mine.n_heads
     with st.container(key="lab_compare_note"):
         if diff < SAME:
-            st.success(t("lab.identical", diff=f"{diff:.1e}", heads=heads), icon="✅")
+            st.success(t("lab.identical", diff=f"{diff:.1e}", heads=heads), icon=":material/check:")
         else:
             key = "lab.different_unexpected" if defaults else "lab.different_expected"
-            st.info(t(key, diff=f"{diff:.3f}"), icon="↔️")
+            st.info(t(key, diff=f"{diff:.3f}"), icon=":material/compare_arrows:")
     left, right = st.columns(2)
     with left:
         title = t("lab.pretrained_title", layer=p.layer, head=p.head)
@@ -170,7 +170,7 @@ def order_demo(c: Ctx, p: Pair) -> None:
         results[positions] = (att_a, result)
     with st.container(key="lab_order_note"):
         off, on = results[False][1].diff, results[True][1].diff
-        st.info(t("lab.order_result", off=f"{off:.1e}", on=f"{on:.3f}"), icon="🔀")
+        st.info(t("lab.order_result", off=f"{off:.1e}", on=f"{on:.3f}"), icon=":material/swap_horiz:")
     att_a, result = results[False]
     left, right = st.columns(2)
     with left:
