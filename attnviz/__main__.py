@@ -1,4 +1,8 @@
-"""Command line: python -m attnviz "TEXT" [options]. See ARCHITECTURE.md for the contract.
+"""Command line (see ../shared/ARCHITECTURE.md for the contract):
+
+    python -m attnviz "TEXT" [options]          attention of one text (also: attnviz analyse "TEXT")
+    python -m attnviz corpus INPUT --out DIR    per-head statistics of a whole corpus
+    python -m attnviz train --task induction    train a tiny transformer and watch its heads form
 
 Exit status 0 on success, 2 on bad input or a model that cannot be loaded (one line on
 stderr, no traceback).
@@ -7,6 +11,7 @@ stderr, no traceback).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from typing import NoReturn
@@ -55,7 +60,21 @@ def to_json(att: Attention) -> dict[str, object]:
     return json.loads(weights_json(att))
 
 
+# subcommand -> module with main(argv) -> int, imported only when asked for (Ray, training code)
+SUBCOMMANDS = {"corpus": "attnviz.corpus.cli", "train": "attnviz.training.cli"}
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        run = importlib.import_module(SUBCOMMANDS[argv[0]]).main
+        return int(run(argv[1:]))
+    if argv and argv[0] == "analyse":  # explicit form, for a text that is itself "corpus" or "train"
+        argv = argv[1:]
+    return analyse(argv)
+
+
+def analyse(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.head is not None and args.layer is None:
