@@ -25,13 +25,14 @@ CURVE_COLORS = {"gradient": "#636EFA", "effect": "#00CC96", "random": "#AB63FA"}
 class Curve(Protocol):
     """What the pruning curve draws of one order (explain.PruningCurve)."""
 
-    k: np.ndarray
-    distance: np.ndarray
+    @property
+    def k(self) -> np.ndarray: ...
+
+    @property
+    def distance(self) -> np.ndarray: ...
 
 
-def pruning_curve(
-    curves: Mapping[str, Curve], *, title: str | None = None, lang: str = DEFAULT_LANGUAGE
-) -> go.Figure:
+def pruning_curve(curves: Mapping[str, Curve], *, title: str | None = None, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
     """Sentence distance against the number of heads switched off, one line per order
     ("gradient": Michel et al.'s estimate, "effect": the real single-head effect, "random")."""
     data: list[Json] = []
