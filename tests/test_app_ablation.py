@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 import attnviz
 from attnviz import explain, i18n
 
-from .test_app import APP, TIRED, TIMEOUT, _array, _chart, _heatmap_z, _messages, _ok
+from .test_app import APP, TIMEOUT, TIRED, _array, _chart, _heatmap_z, _messages, _ok
 
 pytestmark = pytest.mark.slow
 
