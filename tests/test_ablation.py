@@ -131,6 +131,33 @@ def test_a_switch_changes_only_the_thread_that_opened_it(minilm: Runner) -> None
     assert np.abs(here[1:] - original[1:]).max() > 1e-2
 
 
+def test_ablate_ignores_a_pass_another_thread_runs_meanwhile(minilm: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ablate catches the final states with a hook on the shared model: a visitor's forward in
+    another thread during the switched pass must neither be caught nor switched."""
+    want = explain.ablate(minilm, TEXT, [(2, 5)])
+    other = minilm.encode("dog bites man").inputs
+    with torch.inference_mode():
+        plain = minilm.last_hidden(other)
+    seen: list[torch.Tensor] = []
+    real = minilm.attention_array
+
+    def busy(inputs: dict[str, torch.Tensor]) -> np.ndarray:
+        def visitor() -> None:
+            with torch.inference_mode():
+                seen.append(minilm.last_hidden(other))
+
+        worker = threading.Thread(target=visitor)
+        worker.start()
+        worker.join()
+        return real(inputs)
+
+    monkeypatch.setattr(minilm, "attention_array", busy)
+    got = explain.ablate(minilm, TEXT, [(2, 5)])
+    assert torch.equal(seen[0], plain)
+    assert np.array_equal(got.attention.weights, want.attention.weights)
+    np.testing.assert_array_equal(got.token_distance, want.token_distance)
+
+
 # --- ablate -----------------------------------------------------------------------------------
 
 
@@ -382,3 +409,24 @@ def test_the_effect_bars_escape_tokens() -> None:
     fig = views.ablation_effect(tokens, np.array([0.0, 0.5, 0.1, 0.0]), 0.2, lang="en")
     assert "&lt;script&gt;x&lt;/script&gt;" in fig.layout.xaxis.ticktext
     np.testing.assert_array_equal(np.asarray(fig.data[0].y), [0.0, 0.5, 0.1, 0.0])
+
+
+@pytest.mark.slow
+def test_the_benchmark_runs_and_writes_its_table(tmp_path: Path) -> None:
+    """A smoke run at 16 tokens (timings are figures to read, not to test; the benchmark
+    itself checks that head_importance equals the one-pass-per-head reference)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "ablation.md"
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run(
+        [sys.executable, "bench/bench_ablation.py", "--sizes", "16", "--repeat", "1", "--out", str(out)],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        timeout=600,
+        env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(root)},
+    )
+    row = next(line for line in out.read_text().splitlines() if line.startswith("| 16 |"))
+    assert row.count("|") == 10

@@ -19,6 +19,7 @@ that ranking with the real single-head effect is the point (Michel et al., secti
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -140,7 +141,13 @@ def _attend_final(model: Runner, inputs: dict[str, torch.Tensor]) -> tuple[np.nd
     """One real forward: the weights (L, H, n, n) and the last layer's output (1, n, d),
     caught where it leaves the last LayerNorm."""
     caught: list[torch.Tensor] = []
-    handle = model.layers()[-1].ln_ff.register_forward_hook(lambda _m, _a, out: caught.append(out))
+    owner = threading.get_ident()  # the model is shared: a visitor's pass meanwhile is not ours
+
+    def catch(_m: torch.nn.Module, _a: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
+        if threading.get_ident() == owner:
+            caught.append(out)
+
+    handle = model.layers()[-1].ln_ff.register_forward_hook(catch)
     try:
         weights = model.attention_array(inputs)
     finally:
