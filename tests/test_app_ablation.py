@@ -108,6 +108,17 @@ def test_head_importance_on_the_explain_page(minilm: attnviz.PretrainedModel) ->
     np.testing.assert_allclose(_array(_chart(at, "chart_abl_importance")["data"][0]["z"]), imp.gradient, atol=1e-6)
     assert not at.error, _messages(at, "error")
 
+    # the curve's point: switch off the k least important heads, then see that model explored
+    _ok(at.slider(key="x_abl_k").set_value(5).run())
+    _ok(at.radio(key="x_abl_k_order").set_value("gradient").run())
+    _ok(at.button(key="abl_apply_k").click().run())
+    least = sorted(imp.ranking("gradient")[:5])
+    assert at.session_state["heads_off"] == [list(h) for h in least]
+    _ok(at.switch_page("../pages/explorer.py").run())
+    switched = explain.ablate(minilm, TIRED, least)
+    distance = float(_metrics(at)[i18n.t("abl.sentence_distance", "en")])
+    assert distance == pytest.approx(switched.sentence_distance, abs=1e-4)
+
 
 def test_a_long_text_is_capped_with_a_notice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTNVIZ_EXPLAIN_TOKENS", "10")

@@ -15,7 +15,19 @@ from .. import views
 from ..models import HeadMode
 from . import charts
 
-__all__ = ["CLICK", "MODE", "OFF", "clear", "current", "grid_click", "mode", "sync", "toggle", "toggle_from_chart"]
+__all__ = [
+    "CLICK",
+    "MODE",
+    "OFF",
+    "clear",
+    "current",
+    "grid_click",
+    "mode",
+    "replace_with",
+    "sync",
+    "toggle",
+    "toggle_from_chart",
+]
 
 OFF = "heads_off"  # sorted [[layer, head], ...]
 OFF_MODEL = "heads_off_model"  # the model the set belongs to: another model starts with all heads on
@@ -41,6 +53,11 @@ def toggle(model: str, layer: int, head: int) -> None:
     heads = {(int(a), int(b)) for a, b in ss.get(OFF, [])}
     heads ^= {(int(layer), int(head))}
     ss[OFF] = [list(h) for h in sorted(heads)]
+
+
+def replace_with(model: str, heads: list[tuple[int, int]]) -> None:
+    """Switch exactly `heads` of `model` off (the pruning curve's "switch off the k least")."""
+    st.session_state[OFF], st.session_state[OFF_MODEL] = [list(h) for h in sorted(set(heads))], model
 
 
 def clear() -> None:

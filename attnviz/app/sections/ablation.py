@@ -239,6 +239,29 @@ def importance(c: Ctx, s: Subject) -> None:
         _importance_grid(c, s, imp)
         charts.chart(views.pruning_curve(curves, lang=c.lang), key="chart_abl_curve")
         st.caption(t("abl.curve_caption"))
+        _switch_k(s, imp)
+
+
+def _switch_k(s: Subject, imp: HeadImportance) -> None:
+    """Switch off the k least important heads by one ranking: the curve's point, in the explorer."""
+    total = imp.effect.size
+    a, b, col = st.columns([3, 3, 2], vertical_alignment="bottom")
+    k = a.slider(t("abl.k"), min_value=0, max_value=total, value=total // 2, key="x_abl_k")
+    order = b.radio(
+        t("abl.k_order"),
+        ("effect", "gradient"),
+        key="x_abl_k_order",
+        format_func=widgets.option_labels("abl.which_{}"),
+        horizontal=True,
+    )
+    heads = imp.ranking(order)[: int(k)]  # type: ignore[arg-type]
+    col.button(
+        t("abl.apply_k"),
+        key="abl_apply_k",
+        on_click=heads_off.replace_with,
+        args=(s.att.model, heads),
+        help=t("abl.apply_k_help"),
+    )
 
 
 def _importance_grid(c: Ctx, s: Subject, imp: HeadImportance) -> None:
