@@ -250,7 +250,9 @@ def _sweep(
     L, H, n = model.n_layers, model.n_heads, int(states[0].shape[1])
     token_mean, sentence = np.zeros(len(rows)), np.zeros(len(rows))
     todo = sorted((min(lay for lay, _ in row), r) for r, row in enumerate(rows) if row)
-    for part in in_batches(model, len(todo), n, progress=progress):
+    # A layer's worth of rows a batch: progress and Cancel between, and a visitor's pass waits
+    # at most one batch (interactive passes go first at every batch boundary).
+    for part in in_batches(model, len(todo), n, progress=progress, most=H):
         chunk = todo[part]
         gates = torch.ones(len(chunk), L, H, dtype=states[0].dtype, device=states[0].device)
         for b, (_, r) in enumerate(chunk):
