@@ -3,12 +3,14 @@
 import streamlit as st
 
 from attnviz.app import widgets
+from attnviz.app.sections import ablation
 from attnviz.app.sections import explorer as section
 
 c = widgets.page_header("explorer.title", "explorer.intro")
 focus = section.analysis(c)
 if focus is None:
     st.stop()
+focus = ablation.switch(c, focus)
 
 st.divider()
 left, right = st.columns(2, gap="large")
@@ -21,6 +23,7 @@ with left:
     section.head_lines_view(c, focus)
 with right:
     section.graph_section(c, focus)
+ablation.effect(c, focus)
 
 st.divider()
 section.token_focus_section(c, focus)

@@ -9,11 +9,13 @@ Numpy-only methods (take an `Attention` or an array):
 Methods that run a model (take a Runner and a text; batches go through the background lane):
     norms.py         norm_weights, norm_reconstruction        (Kobayashi et al. 2020)
     attributions.py  occlusion, input_x_gradient, integrated_gradients, completeness_gap
+    ablation.py      ablate, head_importance, pruning_curves     (Michel et al. 2019)
 Row i of every (n, n) map is where token i looks.
 """
 
 from __future__ import annotations
 
+from .ablation import Ablation, HeadImportance, PruningCurve, ablate, head_importance, pruning_curves
 from .agreement import agreement, kendall_tau, share, spearman_rho
 from .attributions import completeness_gap, input_x_gradient, integrated_gradients, occlusion
 from .flow import FLOW_MAX_N_ALL, FLOW_MAX_N_ROW, FlowTooLarge, flow, flow_limit
@@ -28,14 +30,19 @@ __all__ = [
     "FLOW_MAX_N_ALL",
     "FLOW_MAX_N_ROW",
     "LABEL_SHARE",
+    "Ablation",
     "FlowTooLarge",
+    "HeadImportance",
     "MinimalPair",
     "NormWeights",
+    "PruningCurve",
+    "ablate",
     "agreement",
     "completeness_gap",
     "find_token",
     "flow",
     "flow_limit",
+    "head_importance",
     "head_labels",
     "head_stats",
     "input_x_gradient",
@@ -45,6 +52,7 @@ __all__ = [
     "norm_reconstruction",
     "norm_weights",
     "occlusion",
+    "pruning_curves",
     "rollout",
     "rollout_layers",
     "share",

@@ -30,12 +30,19 @@ def batch_size(model: Runner, n: int, grad: bool) -> int:
 
 
 def in_batches(
-    model: Runner, total: int, n: int, *, grad: bool = False, progress: Progress | None = None
+    model: Runner,
+    total: int,
+    n: int,
+    *,
+    grad: bool = False,
+    progress: Progress | None = None,
+    most: int | None = None,
 ) -> Iterator[slice]:
-    """Slices of range(total) sized for n-token inputs; the loop body of each runs inside the
-    background lane. `progress(done_fraction)` is called before every batch and at the end:
-    it may raise (a cancelled or over-budget request) and the work stops there."""
-    step = batch_size(model, n, grad)
+    """Slices of range(total) sized for n-token inputs (and at most `most` long); the loop
+    body of each runs inside the background lane. `progress(done_fraction)` is called before
+    every batch and at the end: it may raise (a cancelled or over-budget request) and the
+    work stops there."""
+    step = batch_size(model, n, grad) if most is None else max(1, min(batch_size(model, n, grad), most))
     for start in range(0, total, step):
         if progress is not None:
             progress(start / max(total, 1))

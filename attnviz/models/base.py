@@ -343,8 +343,12 @@ class RunnerBase:
         """Run the real model with heads switched off while inside: each listed (layer, head)'s
         slice of the context (the heads side by side, before the output projection; Michel et
         al. 2019) is zeroed, or replaced by its mean over positions (mode "mean"). `gates`
-        (L, H) multiplies every head's slice instead (for gradients with respect to gates).
-        Hooks on the output projections; removed on leaving. One switch at a time per model."""
+        (L, H), or (B, L, H) for one set per batch row, sets every head's slice to
+        base + gate * (slice - base), base 0 ("zero") or the slice's mean over positions
+        ("mean"): gate 1 keeps a head, 0 switches it off, and gradients reach the gates.
+        Hooks on the output projections, for the calling thread only (a visitor's pass running
+        meanwhile in another thread sees the whole model); removed on leaving. One switch at a
+        time per model."""
         if mode not in ("zero", "mean"):
             raise ValueError("mode must be 'zero' or 'mean'")
         off: dict[int, list[int]] = {}
@@ -356,7 +360,7 @@ class RunnerBase:
         with self._switch_lock, contextlib.ExitStack() as stack:
             for layer, p in enumerate(parts):
                 if layer in off or gates is not None:
-                    hook = _head_switch(p, off.get(layer, []), mode, None if gates is None else gates[layer])
+                    hook = _head_switch(p, off.get(layer, []), mode, None if gates is None else gates[..., layer, :])
                     stack.callback(p.output.register_forward_pre_hook(hook).remove)
             yield
 
@@ -366,15 +370,20 @@ class RunnerBase:
 
 def _head_switch(
     p: LayerParts, heads: list[int], mode: HeadMode, gate: torch.Tensor | None
-) -> Callable[[torch.nn.Module, tuple[torch.Tensor, ...]], tuple[torch.Tensor, ...]]:
+) -> Callable[[torch.nn.Module, tuple[torch.Tensor, ...]], tuple[torch.Tensor, ...] | None]:
     hs = p.head_dim
+    owner = threading.get_ident()
 
-    def hook(_module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    def hook(_module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...] | None:
+        if threading.get_ident() != owner:
+            return None  # another thread's forward: the model as it is
         context = args[0]  # (B, n, nh*hs)
         B, n, _ = context.shape
         split = context.view(B, n, p.n_heads, hs)  # (B, n, nh, hs)
-        if gate is not None:
-            split = split * gate.to(split.dtype)[None, None, :, None]
+        if gate is not None:  # (H,) or (B, H) -> broadcast over positions and head dims
+            g = gate.to(split.dtype)
+            g = g.reshape(*g.shape[:-1], 1, p.n_heads, 1)
+            split = split * g if mode == "zero" else split + (g - 1) * (split - split.mean(dim=1, keepdim=True))
         if heads:
             split = split.clone() if gate is None else split
             if mode == "zero":

@@ -7,6 +7,7 @@ One module per family of views:
     head_views.py head_view (bertviz-style query -> key lines)
     graph.py      graph_view (tokens on a circle, edges above a threshold)
     charts.py     token_bars, token_focus, cost_sweep
+    ablation.py   pruning_curve, importance_grid, attention_change, ablation_effect (heads switched off)
     pick.py       clickable markers and reading clicks back (model_view_pick, token_pick)
     _base.py      what they share: the figure constructor, token axes, escaping, colours, titles
 
@@ -29,6 +30,7 @@ Conventions every view shares:
 from __future__ import annotations
 
 from ._base import MAX_TICK_LABELS, head_label
+from .ablation import ablation_effect, attention_change, importance_grid, pruning_curve
 from .charts import cost_sweep, token_bars, token_focus
 from .graph import DEFAULT_MAX_EDGES, graph_view
 from .grid import layer_head_grid, model_view
@@ -40,15 +42,19 @@ __all__ = [
     "DEFAULT_MAX_EDGES",
     "DEFAULT_MAX_LINKS",
     "MAX_TICK_LABELS",
+    "ablation_effect",
+    "attention_change",
     "cost_sweep",
     "graph_view",
     "head_label",
     "head_view",
     "heatmap",
+    "importance_grid",
     "layer_head_grid",
     "matrix",
     "model_view",
     "model_view_pick",
+    "pruning_curve",
     "token_bars",
     "token_focus",
     "token_pick",

@@ -13,7 +13,8 @@ import streamlit as st
 from ... import lab, views
 from ...focus import default_focus
 from ...result import Attention
-from .. import charts, downloads, runners, widgets
+from ...views.ablation import mark_off
+from .. import charts, downloads, heads_off, runners, widgets
 from ..runners import Loaded
 from ..state import Ctx, t
 
@@ -38,6 +39,8 @@ class Focus:
     head: int | None  # None: the mean over heads
     color_range: str
     settings: dict[str, Any]
+    off: tuple[tuple[int, int], ...] = ()  # heads switched off (sections/ablation.py): att is then the switched model's
+    base: Attention | None = None  # with heads off, the whole model's attention
 
 
 def analysis(c: Ctx) -> Focus | None:
@@ -115,8 +118,8 @@ def grid_view(c: Ctx, f: Focus) -> None:
     with st.container(key="view_grid"):
         st.subheader(t("view.grid"))
         focus = None if f.head is None else (f.layer, f.head)
-        fig = views.model_view(f.att, focus=focus, thumb=THUMB, lang=c.lang)
-        _show(f, fig, "chart_grid", "caveat.grid", "grid", on_select=charts.focus_from_chart)
+        fig = mark_off(views.model_view(f.att, focus=focus, thumb=THUMB, lang=c.lang), f.off)
+        _show(f, fig, "chart_grid", "caveat.grid", "grid", on_select=heads_off.grid_click)
 
 
 def head_lines_view(c: Ctx, f: Focus) -> None:

@@ -1,0 +1,94 @@
+"""The heads a visitor has switched off, and the clicks that change them.
+
+One set per session, for one model, in plain session keys (never a widget's, which Streamlit
+drops on a page that does not draw it): the explorer's views and the Explain page's head
+importance grid share it. Two switches live beside it, copied from their widgets on change:
+what a switched-off head gives ("zero" or "mean") and whether a click in the all-heads grid
+switches heads instead of focusing them.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from .. import views
+from ..models import HeadMode
+from . import charts
+
+__all__ = [
+    "CLICK",
+    "MODE",
+    "OFF",
+    "clear",
+    "current",
+    "grid_click",
+    "mode",
+    "replace_with",
+    "sync",
+    "toggle",
+    "toggle_from_chart",
+]
+
+OFF = "heads_off"  # sorted [[layer, head], ...]
+OFF_MODEL = "heads_off_model"  # the model the set belongs to: another model starts with all heads on
+MODE = "ablation_mode"  # "zero" | "mean"
+CLICK = "ablation_click"  # bool
+MODES: tuple[HeadMode, ...] = ("zero", "mean")
+
+
+def current(model: str, n_layers: int, n_heads: int) -> tuple[tuple[int, int], ...]:
+    """The heads switched off for `model` (none after a change of model), within its shape."""
+    ss = st.session_state
+    if ss.get(OFF_MODEL) != model:
+        ss[OFF], ss[OFF_MODEL] = [], model
+    heads = {(int(a), int(b)) for a, b in ss.get(OFF, [])}
+    return tuple(sorted((a, b) for a, b in heads if 0 <= a < n_layers and 0 <= b < n_heads))
+
+
+def toggle(model: str, layer: int, head: int) -> None:
+    """Switch (layer, head) of `model` off, or back on if it is off."""
+    ss = st.session_state
+    if ss.get(OFF_MODEL) != model:
+        ss[OFF], ss[OFF_MODEL] = [], model
+    heads = {(int(a), int(b)) for a, b in ss.get(OFF, [])}
+    heads ^= {(int(layer), int(head))}
+    ss[OFF] = [list(h) for h in sorted(heads)]
+
+
+def replace_with(model: str, heads: list[tuple[int, int]]) -> None:
+    """Switch exactly `heads` of `model` off (the pruning curve's "switch off the k least")."""
+    st.session_state[OFF], st.session_state[OFF_MODEL] = [list(h) for h in sorted(set(heads))], model
+
+
+def clear() -> None:
+    st.session_state[OFF] = []
+
+
+def mode() -> HeadMode:
+    value = st.session_state.get(MODE)
+    return "mean" if value == "mean" else "zero"
+
+
+def sync(key: str, widget_key: str) -> None:
+    """on_change: keep a widget's value in its plain session key."""
+    st.session_state[key] = st.session_state.get(widget_key)
+
+
+def grid_click(chart_key: str) -> None:
+    """on_select of the explorer's all-heads grid: switch the clicked head off or on when the
+    visitor asked for that, otherwise focus it."""
+    ss = st.session_state
+    pick = views.model_view_pick(ss.get(chart_key))
+    if pick is None:
+        return
+    if ss.get(CLICK) and isinstance(ss.get(OFF_MODEL), str):
+        toggle(ss[OFF_MODEL], *pick)
+    else:
+        charts.focus_from_chart(chart_key)
+
+
+def toggle_from_chart(chart_key: str, model: str) -> None:
+    """on_select of a head importance grid: switch the clicked head off or back on."""
+    pick = views.model_view_pick(st.session_state.get(chart_key))
+    if pick is not None:
+        toggle(model, *pick)

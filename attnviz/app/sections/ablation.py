@@ -1,0 +1,289 @@
+"""Heads switched off (Michel et al. 2019). In the explorer: switch the focused head (or heads
+clicked in the grid) off, draw the switched model in the existing views and say how far its
+output moved. On the Explain page: every head switched off alone, Michel et al.'s gradient
+estimate beside it, and the pruning curve for this sentence.
+
+The set of heads switched off lives in the session (`app/heads_off.py`). Results go through the
+result cache keyed by the heads and the mode, so moving the focus never reruns the model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
+import streamlit as st
+
+from ... import explain, views
+from ...explain.ablation import IMPORTANCE_MAX_TOKENS, HeadImportance, PruningCurve
+from ...models import HeadMode, Progress, Runner
+from ...result import Attention
+from .. import charts, heads_off, nav, runners, widgets, work
+from ..runners import Loaded
+from ..state import Ctx, t
+
+if TYPE_CHECKING:
+    from .explain import Subject
+    from .explorer import Focus
+
+T = TypeVar("T")
+Heads = tuple[tuple[int, int], ...]
+AUTO_IMPORTANCE_N = 64  # beyond this many tokens head importance starts on request
+MODE_WIDGET, CLICK_WIDGET = "_abl_mode", "_abl_click"
+
+
+def _supported(runner: Runner) -> bool:
+    try:
+        runner.layers()
+    except ValueError:
+        return False
+    return True
+
+
+def _run(compute: Callable[[], T | None]) -> T | None:
+    """One switched run; what this model cannot do becomes a message, never a traceback."""
+    try:
+        return compute()
+    except (ValueError, IndexError) as exc:
+        widgets.show_error(t("explain.unsupported"), str(exc))
+    except Exception as exc:
+        runners.LOG.warning("attnviz: switching heads failed: %s: %.300s", type(exc).__name__, exc)
+        widgets.show_error(t("err.unexpected"), type(exc).__name__)
+    return None
+
+
+def _ablation(c: Ctx, loaded: Loaded, text: str, off: Heads, mode: HeadMode) -> explain.Ablation | None:
+    """The model with `off` switched off, through the result cache (progress, Cancel, budget)."""
+    runner = loaded.runner
+
+    def compute(progress: Progress) -> explain.Ablation:
+        return explain.ablate(runner, text, off, mode, max_tokens=c.max_tokens, progress=progress)
+
+    label = t("abl.computing", k=len(off))
+    return _run(lambda: work.cached_long(c, loaded, "ablate", text, off, mode, label=label, fn=compute))
+
+
+def _head_list(off: Heads, lang: str) -> str:
+    return "; ".join(views.head_label(layer, head, lang=lang) for layer, head in off)
+
+
+def _controls(c: Ctx, f: Focus, off: Heads) -> None:
+    ss, model = st.session_state, f.att.model
+    ss[MODE_WIDGET], ss[CLICK_WIDGET] = heads_off.mode(), bool(ss.get(heads_off.CLICK, False))
+    a, b, col, d = st.columns([3, 3, 3, 2])
+    if f.head is None:
+        a.caption(t("abl.pick_head"))
+    else:
+        key = "abl.switch_on" if (f.layer, f.head) in off else "abl.switch_off"
+        a.button(
+            t(key, layer=f.layer, head=f.head),
+            key="abl_toggle",
+            on_click=heads_off.toggle,
+            args=(model, f.layer, f.head),
+        )
+    b.checkbox(
+        t("abl.click_mode"),
+        key=CLICK_WIDGET,
+        on_change=heads_off.sync,
+        args=(heads_off.CLICK, CLICK_WIDGET),
+        help=t("abl.click_mode_help"),
+    )
+    col.radio(
+        t("abl.mode"),
+        heads_off.MODES,
+        key=MODE_WIDGET,
+        format_func=widgets.option_labels("abl.mode_{}"),
+        on_change=heads_off.sync,
+        args=(heads_off.MODE, MODE_WIDGET),
+        horizontal=True,
+        help=t("abl.mode_help"),
+    )
+    d.button(t("abl.all_on"), key="abl_all_on", on_click=heads_off.clear, disabled=not off)
+    with st.container(key="abl_off_list"):
+        st.caption(t("abl.off_list", k=len(off), heads=_head_list(off, c.lang)) if off else t("abl.none_off"))
+
+
+def _derived(c: Ctx, f: Focus, result: explain.Ablation) -> Attention:
+    """The switched attention as the views draw it: specials hidden and words merged as asked."""
+    hide, merge = bool(f.settings.get("hide_special")), bool(f.settings.get("merge_words"))
+    if not (hide or merge):
+        return result.attention
+
+    def derive() -> Attention:
+        out = result.attention.without_special() if hide else result.attention
+        return out.merge_words() if merge else out
+
+    return runners.cached(c, f.loaded, "ablate_view", f.text, result.heads, result.mode, hide, merge, fn=derive)
+
+
+def switch(c: Ctx, f: Focus) -> Focus:
+    """The explorer's switch: controls, then (with heads off) the effect numbers and the Focus
+    of the switched model, whose maps the views draw; `f.base` keeps the whole model's."""
+    runner = f.loaded.runner
+    with st.container(key="ablation"):
+        st.subheader(t("abl.title"))
+        st.caption(t("abl.intro"))
+        if not _supported(runner):
+            st.caption(t("abl.unsupported"))
+            return f
+        off = heads_off.current(f.att.model, runner.n_layers, runner.n_heads)
+        _controls(c, f, off)
+        if not off:
+            return f
+        mode = heads_off.mode()
+        result = _ablation(c, f.loaded, f.text, off, mode)
+        if result is None:
+            return f
+        _numbers(result)
+    settings = {**f.settings, "heads_off": [list(h) for h in off], "ablation_mode": mode}
+    return replace(f, att=_derived(c, f, result), base=f.att, off=off, settings=settings)
+
+
+def _numbers(result: explain.Ablation) -> None:
+    with st.container(key="abl_numbers"):
+        st.info(t("abl.showing", k=len(result.heads)), icon="✂️")
+        a, b, col = st.columns(3)
+        a.metric(t("abl.sentence_distance"), f"{result.sentence_distance:.4f}", help=t("abl.sentence_distance_help"))
+        b.metric(t("abl.token_distance"), f"{result.token_distance.mean():.4f}", help=t("abl.token_distance_help"))
+        i = int(np.argmax(result.token_distance))
+        col.metric(t("abl.token_max"), f"{result.token_distance[i]:.4f}")
+        col.caption(widgets.escape_md(f"{i}: {result.attention.tokens[i]}"))
+
+
+def effect(c: Ctx, f: Focus) -> None:
+    """Below the views, with heads off: how far each token moved, and how much each head's map
+    changed (clickable: focus that head)."""
+    if not f.off or f.base is None:
+        return
+    result = _ablation(c, f.loaded, f.text, f.off, heads_off.mode())
+    if result is None:
+        return
+    with st.container(key="abl_effect"):
+        st.subheader(t("abl.effect_title"))
+        st.caption(t("abl.effect_note"))
+        left, right = st.columns(2, gap="large")
+        with left:
+            fig = views.ablation_effect(
+                result.attention.tokens, result.token_distance, result.sentence_distance, lang=c.lang
+            )
+            charts.chart(fig, key="chart_abl_tokens")
+        with right:
+            change = views.attention_change(f.base, f.att, off=f.off, lang=c.lang)
+            charts.chart(
+                change,
+                key="chart_abl_change",
+                on_select=partial(charts.focus_from_chart, "chart_abl_change"),
+                selection_mode="points",
+            )
+
+
+# --- the Explain page: head importance and the pruning curve ----------------------------------
+
+
+def _importance(
+    c: Ctx, s: Subject, limit: int, mode: HeadMode
+) -> tuple[HeadImportance, dict[str, PruningCurve]] | None:
+    runner = s.loaded.runner
+
+    def both(progress: Progress) -> tuple[HeadImportance, dict[str, PruningCurve]]:
+        imp = explain.head_importance(
+            runner,
+            s.fitted,
+            mode,
+            max_tokens=limit,
+            progress=lambda x: progress(0.75 * x),
+        )
+        curves = explain.pruning_curves(
+            runner, s.fitted, imp, max_tokens=limit, progress=lambda x: progress(0.75 + 0.25 * x)
+        )
+        return imp, curves
+
+    n = min(s.att.n, limit)
+    label = t("abl.computing_importance", heads=runner.n_layers * runner.n_heads, n=n)
+    return _run(lambda: work.cached_long(c, s.loaded, "head_importance", s.fitted, mode, limit, label=label, fn=both))
+
+
+def _wanted(c: Ctx, s: Subject, limit: int) -> bool:
+    """Computed at once for short texts, on request beyond AUTO_IMPORTANCE_N tokens."""
+    ss, n = st.session_state, min(s.att.n, limit)
+    if s.att.n > limit:
+        st.info(t("abl.capped", n=s.att.n, limit=limit), icon="✂️")
+    signature = (s.att.text, s.att.model, n)
+    if n > AUTO_IMPORTANCE_N and ss.get("_abl_importance") != signature:
+        st.caption(t("abl.on_request", n=n))
+        if not st.button(t("abl.compute", n=n), key="abl_compute"):
+            return False
+        ss["_abl_importance"] = signature
+    return True
+
+
+def importance(c: Ctx, s: Subject) -> None:
+    """Head importance as a clickable grid (click: switch that head off), the rank agreement of
+    the real effect and Michel et al.'s estimate, and the pruning curve."""
+    with st.container(key="abl_importance"):
+        st.subheader(t("abl.importance_title"))
+        st.caption(t("abl.importance_intro"))
+        runner = s.loaded.runner
+        if not _supported(runner):
+            st.caption(t("abl.unsupported"))
+            return
+        limit = max(2, min(c.settings.explain_tokens, IMPORTANCE_MAX_TOKENS))
+        if not _wanted(c, s, limit):
+            return
+        result = _importance(c, s, limit, heads_off.mode())
+        if result is None:
+            return
+        imp, curves = result
+        _importance_grid(c, s, imp)
+        charts.chart(views.pruning_curve(curves, lang=c.lang), key="chart_abl_curve")
+        st.caption(t("abl.curve_caption"))
+        _switch_k(s, imp)
+
+
+def _switch_k(s: Subject, imp: HeadImportance) -> None:
+    """Switch off the k least important heads by one ranking: the curve's point, in the explorer."""
+    total = imp.effect.size
+    a, b, col = st.columns([3, 3, 2], vertical_alignment="bottom")
+    k = a.slider(t("abl.k"), min_value=0, max_value=total, value=total // 2, key="x_abl_k")
+    order = b.radio(
+        t("abl.k_order"),
+        ("effect", "gradient"),
+        key="x_abl_k_order",
+        format_func=widgets.option_labels("abl.which_{}"),
+        horizontal=True,
+    )
+    heads = imp.ranking(order)[: int(k)]  # type: ignore[arg-type]
+    col.button(
+        t("abl.apply_k"),
+        key="abl_apply_k",
+        on_click=heads_off.replace_with,
+        args=(s.att.model, heads),
+        help=t("abl.apply_k_help"),
+    )
+
+
+def _importance_grid(c: Ctx, s: Subject, imp: HeadImportance) -> None:
+    runner = s.loaded.runner
+    which = st.radio(
+        t("abl.which"),
+        ("effect", "gradient"),
+        key="x_importance",
+        format_func=widgets.option_labels("abl.which_{}"),
+        horizontal=True,
+    )
+    off = heads_off.current(s.att.model, runner.n_layers, runner.n_heads)
+    values = imp.effect if which == "effect" else imp.gradient
+    fig = views.importance_grid(values, which, off=off, lang=c.lang)  # type: ignore[arg-type]
+    on_select = partial(heads_off.toggle_from_chart, "chart_abl_importance", s.att.model)
+    charts.chart(fig, key="chart_abl_importance", on_select=on_select, selection_mode="points")
+    a, b = st.columns(2)
+    a.metric(t("abl.kendall"), f"{imp.kendall:.2f}", help=t("abl.agreement_help"))
+    b.metric(t("abl.spearman"), f"{imp.spearman:.2f}", help=t("abl.agreement_help"))
+    st.caption(t("abl.loss_note"))
+    with st.container(key="abl_importance_off"):
+        st.caption(t("abl.off_list", k=len(off), heads=_head_list(off, c.lang)) if off else t("abl.none_off"))
+        if off:
+            st.button(t("abl.all_on"), key="abl_importance_all_on", on_click=heads_off.clear)
+            st.page_link(nav.page("explorer", c.lang), label=t("abl.see_explorer"), icon="🔍")

@@ -1,0 +1,360 @@
+"""Heads switched off (Michel, Levy & Neubig 2019, "Are Sixteen Heads Really Better than One?").
+
+A head is switched off by zeroing its slice of the concatenated context before the output
+projection, or by replacing the slice with its mean over positions (`Runner.switch_heads`:
+hooks on the real model's output projections). The effect is measured on the final hidden
+states: per token, the cosine distance between the state with and without the switch; for the
+sentence, the cosine distance between the mean-pooled embeddings (mean over the tokens the
+attention mask keeps, as the embedded sentence-transformers model pools).
+
+Michel et al.'s importance estimate puts a gate xi_h on every head (1 = on) and takes
+I_h = |dL / d xi_h| at xi = 1. Their L is the task loss; an encoder without a task head has
+none, and any loss that is smallest at the unswitched output (the cosine distance itself) has
+zero gradient there. We take L = F(xi) = <p(xi), u>, with p the mean-pooled final hidden states
+and u = p(1) / ||p(1)|| held fixed: the length of the sentence embedding along its own
+direction, the same objective the token attributions use (attributions._objective). Its
+first-order Taylor term F(1) - F(head h off) ~ dF/d xi_h is what the estimate ranks; comparing
+that ranking with the real single-head effect is the point (Michel et al., section 4.2).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from ..models import Encoded, HeadMode, Progress, Runner
+from ..result import Attention
+from ..scratch import post_ln_layer
+from ._model import in_batches, with_gradients
+from .agreement import agreement
+
+__all__ = [
+    "CURVE_POINTS",
+    "IMPORTANCE_MAX_TOKENS",
+    "ORDERS",
+    "Ablation",
+    "HeadImportance",
+    "PruningCurve",
+    "ablate",
+    "head_importance",
+    "pruning_curves",
+]
+
+Head = tuple[int, int]
+Order = Literal["gradient", "effect", "random"]
+ORDERS: tuple[Order, ...] = ("gradient", "effect", "random")
+# head_importance and pruning_curves run 72 single- or many-head variants of the sentence: at
+# 128 tokens about 4 s on 2 cores; longer texts are cut to this many tokens (`capped` says so).
+IMPORTANCE_MAX_TOKENS = 128
+CURVE_POINTS = 25  # head counts on a pruning curve, 0 and all heads included
+
+
+@dataclass(frozen=True, eq=False)
+class Ablation:
+    """The model with `heads` switched off: its attention, and how far its output moved."""
+
+    attention: Attention  # the switched model's weights (layers <= the first switched layer unchanged)
+    heads: tuple[Head, ...]
+    mode: HeadMode
+    token_distance: np.ndarray  # (n,) float64: 1 - cos(h_i, h_i switched) of the final hidden states
+    sentence_distance: float  # 1 - cos of the mean-pooled sentence embeddings
+
+
+@dataclass(frozen=True, eq=False)
+class HeadImportance:
+    """Each head switched off alone, and Michel et al.'s gradient estimate beside it.
+
+    `np.asarray(result)` is `effect`, the (layers, heads) array of the public API."""
+
+    effect: np.ndarray  # (L, H) sentence distance with only that head off
+    token_effect: np.ndarray  # (L, H) mean over tokens of the per-token distance
+    gradient: np.ndarray  # (L, H) |dF / d xi_h| at xi = 1 (see the module docstring)
+    kendall: float  # rank agreement of effect and gradient over all heads
+    spearman: float
+    mode: HeadMode
+    n_tokens: int
+    capped: bool  # the text was cut to `max_tokens` tokens first
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.effect.shape)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        return np.array(self.effect, dtype=dtype)
+
+    def ranking(self, order: Order, seed: int = 0) -> list[Head]:
+        """Every head, least important first by `order`: "gradient" (Michel et al.'s
+        pruning order), "effect" (the real single-head effect) or "random" (the floor)."""
+        L, H = self.effect.shape
+        if order == "random":
+            flat = np.random.default_rng(seed).permutation(L * H)
+        elif order in ("gradient", "effect"):
+            flat = np.argsort(getattr(self, order).ravel(), kind="stable")
+        else:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}")
+        return [(int(i) // H, int(i) % H) for i in flat]
+
+
+@dataclass(frozen=True, eq=False)
+class PruningCurve:
+    """Sentence distance with the k least important heads off (Michel et al. 2019, figure 3)."""
+
+    order: Order
+    ranking: tuple[Head, ...]  # least important first
+    k: np.ndarray  # (m,) int: heads switched off
+    distance: np.ndarray  # (m,) sentence distance
+    token_distance: np.ndarray  # (m,) mean per-token distance
+
+
+def _heads(model: Runner, heads: Iterable[Sequence[int]]) -> tuple[Head, ...]:
+    out = set()
+    for pair in heads:
+        layer, head = (int(v) for v in pair)
+        if not (0 <= layer < model.n_layers and 0 <= head < model.n_heads):
+            raise IndexError(f"head ({layer}, {head}) outside {model.n_layers} layers x {model.n_heads} heads")
+        out.add((layer, head))
+    return tuple(sorted(out))
+
+
+def _pool(hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Mean over the positions the mask keeps: (B, n, d) -> (B, d)."""
+    if mask is None:
+        return hidden.mean(dim=1)
+    m = mask.to(hidden.dtype)[..., None]  # (B or 1, n, 1)
+    return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
+
+
+def _distances(base: torch.Tensor, switched: torch.Tensor, mask: torch.Tensor | None) -> tuple[np.ndarray, np.ndarray]:
+    """base (n, d), switched (B, n, d) -> per-token (B, n) and sentence (B,) cosine distances."""
+    cos = torch.nn.functional.cosine_similarity
+    tokens = 1.0 - cos(switched.double(), base.double()[None], dim=-1)  # (B, n)
+    pooled = 1.0 - cos(_pool(switched.double(), mask), _pool(base.double()[None], mask), dim=-1)  # (B,)
+    return tokens.clamp(min=0.0).cpu().numpy(), pooled.clamp(min=0.0).cpu().numpy()
+
+
+def _attend_final(model: Runner, inputs: dict[str, torch.Tensor]) -> tuple[np.ndarray, torch.Tensor]:
+    """One real forward: the weights (L, H, n, n) and the last layer's output (1, n, d),
+    caught where it leaves the last LayerNorm."""
+    caught: list[torch.Tensor] = []
+    owner = threading.get_ident()  # the model is shared: a visitor's pass meanwhile is not ours
+
+    def catch(_m: torch.nn.Module, _a: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
+        if threading.get_ident() == owner:
+            caught.append(out)
+
+    handle = model.layers()[-1].ln_ff.register_forward_hook(catch)
+    try:
+        weights = model.attention_array(inputs)
+    finally:
+        handle.remove()
+    if len(caught) != 1:
+        raise ValueError(f"model '{model.name}' did not run its last layer once")
+    return weights, caught[0]
+
+
+def _attention(model: Runner, enc: Encoded, weights: np.ndarray) -> Attention:
+    return Attention(
+        tokens=enc.tokens,
+        weights=weights,
+        model=model.name,
+        device=str(model.device),
+        truncated=enc.truncated,
+        special=enc.special,
+        word_ids=enc.word_ids,
+        text=enc.text,
+        causal=model.causal,
+        n_input_tokens=enc.n_input_tokens,
+    )
+
+
+def ablate(
+    model: Runner,
+    text: str,
+    heads: Iterable[Sequence[int]],
+    mode: HeadMode = "zero",
+    *,
+    max_tokens: int | None = None,
+    progress: Progress | None = None,
+) -> Ablation:
+    """Run the real model with the listed (layer, head) pairs switched off ("zero": their slice
+    of the context zeroed; "mean": replaced by its mean over positions) and measure the effect
+    on the final hidden states. Two forward passes (with and without the switch), each a batch
+    of the background lane; ValueError for a model that is not a BERT-family encoder."""
+    if mode not in ("zero", "mean"):
+        raise ValueError("mode must be 'zero' or 'mean'")
+    off = _heads(model, heads)
+    model.layers()  # a clear ValueError for other architectures, before any work
+    enc = model.encode(text, max_tokens)
+    inputs, n = enc.inputs, int(enc.inputs["input_ids"].shape[1])
+    out: dict[str, Any] = {}
+
+    def base() -> None:
+        out["base"] = model.last_hidden(inputs)[0]
+
+    def switched() -> None:
+        with model.switch_heads(off, mode):
+            out["weights"], out["final"] = _attend_final(model, inputs)
+
+    passes: list[Callable[[], None]] = [base, switched]
+    with torch.inference_mode():
+        for part in in_batches(model, len(passes), n, progress=progress):
+            for run in passes[part]:
+                run()
+    tokens, pooled = _distances(out["base"], out["final"], inputs.get("attention_mask"))
+    return Ablation(_attention(model, enc, out["weights"]), off, mode, tokens[0], float(pooled[0]))
+
+
+def _run_rows(
+    model: Runner,
+    states: list[torch.Tensor],
+    mask: torch.Tensor | None,
+    gates: torch.Tensor,
+    starts: list[int],
+    mode: HeadMode,
+) -> torch.Tensor:
+    """Final hidden states (R, n, d) of R switched variants of one sentence. Row r switches
+    by gates[r] (L, H) and has no head off before layer starts[r] (ascending): it joins the
+    batch there, from the recorded input of that layer (states[l], (1, n, d)), and the
+    remaining layers are recomputed with `post_ln_layer` (the real layers' weights and the
+    project's attention; tests hold it equal to the real model). Skipping the unchanged layers
+    does 21 of 36 layer passes for the 72 single-head switches of a 6-layer model."""
+    parts = model.layers()
+    x: torch.Tensor | None = None
+    for layer in range(starts[0], len(parts)):
+        joining = sum(1 for s in starts if s == layer)
+        if joining:
+            fresh = states[layer].expand(joining, -1, -1)
+            x = fresh if x is None else torch.cat([x, fresh])
+        assert x is not None
+        with model.switch_heads(gates=gates[: x.shape[0]], mode=mode):
+            x, _ = post_ln_layer(parts[layer], x, mask)
+    assert x is not None
+    return x
+
+
+def _sweep(
+    model: Runner,
+    states: list[torch.Tensor],
+    mask: torch.Tensor | None,
+    rows: list[list[Head]],
+    mode: HeadMode,
+    progress: Progress | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-token-mean and sentence distances for each row's set of heads off, in batches of
+    the background lane. A row with no head off is 0 without a pass."""
+    L, H, n = model.n_layers, model.n_heads, int(states[0].shape[1])
+    token_mean, sentence = np.zeros(len(rows)), np.zeros(len(rows))
+    todo = sorted((min(lay for lay, _ in row), r) for r, row in enumerate(rows) if row)
+    # A layer's worth of rows a batch: progress and Cancel between, and a visitor's pass waits
+    # at most one batch (interactive passes go first at every batch boundary).
+    for part in in_batches(model, len(todo), n, progress=progress, most=H):
+        chunk = todo[part]
+        gates = torch.ones(len(chunk), L, H, dtype=states[0].dtype, device=states[0].device)
+        for b, (_, r) in enumerate(chunk):
+            for lay, hd in rows[r]:
+                gates[b, lay, hd] = 0.0
+        final = _run_rows(model, states, mask, gates, [s for s, _ in chunk], mode)
+        tokens, pooled = _distances(states[-1][0], final, mask)
+        for b, (_, r) in enumerate(chunk):
+            token_mean[r], sentence[r] = tokens[b].mean(), pooled[b]
+    return token_mean, sentence
+
+
+@with_gradients
+def _gradient(model: Runner, inputs: dict[str, torch.Tensor], mode: HeadMode) -> np.ndarray:
+    """|dF/d xi| at xi = 1, F = <p(xi), u> (module docstring): one forward and backward pass."""
+    mask = inputs.get("attention_mask")
+    with model.gate.background():
+        with torch.no_grad():
+            p0 = _pool(model.last_hidden(inputs), mask)[0]
+        u = p0 / p0.norm()
+        gates = torch.ones(model.n_layers, model.n_heads, device=p0.device, requires_grad=True)
+        with model.switch_heads(gates=gates, mode=mode):
+            f = _pool(model.last_hidden(inputs), mask)[0] @ u
+        (grad,) = torch.autograd.grad(f, gates)
+    return grad.abs().double().cpu().numpy()
+
+
+def _states(model: Runner, text: str, max_tokens: int) -> tuple[Encoded, list[torch.Tensor]]:
+    model.layers()  # a clear ValueError for other architectures, before any work
+    enc = model.encode(text, max_tokens)
+    with torch.inference_mode(), model.gate.background():
+        states = model.hidden_states(enc.inputs)  # L + 1 of (1, n, d)
+    return enc, states
+
+
+def head_importance(
+    model: Runner,
+    text: str,
+    mode: HeadMode = "zero",
+    *,
+    max_tokens: int = IMPORTANCE_MAX_TOKENS,
+    progress: Progress | None = None,
+) -> HeadImportance:
+    """The effect of switching each head off alone (sentence and mean per-token cosine
+    distance of the final states), Michel et al.'s estimate |dF/d xi_h| beside it, and their
+    rank agreement (Kendall's tau, Spearman's rho over all heads). Texts longer than
+    `max_tokens` tokens are cut first (`capped`)."""
+    if mode not in ("zero", "mean"):
+        raise ValueError("mode must be 'zero' or 'mean'")
+    enc, states = _states(model, text, max_tokens)
+    mask = enc.inputs.get("attention_mask")
+    L, H = model.n_layers, model.n_heads
+    gradient = _gradient(model, enc.inputs, mode)
+    rows = [[(lay, hd)] for lay in range(L) for hd in range(H)]
+    with torch.inference_mode():
+        token_mean, sentence = _sweep(model, states, mask, rows, mode, progress)
+    effect = sentence.reshape(L, H)
+    agree = agreement(effect.ravel(), gradient.ravel())
+    return HeadImportance(
+        effect=effect,
+        token_effect=token_mean.reshape(L, H),
+        gradient=gradient,
+        kendall=agree["kendall"],
+        spearman=agree["spearman"],
+        mode=mode,
+        n_tokens=int(enc.inputs["input_ids"].shape[1]),
+        capped=enc.truncated,
+    )
+
+
+def pruning_curves(
+    model: Runner,
+    text: str,
+    importance: HeadImportance,
+    orders: Sequence[Order] = ORDERS,
+    *,
+    points: int = CURVE_POINTS,
+    max_tokens: int = IMPORTANCE_MAX_TOKENS,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> dict[str, PruningCurve]:
+    """Switch off the k least important heads (by each order of `importance.ranking`) for
+    `points` values of k from 0 to all heads, and measure the sentence distance: Michel et
+    al.'s pruning curve for this sentence. Same text and cap as the `importance` given."""
+    if points < 2:
+        raise ValueError("points must be at least 2")
+    enc, states = _states(model, text, max_tokens)
+    if int(enc.inputs["input_ids"].shape[1]) != importance.n_tokens or importance.shape != (
+        model.n_layers,
+        model.n_heads,
+    ):
+        raise ValueError("importance was computed for another text or model")
+    total = model.n_layers * model.n_heads
+    ks = np.unique(np.linspace(0, total, min(points, total + 1)).round().astype(int))
+    rankings = {order: importance.ranking(order, seed) for order in orders}
+    rows = [ranking[:k] for ranking in rankings.values() for k in ks]
+    with torch.inference_mode():
+        token_mean, sentence = _sweep(model, states, enc.inputs.get("attention_mask"), rows, importance.mode, progress)
+    m = len(ks)
+    return {
+        order: PruningCurve(
+            order, tuple(rankings[order]), ks, sentence[i * m : (i + 1) * m], token_mean[i * m : (i + 1) * m]
+        )
+        for i, order in enumerate(rankings)
+    }

@@ -1,0 +1,113 @@
+"""Switching heads off in a real browser: a click on a head in the all-heads grid switches it
+off, a later layer's heatmap is redrawn from the switched model and the effect numbers appear;
+"switch all back on" brings the original maps back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import attnviz
+from attnviz import explain, i18n
+
+from .browser import browser, streamlit_server
+from .test_browser import WAIT_MS, Session, _session
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+TEXT = "Quiet owls watch sleepy mice under the moon."
+
+# The heatmap of the focused head as Plotly drew it: the z of its first trace after calc.
+HEATMAP_Z_JS = """() => {
+  const gd = document.querySelector('.st-key-view_heatmap .js-plotly-plot');
+  if (!gd || !gd.calcdata || !gd.calcdata[0]) return null;
+  return gd.calcdata[0][0].z.map(row => Array.from(row));
+}"""
+
+# Where to click for cell (layer, head) of the all-heads grid (geometry from the figure itself,
+# as tests/test_browser.py does it).
+CELL_JS = """(gd, [layer, head]) => {
+  const L = gd._fullLayout, meta = L.meta, hm = gd._fullData.find(t => t.type === 'heatmap');
+  const step = meta.thumb + meta.gap, mid = (meta.thumb - 1) / 2;
+  const x = hm.x0 + hm.dx * (head * step + mid), y = hm.y0 + hm.dy * (layer * step + mid);
+  const box = gd.getBoundingClientRect();
+  return {px: box.left + L.xaxis._offset + L.xaxis.l2p(x), py: box.top + L.yaxis._offset + L.yaxis.l2p(y)};
+}"""
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with browser() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def server(chromium: Any) -> Iterator[str]:
+    with streamlit_server(args=["--server.fileWatcherType=none"]) as (url, _proc):
+        yield url
+
+
+@pytest.fixture
+def session(chromium: Any, server: str) -> Iterator[Session]:
+    yield from _session(chromium, server)
+
+
+def _drawn_z(s: Session) -> np.ndarray:
+    return np.array(s.page.evaluate(HEATMAP_Z_JS), dtype=np.float64)
+
+
+def _wait_z(s: Session, want: np.ndarray) -> None:
+    """Wait until the drawn heatmap is `want` (within float32 noise)."""
+    s.page.wait_for_function(
+        """(want) => { const gd = document.querySelector('.st-key-view_heatmap .js-plotly-plot');
+          if (!gd || !gd.calcdata || !gd.calcdata[0]) return false;
+          const z = gd.calcdata[0][0].z;
+          return z.length === want.length && z.every((row, i) => want[i].every((v, j) => Math.abs(row[j] - v) < 1e-4));
+        }""",
+        arg=want.tolist(),
+        timeout=WAIT_MS,
+    )
+
+
+def test_a_head_clicked_off_in_the_grid_changes_a_later_layer(
+    session: Session, minilm: attnviz.PretrainedModel
+) -> None:
+    s = session
+    later, clicked = (4, 3), (1, 3)
+    s.open({"text": TEXT, "layer": str(later[0]), "head": str(later[1])})
+    original = minilm.attend(TEXT)
+    switched = explain.ablate(minilm, TEXT, [clicked])
+    np.testing.assert_allclose(_drawn_z(s), original.weights[later], atol=1e-4)
+    assert s.page.locator(".st-key-abl_numbers").count() == 0
+
+    s.page.locator(".st-key-_abl_click label").click()  # clicks in the grid now switch heads
+    s.wait_idle()
+    grid = s.page.locator(".st-key-view_grid .js-plotly-plot")
+    grid.scroll_into_view_if_needed()
+    spot = grid.evaluate(CELL_JS, list(clicked))
+    s.page.mouse.move(spot["px"], spot["py"])
+    s.page.mouse.click(spot["px"], spot["py"])
+
+    s.page.locator(".st-key-abl_numbers").wait_for(state="visible", timeout=WAIT_MS)
+    _wait_z(s, switched.attention.weights[later])
+    s.wait_views()
+    assert np.abs(_drawn_z(s) - original.weights[later]).max() > 1e-3  # the later layer changed
+    numbers = s.page.locator(".st-key-abl_numbers").inner_text()
+    assert i18n.t("abl.sentence_distance", "en") in numbers
+    assert f"{switched.sentence_distance:.4f}" in numbers
+    off_list = s.page.locator(".st-key-abl_off_list").inner_text()
+    assert i18n.t("fig.layer_head", "en", layer=clicked[0], head=clicked[1]) in off_list
+    crosses = grid.evaluate("gd => (gd.layout.shapes || []).filter(r => r.type === 'line').length")
+    assert crosses == 2
+    s.page.locator(".st-key-abl_effect").first.wait_for(state="visible", timeout=WAIT_MS)
+    s.shot("ablation-off", key="view_grid")
+
+    s.page.locator(".st-key-abl_all_on button").click()
+    s.page.locator(".st-key-abl_numbers").wait_for(state="detached", timeout=WAIT_MS)
+    _wait_z(s, original.weights[later])
+    s.wait_views()
+    assert s.layer_head_widgets() == (str(later[0]), str(later[1]))  # the clicks never moved the focus
+    assert not s.dialogs and not s.crashed
