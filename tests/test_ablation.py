@@ -421,7 +421,12 @@ def test_the_benchmark_runs_and_writes_its_table(tmp_path: Path) -> None:
     out = tmp_path / "ablation.md"
     root = Path(__file__).resolve().parents[1]
     subprocess.run(
-        [sys.executable, "bench/bench_ablation.py", *"--sizes 16 --repeat 1 --threads 1 --out".split(), str(out)],
+        [
+            sys.executable,
+            "bench/bench_ablation.py",
+            *["--sizes", "16", "--repeat", "1", "--threads", "1", "--out"],
+            str(out),
+        ],
         cwd=root,
         check=True,
         capture_output=True,

@@ -90,4 +90,6 @@ def number_downloads(att: Attention, layer: int, head: int | None, settings: dic
         ("export.json", partial(export.attention_json, att, settings), "attnviz-attention.json", "application/json", "dl_json"),
     )  # fmt: skip
     for col, (label, data, file_name, mime, key) in zip(st.columns(len(files)), files, strict=True):
-        col.download_button(t(label), data=data, file_name=file_name, mime=mime, key=key, on_click="ignore", icon=":material/download:")
+        col.download_button(
+            t(label), data=data, file_name=file_name, mime=mime, key=key, on_click="ignore", icon=":material/download:"
+        )

@@ -143,7 +143,7 @@ def switch(c: Ctx, f: Focus) -> Focus:
 
 def _numbers(result: explain.Ablation) -> None:
     with st.container(key="abl_numbers"):
-        st.info(t("abl.showing", k=len(result.heads)), icon="✂️")
+        st.info(t("abl.showing", k=len(result.heads)), icon=":material/content_cut:")
         a, b, col = st.columns(3)
         a.metric(t("abl.sentence_distance"), f"{result.sentence_distance:.4f}", help=t("abl.sentence_distance_help"))
         b.metric(t("abl.token_distance"), f"{result.token_distance.mean():.4f}", help=t("abl.token_distance_help"))
@@ -209,7 +209,7 @@ def _wanted(c: Ctx, s: Subject, limit: int) -> bool:
     """Computed at once for short texts, on request beyond AUTO_IMPORTANCE_N tokens."""
     ss, n = st.session_state, min(s.att.n, limit)
     if s.att.n > limit:
-        st.info(t("abl.capped", n=s.att.n, limit=limit), icon="✂️")
+        st.info(t("abl.capped", n=s.att.n, limit=limit), icon=":material/content_cut:")
     signature = (s.att.text, s.att.model, n)
     if n > AUTO_IMPORTANCE_N and ss.get("_abl_importance") != signature:
         st.caption(t("abl.on_request", n=n))
@@ -286,4 +286,4 @@ def _importance_grid(c: Ctx, s: Subject, imp: HeadImportance) -> None:
         st.caption(t("abl.off_list", k=len(off), heads=_head_list(off, c.lang)) if off else t("abl.none_off"))
         if off:
             st.button(t("abl.all_on"), key="abl_importance_all_on", on_click=heads_off.clear)
-            st.page_link(nav.page("explorer", c.lang), label=t("abl.see_explorer"), icon="🔍")
+            st.page_link(nav.page("explorer", c.lang), label=t("abl.see_explorer"), icon=":material/grid_on:")

@@ -80,7 +80,9 @@ def analysis(c: Ctx) -> Focus | None:
 
 def truncation_notice(att: Attention) -> None:
     if att.truncated:
-        st.warning(t("notice.truncated", kept=f"{att.n:,}", total=f"{att.n_input_tokens:,}"), icon=":material/content_cut:")
+        st.warning(
+            t("notice.truncated", kept=f"{att.n:,}", total=f"{att.n_input_tokens:,}"), icon=":material/content_cut:"
+        )
 
 
 def _token_defaults(att: Attention, signature: tuple[Any, ...]) -> None:
