@@ -121,3 +121,34 @@ def test_an_explanation_reports_progress_between_batches_and_stops_when_told(
     calls.clear()
     with pytest.raises(Cancelled):
         explain.integrated_gradients(minilm, SENTENCES[0], 3, steps=8, progress=stop_after_two)
+
+
+def test_a_trace_records_only_its_own_threads_forward(minilm: attnviz.PretrainedModel) -> None:
+    """trace() hooks the shared model; a visitor's forward in another thread while it runs must
+    neither change what it records nor see anything of it."""
+    import torch
+
+    enc = minilm.encode(SENTENCES[0])
+    with torch.inference_mode():
+        _, alone = minilm.trace(enc.inputs)
+    other = minilm.encode(SENTENCES[2])
+    stop = threading.Event()
+
+    def busy() -> None:
+        while not stop.is_set():
+            with torch.inference_mode():
+                minilm.attention_array(other.inputs)
+
+    th = threading.Thread(target=busy)
+    th.start()
+    try:
+        for _ in range(3):
+            with torch.inference_mode():
+                _, records = minilm.trace(enc.inputs)
+            for got, want in zip(records, alone, strict=True):
+                for name in ("x", "values", "attn_out"):
+                    assert got[name].shape == want[name].shape
+                    assert torch.allclose(got[name], want[name], atol=1e-6)
+    finally:
+        stop.set()
+        th.join()

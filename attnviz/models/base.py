@@ -306,11 +306,14 @@ class RunnerBase:
         residual and LayerNorm). Caller picks the grad mode."""
         parts = self.layers()
         records: list[dict[str, torch.Tensor]] = [{} for _ in parts]
+        owner = threading.get_ident()  # another visitor's pass meanwhile must not write our records
 
         def keep(
             record: dict[str, torch.Tensor], out_name: str, in_name: str | None = None
         ) -> Callable[[torch.nn.Module, tuple[torch.Tensor, ...], torch.Tensor], None]:
             def hook(_m: torch.nn.Module, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
+                if threading.get_ident() != owner:
+                    return
                 record[out_name] = out[0]  # batch of one
                 if in_name is not None:
                     record[in_name] = args[0][0]
