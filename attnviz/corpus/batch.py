@@ -180,7 +180,7 @@ def _layer_stats(a: torch.Tensor, items: list[Item]) -> torch.Tensor:
     entropy = -(torch.log(c)[:, None] + c[:, None] * qlogq / n[:, None])  # (B, H)
     log_n = torch.log(n).clamp_min(1e-12)[:, None]
     entropy_rel = torch.where(n[:, None] > 1, entropy / log_n, torch.zeros((), device=dev))
-    rows = torch.where(valid[:, None, :, None], a, torch.zeros((), device=dev))  # padding rows out
+    rows = torch.where(cell, a, torch.zeros((), device=dev))  # padding rows and columns out
     received = rows.sum(-2) / n[:, None, None]  # (B, H, w): mean attention each column receives
     groups = _groups(items, w).to(dev)  # (3, B, w): [CLS], [SEP], punctuation columns
     cls, sep, punct = ((received * g[:, None, :]).sum(-1) for g in groups)

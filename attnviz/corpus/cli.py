@@ -13,7 +13,7 @@ import time
 from typing import NoReturn, TextIO
 
 from ..models import EMBEDDED_MODEL, ModelLoadError
-from .engine import DEFAULT_BATCH_SIZE, DEFAULT_CORPUS_TOKENS, RunProgress, run
+from .engine import DEFAULT_BATCH_SIZE, DEFAULT_CORPUS_TOKENS, DEFAULT_SHARD_SIZE, RunProgress, run
 from .output import CorpusResult
 from .readers import DEFAULT_MAX_CHARS
 
@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="read at most this many lines or rows")
     p.add_argument(
         "--max-chars", type=int, default=DEFAULT_MAX_CHARS, help=f"skip longer texts (default {DEFAULT_MAX_CHARS:,})"
+    )
+    p.add_argument(
+        "--shard-size", type=int, default=DEFAULT_SHARD_SIZE, help="lines a shard: the most an interruption can cost"
     )
     p.add_argument(
         "--ray-address", default=None, help="a Ray cluster to join (default: RAY_ADDRESS, else start one here)"
@@ -112,6 +115,7 @@ def main(argv: list[str]) -> int:
             device=args.device,
             max_chars=args.max_chars,
             limit=args.limit,
+            shard_size=args.shard_size,
             progress=None if args.quiet else ProgressLine(),
             ray_address=args.ray_address,
         )

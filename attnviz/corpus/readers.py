@@ -6,8 +6,8 @@ A record that cannot be analysed is still a record: it carries the reason it is 
 that the report lists every one.
 
 Record ids are what a person finds in the file: the line number for .txt and .jsonl, the data
-row number (1-based, header excluded) for .csv and .parquet. A CSV row the parser cannot split
-into the header's columns is reported with its line number in the file.
+row number (1-based, header excluded; a quoted newline does not start a row) for .csv and
+.parquet. A CSV row the parser cannot split into the header's columns keeps its row number.
 """
 
 from __future__ import annotations
@@ -119,25 +119,42 @@ class Source:
                     include_columns=[TEXT_COLUMN], column_types={TEXT_COLUMN: pa.binary()}
                 ),
             )
-        except pa.ArrowInvalid as exc:
+        except (pa.ArrowInvalid, pa.ArrowKeyError) as exc:
             counting.close()
             raise ValueError(
                 f"{self.path.name}: not a CSV file with a '{TEXT_COLUMN}' column ({_first_line(exc)})"
             ) from exc
-        row = 0
         with counting:
-            try:
-                for batch in reader:
-                    for invalid_row in bad:  # the rows the parser refused in this block come first
-                        yield Record(int(invalid_row.number or -1), None, "bad_record")
-                    bad.clear()
-                    for value in batch.column(0).to_pylist():
+            yield from self._csv_rows(reader, bad)
+
+    def _csv_rows(self, reader: Any, bad: list[Any]) -> Iterator[Record]:
+        """Rows in file order, numbered as data rows (header excluded). The parser hands over
+        the rows it refused (with pyarrow's row number, header = 1) before each block's good
+        rows; they are merged back in their place, so ids are the rows a person counts."""
+        import pyarrow as pa
+
+        row = 0
+        refused: list[int] = []
+
+        def before(limit: int | None) -> Iterator[Record]:
+            while refused and (limit is None or refused[0] <= limit):
+                yield Record(refused.pop(0), None, "bad_record")
+
+        try:
+            for batch in reader:
+                refused.extend(sorted(int(r.number) - 1 if r.number else -1 for r in bad))
+                bad.clear()
+                for value in batch.column(0).to_pylist():
+                    row += 1
+                    while refused and refused[0] == row:
+                        yield from before(row)
                         row += 1
-                        yield self._check(row, *(_decode(value) if value is not None else ("", None)))
-            except pa.ArrowInvalid as exc:
-                raise ValueError(f"{self.path.name}: CSV stopped parsing after row {row} ({_first_line(exc)})") from exc
-            for invalid_row in bad:
-                yield Record(int(invalid_row.number or -1), None, "bad_record")
+                    yield from before(row)
+                    yield self._check(row, *(_decode(value) if value is not None else ("", None)))
+        except pa.ArrowInvalid as exc:
+            raise ValueError(f"{self.path.name}: CSV stopped parsing after row {row} ({_first_line(exc)})") from exc
+        refused.extend(sorted(int(r.number) - 1 if r.number else -1 for r in bad))
+        yield from before(None)
 
     def _parquet(self) -> Iterator[Record]:
         import pyarrow as pa
