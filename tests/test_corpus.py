@@ -59,7 +59,14 @@ def test_text_lines_keep_every_bad_line_with_its_reason(tmp_path: Path) -> None:
     )
     records = _records(path)
     assert _kept(records) == [(1, "First line."), (4, "ok"), (9, "last")]
-    assert _skipped(records) == [(2, "empty"), (3, "empty"), (5, "not_text"), (6, "not_text"), (7, "empty"), (8, "too_long")]
+    assert _skipped(records) == [
+        (2, "empty"),
+        (3, "empty"),
+        (5, "not_text"),
+        (6, "not_text"),
+        (7, "empty"),
+        (8, "too_long"),
+    ]
 
 
 def test_text_longer_than_the_limit_is_skipped_not_cut(tmp_path: Path) -> None:
@@ -199,7 +206,11 @@ def test_run_reports_every_line(local_run: corpus.CorpusResult) -> None:
     r = local_run.report
     assert (r["lines_read"], r["analysed"], r["skipped"]) == (25, 22, 3)
     assert r["skipped_by_reason"] == {"empty": 1, "not_text": 1, "too_long": 1}
-    assert r["skips"] == [{"id": 4, "reason": "empty"}, {"id": 5, "reason": "not_text"}, {"id": 6, "reason": "too_long"}]
+    assert r["skips"] == [
+        {"id": 4, "reason": "empty"},
+        {"id": 5, "reason": "not_text"},
+        {"id": 6, "reason": "too_long"},
+    ]
     assert not local_run.store.exists("shards")  # shards go once the outputs are in place
 
 
@@ -268,7 +279,12 @@ def test_progress_can_stop_a_run_and_a_rerun_finishes_it(small_input: Path, mini
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-c", "import sys; from attnviz.corpus.cli import main; sys.exit(main(sys.argv[1:]))", *args]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from attnviz.corpus.cli import main; sys.exit(main(sys.argv[1:]))",
+        *args,
+    ]
 
 
 @pytest.mark.slow
@@ -282,7 +298,9 @@ def test_a_run_killed_mid_way_resumes_to_the_same_files(tmp_path: Path) -> None:
     src.write_bytes(b"\n".join(data) + b"\n")
     args = ["--device", "cpu", "--shard-size", "8", "--batch-size", "4", "--quiet"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    whole = subprocess.run(_cli(str(src), "--out", str(tmp_path / "whole"), *args), env=env, capture_output=True, timeout=300)
+    whole = subprocess.run(
+        _cli(str(src), "--out", str(tmp_path / "whole"), *args), env=env, capture_output=True, timeout=300
+    )
     assert whole.returncode == 0, whole.stderr.decode()[-2000:]
 
     out = tmp_path / "killed"
@@ -316,7 +334,9 @@ def ray_instance() -> object:
         import ray
     else:
         ray = pytest.importorskip("ray", reason="the Ray engine's tests need Ray (requirements-ray.txt)")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}}
+    )
     yield ray
     ray.shutdown()
 
@@ -326,7 +346,9 @@ def ray_instance() -> object:
 def test_ray_engine_gives_the_numbers_of_the_local_engine(
     ray_instance: object, small_input: Path, local_run: corpus.CorpusResult
 ) -> None:
-    ray_run = corpus.run(small_input, small_input.parent / "ray", "minilm", engine="ray", device="cpu", max_chars=2000, shard_size=8)
+    ray_run = corpus.run(
+        small_input, small_input.parent / "ray", "minilm", engine="ray", device="cpu", max_chars=2000, shard_size=8
+    )
     assert {k: v for k, v in ray_run.report.items() if k != "engine"} == {
         k: v for k, v in local_run.report.items() if k != "engine"
     }

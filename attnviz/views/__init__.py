@@ -7,6 +7,7 @@ One module per family of views:
     head_views.py head_view (bertviz-style query -> key lines)
     graph.py      graph_view (tokens on a circle, edges above a threshold)
     charts.py     token_bars, token_focus, cost_sweep
+    corpus.py     corpus_grid (a statistic over a corpus, with its spread), query_key_atlas
     pick.py       clickable markers and reading clicks back (model_view_pick, token_pick)
     _base.py      what they share: the figure constructor, token axes, escaping, colours, titles
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 from ._base import MAX_TICK_LABELS, head_label
 from .charts import cost_sweep, token_bars, token_focus
+from .corpus import atlas_pick, corpus_grid, query_key_atlas
 from .graph import DEFAULT_MAX_EDGES, graph_view
 from .grid import layer_head_grid, model_view
 from .head_views import DEFAULT_MAX_LINKS, head_view
@@ -40,6 +42,8 @@ __all__ = [
     "DEFAULT_MAX_EDGES",
     "DEFAULT_MAX_LINKS",
     "MAX_TICK_LABELS",
+    "atlas_pick",
+    "corpus_grid",
     "cost_sweep",
     "graph_view",
     "head_label",
@@ -49,6 +53,7 @@ __all__ = [
     "matrix",
     "model_view",
     "model_view_pick",
+    "query_key_atlas",
     "token_bars",
     "token_focus",
     "token_pick",
