@@ -67,9 +67,9 @@ class ProgressLine:
     """Progress on stderr: rewritten in place on a terminal (at most 4 times a second), a new
     line every `every_s` seconds otherwise (a log file, CI)."""
 
-    def __init__(self, stream: TextIO = sys.stderr, every_s: float = 10.0):
-        self.stream = stream
-        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+    def __init__(self, stream: TextIO | None = None, every_s: float = 10.0):
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.every = 0.25 if self.tty else every_s
         self.last = 0.0
 

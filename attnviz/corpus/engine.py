@@ -110,8 +110,8 @@ def run(
     }
     if check_settings(store, settings):
         return load(os.fspath(out_dir))
-    meter = _Meter(progress)
     if engine == "ray":
+        meter = _Meter(progress)
         from .ray_engine import run_ray
 
         n_shards = run_ray(
@@ -119,6 +119,7 @@ def run(
         )
     else:
         runner = model if not isinstance(model, str) else load_model(model, device, max_tokens=max_tokens)
+        meter = _Meter(progress)  # the rate counts from here: a model load is not analysis
         n_shards = _run_local(source, store, settings, runner, meter, batch_size)
     finish(store, settings, n_shards, engine)
     meter.report(1.0, finished=True)

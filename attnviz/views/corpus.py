@@ -134,7 +134,6 @@ def query_key_atlas(
         "height": 620,
         "hovermode": "closest",
         "clickmode": "event+select",
-        "dragmode": "pan",
         "legend": {"orientation": "h", "y": -0.08},
         "xaxis": {"title": {"text": t("fig.atlas_x", lang)}, "zeroline": False},
         "yaxis": {"title": {"text": t("fig.atlas_y", lang)}, "zeroline": False, "scaleanchor": "x"},

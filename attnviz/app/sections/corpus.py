@@ -217,6 +217,8 @@ def grid(c: Ctx, job: jobs.Job) -> str:
     result = _result(job)
     st.subheader(t("corpus.grid_title"))
     st.caption(t("corpus.grid_intro"))
+    if st.session_state.get("corpus_stat") not in corpus.STATS:
+        st.session_state["corpus_stat"] = "entropy_rel"  # bounded 0..1 like the shares: one colour scale
     stat = st.selectbox(
         t("stats.which"), corpus.STATS, key="corpus_stat", format_func=widgets.option_labels("corpus.stat_{}")
     )
