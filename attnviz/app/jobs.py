@@ -56,7 +56,7 @@ class Job:
     folder: Path
     input: Path
     label: str
-    runner: Runner
+    runner: Runner | None  # held while the run goes, dropped after: the registry owns models
     model_key: tuple[object, ...]
     max_tokens: int
     limit: int
@@ -133,14 +133,16 @@ def _launch(job: Job) -> None:
     job.thread.start()
 
 
-def resume(session: str) -> Job | None:
-    """Start the visitor's stopped job again: it continues from its shards."""
+def resume(session: str, runner: Runner) -> Job | None:
+    """Start the visitor's stopped job again with `runner` (its model): it continues from its
+    shards."""
     with _LOCK:
         job = _JOBS.get(session)
         if job is None or job.active:
             return job
         if sum(j.active for j in _JOBS.values()) >= MAX_ACTIVE:
             raise Busy
+        job.runner = runner
         _launch(job)
         return job
 
@@ -154,7 +156,7 @@ def get(session: str) -> Job | None:
             return None
         job.touched = time.monotonic()
         _JOBS.move_to_end(session)
-        if job.active and (job.thread is None or not job.thread.is_alive()):
+        if job.active and job.runner is not None and (job.thread is None or not job.thread.is_alive()):
             LOG.warning("attnviz: a corpus run's thread had died; resuming it from its shards")
             _launch(job)
         return job
@@ -193,11 +195,15 @@ def _run(job: Job) -> None:
         if work.budget_left(job.budget_s, session=job.session) <= 0:
             raise _Stopped("budget")
 
+    runner = job.runner
+    if runner is None:
+        job.state, job.error = "failed", "no model"
+        return
     try:
         job.result = corpus.run(
             job.input,
             job.out,
-            job.runner,
+            runner,
             max_tokens=job.max_tokens,
             limit=job.limit,
             shard_size=SHARD_SIZE,
@@ -212,5 +218,6 @@ def _run(job: Job) -> None:
         LOG.warning("attnviz: corpus run failed: %s: %.300s", type(exc).__name__, exc)
         job.state, job.error = "failed", type(exc).__name__
     finally:
+        job.runner = None
         with contextlib.suppress(Exception):
             work.charge(time.monotonic() - last[0], session=job.session)

@@ -114,9 +114,9 @@ def _pythonpath() -> str:
     return PACKAGE_PARENT + (os.pathsep + rest if rest else "")
 
 
-def _workers(device: str) -> dict[str, Any]:
+def _workers(device: str, shards: int) -> dict[str, Any]:
     """map_batches resources: one actor per GPU when there are GPUs and the device allows it,
-    else one actor per CPU."""
+    else one actor per CPU; never more actors than shards (each loads the model)."""
     import ray
 
     resources = ray.cluster_resources()
@@ -126,8 +126,8 @@ def _workers(device: str) -> dict[str, Any]:
     if device.startswith("cuda") and gpus == 0:
         raise ValueError("device 'cuda' was requested but the Ray cluster has no GPU; use 'cpu' or 'auto'")
     if wants_gpu and gpus:
-        return {"concurrency": gpus, "num_gpus": 1, "num_cpus": 1}
-    return {"concurrency": cpus, "num_cpus": 1}
+        return {"concurrency": min(gpus, shards), "num_gpus": 1, "num_cpus": 1}
+    return {"concurrency": min(cpus, shards), "num_cpus": 1}
 
 
 def run_ray(
@@ -169,7 +169,7 @@ def run_ray(
                 "batch_size": batch_size,
             },
             batch_size=1,
-            **_workers(device),
+            **_workers(device, len(pending)),
         )
         for row in done.iter_rows():
             meter.records += int(row["records"])

@@ -14,13 +14,14 @@ from ... import corpus, views
 from ...corpus.readers import FORMATS
 from .. import charts, jobs, nav, runners, widgets, work
 from ..runners import Loaded
-from ..state import Ctx, t
+from ..state import Ctx, ctx, t
 
 BUNDLED = nav.ROOT / "assets" / "corpus"
 SOURCES = ("en", "zh", "both", "upload")
 STAT_RANGES = {"entropy": (None, None)}  # every other statistic is a share in [0, 1]
 TYPICAL_K = 5
 TOKEN_CHOICES = (32, 64, 128, 256, 512)
+DOWNLOAD_MAX_BYTES = 4 << 20
 LABEL_CHARS = 90  # of a sentence on a button
 
 
@@ -93,7 +94,9 @@ def run_controls(c: Ctx, loaded: Loaded, choice: str) -> None:
     )
     tokens = d.selectbox(t("corpus.tokens"), sizes, key="corpus_tokens", help=t("corpus.tokens_help"))
     b.write("")
-    if not b.button(t("corpus.run"), key="corpus_run", type="primary", width="stretch"):
+    current = jobs.get(work.session_key())
+    running = current is not None and current.active
+    if not b.button(t("corpus.run"), key="corpus_run", type="primary", width="stretch", disabled=running):
         return
     if work.budget_left(c.settings.budget_s) <= 0:
         st.warning(t("work.budget", minutes=int(work.BUDGET_WINDOW_S // 60)), icon="⏳")
@@ -119,9 +122,20 @@ def _cancel() -> None:
     jobs.cancel(work.session_key())
 
 
+def job_model(c: Ctx, job: jobs.Job) -> Loaded | None:
+    """The model the job ran with, from the process-wide registry (loaded again if it was
+    evicted since); None after an error message."""
+    name, _device, opts = job.model_key
+    return runners.load_runner(c, str(name), fallback=False, **dict(opts))  # type: ignore[call-overload]
+
+
 def _resume() -> None:
+    session = work.session_key()
+    job = jobs.get(session)
+    loaded = None if job is None else job_model(ctx(), job)
     try:
-        jobs.resume(work.session_key())
+        if loaded is not None:
+            jobs.resume(session, loaded.runner)
     except jobs.Busy:
         st.session_state["_corpus_busy"] = True
 
@@ -133,35 +147,38 @@ def _eta(seconds: float | None) -> str:
     return f"{s // 60}:{s % 60:02d}" if s >= 60 else f"{s} s"
 
 
-@st.fragment(run_every=1.0)
 def progress() -> None:
-    """The visitor's run: a progress bar while it goes (polled every second, also after a
-    page switch), what stopped it otherwise. A change of state reruns the page."""
-    session = work.session_key()
-    job = jobs.get(session)
+    """The visitor's run: a live progress bar while it goes (also after a page switch), what
+    stopped it otherwise."""
+    job = jobs.get(work.session_key())
     if job is None:
         return
-    seen = (id(job), job.state)
-    if st.session_state.get("_corpus_seen") not in (None, seen):
-        st.session_state["_corpus_seen"] = seen
-        st.rerun(scope="app")
-    st.session_state["_corpus_seen"] = seen
-    p = job.progress
+    st.session_state["_corpus_seen"] = (id(job), job.state)
     if job.active:
-        done = 0 if p is None else p.records
-        text = t("corpus.running", label=widgets.escape_md(job.label, 80), done=f"{done:,}", limit=f"{job.limit:,}")
-        if p is not None and p.rate > 0:
-            text += " · " + t("corpus.rate", rate=f"{p.rate:.1f}", left=_eta(p.eta_s))
-        st.progress(0.0 if p is None else min(1.0, p.fraction), text=text)
-        st.button(t("work.cancel"), key="corpus_cancel", on_click=_cancel)
+        _live()
     elif job.state in ("cancelled", "budget", "failed"):
-        message = {"cancelled": "corpus.cancelled", "budget": "corpus.over_budget", "failed": "corpus.failed"}[
-            job.state
-        ]
-        widgets.show_error(t(message), job.error)
+        message = {"cancelled": "corpus.cancelled", "budget": "corpus.over_budget", "failed": "corpus.failed"}
+        widgets.show_error(t(message[job.state]), job.error)
         st.button(t("corpus.resume"), key="corpus_resume", on_click=_resume, help=t("corpus.resume_help"))
         if st.session_state.pop("_corpus_busy", False):
             st.warning(t("corpus.busy"), icon="⏳")
+
+
+@st.fragment(run_every=1.0)
+def _live() -> None:
+    """Polled every second while the run goes; once it ends (or was replaced) the whole page
+    runs again, and the polling stops with it."""
+    job = jobs.get(work.session_key())
+    if job is None or (id(job), job.state) != st.session_state.get("_corpus_seen"):
+        st.rerun(scope="app")
+    assert job is not None
+    p = job.progress
+    done = 0 if p is None else p.records
+    text = t("corpus.running", label=widgets.escape_md(job.label, 80), done=f"{done:,}", limit=f"{job.limit:,}")
+    if p is not None and p.rate > 0:
+        text += " · " + t("corpus.rate", rate=f"{p.rate:.1f}", left=_eta(p.eta_s))
+    st.progress(0.0 if p is None else min(1.0, p.fraction), text=text)
+    st.button(t("work.cancel"), key="corpus_cancel", on_click=_cancel)
 
 
 def finished() -> jobs.Job | None:
@@ -245,10 +262,8 @@ def typical(c: Ctx, job: jobs.Job, stat: str, layer: int, head: int) -> None:
     st.subheader(t("corpus.typical_title", head=views.head_label(layer, head, lang=c.lang)))
     mean, std = result.grid(stat)[layer, head], result.grid(stat, "std")[layer, head]
     st.caption(t("corpus.typical_intro", stat=t(f"corpus.stat_{stat}"), mean=f"{mean:.3f}", std=f"{std:.3f}"))
-    near, far = runners.cached(
-        c, Loaded(job.runner, job.model_key), "corpus_typical", str(job.out), stat, layer, head,
-        fn=lambda: result.typical(stat, layer, head, TYPICAL_K),
-    )  # fmt: skip
+    key = ("corpus_typical", str(job.out), stat, layer, head)
+    near, far = runners.results(c.settings).get_or_compute(key, lambda: result.typical(stat, layer, head, TYPICAL_K))
     columns = st.columns(2)
     for col, rows, title, side in (
         (columns[0], near, "corpus.most_typical", "near"),

@@ -8,8 +8,8 @@ import streamlit as st
 from ... import corpus, views
 from ...models import Progress
 from .. import charts, jobs, widgets, work
-from ..runners import Loaded
 from ..state import Ctx, t
+from .corpus import job_model
 
 POINTS_DEFAULT = 10_000
 POINTS_MAX = 50_000
@@ -77,7 +77,10 @@ def atlas(c: Ctx, job: jobs.Job, layer: int, head: int) -> None:
         if not st.button(t("corpus.atlas_draw"), key="corpus_atlas_draw"):
             return
         ss["_corpus_atlas"] = wanted
-    runner = job.runner
+    loaded = job_model(c, job)
+    if loaded is None:
+        return
+    runner = loaded.runner
 
     def compute(progress: Progress) -> corpus.Atlas:
         texts = _texts(result, max(1, points // 4))
@@ -88,7 +91,7 @@ def atlas(c: Ctx, job: jobs.Job, layer: int, head: int) -> None:
     label = t("corpus.atlas_computing", head=views.head_label(layer, head, lang=c.lang))
     try:
         found = work.cached_long(
-            c, Loaded(runner, job.model_key), "corpus_atlas", str(job.out), layer, head, method, points,
+            c, loaded, "corpus_atlas", str(job.out), layer, head, method, points,
             label=label, fn=compute,
         )  # fmt: skip
     except (ValueError, IndexError) as exc:
