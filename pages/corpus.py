@@ -18,7 +18,8 @@ job = section.finished()
 if job is None:
     st.stop()
 
-section.summary(c, job)
+if not section.summary(c, job):
+    st.stop()
 stat = section.grid(c, job)
 layer, head = atlas.head_pickers(job)
 section.typical(c, job, stat, layer, head)

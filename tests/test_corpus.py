@@ -405,3 +405,31 @@ def test_atlas_pca_points_and_cap(minilm: attnviz.PretrainedModel) -> None:
     assert [a.tokens[i] for i in np.flatnonzero(a.position[:m] == 0)] == ["[CLS]"] * len(a.texts)
     with pytest.raises(ValueError, match="unknown projection"):
         corpus.project(points, "mds")
+
+
+@pytest.mark.slow
+def test_corpus_benchmark_smoke(tmp_path: Path) -> None:
+    """The benchmark keeps working and prints its table (no timing is asserted)."""
+    out = tmp_path / "corpus.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "bench/bench_corpus.py",
+            "--sentences",
+            "40",
+            "--loop",
+            "8",
+            "--memory",
+            "--no-ray",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    table = out.read_text()
+    assert "| local engine (batched) |" in table and "| loop of attend |" in table

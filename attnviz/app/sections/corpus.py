@@ -187,7 +187,8 @@ def finished() -> jobs.Job | None:
     return job if job is not None and job.state == "done" and job.result is not None else None
 
 
-def summary(c: Ctx, job: jobs.Job) -> None:
+def summary(c: Ctx, job: jobs.Job) -> bool:
+    """What the run read, analysed and skipped, and its files; False when nothing was analysed."""
     result = _result(job)
     r = result.report
     label = widgets.escape_md(job.label, 80)
@@ -209,12 +210,13 @@ def summary(c: Ctx, job: jobs.Job) -> None:
         st.caption(t("corpus.limit_reached", n=f"{r['settings']['limit']:,}"))
     folder = Path(result.store.root)
     a, b = st.columns(2)
-    a.download_button(
-        t("corpus.download_heads"), (folder / "heads.parquet").read_bytes(), "heads.parquet", key="dl_heads"
-    )
-    b.download_button(
-        t("corpus.download_report"), (folder / "report.json").read_bytes(), "report.json", key="dl_report"
-    )
+    heads, report = folder / "heads.parquet", folder / "report.json"
+    a.download_button(t("corpus.download_heads"), heads.read_bytes(), "heads.parquet", key="dl_heads")
+    if report.stat().st_size <= DOWNLOAD_MAX_BYTES:  # sent with every run of the page: keep it small
+        b.download_button(t("corpus.download_report"), report.read_bytes(), "report.json", key="dl_report")
+    if not result.analysed:
+        st.info(t("corpus.nothing"), icon="ℹ️")
+    return result.analysed > 0
 
 
 def _pick(chart_key: str) -> None:
