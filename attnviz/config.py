@@ -14,6 +14,8 @@ ATTNVIZ_EXPLAIN_TOKENS=N     longest input the slow explanations (occlusion, gra
                              importance) run on; longer ones are cut with a notice (default 512, demo 128)
 ATTNVIZ_BUDGET_S=N           seconds of explanation work one visitor may start per 10 minutes (default 600,
                              demo 120); beyond it the visitor is asked to wait
+ATTNVIZ_CORPUS_UPLOAD_MB=N   largest corpus file a visitor may upload on the Corpus page (default 50, demo 2)
+ATTNVIZ_CORPUS_SENTENCES=N   lines or rows of a corpus analysed on the Corpus page (default 20000, demo 500)
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class Settings:
     cache_entries: int = DEFAULT_CACHE_ENTRIES
     explain_tokens: int = DEFAULT_MAX_TOKENS
     budget_s: int = 600
+    corpus_upload_mb: int = 50
+    corpus_sentences: int = 20_000
 
     @property
     def model_choices(self) -> tuple[str, ...]:
@@ -82,6 +86,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         cache_entries=_int(env, "ATTNVIZ_CACHE_ENTRIES", DEFAULT_CACHE_ENTRIES, 0),
         explain_tokens=_int(env, "ATTNVIZ_EXPLAIN_TOKENS", 128 if demo else DEFAULT_MAX_TOKENS, 2),
         budget_s=_int(env, "ATTNVIZ_BUDGET_S", 120 if demo else 600, 0),
+        corpus_upload_mb=_int(env, "ATTNVIZ_CORPUS_UPLOAD_MB", 2 if demo else 50, 1),
+        corpus_sentences=_int(env, "ATTNVIZ_CORPUS_SENTENCES", 500 if demo else 20_000, 1),
     )
 
 

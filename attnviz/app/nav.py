@@ -30,6 +30,7 @@ PAGES = (
     PageSpec("lab", "nav.lab", ":material/science:"),
     PageSpec("explain", "nav.explain", ":material/insights:"),
     PageSpec("caveats", "nav.caveats", ":material/warning:"),
+    PageSpec("corpus", "nav.corpus", ":material/library_books:"),
 )
 DEFAULT = "explorer"
 # The default page is served at "/" and Streamlit gives it no other path, so "/explorer"

@@ -68,6 +68,15 @@ PERSISTENT_KEYS = (
     "mp_b",
     "mp_query",
     "mp_keys",
+    "corpus_source",
+    "corpus_limit",
+    "corpus_tokens",
+    "corpus_stat",
+    "corpus_layer",
+    "corpus_head",
+    "corpus_atlas_method",
+    "corpus_atlas_colour",
+    "corpus_atlas_points",
 )
 
 

@@ -8,6 +8,7 @@ One module per family of views:
     graph.py      graph_view (tokens on a circle, edges above a threshold)
     charts.py     token_bars, token_focus, cost_sweep
     ablation.py   pruning_curve, importance_grid, attention_change, ablation_effect (heads switched off)
+    corpus.py     corpus_grid (a statistic over a corpus, with its spread), query_key_atlas
     pick.py       clickable markers and reading clicks back (model_view_pick, token_pick)
     _base.py      what they share: the figure constructor, token axes, escaping, colours, titles
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 from ._base import MAX_TICK_LABELS, head_label
 from .ablation import ablation_effect, attention_change, importance_grid, pruning_curve
 from .charts import cost_sweep, token_bars, token_focus
+from .corpus import atlas_pick, corpus_grid, query_key_atlas
 from .graph import DEFAULT_MAX_EDGES, graph_view
 from .grid import layer_head_grid, model_view
 from .head_views import DEFAULT_MAX_LINKS, head_view
@@ -43,7 +45,9 @@ __all__ = [
     "DEFAULT_MAX_LINKS",
     "MAX_TICK_LABELS",
     "ablation_effect",
+    "atlas_pick",
     "attention_change",
+    "corpus_grid",
     "cost_sweep",
     "graph_view",
     "head_label",
@@ -55,6 +59,7 @@ __all__ = [
     "model_view",
     "model_view_pick",
     "pruning_curve",
+    "query_key_atlas",
     "token_bars",
     "token_focus",
     "token_pick",

@@ -1,0 +1,206 @@
+"""The query-key atlas of one head (after AttentionViz, Yeh et al. 2023): the query and the key
+vector of every token of a corpus, projected together to two dimensions.
+
+Vectors come through the Runner seam: the hidden state entering the layer
+(`runner.hidden_states(inputs)[layer]`), then that layer's query and key projections
+(`runner.layers()[layer]`), sliced to the head. Before projecting, as AttentionViz does, the
+keys are translated so that their centroid meets the queries' and both sets are scaled to the
+same mean norm (queries by a, keys by 1/a). Neither changes the head's attention: a shift c of
+every key adds q.c to all scores of query q, which softmax ignores, and q.k is unchanged by the
+scaling (tests/test_corpus.py checks both on the model's own weights).
+
+PCA always works (numpy). t-SNE (scikit-learn) and UMAP (umap-learn) are offered when their
+package is installed; both are slow on a CPU, so the caller should keep the points few.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..models import Runner
+from .batch import batches, encode_all, padded
+
+__all__ = ["DEFAULT_MAX_POINTS", "METHOD_LIMITS", "Atlas", "align", "atlas", "methods", "project", "query_key_vectors"]
+
+DEFAULT_MAX_POINTS = 20_000  # queries + keys; Scattergl stays fluid at this size in a browser
+METHOD_LIMITS = {"pca": 200_000, "tsne": 5_000, "umap": 50_000}  # points each method is given at most
+
+
+@dataclass(frozen=True)
+class Atlas:
+    """Points of one head's atlas: the m queries first, then the m keys of the same tokens."""
+
+    layer: int
+    head: int
+    method: str
+    xy: np.ndarray  # (2m, 2) float32
+    is_key: np.ndarray  # (2m,) bool
+    row: np.ndarray  # (2m,) int: which of `texts` the token comes from
+    position: np.ndarray  # (2m,) int: the token's position in its text
+    relative: np.ndarray  # (2m,) float32: position / (n - 1), 0 at the start, 1 at the end
+    tokens: list[str]  # (m,) the token of each query (and of the key at the same index + m)
+    special: np.ndarray  # (m,) bool
+    texts: list[str]  # the texts the points come from
+    capped: bool  # whether the texts were cut to keep within max_points
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.tokens)
+
+
+def methods() -> list[str]:
+    """The projections available here: "pca", and "tsne" / "umap" when their package is installed."""
+    found = ["pca"]
+    if importlib.util.find_spec("sklearn") is not None:
+        found.append("tsne")
+    if importlib.util.find_spec("umap") is not None:
+        found.append("umap")
+    return found
+
+
+@dataclass
+class _Vectors:
+    q: list[np.ndarray]
+    k: list[np.ndarray]
+    row: list[np.ndarray]
+    position: list[np.ndarray]
+    relative: list[np.ndarray]
+    tokens: list[str]
+    special: list[np.ndarray]
+
+
+def query_key_vectors(
+    runner: Runner,
+    texts: Sequence[str],
+    layer: int,
+    head: int,
+    *,
+    max_tokens: int = 128,
+    batch_size: int = 32,
+    progress: Callable[[float], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray, _Vectors]:
+    """Queries and keys (m, head_dim) float32 of every token of `texts` at (layer, head), in
+    text order, and where each comes from. Batches go through the background lane."""
+    if not (0 <= layer < runner.n_layers and 0 <= head < runner.n_heads):
+        raise IndexError(f"head ({layer}, {head}) outside {runner.n_layers} layers x {runner.n_heads} heads")
+    parts = runner.layers()[layer]  # ValueError for models that do not expose their layers
+    sl = slice(head * parts.head_dim, (head + 1) * parts.head_dim)
+    limit = max(2, min(int(max_tokens), runner.max_tokens))
+    items = encode_all(runner, texts, limit)
+    out = _Vectors([], [], [], [], [], [], [])
+    order: list[int] = []
+    for b, batch in enumerate(batches(items, batch_size, 1)):
+        live = [it for i in batch if (it := items[i]) is not None]
+        with runner.gate.background(), torch.inference_mode():
+            x = runner.hidden_states(padded(runner, live))[layer]  # (B, w, d)
+            q, k = parts.query(x)[..., sl].float().cpu().numpy(), parts.key(x)[..., sl].float().cpu().numpy()
+        for j, (i, it) in enumerate(zip(batch, live, strict=True)):
+            order.append(i)
+            out.q.append(q[j, : it.n])
+            out.k.append(k[j, : it.n])
+            out.row.append(np.full(it.n, i))
+            out.position.append(np.arange(it.n))
+            out.relative.append(np.arange(it.n, dtype=np.float32) / max(it.n - 1, 1))
+            out.special.append(it.special)
+        if progress is not None:
+            progress((b + 1) / max(1, len(items)))
+    # back to text order (batches run shortest first)
+    rank = np.argsort(np.array(order, dtype=np.int64), kind="stable")
+    for name in ("q", "k", "row", "position", "relative", "special"):
+        setattr(out, name, [getattr(out, name)[r] for r in rank])
+    out.tokens = [tok for i in sorted(order) for tok in items[i].tokens]  # type: ignore[union-attr]
+    hs = parts.head_dim
+    q_all = np.concatenate(out.q) if out.q else np.zeros((0, hs), np.float32)
+    k_all = np.concatenate(out.k) if out.k else np.zeros((0, hs), np.float32)
+    return q_all, k_all, out
+
+
+def align(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """AttentionViz's normalisation: keys shifted so both centroids meet, then queries scaled
+    by a and keys by 1/a so both have the same mean norm. Attention is unchanged."""
+    if len(q) == 0:
+        return q, k
+    k = k - k.mean(0) + q.mean(0)
+    nq, nk = float(np.linalg.norm(q, axis=1).mean()), float(np.linalg.norm(k, axis=1).mean())
+    a = np.sqrt(nk / nq) if nq > 0 and nk > 0 else 1.0
+    return (q * a).astype(np.float32), (k / a).astype(np.float32)
+
+
+def project(points: np.ndarray, method: str = "pca", seed: int = 0) -> np.ndarray:
+    """(N, d) -> (N, 2) float32. PCA: the two leading principal components (signs fixed so the
+    largest loading is positive, for the same picture every time); t-SNE or UMAP on request."""
+    if method not in METHOD_LIMITS:
+        raise ValueError(f"unknown projection {method!r}: use one of {', '.join(methods())}")
+    if method not in methods():
+        raise ValueError(f"projection {method!r} needs its package (scikit-learn for tsne, umap-learn for umap)")
+    n = len(points)
+    if n > METHOD_LIMITS[method]:
+        raise ValueError(f"{n:,} points is too many for {method} (at most {METHOD_LIMITS[method]:,})")
+    if n < 3:
+        return np.zeros((n, 2), dtype=np.float32)
+    x = points.astype(np.float64)
+    if method == "pca":
+        x = x - x.mean(0)
+        _, _, vt = np.linalg.svd(x, full_matrices=False)
+        axes = vt[:2] * np.sign(vt[:2][np.arange(2), np.abs(vt[:2]).argmax(1)])[:, None]
+        return (x @ axes.T).astype(np.float32)
+    if method == "tsne":
+        from sklearn.manifold import TSNE
+
+        tsne = TSNE(n_components=2, init="pca", random_state=seed, perplexity=min(30.0, (n - 1) / 3))
+        return np.asarray(tsne.fit_transform(x), dtype=np.float32)
+    import umap
+
+    return np.asarray(umap.UMAP(n_components=2, random_state=seed).fit_transform(x), dtype=np.float32)
+
+
+def atlas(
+    runner: Runner,
+    texts: Sequence[str],
+    layer: int,
+    head: int,
+    *,
+    method: str = "pca",
+    max_points: int = DEFAULT_MAX_POINTS,
+    max_tokens: int = 128,
+    batch_size: int = 32,
+    progress: Callable[[float], None] | None = None,
+) -> Atlas:
+    """The atlas of head (layer, head) over `texts`, in order until the queries and keys of
+    their tokens would pass `max_points` (and the method's own limit)."""
+    budget = min(max_points, METHOD_LIMITS.get(method, max_points))
+    limit = max(2, min(int(max_tokens), runner.max_tokens))
+    kept: list[str] = []
+    points = 0
+    for text in texts:
+        n = min(limit, len(runner.tokenizer(text, truncation=True, max_length=limit)["input_ids"]))
+        if points + 2 * n > budget and kept:
+            break
+        kept.append(text)
+        points += 2 * n
+    q, k, v = query_key_vectors(
+        runner, kept, layer, head, max_tokens=max_tokens, batch_size=batch_size, progress=progress
+    )
+    q, k = align(q, k)
+    xy = project(np.concatenate([q, k]), method)
+    m = len(q)
+    twice = [np.concatenate(v.row), np.concatenate(v.position), np.concatenate(v.relative)] if m else [np.zeros(0)] * 3
+    return Atlas(
+        layer=layer,
+        head=head,
+        method=method,
+        xy=xy,
+        is_key=np.repeat([False, True], m),
+        row=np.tile(twice[0], 2).astype(np.int64),
+        position=np.tile(twice[1], 2).astype(np.int64),
+        relative=np.tile(twice[2], 2).astype(np.float32),
+        tokens=v.tokens,
+        special=np.concatenate(v.special) if m else np.zeros(0, dtype=bool),
+        texts=list(kept),
+        capped=len(kept) < len(texts),
+    )

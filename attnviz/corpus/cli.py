@@ -1,0 +1,141 @@
+"""Command line: attnviz corpus INPUT --out DIR [options]. Wired as `python -m attnviz corpus`.
+
+Exit status 0 when the run finished (also when DIR already held it), 2 on bad input, bad
+options or a model that cannot be loaded (one line on stderr, no traceback), 130 when
+interrupted (rerun the same command to continue).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import NoReturn, TextIO
+
+from ..models import EMBEDDED_MODEL, ModelLoadError
+from .engine import DEFAULT_BATCH_SIZE, DEFAULT_CORPUS_TOKENS, DEFAULT_SHARD_SIZE, RunProgress, run
+from .output import CorpusResult
+from .readers import DEFAULT_MAX_CHARS
+
+__all__ = ["ProgressLine", "build_parser", "main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"attnviz corpus: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="attnviz corpus",
+        description="Per-head attention statistics over a corpus, written as Parquet files. "
+        "An interrupted run continues when the same command is run again.",
+    )
+    p.add_argument("input", help="a .txt (one text a line), .csv or .jsonl (a 'text' column or field), or .parquet")
+    p.add_argument("--out", required=True, help="output folder (a path, or a URI such as s3://bucket/run)")
+    p.add_argument(
+        "--model", default=EMBEDDED_MODEL, help="minilm (embedded, default), scratch, a Hugging Face id or a folder"
+    )
+    p.add_argument(
+        "--max-tokens", type=int, default=DEFAULT_CORPUS_TOKENS, help="cut longer texts (flagged) (default 128)"
+    )
+    p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="texts a forward pass (default 32)")
+    p.add_argument("--engine", choices=("local", "ray"), default="local", help="local (this process) or ray")
+    p.add_argument("--device", default="auto", help="auto (CUDA, then MPS, then CPU), cpu or cuda")
+    p.add_argument("--limit", type=int, default=None, help="read at most this many lines or rows")
+    p.add_argument(
+        "--max-chars", type=int, default=DEFAULT_MAX_CHARS, help=f"skip longer texts (default {DEFAULT_MAX_CHARS:,})"
+    )
+    p.add_argument(
+        "--shard-size", type=int, default=DEFAULT_SHARD_SIZE, help="lines a shard: the most an interruption can cost"
+    )
+    p.add_argument(
+        "--ray-address", default=None, help="a Ray cluster to join (default: RAY_ADDRESS, else start one here)"
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    return p
+
+
+def _duration(seconds: float) -> str:
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h {s % 3600 // 60:02d}m"
+    return f"{s // 60}m {s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+class ProgressLine:
+    """Progress on stderr: rewritten in place on a terminal (at most 4 times a second), a new
+    line every `every_s` seconds otherwise (a log file, CI)."""
+
+    def __init__(self, stream: TextIO | None = None, every_s: float = 10.0):
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.every = 0.25 if self.tty else every_s
+        self.last = 0.0
+
+    def __call__(self, p: RunProgress) -> None:
+        now = time.monotonic()
+        if not p.finished and now - self.last < self.every:
+            return
+        self.last = now
+        left = "" if p.eta_s is None else f", {_duration(p.eta_s)} left"
+        resumed = f" ({p.resumed_records:,} done before)" if p.resumed_records else ""
+        line = (
+            f"attnviz: {p.records:,} lines{resumed}, {p.analysed:,} sentences analysed ({100 * p.fraction:.1f}%), "
+            f"{p.rate:.1f} sentences/s{left}"
+        )
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + line + ("\n" if p.finished else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _summary(result: CorpusResult) -> str:
+    r = result.report
+    reasons = ", ".join(f"{n:,} {why}" for why, n in r.get("skipped_by_reason", {}).items())
+    skipped = f"; skipped {r['skipped']:,} ({reasons}, listed in report.json)" if r.get("skipped") else ""
+    return (
+        f"{r['lines_read']:,} lines read, {r['analysed']:,} sentences analysed "
+        f"({r['truncated']:,} truncated){skipped}\n"
+        f"wrote {result.location}: heads.parquet, sentences.parquet, report.json"
+    )
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        result = run(
+            args.input,
+            args.out,
+            args.model,
+            engine=args.engine,
+            max_tokens=args.max_tokens,
+            batch_size=args.batch_size,
+            device=args.device,
+            max_chars=args.max_chars,
+            limit=args.limit,
+            shard_size=args.shard_size,
+            progress=None if args.quiet else ProgressLine(),
+            ray_address=args.ray_address,
+        )
+    except KeyboardInterrupt:
+        print("\nattnviz corpus: interrupted; run the same command again to continue", file=sys.stderr)
+        return 130
+    except (ValueError, ModelLoadError, OSError) as exc:
+        print(f"attnviz corpus: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a CLI user gets one line, never a traceback
+        print(f"attnviz corpus: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    print(_summary(result))
+    return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:500] if lines else type(exc).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

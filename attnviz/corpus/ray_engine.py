@@ -1,0 +1,181 @@
+"""The Ray engine: the same shards and the same `process_shard`, run by Ray Data.
+
+The driver reads the input once, streaming, as the local engine does, and writes each shard
+still to do as a small Parquet file of its records (`shards/input-NNNNNN.parquet`). Ray Data
+then maps over the shard numbers with `map_batches` on a pool of actors, each of which loads
+the model once and, for each shard it is handed, reads the shard's records, runs
+`process_shard` (the local engine's function) and writes the shard's result itself. The driver
+only counts. Resuming is the local engine's: a shard whose result is written is done.
+
+Ray is optional (`pip install "attnviz[ray]"`) and imported only here. Without an address
+(and without RAY_ADDRESS in the environment) a Ray instance is started on this machine and
+shut down at the end; with one, the run joins that cluster. Workers get one GPU each when the
+cluster has GPUs and the device allows it, otherwise one CPU each. The output folder must be
+reachable from every worker under the same name: any folder on one machine, a shared disk or
+an object store URI (s3://, gs://) on a cluster (docs/CORPUS.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .readers import Record
+from .shards import input_name, part_name, process_shard, shard_is_complete, shards_of
+from .store import Store
+
+if TYPE_CHECKING:
+    from .engine import _Meter
+    from .readers import Source
+
+__all__ = ["ShardWorker", "run_ray"]
+
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+
+
+class ShardWorker:
+    """A Ray Data actor: the model, loaded once; each call analyses the shards it is handed."""
+
+    def __init__(self, location: str, model: str, device: str, max_tokens: int, batch_size: int):
+        from ..models import load_model
+
+        self.store = Store(location)
+        self.max_tokens = max_tokens
+        self.batch_size = batch_size
+        self.runner = load_model(model, device, max_tokens=max_tokens)
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {"shard": [], "records": [], "analysed": []}
+        for shard in (int(s) for s in batch["shard"]):
+            table = self.store.read_table(input_name(shard))
+            columns = table.to_pydict()
+            records = [Record(i, t, s) for i, t, s in zip(columns["id"], columns["text"], columns["skip"], strict=True)]
+            result = process_shard(self.runner, records, max_tokens=self.max_tokens, batch_size=self.batch_size)
+            self.store.write_table(part_name(shard), result)
+            out["shard"].append(shard)
+            out["records"].append(len(records))
+            out["analysed"].append(result.column("skip").null_count)
+        return out
+
+
+def _records_table(records: list[Record]) -> Any:
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            "id": pa.array([r.id for r in records], pa.int64()),
+            "text": pa.array([r.text for r in records], pa.string()),
+            "skip": pa.array([r.skip for r in records], pa.string()),
+        }
+    )
+
+
+def _plan(source: Source, store: Store, settings: dict[str, Any], meter: _Meter) -> tuple[int, list[tuple[int, int]]]:
+    """Read the input once: the number of shards, and (shard, records) of each still to do,
+    whose records are written for the workers to read."""
+    pending: list[tuple[int, int]] = []
+    n_shards = 0
+    for shard, records in shards_of(source, settings["shard_size"], settings["limit"]):
+        n_shards = shard + 1
+        if shard_is_complete(store, shard, len(records)):
+            meter.records += len(records)
+            meter.resumed += len(records)
+            continue
+        store.write_table(input_name(shard), _records_table(records))
+        pending.append((shard, len(records)))
+    return n_shards, pending
+
+
+def _start(address: str | None) -> bool:
+    """Join the cluster at `address` (or RAY_ADDRESS), or start Ray on this machine. True if
+    this call started it (and so must shut it down)."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    runtime_env = None if address else {"env_vars": {"PYTHONPATH": _pythonpath()}}
+    ray.init(
+        address=address,
+        runtime_env=runtime_env,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.ERROR,
+        configure_logging=True,
+    )
+    return True
+
+
+def _pythonpath() -> str:
+    """This checkout's attnviz first, for workers started on this machine."""
+    rest = os.environ.get("PYTHONPATH", "")
+    return PACKAGE_PARENT + (os.pathsep + rest if rest else "")
+
+
+def _workers(device: str, shards: int) -> dict[str, Any]:
+    """map_batches resources: one actor per GPU when there are GPUs and the device allows it,
+    else one actor per CPU; never more actors than shards (each loads the model)."""
+    import ray
+
+    resources = ray.cluster_resources()
+    gpus = int(resources.get("GPU", 0))
+    cpus = max(1, int(resources.get("CPU", 1)))
+    wants_gpu = device == "auto" or device.startswith("cuda")
+    if device.startswith("cuda") and gpus == 0:
+        raise ValueError("device 'cuda' was requested but the Ray cluster has no GPU; use 'cpu' or 'auto'")
+    if wants_gpu and gpus:
+        return {"concurrency": min(gpus, shards), "num_gpus": 1, "num_cpus": 1}
+    return {"concurrency": min(cpus, shards), "num_cpus": 1}
+
+
+def run_ray(
+    source: Source,
+    store: Store,
+    settings: dict[str, Any],
+    model: str,
+    meter: _Meter,
+    *,
+    batch_size: int,
+    device: str,
+    address: str | None = None,
+) -> int:
+    """Run the shards still to do on Ray; the number of shards of the input."""
+    try:
+        import ray
+        import ray.data
+    except ImportError as exc:
+        raise ValueError("the Ray engine needs Ray: pip install 'attnviz[ray]' (or -r requirements-ray.txt)") from exc
+    n_shards, pending = _plan(source, store, settings, meter)
+    meter.start_fraction = meter.records / max(1, meter.records + sum(n for _, n in pending))
+    if not pending:
+        return n_shards
+    total = meter.records + sum(n for _, n in pending)
+    started = _start(address)
+    try:
+        context = ray.data.DataContext.get_current()
+        context.enable_progress_bars = False
+        context.print_on_execution_start = False
+        logging.getLogger("ray.data").setLevel(logging.ERROR)
+        shards = ray.data.from_items([{"shard": s} for s, _ in pending], override_num_blocks=len(pending))
+        done = shards.map_batches(
+            ShardWorker,
+            fn_constructor_kwargs={
+                "location": store.shareable,
+                "model": model,
+                "device": device,
+                "max_tokens": settings["max_tokens"],
+                "batch_size": batch_size,
+            },
+            batch_size=1,
+            **_workers(device, len(pending)),
+        )
+        for row in done.iter_rows():
+            meter.records += int(row["records"])
+            meter.analysed += int(row["analysed"])
+            meter.report(meter.records / total)
+    finally:
+        if started:
+            ray.shutdown()
+    return n_shards

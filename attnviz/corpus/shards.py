@@ -1,0 +1,190 @@
+"""Shards: the unit of work that is written, resumed and shared by both engines.
+
+The input's records are cut into shards of `shard_size` consecutive records (record k goes to
+shard k // shard_size). A shard is analysed by `process_shard` and written as one Parquet file
+`shards/part-NNNNNN.parquet` holding every record of the shard, skipped ones with their reason,
+so a shard on disk is a complete account of its records. A rerun with the same settings reads
+the input again, passes over the records of every shard already written and analyses the rest.
+
+The settings that make two runs the same (model, limits, shard size, the input's fingerprint)
+are kept in `shards/manifest.json` and copied into report.json; a folder that holds a run with
+other settings is refused rather than mixed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .batch import STATS, analyse
+from .readers import Record, Source
+from .store import Store
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..models import Runner
+
+__all__ = [
+    "FORMAT",
+    "MANIFEST",
+    "SettingsMismatch",
+    "check_settings",
+    "fingerprint",
+    "input_name",
+    "part_name",
+    "process_shard",
+    "shard_schema",
+    "shards_of",
+]
+
+FORMAT = "attnviz-corpus/1"
+SHARDS = "shards"
+MANIFEST = f"{SHARDS}/manifest.json"
+SAMPLE_BYTES = 1 << 20  # the fingerprint hashes the first, middle and last MiB and the size
+
+
+class SettingsMismatch(ValueError):
+    """The output folder holds a run made with other settings or another input."""
+
+
+def part_name(shard: int) -> str:
+    return f"{SHARDS}/part-{shard:06d}.parquet"
+
+
+def input_name(shard: int) -> str:
+    return f"{SHARDS}/input-{shard:06d}.parquet"
+
+
+def fingerprint(path: Path) -> dict[str, Any]:
+    """Size and a hash of the first, middle and last MiB of the input: the same file copied
+    elsewhere matches, an edited one (almost always) does not, and a 10 GB file costs 3 MiB."""
+    size = path.stat().st_size
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for start in sorted({0, max(0, size // 2 - SAMPLE_BYTES // 2), max(0, size - SAMPLE_BYTES)}):
+            fh.seek(start)
+            digest.update(fh.read(SAMPLE_BYTES))
+    return {"name": path.name, "bytes": size, "sample_sha256": digest.hexdigest()}
+
+
+def check_settings(store: Store, settings: dict[str, Any]) -> bool:
+    """Whether `store` already holds a finished run of these settings (True), nothing or an
+    unfinished run of them (False, and the manifest is written). SettingsMismatch otherwise."""
+    report = store.read_bytes("report.json")
+    if report is not None:
+        if _settings_of(report) == settings:
+            return True
+        raise SettingsMismatch(
+            f"'{store.location}' holds a finished corpus run of other settings or another input; "
+            f"choose an empty folder for --out, or delete that one"
+        )
+    manifest = store.read_bytes(MANIFEST)
+    if manifest is not None and _settings_of(manifest) != settings:
+        raise SettingsMismatch(
+            f"'{store.location}' holds an unfinished corpus run of other settings or another input; "
+            f"rerun it with the same command to finish it, or choose an empty folder for --out"
+        )
+    if manifest is None:
+        store.write_bytes(MANIFEST, json.dumps({"format": FORMAT, "settings": settings}, indent=1).encode())
+    return False
+
+
+def _settings_of(raw: bytes) -> Any:
+    try:
+        return json.loads(raw).get("settings")
+    except (ValueError, AttributeError):
+        return None
+
+
+def shards_of(source: Source, shard_size: int, limit: int | None) -> Iterator[tuple[int, list[Record]]]:
+    """(shard number, its records) in input order, at most `limit` records in all."""
+    records = source.records() if limit is None else islice(source.records(), limit)
+    shard = 0
+    while True:
+        chunk = list(islice(records, shard_size))
+        if not chunk:
+            return
+        yield shard, chunk
+        shard += 1
+
+
+def shard_schema(n_layers: int, n_heads: int) -> pa.Schema:
+    import pyarrow as pa
+
+    stats = [pa.field(name, pa.list_(pa.float32(), n_layers * n_heads)) for name in STATS]
+    fields = [
+        pa.field("id", pa.int64()),
+        pa.field("text", pa.string()),
+        pa.field("skip", pa.string()),
+        pa.field("tokens", pa.list_(pa.string())),
+        pa.field("n_tokens", pa.int32()),
+        pa.field("truncated", pa.bool_()),
+        *stats,
+    ]
+    meta = {"format": FORMAT, "layers": str(n_layers), "heads": str(n_heads), "stats_layout": "layer-major"}
+    return pa.schema(fields, metadata=meta)
+
+
+def process_shard(
+    runner: Runner,
+    records: list[Record],
+    *,
+    max_tokens: int,
+    batch_size: int,
+    progress: Callable[[int], None] | None = None,
+) -> pa.Table:
+    """Analyse the records of one shard (both engines call this): one row a record, in order."""
+    import numpy as np
+    import pyarrow as pa
+
+    todo = [i for i, r in enumerate(records) if r.skip is None and r.text is not None]
+    found = analyse(
+        runner, [records[i].text or "" for i in todo], max_tokens=max_tokens, batch_size=batch_size, progress=progress
+    )
+    L, H = runner.n_layers, runner.n_heads
+    n = len(records)
+    skip: list[str | None] = [r.skip for r in records]
+    tokens: list[list[str] | None] = [None] * n
+    truncated = [False] * n
+    stats = {name: np.full((n, L * H), np.nan, dtype=np.float32) for name in STATS}
+    for k, i in enumerate(todo):
+        skip[i] = found.skip[k]
+        tokens[i] = found.tokens[k]
+        truncated[i] = found.truncated[k]
+        for name in STATS:
+            stats[name][i] = found.stats[name][k].reshape(-1)
+    analysed = np.array([s is None for s in skip])
+    schema = shard_schema(L, H)
+    columns = {
+        "id": pa.array([r.id for r in records], pa.int64()),
+        "text": pa.array([r.text if s is None else None for r, s in zip(records, skip, strict=True)], pa.string()),
+        "skip": pa.array(skip, pa.string()),
+        "tokens": pa.array(tokens, pa.list_(pa.string())),
+        "n_tokens": pa.array([len(t) if t else 0 for t in tokens], pa.int32()),
+        "truncated": pa.array(truncated, pa.bool_()),
+    }
+    skipped = pa.array(~analysed, pa.bool_())
+    for name in STATS:
+        flat = pa.array(stats[name].reshape(-1), pa.float32())
+        columns[name] = pa.FixedSizeListArray.from_arrays(flat, L * H, mask=skipped)
+    return pa.table(columns, schema=schema)
+
+
+def shard_is_complete(store: Store, shard: int, records: int) -> bool:
+    """Whether the shard's file is there, readable and holds `records` rows (a file cut short by
+    a crash on a filesystem without atomic renames is redone, not trusted)."""
+    import pyarrow.parquet as pq
+
+    name = part_name(shard)
+    if not store.exists(name):
+        return False
+    try:
+        with store.fs.open_input_file(store.path(name)) as fh:
+            return bool(pq.ParquetFile(fh).metadata.num_rows == records)
+    except Exception:
+        return False

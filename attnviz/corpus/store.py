@@ -1,0 +1,148 @@
+"""Where a corpus run writes: a folder on the local disk or on any filesystem pyarrow knows
+(`s3://bucket/run`, `gs://...`, `hdfs://...`, `file:///...`).
+
+Every file is written whole or not at all: to a temporary name, flushed (and fsync'ed on a
+local disk, so a power cut leaves either the old state or the new file), then renamed. A
+rerun therefore finds complete shards or none, never half a shard.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
+__all__ = ["Store"]
+
+
+class Store:
+    """A folder to write a run into. `location` is a local path or a URI pyarrow can open."""
+
+    def __init__(self, location: str | os.PathLike[str]):
+        import pyarrow.fs as pafs
+
+        raw = os.fspath(location)
+        self.location = raw
+        self.local = "://" not in raw
+        if self.local:
+            self.root = str(Path(raw).expanduser().absolute())
+            self.fs: pafs.FileSystem = pafs.LocalFileSystem()
+        else:
+            self.fs, self.root = pafs.FileSystem.from_uri(raw)
+            self.local = type(self.fs).__name__ == "LocalFileSystem"
+        self.fs.create_dir(self.root, recursive=True)
+
+    @property
+    def shareable(self) -> str:
+        """The location as another process (a Ray worker) can open it: absolute, or the URI."""
+        return (
+            self.root if type(self.fs).__name__ == "LocalFileSystem" and "://" not in self.location else self.location
+        )
+
+    def path(self, name: str) -> str:
+        return f"{self.root.rstrip('/')}/{name}"
+
+    def uri(self, name: str) -> str:
+        """A name as the caller spelled the location (for messages and `load`)."""
+        return f"{self.location.rstrip('/')}/{name}"
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def exists(self, name: str) -> bool:
+        import pyarrow.fs as pafs
+
+        return bool(self.fs.get_file_info(self.path(name)).type != pafs.FileType.NotFound)
+
+    def read_bytes(self, name: str) -> bytes | None:
+        if not self.exists(name):
+            return None
+        with self.fs.open_input_stream(self.path(name)) as fh:
+            return bytes(fh.read())
+
+    def files(self, folder: str) -> list[str]:
+        """Names (relative to the store) of the files directly inside `folder`, sorted."""
+        import pyarrow.fs as pafs
+
+        selector = pafs.FileSelector(self.path(folder), allow_not_found=True)
+        infos = self.fs.get_file_info(selector)
+        prefix = self.root.rstrip("/") + "/"
+        return sorted(i.path[len(prefix) :] for i in infos if i.type == pafs.FileType.File)
+
+    def read_table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        import pyarrow.parquet as pq
+
+        return pq.read_table(self.path(name), columns=columns, filesystem=self.fs)
+
+    # --- writing ------------------------------------------------------------------------------
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        with self.writing(name) as tmp:
+            if self.local:
+                with open(tmp, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            else:
+                with self.fs.open_output_stream(tmp) as out:
+                    out.write(data)
+
+    def write_table(self, name: str, table: pa.Table) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd")
+        self.write_bytes(name, sink.getvalue().to_pybytes())
+
+    @contextlib.contextmanager
+    def writing(self, name: str) -> Iterator[str]:
+        """A temporary path to write `name` to; renamed into place when the block ends well."""
+        final = self.path(name)
+        parent = final.rsplit("/", 1)[0]
+        self.fs.create_dir(parent, recursive=True)
+        tmp = f"{parent}/.{final.rsplit('/', 1)[1]}.{uuid.uuid4().hex[:8]}.tmp"
+        try:
+            yield tmp
+            if self.local:
+                _fsync_file(tmp)
+            self.fs.move(tmp, final)
+            if self.local:
+                _fsync_dir(parent)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.fs.delete_file(tmp)
+            raise
+
+    def parquet_writer(self, tmp: str, schema: pa.Schema) -> Any:
+        import pyarrow.parquet as pq
+
+        return pq.ParquetWriter(tmp, schema, compression="zstd", filesystem=self.fs)
+
+    def remove(self, name: str) -> None:
+        import pyarrow.fs as pafs
+
+        info = self.fs.get_file_info(self.path(name))
+        if info.type == pafs.FileType.Directory:
+            self.fs.delete_dir(self.path(name))
+        elif info.type == pafs.FileType.File:
+            self.fs.delete_file(self.path(name))
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: str) -> None:
+    with contextlib.suppress(OSError):  # not every OS lets a directory be fsync'ed
+        _fsync_file(path)

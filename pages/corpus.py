@@ -1,0 +1,26 @@
+"""Corpus: what each head does over many sentences. Run a bundled or uploaded corpus in the
+background, then per-head statistics with their spread, the sentences where a head is most and
+least typical, and the query-key atlas of one head."""
+
+import streamlit as st
+
+from attnviz.app import runners, widgets
+from attnviz.app.sections import corpus as section
+from attnviz.app.sections import corpus_atlas as atlas
+
+c = widgets.page_header("corpus.title", "corpus.intro")
+choice = section.source(c)
+loaded = runners.load_runner(c)
+if loaded is not None:
+    section.run_controls(c, loaded, choice)
+section.progress()
+job = section.finished()
+if job is None:
+    st.stop()
+
+if not section.summary(c, job):
+    st.stop()
+stat = section.grid(c, job)
+layer, head = atlas.head_pickers(job)
+section.typical(c, job, stat, layer, head)
+atlas.atlas(c, job, layer, head)
