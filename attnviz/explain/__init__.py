@@ -9,6 +9,11 @@ Numpy-only methods (take an `Attention` or an array):
 Methods that run a model (take a Runner and a text; batches go through the background lane):
     norms.py         norm_weights, norm_reconstruction        (Kobayashi et al. 2020)
     attributions.py  occlusion, input_x_gradient, integrated_gradients, completeness_gap
+    context_mixing.py contributions, contributions_all         (whole layers: GlobEnc, ALTI,
+                     decompose.py, value_zeroing.py             Value Zeroing; norms, attention)
+    scoreboard.py    faithfulness (the scoreboard)             (leave-one-out, deletion, AOPC)
+                     removal.py: tokens replaced by [MASK], the output's change
+    sinks.py         sink_scores, hide_sinks                   (Gu et al. 2024; numpy only)
 Row i of every (n, n) map is where token i looks.
 """
 
@@ -16,28 +21,45 @@ from __future__ import annotations
 
 from .agreement import agreement, kendall_tau, share, spearman_rho
 from .attributions import completeness_gap, input_x_gradient, integrated_gradients, occlusion
+from .context_mixing import METHODS as CONTRIBUTION_METHODS
+from .context_mixing import VALUE_ZEROING_MAX_TOKENS, Contributions, contributions, contributions_all
 from .flow import FLOW_MAX_N_ALL, FLOW_MAX_N_ROW, FlowTooLarge, flow, flow_limit
 from .heads import BROAD_ENTROPY, ENTROPY_SMOOTHING, LABEL_SHARE, head_labels, head_stats, sink_shares
 from .norms import NormWeights, norm_reconstruction, norm_weights
 from .pairs import MinimalPair, find_token, minimal_pair
 from .rollout import rollout, rollout_layers
+from .scoreboard import FAITHFULNESS_MAX_TOKENS, SCOREBOARD_METHODS, Scoreboard, ScoreRow, faithfulness
+from .sinks import SINK_THRESHOLD, SinkScores, hide_sinks, sink_scores
 
 __all__ = [
     "BROAD_ENTROPY",
+    "CONTRIBUTION_METHODS",
     "ENTROPY_SMOOTHING",
+    "FAITHFULNESS_MAX_TOKENS",
     "FLOW_MAX_N_ALL",
     "FLOW_MAX_N_ROW",
     "LABEL_SHARE",
+    "SCOREBOARD_METHODS",
+    "SINK_THRESHOLD",
+    "VALUE_ZEROING_MAX_TOKENS",
+    "Contributions",
     "FlowTooLarge",
     "MinimalPair",
     "NormWeights",
+    "ScoreRow",
+    "Scoreboard",
+    "SinkScores",
     "agreement",
     "completeness_gap",
+    "contributions",
+    "contributions_all",
+    "faithfulness",
     "find_token",
     "flow",
     "flow_limit",
     "head_labels",
     "head_stats",
+    "hide_sinks",
     "input_x_gradient",
     "integrated_gradients",
     "kendall_tau",
@@ -48,6 +70,7 @@ __all__ = [
     "rollout",
     "rollout_layers",
     "share",
+    "sink_scores",
     "sink_shares",
     "spearman_rho",
 ]
