@@ -5,6 +5,7 @@ import streamlit as st
 
 from attnviz.app import widgets
 from attnviz.app.sections import explain as section
+from attnviz.app.sections import faithfulness
 
 c = widgets.page_header("explain.title", "explain.intro")
 subject = section.analysis(c)
@@ -17,5 +18,7 @@ occlusion = section.attributions(c, subject, query)
 section.bars(c, subject, query, layer)
 if occlusion is not None:
     section.agreement_table(subject, occlusion)
+faithfulness.contribution_section(c, subject, layer)
+faithfulness.scoreboard_section(c, subject, query)
 section.head_statistics(c, subject)
 section.minimal_pair(c, subject)

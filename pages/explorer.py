@@ -4,11 +4,13 @@ import streamlit as st
 
 from attnviz.app import widgets
 from attnviz.app.sections import explorer as section
+from attnviz.app.sections import sinks
 
 c = widgets.page_header("explorer.title", "explorer.intro")
 focus = section.analysis(c)
 if focus is None:
     st.stop()
+focus = sinks.hide_switch(c, focus)
 
 st.divider()
 left, right = st.columns(2, gap="large")

@@ -99,6 +99,33 @@ def test_minilm_sinks_on_special_tokens_whose_values_are_small(minilm: Pretraine
     assert np.median(ratio) < 0.7
 
 
+def test_parked_attention_needs_many_heads_or_a_short_value(minilm: PretrainedModel) -> None:
+    w = np.full((1, 20, 6, 6), 0.1 / 5)
+    w[0, :4, :, 0] = 0.9  # 4 of 20 heads park on token 0
+    w[0, 4, :, 3] = 0.9  # one head puts 90% on token 3
+    w /= w.sum(-1, keepdims=True)
+    plain = explain.sink_scores(w)
+    assert plain.columns.tolist() == [0, 3] and plain.parking().tolist() == [0]  # one head in 20: a focus
+    assert plain.parking(min_heads=0.05).tolist() == [0, 3]
+    value_norms = np.ones((1, 20, 6), dtype=np.float32)
+    value_norms[0, 4, 3] = 0.2  # ... unless its value vector is short there: then weight parked
+    norms = explain.NormWeights(
+        tokens=[f"t{i}" for i in range(6)],
+        per_head=w.astype(np.float32),
+        value_norms=value_norms,
+        head_cosines=np.zeros((1, 6, 20, 20), dtype=np.float32),
+        special=np.zeros(6, dtype=bool),
+    )
+    assert explain.sink_scores(w, norms=norms).parking().tolist() == [0, 3]
+
+
+def test_in_minilm_cls_is_parked_and_the_coreference_focus_is_not(minilm: PretrainedModel, tired: Attention) -> None:
+    s = explain.sink_scores(tired, norms=explain.norm_weights(minilm, SENTENCES[0]))
+    animal = tired.tokens.index("animal")
+    assert animal in s.columns.tolist()  # a head attends to "animal" from most tokens ...
+    assert tired.tokens[s.parking()[0]] == "[CLS]" and animal not in s.parking().tolist()  # ... reading it
+
+
 def test_hiding_sinks_zeroes_their_columns_and_renormalises_rows() -> None:
     w = random_rows((2, 2, 5, 5), seed=3)
     att = attention_of(w)

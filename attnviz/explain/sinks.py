@@ -5,7 +5,9 @@ norm of k's value vector in that head (Kobayashi et al. 2020): a sink usually ca
 so a large weight on it moves almost nothing (Xiao et al. 2024; Clark et al. 2019).
 
 Numpy only: takes an `Attention` (and, for the value norms, `NormWeights` of the same text).
-`hide_sinks` removes the sink columns from every map and renormalises the rows, for the views.
+`hide_sinks` removes the sink columns from every map and renormalises the rows, for the views;
+`SinkScores.parking()` says which columns those should be (the metric alone also flags a content
+word one head attends to from everywhere, which is a focus, not a sink).
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from ..result import Attention
 from ._arrays import AttentionLike, as_weights
 from .norms import NormWeights
 
-__all__ = ["SINK_THRESHOLD", "SinkScores", "hide_sinks", "sink_scores"]
+__all__ = ["PARKING_HEADS", "SINK_THRESHOLD", "SinkScores", "hide_sinks", "sink_scores"]
 
 SINK_THRESHOLD = 0.3  # Gu et al. 2024, epsilon
+# A token some head focuses on is not yet a sink: `parking` keeps those that at least this share of
+# all heads sink on, or whose value vectors are shorter than average where they sink (little to give).
+PARKING_HEADS = 0.1
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,6 +54,20 @@ class SinkScores:
     def heads_on(self, column: int) -> np.ndarray:
         """(layers, heads) bool: the heads that sink on token `column`."""
         return self.is_sink & (self.token == column)
+
+    def parking(self, min_heads: float = PARKING_HEADS) -> np.ndarray:
+        """Sorted indices of the tokens where attention is parked rather than read: a sink in at
+        least `min_heads` of all heads, or (with value norms) one whose value vectors are on
+        average shorter than their heads' mean there. A content word that one head attends to
+        strongly, with a long value vector, is a focus, not a sink, and is not listed."""
+        keep = []
+        for k in self.columns:
+            on = self.heads_on(int(k))
+            ratio = self.value_norm[on] / self.mean_value_norm[on]
+            short = bool(np.isfinite(ratio).all() and ratio.mean() < 1.0)
+            if on.mean() >= min_heads or short:
+                keep.append(int(k))
+        return np.array(keep, dtype=int)
 
 
 def received(att: AttentionLike, causal: bool | None = None) -> np.ndarray:

@@ -7,6 +7,7 @@ One module per family of views:
     head_views.py head_view (bertviz-style query -> key lines)
     graph.py      graph_view (tokens on a circle, edges above a threshold)
     charts.py     token_bars, token_focus, cost_sweep
+    evidence.py   contribution_map, deletion_curves, layer_agreement (whole-layer methods, the scoreboard)
     pick.py       clickable markers and reading clicks back (model_view_pick, token_pick)
     _base.py      what they share: the figure constructor, token axes, escaping, colours, titles
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 from ._base import MAX_TICK_LABELS, head_label
 from .charts import cost_sweep, token_bars, token_focus
+from .evidence import contribution_map, deletion_curves, layer_agreement, method_label
 from .graph import DEFAULT_MAX_EDGES, graph_view
 from .grid import layer_head_grid, model_view
 from .head_views import DEFAULT_MAX_LINKS, head_view
@@ -40,13 +42,17 @@ __all__ = [
     "DEFAULT_MAX_EDGES",
     "DEFAULT_MAX_LINKS",
     "MAX_TICK_LABELS",
+    "contribution_map",
     "cost_sweep",
+    "deletion_curves",
     "graph_view",
     "head_label",
     "head_view",
     "heatmap",
+    "layer_agreement",
     "layer_head_grid",
     "matrix",
+    "method_label",
     "model_view",
     "model_view_pick",
     "token_bars",
