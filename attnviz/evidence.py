@@ -128,6 +128,7 @@ def sink_heads(model: Runner, text: str, max_tokens: int) -> dict[str, Any]:
         "tokens": att.tokens,
         "threshold": s.threshold,
         "rate": round(s.rate, 4),
+        "parked": [att.tokens[k] for k in s.parking()],
         "heads": heads,
     }
 

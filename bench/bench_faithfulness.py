@@ -6,7 +6,7 @@ Runs `attnviz.explain.faithfulness` with the embedded model on every sentence of
 assets/faithfulness_sentences.json (30 English, 20 Chinese), for the sentence embedding (the
 output all-MiniLM-L6-v2 is made for: the mean of its last layer), and averages each method's
 Spearman, Kendall, AOPC and AOPC over the random floor; `best_count` is how many sentences the
-method had the largest AOPC on. Writes the table as JSON to --out (assets/faithfulness_average.json,
+method had the largest AOPC on (ties count for each tied method). Writes the table as JSON to --out (assets/faithfulness_average.json,
 read by the app) and as markdown to --md (bench/results_faithfulness.md), each with this command.
 """
 
@@ -34,9 +34,10 @@ COLUMNS = ("spearman", "kendall", "aopc", "aopc_over_random")
 
 
 def average(boards: list[explain.Scoreboard]) -> list[dict[str, float | int | str]]:
-    """Mean of each column per method (NaN values left out), and how often each was best."""
+    """Mean of each column per method (NaN values left out), and on how many texts each had the
+    largest AOPC (a tie counts for every method in it)."""
     methods = [r.method for r in boards[0].rows]
-    best = [b.best for b in boards]
+    best = [m for b in boards for m in b.leaders]
     rows: list[dict[str, float | int | str]] = []
     for m in methods:
         entry: dict[str, float | int | str] = {"method": m}

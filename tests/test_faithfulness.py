@@ -255,3 +255,59 @@ def test_bundled_chinese_sentences_use_characters_the_model_knows(minilm: Pretra
         unknown = [t for t in tokens if t.startswith("[UNK]")]
         assert len(unknown) <= len(tokens) / 5, (text, unknown)
     assert all(4 <= len(minilm.encode(t).tokens) <= 64 for t in sentences["en"] + sentences["zh"])
+
+
+# ---------------------------------------------------------------- command line (python -m attnviz evidence)
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from attnviz.evidence import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_prints_the_scoreboard_and_writes_it_as_json(
+    minilm: PretrainedModel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _cli(capsys, SENTENCES[4], "--json", "-", "--methods", "globenc,alti")
+    assert code == 0
+    data = json.loads(out)
+    board = explain.faithfulness(minilm, SENTENCES[4], None, methods=["globenc", "alti"])
+    assert [r["method"] for r in data["rows"]] == ["globenc", "alti", "random"]
+    for got, want in zip(data["rows"], board.table(), strict=True):
+        assert got["aopc"] == pytest.approx(want["aopc"], abs=1e-5)
+        assert (got["spearman"] is None) == math.isnan(float(want["spearman"]))
+    code, out, _ = _cli(capsys, SENTENCES[4], "--query", "bites", "--methods", "alti")
+    assert code == 0 and "scoreboard for the token bites" in out and "random" in out
+
+
+def test_cli_prints_a_contribution_map_and_the_sink_heads(
+    minilm: PretrainedModel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _cli(capsys, SENTENCES[4], "--map", "alti", "--json", "-")
+    assert code == 0
+    np.testing.assert_allclose(
+        json.loads(out)["rolled"], explain.contributions(minilm, SENTENCES[4], "alti").rolled, atol=1e-5
+    )
+    code, out, _ = _cli(capsys, SENTENCES[4], "--sinks", "--json", "-")
+    data = json.loads(out)
+    assert code == 0 and "[CLS]" in data["parked"] and data["heads"][0]["value_norm_ratio"] is not None
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ((SENTENCES[4], "--query", "cat"), "not among the tokens"),
+        ((SENTENCES[4], "--query", "9"), "outside 0..4"),
+        ((SENTENCES[4], "--methods", "lime"), "unknown method"),
+        (("   ",), "empty"),
+        ((SENTENCES[4], "--max-tokens", "1"), "at least 2"),
+    ],
+)
+def test_cli_errors_are_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], message: str
+) -> None:
+    code, _, err = _cli(capsys, *argv)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -93,8 +93,16 @@ class Scoreboard:
 
     @property
     def best(self) -> str:
-        """The method with the largest AOPC (its order moves the output most, soonest)."""
-        return max(self.methods, key=lambda m: self.row(m).aopc)
+        """The method with the largest AOPC (its order moves the output most, soonest); the
+        first of them in table order when several tie (see `leaders`)."""
+        return self.leaders[0]
+
+    @property
+    def leaders(self) -> list[str]:
+        """Every method whose AOPC equals the largest (within 1e-9): on a short text several
+        orders often remove the same tokens and tie."""
+        top = max(self.row(m).aopc for m in self.methods)
+        return [m for m in self.methods if self.row(m).aopc >= top - 1e-9]
 
     @property
     def best_by_rank(self) -> str | None:
@@ -204,11 +212,7 @@ def faithfulness(
         check_query(query, n)
     first = None if progress is None else (lambda f: progress(f * (1 - _FORWARD_SHARE)))
     found = _method_scores(model, enc, query, chosen, cap, first)
-    for name, values in (extra or {}).items():
-        found.tokens[name] = np.asarray(values, dtype=np.float64).reshape(-1)
-        if found.tokens[name].shape != (n,):
-            raise ValueError(f"extra scores {name!r} have {found.tokens[name].size} values for {n} tokens")
-    names = [*chosen, *(extra or {})]
+    names = [*chosen, *_add_extra(found, extra, n)]
     keep = ~enc.special
     removed = _steps(int(keep.sum()), steps)
     rng = np.random.default_rng(seed)
@@ -237,6 +241,15 @@ def faithfulness(
         n_input_tokens=enc.n_input_tokens,
         notes=cut + tuple(dict.fromkeys(found.notes)),
     )
+
+
+def _add_extra(found: _Scores, extra: Mapping[str, np.ndarray] | None, n: int) -> list[str]:
+    """The caller's own scores beside the methods' (each (n,)); their names in order."""
+    for name, values in (extra or {}).items():
+        found.tokens[name] = np.asarray(values, dtype=np.float64).reshape(-1)
+        if found.tokens[name].shape != (n,):
+            raise ValueError(f"extra scores {name!r} have {found.tokens[name].size} values for {n} tokens")
+    return list(extra or {})
 
 
 def _masks(n: int, keep: np.ndarray, orders: list[np.ndarray], removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

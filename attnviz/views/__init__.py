@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ._base import MAX_TICK_LABELS, head_label
 from .charts import cost_sweep, token_bars, token_focus
-from .evidence import contribution_map, deletion_curves, layer_agreement, method_label
+from .evidence import contribution_map, deletion_curves, layer_agreement
 from .graph import DEFAULT_MAX_EDGES, graph_view
 from .grid import layer_head_grid, model_view
 from .head_views import DEFAULT_MAX_LINKS, head_view
@@ -52,7 +52,6 @@ __all__ = [
     "layer_agreement",
     "layer_head_grid",
     "matrix",
-    "method_label",
     "model_view",
     "model_view_pick",
     "token_bars",

@@ -15,6 +15,7 @@ import streamlit as st
 from ... import explain, views
 from ...explain import Contributions, Scoreboard
 from ...models import Progress
+from ...views.evidence import method_label
 from .. import charts, nav, runners, widgets, work
 from ..state import Ctx, lang, t
 from .explain import Subject, attempt
@@ -35,13 +36,13 @@ SOURCES = (
 
 
 def _label(method: str) -> str:
-    return views.method_label(method, lang())
+    return method_label(method, lang())
 
 
 def _labels() -> Callable[[str], str]:
     """A format_func bound to this run's language (Streamlit may call it outside the run)."""
     language = lang()
-    return lambda method: views.method_label(method, language)
+    return lambda method: method_label(method, language)
 
 
 def _contributions(c: Ctx, s: Subject, method: str) -> Contributions | None:
@@ -160,7 +161,10 @@ def scoreboard_section(c: Ctx, s: Subject, query: int) -> None:
         best = board.row(board.best)
         floor = board.row("random").aopc
         key = "fx.best" if best.aopc > floor + board.random_aopc_std else "fx.best_weak"
-        st.markdown(t(key, method=_label(board.best), aopc=f"{best.aopc:.3f}", floor=f"{floor:.3f}"))
+        names = ", ".join(_label(m) for m in board.leaders)
+        st.markdown(t(key, method=names, aopc=f"{best.aopc:.3f}", floor=f"{floor:.3f}"))
+        if len(board.leaders) > 1:
+            st.caption(t("fx.tied"))
         ranked = board.best_by_rank
         if ranked is not None and ranked != board.best:
             st.markdown(t("fx.best_rank", method=_label(ranked), rho=f"{board.row(ranked).spearman:.2f}"))
