@@ -16,7 +16,7 @@ from ... import explain, views
 from ...explain import Contributions, Scoreboard
 from ...models import Progress
 from ...views.evidence import method_label
-from .. import charts, nav, runners, widgets, work
+from .. import charts, nav, widgets, work
 from ..state import Ctx, lang, t
 from .explain import Subject, attempt
 
@@ -46,15 +46,18 @@ def _labels() -> Callable[[str], str]:
 
 
 def _contributions(c: Ctx, s: Subject, method: str) -> Contributions | None:
-    """The closed-form methods from one cached forward; Value Zeroing with progress and Cancel,
-    on at most the deployment's explanation length (and its own cap), with a notice."""
+    """The closed-form methods from one cached forward (with progress: ALTI at 512 tokens takes a
+    while); Value Zeroing on at most the deployment's explanation length and its own cap, with a
+    notice. Both with progress, Cancel and the visitor's budget."""
     runner = s.loaded.runner
     if method in CHEAP:
+
+        def closed_form(progress: Progress) -> dict[str, Contributions]:
+            return explain.contributions_all(runner, s.fitted, CHEAP, progress=progress)
+
+        label = t("cx.computing", n=s.att.n)
         found = attempt(
-            s,
-            lambda: runners.cached(
-                c, s.loaded, "contributions", s.fitted, fn=lambda: explain.contributions_all(runner, s.fitted, CHEAP)
-            ),
+            s, lambda: work.cached_long(c, s.loaded, "contributions", s.fitted, label=label, fn=closed_form)
         )
         return None if found is None else found[method]
     limit = min(c.settings.explain_tokens, explain.VALUE_ZEROING_MAX_TOKENS)
