@@ -169,3 +169,12 @@ def test_sink_scores_accept_a_bare_array_and_reject_mismatched_norms(minilm: Pre
     norms = explain.norm_weights(minilm, SENTENCES[4])
     with pytest.raises(ValueError, match="do not match"):
         explain.sink_scores(w, norms=norms)
+
+
+def test_removed_share_is_what_hiding_takes_away_without_copying() -> None:
+    w = random_rows((2, 3, 5, 5), seed=4)
+    _, removed = explain.hide_sinks(attention_of(w), [1, 4])
+    np.testing.assert_allclose(explain.removed_share(w, [1, 4]), removed)
+    plain = [[sum(w[layer, head, i, [1, 4]].sum() for i in range(5)) / 5 for head in range(3)] for layer in range(2)]
+    np.testing.assert_allclose(explain.removed_share(w, [1, 4]), plain)
+    assert (explain.removed_share(w, []) == 0).all()

@@ -29,7 +29,7 @@ from .norms import NormWeights, norm_reconstruction, norm_weights
 from .pairs import MinimalPair, find_token, minimal_pair
 from .rollout import rollout, rollout_layers
 from .scoreboard import FAITHFULNESS_MAX_TOKENS, SCOREBOARD_METHODS, Scoreboard, ScoreRow, faithfulness
-from .sinks import SINK_THRESHOLD, SinkScores, hide_sinks, sink_scores
+from .sinks import SINK_THRESHOLD, SinkScores, hide_sinks, removed_share, sink_scores
 
 __all__ = [
     "BROAD_ENTROPY",
@@ -67,6 +67,7 @@ __all__ = [
     "norm_reconstruction",
     "norm_weights",
     "occlusion",
+    "removed_share",
     "rollout",
     "rollout_layers",
     "share",

@@ -20,7 +20,7 @@ from ..result import Attention
 from ._arrays import AttentionLike, as_weights
 from .norms import NormWeights
 
-__all__ = ["PARKING_HEADS", "SINK_THRESHOLD", "SinkScores", "hide_sinks", "sink_scores"]
+__all__ = ["PARKING_HEADS", "SINK_THRESHOLD", "SinkScores", "hide_sinks", "removed_share", "sink_scores"]
 
 SINK_THRESHOLD = 0.3  # Gu et al. 2024, epsilon
 # A token some head focuses on is not yet a sink: `parking` keeps those that at least this share of
@@ -98,6 +98,16 @@ def sink_scores(att: AttentionLike, threshold: float = SINK_THRESHOLD, norms: No
     return SinkScores(share, token, share > threshold, value_norm, mean_norm, float(threshold))
 
 
+def removed_share(att: AttentionLike, columns: np.ndarray | list[int]) -> np.ndarray:
+    """(layers, heads) float64: the share of each head's attention on `columns`, averaged over
+    the query rows: what hiding them takes away (no copy of the weights is made)."""
+    cols = np.asarray(columns, dtype=int)
+    w = as_weights(att)
+    if cols.size == 0:
+        return np.zeros(w.shape[:2])
+    return w[..., cols].sum(-1, dtype=np.float64).mean(-1)
+
+
 def hide_sinks(att: Attention, columns: np.ndarray | list[int]) -> tuple[Attention, np.ndarray]:
     """`att` with the given columns set to 0 and every row renormalised to sum to 1 (tokens
     and rows stay, so every view keeps its layout), and the share of attention removed per
@@ -109,9 +119,9 @@ def hide_sinks(att: Attention, columns: np.ndarray | list[int]) -> tuple[Attenti
         raise IndexError(f"sink columns must lie in 0..{att.n - 1}")
     if cols.size == 0:
         return att, np.zeros((att.n_layers, att.n_heads))
+    removed = removed_share(att, cols)
     w = att.weights.copy()
-    removed = w[..., cols].sum(-1, dtype=np.float64)  # (L, H, n): per query row
     w[..., cols] = 0.0
     left = w.sum(-1, keepdims=True)
     np.divide(w, left, out=w, where=left > np.finfo(np.float32).tiny)
-    return replace(att, weights=w), removed.mean(-1)
+    return replace(att, weights=w), removed

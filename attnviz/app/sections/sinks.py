@@ -51,14 +51,17 @@ def _quoted(att: Attention, columns: np.ndarray) -> str:
 
 
 def _scores(c: Ctx, f: Focus) -> SinkScores:
-    """Sink scores of what the views show, with value norms when its tokens are the raw ones."""
+    """Sink scores of what the views show (cached), with value norms when its tokens are the raw ones."""
     norms = _norms(c, f.loaded, f.text)
-    usable = norms is not None and norms.per_head.shape == f.att.weights.shape
-    return explain.sink_scores(f.att, norms=norms if usable else None)
+    usable = norms if norms is not None and norms.per_head.shape == f.att.weights.shape else None
+    view = (f.settings.get("hide_special"), f.settings.get("merge_words"))
+    return runners.cached(c, f.loaded, "sinks", f.text, *view, fn=lambda: explain.sink_scores(f.att, norms=usable))
 
 
 def hide_switch(c: Ctx, f: Focus) -> Focus:
-    """The switch, what it hides and how much, and the caveat; the focus the views then draw."""
+    """The switch, what it hides and how much, and the caveat; the focus the views then draw.
+    The hidden maps are made only while the switch is on, and not cached: at 512 tokens they are
+    a 75 MB copy, which would push the analysis itself out of a 128 MB result cache."""
     ss = st.session_state
     ss[TOGGLE] = bool(ss.get(STATE, False))
     scores = _scores(c, f)
@@ -68,8 +71,8 @@ def hide_switch(c: Ctx, f: Focus) -> Focus:
         on = left.toggle(
             t("sinks.toggle"), key=TOGGLE, on_change=_keep, help=t("sinks.toggle_help", eps=scores.threshold)
         )
-        hidden, removed = explain.hide_sinks(f.att, columns)
-        share = float(removed[f.layer].mean() if f.head is None else removed[f.layer, f.head])
+        removed = explain.removed_share(f.att.weights[f.layer : f.layer + 1], columns)[0]  # (heads,)
+        share = float(removed.mean() if f.head is None else removed[f.head])
         heads = int((np.isin(scores.token, columns) & scores.is_sink).sum())
         if not columns.size:
             right.caption(t("sinks.none", eps=scores.threshold))
@@ -80,6 +83,10 @@ def hide_switch(c: Ctx, f: Focus) -> Focus:
         sink_caveat(c, f)
     if not (on and columns.size):
         return f
+    view = (f.settings.get("hide_special"), f.settings.get("merge_words"), tuple(columns.tolist()))
+    hidden = runners.cached(
+        c, f.loaded, "hidden_sinks", f.text, *view, fn=lambda: explain.hide_sinks(f.att, columns)[0]
+    )
     return dataclasses.replace(f, att=hidden, settings={**f.settings, "hide_sinks": True})
 
 
