@@ -66,7 +66,7 @@ def rerun_per_token(model: attnviz.PretrainedModel, text: str, layer: int = 0) -
 
 def row(model: attnviz.PretrainedModel, n: int, repeat: int) -> tuple[list[str], list[str]]:
     text = text_of(model, n)
-    query = n // 2
+    query = min(n, explain.FAITHFULNESS_MAX_TOKENS) // 2  # within the scoreboard's cut
     fns: dict[str, Callable[[], object]] = {"attend": lambda: model.attend(text)}
     for method in explain.CONTRIBUTION_METHODS:
         fns[method] = lambda m=method: explain.contributions(model, text, m)

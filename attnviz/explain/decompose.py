@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -50,12 +51,23 @@ class LayerRecord:
     def n(self) -> int:
         return int(self.x.shape[0])
 
+    @cached_property
+    def alpha_by_key(self) -> torch.Tensor:
+        """(n_j, n_i, H) contiguous: alpha[h, i, j] at [j, i, h]. Batched products over j need
+        contiguous operands: on a permuted view torch's CPU bmm is about 40x slower."""
+        return self.alpha.permute(2, 1, 0).contiguous()
+
+    @cached_property
+    def f_by_key(self) -> torch.Tensor:
+        """(n_j, H, d) contiguous: f_h(x_j) at [j, h]."""
+        return self.f.transpose(0, 1).contiguous()
+
 
 def transformed(p: LayerParts, values: torch.Tensor) -> torch.Tensor:
     """f_h(x_j) = (x_j W_V + b_V)_h W_O^h from values = x W_V + b_V (n, H * hs): (H, n, d)."""
-    v = values.view(values.shape[0], p.n_heads, p.head_dim).transpose(0, 1)  # (H, n, hs)
-    w_o = p.output.weight.view(-1, p.n_heads, p.head_dim).permute(1, 2, 0).to(v.dtype)  # (H, hs, d)
-    return torch.matmul(v, w_o)  # (H, n, d)
+    v = values.view(values.shape[0], p.n_heads, p.head_dim).transpose(0, 1).contiguous()  # (H, n, hs)
+    w_o = p.output.weight.view(-1, p.n_heads, p.head_dim).permute(1, 2, 0).to(v.dtype).contiguous()  # (H, hs, d)
+    return torch.matmul(v, w_o)  # (H, n, d); contiguous operands: see LayerRecord.alpha_by_key
 
 
 def feed_forward(p: LayerParts, mid: torch.Tensor) -> torch.Tensor:
@@ -117,12 +129,13 @@ def head_sum_norms(alpha: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
 
     With C_j the (H, H) Gram matrix of the heads' vectors at j, the squared norm is
     alpha_ij^T C_j alpha_ij: no (n, n, d) tensor is formed (as NormWeights.layer_norms does)."""
-    gj = g.transpose(0, 1)  # (n_j, H, d)
+    gj = g.transpose(0, 1).contiguous()  # (n_j, H, d)
     gram = gj @ gj.transpose(1, 2)  # (n_j, H, H)
+    by_key = alpha.permute(2, 1, 0).contiguous()  # (n_j, n_i, H): see LayerRecord.alpha_by_key
     n = alpha.shape[-1]
     out = torch.empty(n, n, dtype=g.dtype, device=g.device)
     for i0 in range(0, n, 4 * ROW_BLOCK):
-        a = alpha[:, i0 : i0 + 4 * ROW_BLOCK].permute(2, 1, 0)  # (n_j, b_i, H)
+        a = by_key[:, i0 : i0 + 4 * ROW_BLOCK]  # (n_j, b_i, H)
         out[i0 : i0 + 4 * ROW_BLOCK] = ((a @ gram) * a).sum(-1).clamp_min_(0).sqrt_().T
     return out
 
@@ -180,11 +193,11 @@ def alti_map(r: LayerRecord) -> torch.Tensor:
     y_l1 = y.abs().sum(-1)  # (n,)
     n = r.n
     out = torch.empty(n, n, dtype=y.dtype, device=y.device)
-    u_j = u.transpose(0, 1)  # (n_j, H, d)
+    u_j = u.transpose(0, 1).contiguous()  # (n_j, H, d)
     for i0 in range(0, n, ROW_BLOCK):
         rows = slice(i0, min(n, i0 + ROW_BLOCK))
         b = rows.stop - rows.start
-        a = r.alpha[:, rows].permute(2, 1, 0)  # (n_j, b, H)
+        a = r.alpha_by_key[:, rows]  # (n_j, b, H)
         t = (a @ u_j).transpose(0, 1)  # (b, n_j, d): sum_h alpha u_h(x_j)
         local = torch.arange(b, device=y.device)
         t[local, local + i0] += ux[rows]  # the residual, on the diagonal
