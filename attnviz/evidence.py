@@ -85,6 +85,7 @@ def scoreboard(model: Runner, text: str, query: int | None, methods: list[str], 
         "truncated": board.truncated,
         "notes": list(board.notes),
         "best": board.best,
+        "leaders": board.leaders,
         "removed": board.removed.tolist(),
         "loo": [round(float(v), 6) for v in board.loo],
         "rows": [{k: (_number(v) if isinstance(v, float) else v) for k, v in row.items()} for row in board.table()],
@@ -152,7 +153,7 @@ def _print(result: dict[str, Any], kind: str) -> None:
             print(f"  layer {h['layer']}, head {h['head']}: {h['share']:.0%} to {h['token']}{ratio}")
     else:
         target = "sentence embedding" if result["query"] is None else f"token {result['tokens'][result['query']]}"
-        print(f"scoreboard for the {target} (best by AOPC: {result['best']}):")
+        print(f"scoreboard for the {target} (best by AOPC: {', '.join(result['leaders'])}):")
         print(f"  {'method':<16}{'spearman':>10}{'kendall':>10}{'aopc':>9}{'-random':>9}")
         for r in result["rows"]:
             cells = [r["spearman"], r["kendall"], r["aopc"], r["aopc_over_random"]]
