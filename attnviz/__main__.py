@@ -61,7 +61,7 @@ def to_json(att: Attention) -> dict[str, object]:
 
 
 # subcommand -> module with main(argv) -> int, imported only when asked for (Ray, training code)
-SUBCOMMANDS = {"corpus": "attnviz.corpus.cli", "train": "attnviz.training.cli"}
+SUBCOMMANDS = {"corpus": "attnviz.corpus.cli", "evidence": "attnviz.evidence", "train": "attnviz.training.cli"}
 
 
 def main(argv: list[str] | None = None) -> int:

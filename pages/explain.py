@@ -4,7 +4,7 @@ flow, norm-based weights and two attributions; their agreement; head statistics;
 import streamlit as st
 
 from attnviz.app import widgets
-from attnviz.app.sections import ablation
+from attnviz.app.sections import ablation, faithfulness
 from attnviz.app.sections import explain as section
 
 c = widgets.page_header("explain.title", "explain.intro")
@@ -18,6 +18,8 @@ occlusion = section.attributions(c, subject, query)
 section.bars(c, subject, query, layer)
 if occlusion is not None:
     section.agreement_table(subject, occlusion)
+faithfulness.contribution_section(c, subject, layer)
+faithfulness.scoreboard_section(c, subject, query)
 section.head_statistics(c, subject)
 ablation.importance(c, subject)
 section.minimal_pair(c, subject)

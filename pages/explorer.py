@@ -3,7 +3,7 @@
 import streamlit as st
 
 from attnviz.app import widgets
-from attnviz.app.sections import ablation
+from attnviz.app.sections import ablation, sinks
 from attnviz.app.sections import explorer as section
 
 c = widgets.page_header("explorer.title", "explorer.intro")
@@ -11,6 +11,7 @@ focus = section.analysis(c)
 if focus is None:
     st.stop()
 focus = ablation.switch(c, focus)
+focus = sinks.hide_switch(c, focus)
 
 st.divider()
 left, right = st.columns(2, gap="large")

@@ -10,6 +10,11 @@ Methods that run a model (take a Runner and a text; batches go through the backg
     norms.py         norm_weights, norm_reconstruction        (Kobayashi et al. 2020)
     attributions.py  occlusion, input_x_gradient, integrated_gradients, completeness_gap
     ablation.py      ablate, head_importance, pruning_curves     (Michel et al. 2019)
+    context_mixing.py contributions, contributions_all         (whole layers: GlobEnc, ALTI,
+                     decompose.py, value_zeroing.py             Value Zeroing; norms, attention)
+    scoreboard.py    faithfulness (the scoreboard)             (leave-one-out, deletion, AOPC)
+                     removal.py: tokens replaced by [MASK], the output's change
+    sinks.py         sink_scores, hide_sinks                   (Gu et al. 2024; numpy only)
 Row i of every (n, n) map is where token i looks.
 """
 
@@ -18,33 +23,50 @@ from __future__ import annotations
 from .ablation import Ablation, HeadImportance, PruningCurve, ablate, head_importance, pruning_curves
 from .agreement import agreement, kendall_tau, share, spearman_rho
 from .attributions import completeness_gap, input_x_gradient, integrated_gradients, occlusion
+from .context_mixing import METHODS as CONTRIBUTION_METHODS
+from .context_mixing import VALUE_ZEROING_MAX_TOKENS, Contributions, contributions, contributions_all
 from .flow import FLOW_MAX_N_ALL, FLOW_MAX_N_ROW, FlowTooLarge, flow, flow_limit
 from .heads import BROAD_ENTROPY, ENTROPY_SMOOTHING, LABEL_SHARE, head_labels, head_stats, sink_shares
 from .norms import NormWeights, norm_reconstruction, norm_weights
 from .pairs import MinimalPair, find_token, minimal_pair
 from .rollout import rollout, rollout_layers
+from .scoreboard import FAITHFULNESS_MAX_TOKENS, SCOREBOARD_METHODS, Scoreboard, ScoreRow, faithfulness
+from .sinks import SINK_THRESHOLD, SinkScores, hide_sinks, removed_share, sink_scores
 
 __all__ = [
     "BROAD_ENTROPY",
+    "CONTRIBUTION_METHODS",
     "ENTROPY_SMOOTHING",
+    "FAITHFULNESS_MAX_TOKENS",
     "FLOW_MAX_N_ALL",
     "FLOW_MAX_N_ROW",
     "LABEL_SHARE",
+    "SCOREBOARD_METHODS",
+    "SINK_THRESHOLD",
+    "VALUE_ZEROING_MAX_TOKENS",
     "Ablation",
+    "Contributions",
     "FlowTooLarge",
     "HeadImportance",
     "MinimalPair",
     "NormWeights",
     "PruningCurve",
+    "ScoreRow",
+    "Scoreboard",
+    "SinkScores",
     "ablate",
     "agreement",
     "completeness_gap",
+    "contributions",
+    "contributions_all",
+    "faithfulness",
     "find_token",
     "flow",
     "flow_limit",
     "head_importance",
     "head_labels",
     "head_stats",
+    "hide_sinks",
     "input_x_gradient",
     "integrated_gradients",
     "kendall_tau",
@@ -53,9 +75,11 @@ __all__ = [
     "norm_weights",
     "occlusion",
     "pruning_curves",
+    "removed_share",
     "rollout",
     "rollout_layers",
     "share",
+    "sink_scores",
     "sink_shares",
     "spearman_rho",
 ]

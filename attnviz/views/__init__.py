@@ -9,6 +9,7 @@ One module per family of views:
     charts.py     token_bars, token_focus, cost_sweep
     ablation.py   pruning_curve, importance_grid, attention_change, ablation_effect (heads switched off)
     corpus.py     corpus_grid (a statistic over a corpus, with its spread), query_key_atlas
+    evidence.py   contribution_map, deletion_curves, layer_agreement (whole-layer methods, the scoreboard)
     pick.py       clickable markers and reading clicks back (model_view_pick, token_pick)
     _base.py      what they share: the figure constructor, token axes, escaping, colours, titles
 
@@ -34,6 +35,7 @@ from ._base import MAX_TICK_LABELS, head_label
 from .ablation import ablation_effect, attention_change, importance_grid, pruning_curve
 from .charts import cost_sweep, token_bars, token_focus
 from .corpus import atlas_pick, corpus_grid, query_key_atlas
+from .evidence import contribution_map, deletion_curves, layer_agreement
 from .graph import DEFAULT_MAX_EDGES, graph_view
 from .grid import layer_head_grid, model_view
 from .head_views import DEFAULT_MAX_LINKS, head_view
@@ -47,13 +49,16 @@ __all__ = [
     "ablation_effect",
     "atlas_pick",
     "attention_change",
+    "contribution_map",
     "corpus_grid",
     "cost_sweep",
+    "deletion_curves",
     "graph_view",
     "head_label",
     "head_view",
     "heatmap",
     "importance_grid",
+    "layer_agreement",
     "layer_head_grid",
     "matrix",
     "model_view",

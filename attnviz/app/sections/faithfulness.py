@@ -1,0 +1,223 @@
+"""The Explain page's whole-layer evidence (contribution maps; the faithfulness scoreboard with
+its deletion curves, the best method for this sentence and the doubts about the metrics) and
+the Caveats page's average scoreboard over the bundled sentences."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from ... import explain, views
+from ...explain import Contributions, Scoreboard
+from ...models import Progress
+from ...views.evidence import method_label
+from .. import charts, nav, widgets, work
+from ..state import Ctx, lang, t
+from .explain import Subject, attempt
+
+AVERAGE_FILE = nav.ROOT / "assets" / "faithfulness_average.json"
+AVERAGE_COMMAND = "python bench/bench_faithfulness.py"
+CHEAP = ("attention", "norm", "globenc", "alti")  # one recorded forward for all four
+SOURCES = (
+    ("DeYoung et al. 2020", "ERASER: A Benchmark to Evaluate Rationalized NLP Models", "https://arxiv.org/abs/1911.03429"),
+    ("Samek et al. 2017", "Evaluating the visualization of what a deep neural network has learned", "https://arxiv.org/abs/1509.06321"),
+    ("Hooker et al. 2019", "A Benchmark for Interpretability Methods in Deep Neural Networks", "https://arxiv.org/abs/1806.10758"),
+    ("Jacovi & Goldberg 2020", "Towards Faithfully Interpretable NLP Systems", "https://arxiv.org/abs/2004.03685"),
+    ("Edin et al. 2024", "Normalized AOPC: Fixing Misleading Faithfulness Metrics", "https://arxiv.org/abs/2408.08137"),
+    ("Modarressi et al. 2022", "GlobEnc", "https://arxiv.org/abs/2205.03286"),
+    ("Ferrando et al. 2022", "Measuring the Mixing of Contextual Information in the Transformer (ALTI)", "https://arxiv.org/abs/2203.04212"),
+    ("Mohebbi et al. 2023", "Quantifying Context Mixing in Transformers (Value Zeroing)", "https://arxiv.org/abs/2301.12971"),
+)  # fmt: skip
+
+
+def _label(method: str) -> str:
+    return method_label(method, lang())
+
+
+def _labels() -> Callable[[str], str]:
+    """A format_func bound to this run's language (Streamlit may call it outside the run)."""
+    language = lang()
+    return lambda method: method_label(method, language)
+
+
+def _contributions(c: Ctx, s: Subject, method: str) -> Contributions | None:
+    """The closed-form methods from one cached forward (with progress: ALTI at 512 tokens takes a
+    while); Value Zeroing on at most the deployment's explanation length and its own cap, with a
+    notice. Both with progress, Cancel and the visitor's budget."""
+    runner = s.loaded.runner
+    if method in CHEAP:
+
+        def closed_form(progress: Progress) -> dict[str, Contributions]:
+            return explain.contributions_all(runner, s.fitted, CHEAP, progress=progress)
+
+        label = t("cx.computing", n=s.att.n)
+        found = attempt(
+            s, lambda: work.cached_long(c, s.loaded, "contributions", s.fitted, label=label, fn=closed_form)
+        )
+        return None if found is None else found[method]
+    limit = min(c.settings.explain_tokens, explain.VALUE_ZEROING_MAX_TOKENS)
+
+    def zeroing(progress: Progress) -> Contributions:
+        return explain.contributions(runner, s.fitted, "value_zeroing", max_tokens=limit, progress=progress)
+
+    label = t("cx.computing_vz", n=min(s.att.n, limit))
+    result = attempt(
+        s, lambda: work.cached_long(c, s.loaded, "value_zeroing", s.fitted, limit, label=label, fn=zeroing)
+    )
+    if result is not None and result.truncated:
+        st.info(t("cx.vz_cut", kept=result.n, total=s.att.n, limit=limit), icon="✂️")
+    return result
+
+
+def contribution_section(c: Ctx, s: Subject, layer: int) -> None:
+    """One whole-layer method's map: the chosen layer's own mixing, or traced to the input."""
+    with st.container(key="explain_contributions"):
+        st.subheader(t("cx.title"))
+        st.caption(t("cx.intro"))
+        a, b = st.columns(2)
+        method = a.selectbox(t("cx.method"), explain.CONTRIBUTION_METHODS, key="cx_method", format_func=_labels())
+        view = b.radio(
+            t("cx.view"),
+            ("traced", "layer"),
+            key="cx_view",
+            horizontal=True,
+            format_func=widgets.option_labels("cx.view_{}"),
+        )
+        contrib = _contributions(c, s, str(method))
+        if contrib is None:
+            return
+        shown = None if view == "traced" else min(layer, contrib.n_layers - 1)
+        charts.chart(views.contribution_map(contrib, shown, lang=c.lang), key="chart_contributions")
+        st.caption(t(f"cx.about_{method}"))
+
+
+def _output_choice(s: Subject, query: int, limit: int) -> int | None:
+    labels = {"sentence": t("fx.output_sentence"), "token": t("fx.output_token")}
+    choice = st.radio(
+        t("fx.output"),
+        tuple(labels),
+        key="fx_output",
+        horizontal=True,
+        format_func=labels.__getitem__,
+        help=t("fx.output_help"),
+    )
+    if choice == "sentence":
+        return None
+    if query >= limit:
+        st.info(t("fx.query_beyond", limit=limit), icon="✂️")
+        return None
+    return query
+
+
+def _board(c: Ctx, s: Subject, query: int) -> Scoreboard | None:
+    limit = min(c.settings.explain_tokens, explain.FAITHFULNESS_MAX_TOKENS)
+    target = _output_choice(s, query, limit)
+    runner = s.loaded.runner
+
+    def score(progress: Progress) -> Scoreboard:
+        return explain.faithfulness(runner, s.fitted, target, max_tokens=limit, progress=progress)
+
+    label = t("fx.computing", n=min(s.att.n, limit))
+    board = attempt(
+        s, lambda: work.cached_long(c, s.loaded, "faithfulness", s.fitted, target, limit, label=label, fn=score)
+    )
+    if board is not None and board.truncated:
+        st.info(t("fx.cut", kept=len(board.tokens), total=board.n_input_tokens), icon="✂️")
+    return board
+
+
+def _table(board: Scoreboard) -> list[dict[str, Any]]:
+    def r3(v: float) -> float | None:
+        return None if math.isnan(v) else round(v, 3)
+
+    return [
+        {
+            t("fx.col_method"): _label(str(row["method"])),
+            t("fx.col_spearman"): r3(float(row["spearman"])),
+            t("fx.col_kendall"): r3(float(row["kendall"])),
+            t("fx.col_aopc"): r3(float(row["aopc"])),
+            t("fx.col_over_random"): r3(float(row["aopc_over_random"])),
+        }
+        for row in board.table()
+    ]
+
+
+def scoreboard_section(c: Ctx, s: Subject, query: int) -> None:
+    """Which picture of "where information comes from" tracks what the model does?"""
+    with st.container(key="explain_scoreboard"):
+        st.subheader(t("fx.title"))
+        st.caption(t("fx.intro"))
+        board = _board(c, s, query)
+        if board is None:
+            return
+        left, right = st.columns([2, 3], gap="large")
+        with left:
+            st.dataframe(_table(board), hide_index=True, key="table_scoreboard")
+        with right:
+            fig = views.deletion_curves(board, highlight=board.best, lang=c.lang)
+            charts.chart(fig, key="chart_deletion")
+        best = board.row(board.best)
+        floor = board.row("random").aopc
+        key = "fx.best" if best.aopc > floor + board.random_aopc_std else "fx.best_weak"
+        names = ", ".join(_label(m) for m in board.leaders)
+        st.markdown(t(key, method=names, aopc=f"{best.aopc:.3f}", floor=f"{floor:.3f}"))
+        if len(board.leaders) > 1:
+            st.caption(t("fx.tied"))
+        ranked = board.best_by_rank
+        if ranked is not None and ranked != board.best:
+            st.markdown(t("fx.best_rank", method=_label(ranked), rho=f"{board.row(ranked).spearman:.2f}"))
+        charts.chart(views.layer_agreement(board, lang=c.lang), key="chart_layer_agreement")
+        doubts()
+
+
+def doubts() -> None:
+    """These metrics are themselves debated: say so beside the numbers, with sources."""
+    with st.container(key="scoreboard_doubts", border=True):
+        st.markdown(f"**{t('fx.doubt_title')}**")
+        st.markdown(t("fx.doubt_body"))
+        st.markdown("\n".join(f"- {who}: [{title}]({url})" for who, title, url in SOURCES))
+
+
+def _average() -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads(Path(AVERAGE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data.get("rows"), list) else None
+
+
+def average_scoreboard(c: Ctx) -> None:
+    """The scoreboard averaged over the bundled sentences, from the file the benchmark writes."""
+    with st.container(key="caveats_average"):
+        st.subheader(t("fx.average_title"))
+        data = _average()
+        if data is None:
+            st.info(t("fx.average_missing"), icon="ℹ️")
+            st.code(AVERAGE_COMMAND, language="bash")
+            return
+        rows = [
+            {
+                t("fx.col_method"): _label(str(r["method"])),
+                t("fx.col_spearman"): r.get("spearman"),
+                t("fx.col_aopc"): r.get("aopc"),
+                t("fx.col_over_random"): r.get("aopc_over_random"),
+                t("fx.col_best"): r.get("best_count"),
+            }
+            for r in data["rows"]
+        ]
+        st.dataframe(rows, hide_index=True, key="table_average")
+        st.caption(
+            t(
+                "fx.average_note",
+                n=data.get("sentences", 0),
+                model=data.get("model", "?"),
+                output=data.get("output", "?"),
+            )
+        )
+        st.code(str(data.get("command", AVERAGE_COMMAND)), language="bash")
+        st.page_link(nav.page("explain", c.lang), label=t("fx.to_explain"), icon="📊")

@@ -1,0 +1,172 @@
+"""Attention sinks in the app: the explorer's "hide sinks" switch (the four views follow it, and
+the share of attention it removes is printed beside it), the caveat on the visitor's own
+sentence that explains why a head can send most of its weight to [CLS], [SEP] or a full stop
+and move almost nothing, and the Caveats page's table of the sentence's sink heads."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from ... import explain
+from ...explain import NormWeights, SinkScores
+from ...result import Attention
+from .. import nav, runners
+from ..runners import Loaded
+from ..state import Ctx, t
+from ..widgets import escape_md
+from .explain import Subject
+from .explorer import Focus
+
+TOGGLE = "sinks_toggle"  # the widget
+STATE = "hide_sinks_on"  # its value: a plain key survives a visit to another page, a widget's does not
+
+
+def _keep() -> None:
+    st.session_state[STATE] = bool(st.session_state.get(TOGGLE, False))
+
+
+def _norms(c: Ctx, loaded: Loaded, text: str) -> NormWeights | None:
+    """Norm-based weights of the text as the views cut it (one cached forward), or None for a
+    model whose layers cannot be taken apart."""
+    fitted = loaded.runner.fit(text, c.max_tokens)
+    try:
+        norms = runners.cached(c, loaded, "norms", fitted, fn=lambda: explain.norm_weights(loaded.runner, fitted))
+    except ValueError:
+        return None
+    return norms
+
+
+def _quoted(att: Attention, columns: np.ndarray) -> str:
+    """Tokens as Markdown code spans: literal inside (no links, HTML, math or directives), with
+    backticks swapped out so none can close the span, and colons kept from emoji shortcodes."""
+
+    def code(token: str) -> str:
+        return "`" + " ".join(token.split())[:40].replace("`", "'").replace(":", ":\u2060") + "`"
+
+    return ", ".join(code(att.tokens[int(k)]) for k in columns)
+
+
+def _view(f: Focus) -> tuple[Any, ...]:
+    """What decides the maps the views draw, for the cache keys: the token view and any heads
+    switched off (the ablation switch runs before this one, so `f.att` may be the switched model's)."""
+    off = tuple(tuple(h) for h in f.settings.get("heads_off", ()))
+    return (f.settings.get("hide_special"), f.settings.get("merge_words"), off, f.settings.get("ablation_mode"))
+
+
+def _scores(c: Ctx, f: Focus) -> SinkScores:
+    """Sink scores of what the views show (cached), with value norms when its tokens are the raw ones."""
+    norms = _norms(c, f.loaded, f.text)
+    usable = norms if norms is not None and norms.per_head.shape == f.att.weights.shape else None
+    return runners.cached(c, f.loaded, "sinks", f.text, *_view(f), fn=lambda: explain.sink_scores(f.att, norms=usable))
+
+
+def hide_switch(c: Ctx, f: Focus) -> Focus:
+    """The switch, what it hides and how much, and the caveat; the focus the views then draw.
+    The hidden maps are made only while the switch is on; at 512 tokens they are a 75 MB copy in
+    the byte-bounded result cache, which evicts the oldest entries to make room."""
+    ss = st.session_state
+    ss[TOGGLE] = bool(ss.get(STATE, False))
+    scores = _scores(c, f)
+    columns = scores.parking()
+    with st.container(key="sinks"):
+        left, right = st.columns([1, 3])
+        on = left.toggle(
+            t("sinks.toggle"), key=TOGGLE, on_change=_keep, help=t("sinks.toggle_help", eps=scores.threshold)
+        )
+        removed = explain.removed_share(f.att.weights[f.layer : f.layer + 1], columns)[0]  # (heads,)
+        share = float(removed.mean() if f.head is None else removed[f.head])
+        heads = int((np.isin(scores.token, columns) & scores.is_sink).sum())
+        if not columns.size:
+            right.caption(t("sinks.none", eps=scores.threshold))
+        elif on:
+            right.markdown(t("sinks.hidden", tokens=_quoted(f.att, columns), share=f"{share:.0%}"))
+        else:
+            right.markdown(t("sinks.found", tokens=_quoted(f.att, columns), heads=heads, share=f"{share:.0%}"))
+        sink_caveat(c, f)
+    if not (on and columns.size):
+        return f
+    hidden = runners.cached(
+        c,
+        f.loaded,
+        "hidden_sinks",
+        f.text,
+        *_view(f),
+        tuple(columns.tolist()),
+        fn=lambda: explain.hide_sinks(f.att, columns)[0],
+    )
+    return dataclasses.replace(f, att=hidden, settings={**f.settings, "hide_sinks": True})
+
+
+def strongest_sink(scores: SinkScores, norms: NormWeights | None, att: Attention) -> dict[str, Any] | None:
+    """The head that sinks hardest, its token, and (with norms) how much the token moves there:
+    the norm-based share (||alpha f||, rows normalised) of that column beside the attention share."""
+    if not scores.is_sink.any():
+        return None
+    layer, head = np.unravel_index(int(np.where(scores.is_sink, scores.share, -1).argmax()), scores.share.shape)
+    k = int(scores.token[layer, head])
+    found: dict[str, Any] = {
+        "layer": int(layer),
+        "head": int(head),
+        "token": att.tokens[k],
+        "share": float(scores.share[layer, head]),
+    }
+    if norms is not None and norms.per_head.shape == att.weights.shape:
+        rows = norms.per_head[layer, head]
+        moved = rows / np.maximum(rows.sum(-1, keepdims=True), np.finfo(np.float32).tiny)
+        found["moved"] = float(moved[:, k].mean())
+        found["ratio"] = float(scores.value_norm[layer, head] / max(scores.mean_value_norm[layer, head], 1e-12))
+    return found
+
+
+def sink_caveat(c: Ctx, f: Focus) -> None:
+    """The sinks caveat on the visitor's sentence (numbers from the raw analysis), linking the
+    Caveats page."""
+    raw = runners.analyse(c, f.loaded, f.text)
+    if raw is None:
+        return
+    norms = _norms(c, f.loaded, f.text)
+    scores = explain.sink_scores(
+        raw, norms=norms if norms is not None and norms.per_head.shape == raw.weights.shape else None
+    )
+    found = strongest_sink(scores, norms, raw)
+    if found is None:
+        st.caption(t("sinks.caveat_none"))
+    else:
+        token = escape_md(found["token"], 40)
+        text = t("sinks.caveat", layer=found["layer"], head=found["head"], share=f"{found['share']:.0%}", token=token)
+        if "moved" in found:
+            text += " " + t("sinks.caveat_norm", ratio=f"{found['ratio']:.2f}", moved=f"{found['moved']:.0%}")
+        st.caption(text)
+    st.page_link(nav.page("caveats", c.lang), label=t("caveat.more"), icon="ℹ️")
+
+
+def sink_heads(c: Ctx, s: Subject) -> None:
+    """Caveats page: every token some head sinks on, how many heads, how much weight, and how
+    long its value vectors are there next to the heads' average."""
+    norms = _norms(c, s.loaded, s.att.text or s.fitted)
+    usable = norms if norms is not None and norms.per_head.shape == s.att.weights.shape else None
+    scores = explain.sink_scores(s.att, norms=usable)
+    with st.container(key="caveats_sink_heads"):
+        st.markdown(f"**{t('sinks.table_title', eps=scores.threshold)}**")
+        if not scores.columns.size:
+            st.caption(t("sinks.none", eps=scores.threshold))
+            return
+        rows = []
+        parked = set(scores.parking().tolist())
+        for k in scores.columns:
+            on = scores.heads_on(int(k))
+            row: dict[str, Any] = {
+                t("sinks.col_token"): s.att.tokens[int(k)],
+                t("sinks.col_heads"): int(on.sum()),
+                t("sinks.col_share"): f"{scores.share[on].mean():.0%}",
+            }
+            if usable is not None:
+                row[t("sinks.col_norm")] = round(float((scores.value_norm[on] / scores.mean_value_norm[on]).mean()), 2)
+            row[t("sinks.col_kind")] = t("sinks.kind_parked") if int(k) in parked else t("sinks.kind_focus")
+            rows.append(row)
+        st.dataframe(rows, hide_index=True, key="table_sink_heads")
+        st.caption(t("sinks.table_note", rate=f"{scores.rate:.0%}"))

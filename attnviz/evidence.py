@@ -1,0 +1,214 @@
+"""Command line for the evidence beside the maps: the faithfulness scoreboard, a whole-layer
+contribution map, and the sink heads of a text.
+
+    python -m attnviz evidence "TEXT" [--query N|WORD] [--methods a,b] [--max-tokens 128]
+                               [--map METHOD] [--sinks] [--model minilm] [--device auto]
+                               [--json OUT|-]
+
+Without --map or --sinks it prints the scoreboard (one row a method, the random floor last) for
+the sentence embedding, or for the token --query names. Exit status 0 on success, 2 on bad
+input or a model that cannot be loaded (one line on stderr, no traceback), as `python -m attnviz`.
+`main(argv)` is what `python -m attnviz evidence ...` calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any, NoReturn
+
+from . import explain
+from .config import check_text, settings_from_env
+from .focus import find_token
+from .models import EMBEDDED_MODEL, ModelLoadError, Runner, load_model
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"attnviz evidence: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="python -m attnviz evidence",
+        description="Which explanation tracks the model: the faithfulness scoreboard, contribution maps, sink heads.",
+    )
+    p.add_argument("text", help="the text ('-' reads standard input)")
+    p.add_argument("--query", help="token to explain, by position or as a word (default: the sentence embedding)")
+    p.add_argument(
+        "--methods", default=",".join(explain.SCOREBOARD_METHODS), help="scoreboard methods, comma-separated"
+    )
+    p.add_argument(
+        "--max-tokens", type=int, default=explain.FAITHFULNESS_MAX_TOKENS, help="cut longer input (default 128)"
+    )
+    p.add_argument(
+        "--map", metavar="METHOD", choices=explain.CONTRIBUTION_METHODS, help="print one contribution map instead"
+    )
+    p.add_argument("--sinks", action="store_true", help="print the sink heads instead (Gu et al. 2024, epsilon 0.3)")
+    p.add_argument(
+        "--model", default=EMBEDDED_MODEL, help="minilm (default), scratch, a Hugging Face id or a directory"
+    )
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--json", metavar="OUT", help="write the result as JSON to OUT ('-' for stdout)")
+    return p
+
+
+def _query(model: Runner, text: str, raw: str | None, max_tokens: int) -> int | None:
+    if raw is None:
+        return None
+    tokens = model.encode(text, max_tokens).tokens
+    if raw.lstrip("-").isdigit():
+        index = int(raw)
+        if not 0 <= index < len(tokens):
+            raise ValueError(f"--query {index} is outside 0..{len(tokens) - 1}")
+        return index
+    found = find_token(tokens, raw)
+    if found is None:
+        raise ValueError(f"--query {raw!r} is not among the tokens: {' '.join(tokens)}")
+    return found
+
+
+def _number(v: float) -> float | None:
+    return None if math.isnan(v) else round(float(v), 6)
+
+
+def scoreboard(model: Runner, text: str, query: int | None, methods: list[str], max_tokens: int) -> dict[str, Any]:
+    board = explain.faithfulness(model, text, query, methods=methods, max_tokens=max_tokens)
+    return {
+        "model": board.model,
+        "tokens": board.tokens,
+        "query": board.query,
+        "truncated": board.truncated,
+        "notes": list(board.notes),
+        "best": board.best,
+        "leaders": board.leaders,
+        "removed": board.removed.tolist(),
+        "loo": [round(float(v), 6) for v in board.loo],
+        "rows": [{k: (_number(v) if isinstance(v, float) else v) for k, v in row.items()} for row in board.table()],
+        "curves": {r.method: [round(float(v), 6) for v in r.curve] for r in board.rows},
+    }
+
+
+def contribution_map(model: Runner, text: str, method: str, max_tokens: int) -> dict[str, Any]:
+    c = explain.contributions(model, text, method, max_tokens=max_tokens)
+    return {
+        "model": c.model,
+        "method": c.method,
+        "tokens": c.tokens,
+        "truncated": c.truncated,
+        "rolled": c.rolled.round(6).tolist(),
+        "per_layer": c.per_layer.round(6).tolist(),
+    }
+
+
+def sink_heads(model: Runner, text: str, max_tokens: int) -> dict[str, Any]:
+    att = model.attend(text, max_tokens)
+    try:
+        norms = explain.norm_weights(model, model.fit(text, max_tokens))
+    except ValueError:  # a model whose layers cannot be taken apart: no value norms
+        norms = None
+    s = explain.sink_scores(
+        att, norms=norms if norms is not None and norms.per_head.shape == att.weights.shape else None
+    )
+    heads = [
+        {
+            "layer": int(layer),
+            "head": int(head),
+            "token": att.tokens[int(s.token[layer, head])],
+            "share": round(float(s.share[layer, head]), 4),
+            "value_norm_ratio": _number(float(s.value_norm[layer, head] / s.mean_value_norm[layer, head])),
+        }
+        for layer, head in zip(*s.is_sink.nonzero(), strict=True)
+    ]
+    return {
+        "model": model.name,
+        "tokens": att.tokens,
+        "threshold": s.threshold,
+        "rate": round(s.rate, 4),
+        "parked": [att.tokens[k] for k in s.parking()],
+        "heads": heads,
+    }
+
+
+def _print(result: dict[str, Any], kind: str) -> None:
+    print(f"{result['model']}: {' '.join(result['tokens'])}")
+    if kind == "map":
+        print(f"{result['method']}, traced to the input (row = output position):")
+        for tok, row in zip(result["tokens"], result["rolled"], strict=True):
+            top = sorted(range(len(row)), key=lambda j: -row[j])[:3]
+            print(f"  {tok!s:>14} <- " + ", ".join(f"{result['tokens'][j]} {row[j]:.2f}" for j in top))
+    elif kind == "sinks":
+        print(
+            f"{len(result['heads'])} sink heads ({result['rate']:.0%} of all), threshold {result['threshold']}; "
+            f"attention parked on: {', '.join(result['parked']) or 'nothing'}"
+        )
+        for h in result["heads"]:
+            ratio = (
+                "" if h["value_norm_ratio"] is None else f", value length {h['value_norm_ratio']:.2f} x the head's mean"
+            )
+            print(f"  layer {h['layer']}, head {h['head']}: {h['share']:.0%} to {h['token']}{ratio}")
+    else:
+        target = "sentence embedding" if result["query"] is None else f"token {result['tokens'][result['query']]}"
+        print(f"scoreboard for the {target} (best by AOPC: {', '.join(result['leaders'])}):")
+        print(f"  {'method':<16}{'spearman':>10}{'kendall':>10}{'aopc':>9}{'-random':>9}")
+        for r in result["rows"]:
+            cells = [r["spearman"], r["kendall"], r["aopc"], r["aopc_over_random"]]
+            print(
+                f"  {r['method']:<16}"
+                + "".join(
+                    f"{'—' if v is None else f'{v:.3f}':>{w}}" for v, w in zip(cells, (10, 10, 9, 9), strict=True)
+                )
+            )
+    for note in result.get("notes", []):
+        print(f"note: {note}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        text = sys.stdin.read() if args.text == "-" else args.text
+        check_text(text, settings_from_env().max_chars)
+        if args.max_tokens < 2:
+            raise ValueError("--max-tokens must be at least 2")
+        model = load_model(args.model, device=args.device)
+        if args.map:
+            kind, result = "map", contribution_map(model, text, args.map, args.max_tokens)
+        elif args.sinks:
+            kind, result = "sinks", sink_heads(model, text, args.max_tokens)
+        else:
+            methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+            query = _query(model, text, args.query, args.max_tokens)
+            kind, result = "scoreboard", scoreboard(model, text, query, methods, args.max_tokens)
+        _emit(result, kind, args.json)
+    except (ValueError, IndexError, ModelLoadError, OSError) as exc:
+        print(f"attnviz evidence: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # one line, never a traceback
+        print(f"attnviz evidence: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _emit(result: dict[str, Any], kind: str, json_out: str | None) -> None:
+    if not json_out:
+        _print(result, kind)
+        return
+    payload = json.dumps(result, ensure_ascii=False)
+    if json_out == "-":
+        sys.stdout.write(payload + "\n")
+    else:
+        with open(json_out, "w", encoding="utf-8") as fh:
+            fh.write(payload)
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""Whole-layer context mixing, one entry point for the app, the command line and notebooks:
+
+    c = attnviz.explain.contributions(model, text, "globenc")
+    c.tokens      list[str]
+    c.per_layer   float32 (L, n, n): row i = where position i's output at that layer comes from
+    c.rolled      float32 (n, n): the same traced back to the input tokens
+
+Methods (rows of both maps are non-negative and sum to 1 for every one):
+    "attention"      mean over heads of the attention weights; rolled = attention rollout
+                     (Abnar & Zuidema 2020: the residual added as 0.5 A + 0.5 I)
+    "norm"           ||sum_h alpha f_h(x_j)|| (Kobayashi et al. 2020), rows normalised; rolled
+                     like attention (the residual added back, as rollout does)
+    "globenc"        attention, residual and both LayerNorms (Modarressi et al. 2022)
+    "alti"           attention, residual and LayerNorm, L1 distances (Ferrando et al. 2022)
+    "value_zeroing"  rerun each layer with one token's values zeroed (Mohebbi et al. 2023)
+The last three already count the residual, so they roll out as a plain product of the layers'
+maps, as the authors' code does (GlobEnc: `rollout(..., res=False)`; ALTI:
+`compute_joint_attention`; Value Zeroing likewise).
+
+A row with nothing to share out (every entry 0, which Value Zeroing can give when no other
+token moves a position at all) becomes that position's own one-hot row: all of it from itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..models import Progress, Runner
+from .decompose import LayerRecord, alti_map, globenc_map, norm_map, record_layers
+from .rollout import rollout_layers
+from .value_zeroing import value_zeroing_map
+
+__all__ = [
+    "METHODS",
+    "VALUE_ZEROING_MAX_TOKENS",
+    "Contributions",
+    "contributions",
+    "contributions_all",
+    "normalise_rows",
+    "roll_out",
+]
+
+METHODS = ("attention", "norm", "globenc", "alti", "value_zeroing")
+RESIDUAL_IN_MAP = {"attention": False, "norm": False, "globenc": True, "alti": True, "value_zeroing": True}
+# Value Zeroing runs the feed-forward on n x n vectors per layer (n^3 growth): without an
+# explicit max_tokens it sees at most this many tokens (about 2 s on 2 CPU cores), with a note.
+VALUE_ZEROING_MAX_TOKENS = 128
+CUT_NOTE = "value zeroing ran on the first {kept} of {total} tokens (pass max_tokens to go further)"
+
+
+@dataclass(frozen=True, eq=False)
+class Contributions:
+    """Where each position's output comes from, by one method, for one text.
+
+    per_layer:      float32 (L, n, n); per_layer[l, i, j] = share of position i's output of
+                    layer l that comes from position j of that layer's input.
+    rolled_layers:  float32 (L, n, n); the maps traced back to the input tokens through layer l.
+    """
+
+    method: str
+    tokens: list[str]
+    per_layer: np.ndarray
+    rolled_layers: np.ndarray
+    special: np.ndarray
+    model: str = ""
+    truncated: bool = False
+    n_input_tokens: int = 0
+    notes: tuple[str, ...] = ()
+
+    @property
+    def rolled(self) -> np.ndarray:
+        """float32 (n, n): row i = how much of the final output at i traces back to input token j."""
+        return self.rolled_layers[-1]
+
+    @property
+    def n(self) -> int:
+        return int(self.per_layer.shape[-1])
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.per_layer.shape[0])
+
+
+def normalise_rows(m: np.ndarray) -> np.ndarray:
+    """Rows scaled to sum to 1 (float32); a row that sums to 0 becomes its own one-hot row."""
+    m = np.maximum(np.asarray(m, dtype=np.float64), 0.0)
+    sums = m.sum(-1, keepdims=True)
+    n = m.shape[-1]
+    eye = np.broadcast_to(np.eye(n), m.shape)
+    out = np.where(sums > 0, m / np.where(sums > 0, sums, 1.0), eye)
+    return out.astype(np.float32)
+
+
+def roll_out(per_layer: np.ndarray, residual: bool) -> np.ndarray:
+    """Rollout after each layer, (L, n, n) float32: R_0 = M_0, R_l = M_l R_{l-1}. With
+    `residual`, each M_l is first averaged with the identity (Abnar & Zuidema 2020)."""
+    m = torch.from_numpy(np.ascontiguousarray(per_layer, dtype=np.float64))
+    if residual:
+        m = 0.5 * m + 0.5 * torch.eye(m.shape[-1], dtype=m.dtype)
+    out = m.clone()
+    for k in range(1, out.shape[0]):
+        out[k] = m[k] @ out[k - 1]
+    return out.numpy().astype(np.float32)
+
+
+_MAPS: dict[str, Callable[[LayerRecord], torch.Tensor]] = {
+    "attention": lambda r: r.alpha.mean(0),
+    "norm": norm_map,
+    "globenc": globenc_map,
+    "alti": alti_map,
+}
+
+
+def _check(methods: Iterable[str]) -> list[str]:
+    chosen = list(dict.fromkeys(methods))
+    unknown = [m for m in chosen if m not in METHODS]
+    if unknown or not chosen:
+        raise ValueError(f"unknown method {unknown[0] if unknown else '(none)'!r}; choose from {', '.join(METHODS)}")
+    return chosen
+
+
+def contributions_all(
+    model: Runner,
+    text: str,
+    methods: Iterable[str] = METHODS,
+    *,
+    max_tokens: int | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Contributions]:
+    """Several methods from one recorded forward: {method: Contributions}.
+
+    The text is cut to `max_tokens` (default: the model's limit, or VALUE_ZEROING_MAX_TOKENS
+    when Value Zeroing is among the methods; the result says so in `notes`). Works for the
+    scratch encoder and BERT-family encoders (ValueError for other layouts). `progress(fraction)`
+    is called after each layer and between batches of Value Zeroing, and may raise to cancel."""
+    chosen = _check(methods)
+    cap = max_tokens
+    if cap is None and "value_zeroing" in chosen:
+        cap = VALUE_ZEROING_MAX_TOKENS
+    model.layers()  # ValueError now for a model whose layers cannot be taken apart
+    enc = model.encode(text, cap)
+    notes: tuple[str, ...] = ()
+    if max_tokens is None and cap is not None and enc.truncated:
+        notes = (CUT_NOTE.format(kept=len(enc.tokens), total=enc.n_input_tokens),)
+    maps: dict[str, list[np.ndarray]] = {m: [] for m in chosen}
+    n_layers = model.n_layers
+    for layer, record in enumerate(record_layers(model, enc)):
+        with torch.inference_mode():
+            for method in chosen:
+                if method == "value_zeroing":
+                    step = None if progress is None else _within(progress, layer, n_layers)
+                    m = value_zeroing_map(model, record, step)
+                else:
+                    m = _MAPS[method](record)
+                maps[method].append(m.double().cpu().numpy())
+        if progress is not None:
+            progress((layer + 1) / n_layers)  # also for the closed-form maps: ALTI at 512 tokens takes a while
+    out = {}
+    for method in chosen:
+        per_layer = normalise_rows(np.stack(maps[method]))
+        if method == "attention":  # the project's rollout, exactly (explain.rollout)
+            rolled = rollout_layers(per_layer[:, None])
+        else:
+            rolled = roll_out(per_layer, residual=not RESIDUAL_IN_MAP[method])
+        out[method] = Contributions(
+            method=method,
+            tokens=enc.tokens,
+            per_layer=per_layer,
+            rolled_layers=rolled,
+            special=enc.special,
+            model=model.name,
+            truncated=enc.truncated,
+            n_input_tokens=enc.n_input_tokens,
+            notes=notes if method == "value_zeroing" else (),
+        )
+    return out
+
+
+def _within(progress: Progress, k: int, total: int) -> Progress:
+    """Progress of the k-th of `total` equal parts, reported as a fraction of the whole."""
+    return lambda fraction: progress((k + min(max(fraction, 0.0), 1.0)) / total)
+
+
+def contributions(
+    model: Runner,
+    text: str,
+    method: str,
+    *,
+    max_tokens: int | None = None,
+    progress: Progress | None = None,
+) -> Contributions:
+    """Where each position's output comes from, by `method` (one of METHODS): per layer and
+    rolled out to the input tokens. See the module docstring for each method and its source."""
+    return contributions_all(model, text, [method], max_tokens=max_tokens, progress=progress)[method]

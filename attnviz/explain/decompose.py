@@ -1,0 +1,206 @@
+"""One encoder layer taken apart: what each input position j puts into position i's output.
+
+A post-LN layer (BERT: mid = LN1(x + Attn(x)); out = LN2(mid + FF(mid))) is linear in its
+value vectors up to the first LayerNorm's scale, so position i's attention output splits into
+one vector per input position j (Kobayashi et al. 2020):
+
+    v_ij = sum_h alpha[h,i,j] f_h(x_j)  +  [i == j] x_i,     f_h(x_j) = (x_j W_V + b_V)_h W_O^h
+
+(the second term is the residual). The maps below measure v_ij through the LayerNorms:
+
+    norm_map     ||sum_h alpha f||                            Kobayashi et al. 2020 (no residual)
+    globenc_map  ||LN2'(LN1'(v_ij))||, LN' = LN without bias  Modarressi et al. 2022, GlobEnc
+    alti_map     max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1)     Ferrando et al. 2022, ALTI
+
+Everything starts from one recorded forward (`Runner.trace`) and the layer's own modules
+(`Runner.layers()`); nothing here reaches into a model's module tree. Torch in, torch out
+(float32, CPU or the model's device); `contributions.py` turns the maps into numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import torch
+
+from ..models import Encoded, Runner
+from ..scratch import LayerParts, post_ln_layer
+
+__all__ = ["LayerRecord", "alti_map", "globenc_map", "head_sum_norms", "layer_record", "norm_map", "record_layers"]
+
+ROW_BLOCK = 32  # query rows per block where an (rows, n, d) tensor is formed (ALTI): ~25 MB at n=512
+
+
+@dataclass(frozen=True, eq=False)
+class LayerRecord:
+    """One layer of one recorded forward, batch of one. Shapes: n tokens, d model width, H heads."""
+
+    parts: LayerParts
+    x: torch.Tensor  # (n, d) the layer's input
+    alpha: torch.Tensor  # (H, n, n) attention weights
+    f: torch.Tensor  # (H, n, d) f_h(x_j): each head's value vector through its slice of W_O (b_V in, b_O out)
+    pre1: torch.Tensor  # (n, d) x + attention output: what the first LayerNorm normalises
+    mid: torch.Tensor  # (n, d) LN1(pre1)
+    pre2: torch.Tensor  # (n, d) mid + FF(mid): what the second LayerNorm normalises
+    out: torch.Tensor  # (n, d) LN2(pre2): the layer's output
+
+    @property
+    def n(self) -> int:
+        return int(self.x.shape[0])
+
+    @cached_property
+    def alpha_by_key(self) -> torch.Tensor:
+        """(n_j, n_i, H) contiguous: alpha[h, i, j] at [j, i, h]. Batched products over j need
+        contiguous operands: on a permuted view torch's CPU bmm is about 40x slower."""
+        return self.alpha.permute(2, 1, 0).contiguous()
+
+    @cached_property
+    def f_by_key(self) -> torch.Tensor:
+        """(n_j, H, d) contiguous: f_h(x_j) at [j, h]."""
+        return self.f.transpose(0, 1).contiguous()
+
+
+def transformed(p: LayerParts, values: torch.Tensor) -> torch.Tensor:
+    """f_h(x_j) = (x_j W_V + b_V)_h W_O^h from values = x W_V + b_V (n, H * hs): (H, n, d)."""
+    v = values.view(values.shape[0], p.n_heads, p.head_dim).transpose(0, 1).contiguous()  # (H, n, hs)
+    w_o = p.output.weight.view(-1, p.n_heads, p.head_dim).permute(1, 2, 0).to(v.dtype).contiguous()  # (H, hs, d)
+    return torch.matmul(v, w_o)  # (H, n, d); contiguous operands: see LayerRecord.alpha_by_key
+
+
+def feed_forward(p: LayerParts, mid: torch.Tensor) -> torch.Tensor:
+    """The layer's feed-forward block on (..., d), with the layer's own modules."""
+    return p.ff_out(p.activation(p.ff_in(mid)))
+
+
+def _record(
+    p: LayerParts, x: torch.Tensor, alpha: torch.Tensor, values: torch.Tensor, attn_out: torch.Tensor
+) -> LayerRecord:
+    """The record of one layer from what its attention produced; the rest is recomputed."""
+    pre1 = x + attn_out
+    mid = p.ln_attention(pre1)
+    pre2 = mid + feed_forward(p, mid)
+    return LayerRecord(p, x, alpha, transformed(p, values), pre1, mid, pre2, p.ln_ff(pre2))
+
+
+def record_layers(model: Runner, enc: Encoded) -> Iterator[LayerRecord]:
+    """One recorded forward of `enc` (through the background lane), then each layer's record in
+    turn: the feed-forward of each layer is run again on its recorded input (n vectors, cheap),
+    so nothing beyond the trace has to be kept for all layers at once."""
+    parts = model.layers()
+    with model.gate.background(), torch.inference_mode():
+        alphas, traces = model.trace(enc.inputs)
+    for p, alpha, rec in zip(parts, alphas, traces, strict=True):
+        with torch.inference_mode():
+            x = rec["x"].float()
+            weights = torch.from_numpy(np.ascontiguousarray(alpha)).to(x.device)
+            yield _record(p, x, weights, rec["values"].float(), rec["attn_out"].float())
+
+
+def layer_record(p: LayerParts, x: torch.Tensor) -> LayerRecord:
+    """The record of layer `p` run on x (n, d) with the project's attention (`post_ln_layer`):
+    for hand-built layers and for recomputing one layer of a model from its input."""
+    trace: dict[str, torch.Tensor] = {}
+    with torch.inference_mode():
+        _, weights = post_ln_layer(p, x[None], trace=trace)
+        return _record(p, x, weights[0], trace["values"][0], trace["attn_out"][0])
+
+
+def _centre(t: torch.Tensor) -> torch.Tensor:
+    return t - t.mean(-1, keepdim=True)
+
+
+def _ln_scale(ln: torch.nn.Module, pre: torch.Tensor) -> torch.Tensor:
+    """(n, 1): the divisor LayerNorm applies to each row, sqrt(biased variance + eps)."""
+    eps = float(getattr(ln, "eps", 1e-12))
+    return (pre.var(-1, unbiased=False, keepdim=True) + eps).sqrt()
+
+
+def _gamma(ln: torch.nn.Module, like: torch.Tensor) -> torch.Tensor:
+    weight = getattr(ln, "weight", None)
+    return torch.ones(like.shape[-1], dtype=like.dtype, device=like.device) if weight is None else weight.to(like)
+
+
+@torch.inference_mode()
+def head_sum_norms(alpha: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """||sum_h alpha[h,i,j] g_h(x_j)|| for every (i, j): (n, n). alpha (H, n, n), g (H, n, d).
+
+    With C_j the (H, H) Gram matrix of the heads' vectors at j, the squared norm is
+    alpha_ij^T C_j alpha_ij: no (n, n, d) tensor is formed (as NormWeights.layer_norms does)."""
+    gj = g.transpose(0, 1).contiguous()  # (n_j, H, d)
+    gram = gj @ gj.transpose(1, 2)  # (n_j, H, H)
+    by_key = alpha.permute(2, 1, 0).contiguous()  # (n_j, n_i, H): see LayerRecord.alpha_by_key
+    n = alpha.shape[-1]
+    out = torch.empty(n, n, dtype=g.dtype, device=g.device)
+    for i0 in range(0, n, 4 * ROW_BLOCK):
+        a = by_key[:, i0 : i0 + 4 * ROW_BLOCK]  # (n_j, b_i, H)
+        out[i0 : i0 + 4 * ROW_BLOCK] = ((a @ gram) * a).sum(-1).clamp_min_(0).sqrt_().T
+    return out
+
+
+@torch.inference_mode()
+def norm_map(r: LayerRecord) -> torch.Tensor:
+    """Kobayashi et al. 2020: ||sum_h alpha[h,i,j] f_h(x_j)||, (n, n), residual and LayerNorm left out."""
+    return head_sum_norms(r.alpha, r.f)
+
+
+@torch.inference_mode()
+def globenc_map(r: LayerRecord) -> torch.Tensor:
+    """GlobEnc (Modarressi et al. 2022), one layer: (n, n) norms ||N2(N1(v_ij))|| where
+    N1(v) = gamma1 * centre(v) / s1_i and N2(u) = gamma2 * centre(u) / s2_i are the two
+    LayerNorms without their biases, each dividing by the scale the real LayerNorm used on
+    row i (s1 from x + attention output, s2 from mid + FF(mid)); the feed-forward is skipped
+    (it is not linear). Follows mohsenfayyaz/GlobEnc src/modeling/modeling_bert.py
+    (BertNormOutput.forward: post_ln_norm; BertLayer.forward: post_ln2_norm).
+
+    N2(N1(.)) is linear: P v / (s1_i s2_i) with P v = gamma2 * centre(gamma1 * centre(v)). Off the
+    diagonal v_ij is a sum over heads, so `head_sum_norms` of P f gives the norms; on the
+    diagonal the residual x_i is added."""
+    p = r.parts
+    g1, g2 = _gamma(p.ln_attention, r.x), _gamma(p.ln_ff, r.x)
+
+    def project(v: torch.Tensor) -> torch.Tensor:
+        return g2 * _centre(g1 * _centre(v))
+
+    scale = _ln_scale(p.ln_attention, r.pre1) * _ln_scale(p.ln_ff, r.pre2)  # (n, 1)
+    pf = project(r.f)  # (H, n, d)
+    norms = head_sum_norms(r.alpha, pf)
+    idx = torch.arange(r.n, device=r.x.device)
+    self_alpha = r.alpha[:, idx, idx]  # (H, n): alpha[h, i, i]
+    diag = (self_alpha[:, :, None] * pf).sum(0) + project(r.x)  # (n, d): P v_ii
+    norms[idx, idx] = diag.norm(dim=-1)
+    return norms / scale
+
+
+@torch.inference_mode()
+def alti_map(r: LayerRecord) -> torch.Tensor:
+    """ALTI (Ferrando, Gallego, Costa-jussa 2022), one layer: (n, n) contributions
+    c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1) with T_i(x_j) = gamma1 * centre(v_ij) / s1_i
+    (the first LayerNorm, linearised on row i) and y_i = sum_j T_i(x_j) + gamma1 * centre(b_O) / s1_i
+    + beta1, which is the layer's real LN1 output `mid`. Follows mt-upc/transformer-contributions
+    src/contributions.py (ModelWrapper.get_contributions) and src/utils_contributions.py
+    (normalize_contributions, scaling "min_sum" with the resultant's L1 norm). One difference:
+    s1 is LayerNorm's own sqrt(var + eps) (biased variance), so y_i equals `mid` exactly; the
+    authors' code divides by the unbiased std of (pre + eps), about 1/(2d) off."""
+    p = r.parts
+    g1 = _gamma(p.ln_attention, r.x)
+    inv = 1.0 / _ln_scale(p.ln_attention, r.pre1)  # (n, 1)
+    u = g1 * _centre(r.f)  # (H, n, d): T's parts before the per-row scale
+    ux = g1 * _centre(r.x)  # (n, d): the residual's part
+    y = r.mid  # (n, d)
+    y_l1 = y.abs().sum(-1)  # (n,)
+    n = r.n
+    out = torch.empty(n, n, dtype=y.dtype, device=y.device)
+    u_j = u.transpose(0, 1).contiguous()  # (n_j, H, d)
+    for i0 in range(0, n, ROW_BLOCK):
+        rows = slice(i0, min(n, i0 + ROW_BLOCK))
+        b = rows.stop - rows.start
+        a = r.alpha_by_key[:, rows]  # (n_j, b, H)
+        t = (a @ u_j).transpose(0, 1)  # (b, n_j, d): sum_h alpha u_h(x_j)
+        local = torch.arange(b, device=y.device)
+        t[local, local + i0] += ux[rows]  # the residual, on the diagonal
+        t.mul_(inv[rows, :, None]).neg_().add_(y[rows, None, :])  # y_i - T_i(x_j)
+        out[rows] = (y_l1[rows, None] - t.abs_().sum(-1)).clamp_min_(0)
+    return out

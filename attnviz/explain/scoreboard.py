@@ -1,0 +1,306 @@
+"""The faithfulness scoreboard: for one text and one output (a token's final vector, or the
+sentence embedding for query=None), which picture of "where information comes from" tracks
+what the model does when input tokens are removed?
+
+For every method, over the ordinary tokens (special tokens are never removed):
+- rank agreement with leave-one-out (Spearman, Kendall): the output change when each token
+  alone is replaced by [MASK] (removal.py), the reference ranking;
+- a deletion curve: remove tokens in the method's order, most important first, and measure the
+  output change after each step; its mean over the steps is the AOPC (area over the
+  perturbation curve: Samek et al. 2017; "comprehensiveness" in DeYoung et al. 2020, ERASER).
+  Random orders give the floor;
+- per layer, for the whole-layer methods: the agreement of the map traced back through layer l
+  (and of layer l's own map) with leave-one-out measured at layer l's output.
+
+These metrics are themselves debated: a text with tokens replaced by [MASK] is out of the
+distribution the model saw (Hooker et al. 2019), and AOPC values are not comparable across
+models or inputs without normalisation (Edin et al. 2024, arXiv 2408.08137). The app says so.
+
+Steps are fractions of the ordinary tokens (0, 10%, ..., 100%; every token for short texts), so
+the cost is bounded: leave-one-out n forward passes, deletion at most (methods + random orders)
+x `steps` passes, batched through the background lane (identical masked texts run once).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..models import Encoded, Progress, Runner
+from ._model import check_query
+from .agreement import kendall_tau, spearman_rho
+from .context_mixing import METHODS, contributions_all
+from .removal import gradient_scores, removal_effects
+
+__all__ = ["FAITHFULNESS_MAX_TOKENS", "SCOREBOARD_METHODS", "ScoreRow", "Scoreboard", "faithfulness"]
+
+SCOREBOARD_METHODS = ("attention_last", *METHODS, "gradient")  # "attention" is attention rollout
+FAITHFULNESS_MAX_TOKENS = 128  # leave-one-out is n passes and Value Zeroing grows as n^3: beyond, cut with a note
+CUT_NOTE = "scored on the first {kept} of {total} tokens"
+_FORWARD_SHARE = 0.6  # progress: the masked passes are about this share of the work, contributions the rest
+
+
+@dataclass(frozen=True, eq=False)
+class ScoreRow:
+    """One method's line of the scoreboard.
+
+    scores: (n,) the method's token scores for the output (NaN for the random floor).
+    curve: (steps + 1,) output change after removing `Scoreboard.removed[k]` tokens in its order.
+    layer_rolled / layer_single: (L,) Spearman with leave-one-out at each layer's output, of the
+    map traced back through that layer / of that layer's own map (None for other methods)."""
+
+    method: str
+    spearman: float
+    kendall: float
+    aopc: float
+    curve: np.ndarray
+    scores: np.ndarray
+    layer_rolled: np.ndarray | None = None
+    layer_single: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Scoreboard:
+    """The table (one row a method, the random floor last) and what it was measured on."""
+
+    tokens: list[str]
+    special: np.ndarray
+    query: int | None
+    model: str
+    rows: tuple[ScoreRow, ...]
+    removed: np.ndarray  # (steps + 1,) tokens removed at each point of the curves
+    loo: np.ndarray  # (n,) leave-one-out effect on the output (0 for special tokens)
+    loo_layers: np.ndarray  # (L, n) the same at each layer's output
+    random_aopc_std: float
+    truncated: bool = False
+    n_input_tokens: int = 0
+    notes: tuple[str, ...] = ()
+
+    def row(self, method: str) -> ScoreRow:
+        return next(r for r in self.rows if r.method == method)
+
+    @property
+    def methods(self) -> list[str]:
+        return [r.method for r in self.rows if r.method != "random"]
+
+    @property
+    def fractions(self) -> np.ndarray:
+        """(steps + 1,) share of the ordinary tokens removed at each point of the curves."""
+        return self.removed / max(int(self.removed[-1]), 1)
+
+    @property
+    def best(self) -> str:
+        """The method with the largest AOPC (its order moves the output most, soonest); the
+        first of them in table order when several tie (see `leaders`)."""
+        return self.leaders[0]
+
+    @property
+    def leaders(self) -> list[str]:
+        """Every method whose AOPC equals the largest (within 1e-9): on a short text several
+        orders often remove the same tokens and tie."""
+        top = max(self.row(m).aopc for m in self.methods)
+        return [m for m in self.methods if self.row(m).aopc >= top - 1e-9]
+
+    @property
+    def best_by_rank(self) -> str | None:
+        """The method whose ranking agrees best with leave-one-out (None if none is defined)."""
+        defined = [m for m in self.methods if not math.isnan(self.row(m).spearman)]
+        return max(defined, key=lambda m: self.row(m).spearman) if defined else None
+
+    def table(self) -> list[dict[str, float | str]]:
+        """One dict a row: method, spearman, kendall, aopc, and aopc over the random floor."""
+        floor = self.row("random").aopc
+        return [
+            {
+                "method": r.method,
+                "spearman": r.spearman,
+                "kendall": r.kendall,
+                "aopc": r.aopc,
+                "aopc_over_random": r.aopc - floor,
+            }
+            for r in self.rows
+        ]
+
+
+def _order(scores: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Ordinary token indices, highest score first (ties: earlier position first)."""
+    idx = np.flatnonzero(keep)
+    return idx[np.argsort(-scores[idx], kind="stable")]
+
+
+def _steps(k: int, steps: int) -> np.ndarray:
+    """Tokens removed at each point: 0 ... k in `steps` near-equal strides (every count if k <= steps)."""
+    return np.unique(np.round(np.linspace(0, k, min(k, steps) + 1)).astype(int))
+
+
+@dataclass
+class _Scores:
+    """Each method's (n,) token scores for the output; for the whole-layer methods also the
+    (L, n) rows of the map traced back through each layer and of each layer's own map."""
+
+    tokens: dict[str, np.ndarray]
+    layers: dict[str, tuple[np.ndarray, np.ndarray]]
+    notes: tuple[str, ...] = ()
+
+
+def _method_scores(
+    model: Runner, enc: Encoded, query: int | None, methods: list[str], cap: int, progress: Progress | None
+) -> _Scores:
+    wanted = [m for m in METHODS if m in methods or (m == "attention" and "attention_last" in methods)]
+    out = _Scores({}, {})
+    if wanted:
+        found = contributions_all(model, enc.text, wanted, max_tokens=cap, progress=progress)
+
+        def rows(m: np.ndarray) -> np.ndarray:  # (..., n, n) -> (..., n): the output's row
+            return m.mean(axis=-2) if query is None else m[..., query, :]
+
+        for method, c in found.items():
+            if c.n != len(enc.tokens):
+                raise ValueError(f"{method} saw {c.n} tokens, the scoreboard {len(enc.tokens)}")
+            if method in methods:
+                out.tokens[method] = rows(c.rolled).astype(np.float64)
+                out.layers[method] = (rows(c.rolled_layers), rows(c.per_layer))
+            out.notes += c.notes
+        if "attention_last" in methods:
+            out.tokens["attention_last"] = rows(found["attention"].per_layer[-1]).astype(np.float64)
+    if "gradient" in methods:
+        out.tokens["gradient"] = gradient_scores(model, enc, query)
+    return out
+
+
+def _checked(methods: Iterable[str], extra: Mapping[str, np.ndarray] | None, n_steps: int, orders: int) -> list[str]:
+    chosen = list(dict.fromkeys(methods))
+    unknown = [m for m in chosen if m not in SCOREBOARD_METHODS]
+    if unknown or not (chosen or extra):
+        raise ValueError(f"unknown method {unknown[:1]}; choose from {', '.join(SCOREBOARD_METHODS)}")
+    clash = [m for m in extra or {} if m in (*SCOREBOARD_METHODS, "random")]
+    if clash:
+        raise ValueError(f"extra scores may not reuse the name {clash[0]!r}")
+    if n_steps < 1 or orders < 1:
+        raise ValueError("steps and random_orders must be at least 1")
+    return chosen
+
+
+def faithfulness(
+    model: Runner,
+    text: str,
+    query: int | None = None,
+    *,
+    methods: Iterable[str] = SCOREBOARD_METHODS,
+    extra: Mapping[str, np.ndarray] | None = None,
+    max_tokens: int | None = FAITHFULNESS_MAX_TOKENS,
+    steps: int = 10,
+    random_orders: int = 4,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> Scoreboard:
+    """Score each method (SCOREBOARD_METHODS: "attention_last" is the last layer's raw
+    attention, "attention" its rollout, "gradient" |input x gradient|) against leave-one-out
+    and deletion, for token `query`'s final vector or (None) the mean-pooled sentence embedding.
+
+    extra: your own token scores {name: (n,)} for the same tokens, ranked alongside.
+    The text is cut to `max_tokens` (None: the model's limit) with a note. `progress(fraction)`
+    is called between batches and may raise to cancel."""
+    chosen = _checked(methods, extra, steps, random_orders)
+    cap = model.max_tokens if max_tokens is None else max_tokens
+    enc = model.encode(text, cap)
+    n = len(enc.tokens)
+    if query is not None:
+        check_query(query, n)
+    first = None if progress is None else (lambda f: progress(f * (1 - _FORWARD_SHARE)))
+    found = _method_scores(model, enc, query, chosen, cap, first)
+    names = [*chosen, *_add_extra(found, extra, n)]
+    keep = ~enc.special
+    removed = _steps(int(keep.sum()), steps)
+    rng = np.random.default_rng(seed)
+    randoms = [rng.permutation(np.flatnonzero(keep)) for _ in range(random_orders)]
+    masks, where = _masks(n, keep, [*(_order(found.tokens[m], keep) for m in names), *randoms], removed)
+    rest = None if progress is None else (lambda f: progress(1 - _FORWARD_SHARE + f * _FORWARD_SHARE))
+    effects = removal_effects(model, enc, masks, query, progress=rest)  # (B, L)
+    loo_layers = np.zeros((model.n_layers, n))
+    loo_layers[:, keep] = effects[: int(keep.sum())].T
+    curves = np.concatenate([np.zeros((len(where), 1)), effects[where, -1]], axis=1)  # (orders, steps + 1)
+    rows = [_row(m, found.tokens[m], curves[k], loo_layers, keep, found.layers.get(m)) for k, m in enumerate(names)]
+    floor = curves[len(names) :]
+    rows.append(ScoreRow("random", math.nan, math.nan, float(floor.mean()), floor.mean(0), np.full(n, np.nan)))
+    cut = (CUT_NOTE.format(kept=n, total=enc.n_input_tokens),) if enc.truncated else ()
+    return Scoreboard(
+        tokens=enc.tokens,
+        special=enc.special,
+        query=query,
+        model=model.name,
+        rows=tuple(rows),
+        removed=removed,
+        loo=loo_layers[-1].copy(),
+        loo_layers=loo_layers,
+        random_aopc_std=float(floor.mean(axis=1).std()),
+        truncated=enc.truncated,
+        n_input_tokens=enc.n_input_tokens,
+        notes=cut + tuple(dict.fromkeys(found.notes)),
+    )
+
+
+def _add_extra(found: _Scores, extra: Mapping[str, np.ndarray] | None, n: int) -> list[str]:
+    """The caller's own scores beside the methods' (each (n,)); their names in order."""
+    for name, values in (extra or {}).items():
+        found.tokens[name] = np.asarray(values, dtype=np.float64).reshape(-1)
+        if found.tokens[name].shape != (n,):
+            raise ValueError(f"extra scores {name!r} have {found.tokens[name].size} values for {n} tokens")
+    return list(extra or {})
+
+
+def _masks(n: int, keep: np.ndarray, orders: list[np.ndarray], removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The masked texts to run: first each ordinary token alone (leave-one-out), then the
+    prefixes of every order at each step (k > 0), each distinct mask once. Returns the masks
+    (B, n) and, per order, the row of each step's mask (orders, steps)."""
+    ordinary = np.flatnonzero(keep)
+    rows: list[np.ndarray] = []
+    index: dict[bytes, int] = {}
+    for j in ordinary:
+        m = np.zeros(n, dtype=bool)
+        m[j] = True
+        index.setdefault(m.tobytes(), len(rows))
+        rows.append(m)
+    where = np.zeros((len(orders), len(removed) - 1), dtype=int)
+    for o, order in enumerate(orders):
+        for s, k in enumerate(removed[1:]):
+            m = np.zeros(n, dtype=bool)
+            m[order[:k]] = True
+            key = m.tobytes()
+            if key not in index:
+                index[key] = len(rows)
+                rows.append(m)
+            where[o, s] = index[key]
+    return np.array(rows, dtype=bool).reshape(-1, n), where
+
+
+def _row(
+    method: str,
+    scores: np.ndarray,
+    curve: np.ndarray,
+    loo_layers: np.ndarray,
+    keep: np.ndarray,
+    layer_rows: tuple[np.ndarray, np.ndarray] | None,
+) -> ScoreRow:
+    loo = loo_layers[-1]
+
+    def rho(a: np.ndarray, b: np.ndarray) -> float:
+        return spearman_rho(a[keep], b[keep])
+
+    per_layer: dict[str, np.ndarray | None] = {"rolled": None, "single": None}
+    if layer_rows is not None:
+        for name, m in zip(("rolled", "single"), layer_rows, strict=True):
+            per_layer[name] = np.array([rho(m[layer], loo_layers[layer]) for layer in range(loo_layers.shape[0])])
+    return ScoreRow(
+        method=method,
+        spearman=rho(scores, loo),
+        kendall=kendall_tau(scores[keep], loo[keep]),
+        aopc=float(curve.mean()),
+        curve=curve,
+        scores=scores,
+        layer_rolled=per_layer["rolled"],
+        layer_single=per_layer["single"],
+    )

@@ -1,0 +1,127 @@
+"""Attention sinks, measured (Gu et al. 2024, "When Attention Sink Emerges in Language Models",
+code: sail-sg/Attention-Sink): a head sinks on token k when the attention its queries give k,
+averaged over the queries that can see k, exceeds epsilon (0.3 in the paper). Beside it, the
+norm of k's value vector in that head (Kobayashi et al. 2020): a sink usually carries little,
+so a large weight on it moves almost nothing (Xiao et al. 2024; Clark et al. 2019).
+
+Numpy only: takes an `Attention` (and, for the value norms, `NormWeights` of the same text).
+`hide_sinks` removes the sink columns from every map and renormalises the rows, for the views;
+`SinkScores.parking()` says which columns those should be (the metric alone also flags a content
+word one head attends to from everywhere, which is a focus, not a sink).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..result import Attention
+from ._arrays import AttentionLike, as_weights
+from .norms import NormWeights
+
+__all__ = ["PARKING_HEADS", "SINK_THRESHOLD", "SinkScores", "hide_sinks", "removed_share", "sink_scores"]
+
+SINK_THRESHOLD = 0.3  # Gu et al. 2024, epsilon
+# A token some head focuses on is not yet a sink: `parking` keeps those that at least this share of
+# all heads sink on, or whose value vectors are shorter than average where they sink (little to give).
+PARKING_HEADS = 0.1
+
+
+@dataclass(frozen=True, eq=False)
+class SinkScores:
+    """Per (layer, head): `share` the largest mean attention any token receives, `token` which
+    token (column index), `is_sink` share > threshold; `value_norm` ||f_h(x_token)|| and
+    `mean_value_norm` the mean of ||f_h(x_j)|| over tokens (NaN without norms). (layers, heads)."""
+
+    share: np.ndarray
+    token: np.ndarray
+    is_sink: np.ndarray
+    value_norm: np.ndarray
+    mean_value_norm: np.ndarray
+    threshold: float
+
+    @property
+    def columns(self) -> np.ndarray:
+        """Sorted indices of the tokens that are a sink in at least one head."""
+        return np.unique(self.token[self.is_sink])
+
+    @property
+    def rate(self) -> float:
+        """Share of heads that sink (Gu et al.'s Sink^epsilon, over every token)."""
+        return float(self.is_sink.mean())
+
+    def heads_on(self, column: int) -> np.ndarray:
+        """(layers, heads) bool: the heads that sink on token `column`."""
+        return self.is_sink & (self.token == column)
+
+    def parking(self, min_heads: float = PARKING_HEADS) -> np.ndarray:
+        """Sorted indices of the tokens where attention is parked rather than read: a sink in at
+        least `min_heads` of all heads, or (with value norms) one whose value vectors are on
+        average shorter than their heads' mean there. A content word that one head attends to
+        strongly, with a long value vector, is a focus, not a sink, and is not listed."""
+        keep = []
+        for k in self.columns:
+            on = self.heads_on(int(k))
+            ratio = self.value_norm[on] / self.mean_value_norm[on]
+            short = bool(np.isfinite(ratio).all() and ratio.mean() < 1.0)
+            if on.mean() >= min_heads or short:
+                keep.append(int(k))
+        return np.array(keep, dtype=int)
+
+
+def received(att: AttentionLike, causal: bool | None = None) -> np.ndarray:
+    """(layers, heads, n) float64: mean attention each token receives from the queries that can
+    see it (every query; under a causal mask the n - k queries at or after k)."""
+    w = as_weights(att)
+    n = w.shape[-1]
+    if causal is None:
+        causal = bool(getattr(att, "causal", False))
+    seen_by = (n - np.arange(n)) if causal else np.full(n, n)
+    return w.sum(axis=-2, dtype=np.float64) / seen_by
+
+
+def sink_scores(att: AttentionLike, threshold: float = SINK_THRESHOLD, norms: NormWeights | None = None) -> SinkScores:
+    """Which heads sink, on which token, and how much that token's value vector carries."""
+    if not 0.0 < threshold < 1.0:
+        raise ValueError("threshold must lie between 0 and 1")
+    got = received(att)  # (L, H, n)
+    token = got.argmax(-1)
+    share = np.take_along_axis(got, token[..., None], -1)[..., 0]
+    value_norm = np.full(share.shape, np.nan)
+    mean_norm = np.full(share.shape, np.nan)
+    if norms is not None:
+        if norms.value_norms.shape != got.shape:
+            raise ValueError(f"value norms {norms.value_norms.shape} do not match attention {got.shape}")
+        value_norm = np.take_along_axis(norms.value_norms, token[..., None], -1)[..., 0].astype(np.float64)
+        mean_norm = norms.value_norms.mean(-1, dtype=np.float64)
+    return SinkScores(share, token, share > threshold, value_norm, mean_norm, float(threshold))
+
+
+def removed_share(att: AttentionLike, columns: np.ndarray | list[int]) -> np.ndarray:
+    """(layers, heads) float64: the share of each head's attention on `columns`, averaged over
+    the query rows: what hiding them takes away (no copy of the weights is made)."""
+    cols = np.asarray(columns, dtype=int)
+    w = as_weights(att)
+    if cols.size == 0:
+        return np.zeros(w.shape[:2])
+    return w[..., cols].sum(-1, dtype=np.float64).mean(-1)
+
+
+def hide_sinks(att: Attention, columns: np.ndarray | list[int]) -> tuple[Attention, np.ndarray]:
+    """`att` with the given columns set to 0 and every row renormalised to sum to 1 (tokens
+    and rows stay, so every view keeps its layout), and the share of attention removed per
+    (layer, head), averaged over the query rows: (layers, heads) float64.
+
+    A row that gave the hidden columns everything keeps its zeros (nothing left to share out)."""
+    cols = np.asarray(columns, dtype=int)
+    if cols.size and (cols.min() < 0 or cols.max() >= att.n):
+        raise IndexError(f"sink columns must lie in 0..{att.n - 1}")
+    if cols.size == 0:
+        return att, np.zeros((att.n_layers, att.n_heads))
+    removed = removed_share(att, cols)
+    w = att.weights.copy()
+    w[..., cols] = 0.0
+    left = w.sum(-1, keepdims=True)
+    np.divide(w, left, out=w, where=left > np.finfo(np.float32).tiny)
+    return replace(att, weights=w), removed

@@ -1,0 +1,172 @@
+"""The evidence beside the attention maps: a whole-layer contribution map (`contribution_map`),
+the deletion curves of the faithfulness scoreboard (`deletion_curves`) and its agreement with
+leave-one-out layer by layer (`layer_agreement`). Words come from the catalogue (evidence.json)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..i18n import DEFAULT_LANGUAGE, catalogue, t
+from ._base import DIVERGING, HEAD_COLORS, SEQUENTIAL, Json, escape, figure, layout_title, token_axis
+
+if TYPE_CHECKING:  # the views take explain's results but do not need torch to be imported
+    from ..explain import Contributions, Scoreboard
+
+RANDOM_COLOR = "#999999"
+
+
+def method_label(method: str, lang: str = DEFAULT_LANGUAGE) -> str:
+    """The display name of a method ("attention" is attention rollout); a name the catalogue
+    does not know (your own scores passed as `extra`) is shown as given, escaped."""
+    key = f"method.{method}"
+    return t(key, lang) if key in catalogue(lang) else escape(method)
+
+
+def contribution_map(
+    c: Contributions, layer: int | None = None, *, zmax: float | None = None, lang: str = DEFAULT_LANGUAGE
+) -> go.Figure:
+    """One method's (n, n) map: `layer`'s own mixing, or (layer=None) traced back to the input
+    tokens. Output positions down the side, where they draw from across; rows sum to 1."""
+    if layer is None:
+        z = np.array(c.rolled, dtype=np.float32)
+        which = t("fig.traced_to_input", lang)
+    else:
+        if not 0 <= layer < c.n_layers:
+            raise IndexError(f"layer {layer} out of range 0..{c.n_layers - 1}")
+        z = np.array(c.per_layer[layer], dtype=np.float32)
+        which = t("fig.in_layer", lang, layer=layer)
+    keys, axis = token_axis(c.tokens)
+    trace: Json = {
+        "type": "heatmap",
+        "z": z,
+        "x": keys,
+        "y": keys,
+        "colorscale": SEQUENTIAL,
+        "zmin": 0.0,
+        "zmax": float(z.max()) if zmax is None else float(zmax),
+        "colorbar": {"title": {"text": t("fig.share", lang)}},
+        "hovertemplate": t("fig.hover_contribution", lang, i="%{y}", j="%{x}", w="%{z:.4f}") + "<extra></extra>",
+    }
+    title = t("fig.contribution_title", lang, method=method_label(c.method, lang), which=which)
+    layout = {
+        "title": layout_title(title, t("fig.note_contribution", lang)),
+        "height": int(np.clip(260 + 16 * c.n, 460, 860)),
+        "xaxis": axis | {"title": {"text": t("fig.axis_from", lang)}, "constrain": "domain"},
+        "yaxis": axis
+        | {
+            "title": {"text": t("fig.axis_output", lang)},
+            "autorange": "reversed",
+            "scaleanchor": "x",
+            "constrain": "domain",
+        },
+    }
+    return figure([trace], layout)
+
+
+def deletion_curves(board: Scoreboard, *, highlight: str | None = None, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
+    """Output change against the share of tokens removed, one line per method in its own order
+    (most important first), the random orders' mean dashed grey. The higher and sooner a curve
+    rises, the more its order finds what the output needs; the area is the AOPC.
+    `highlight` draws one method thicker (the best, say)."""
+    x = np.round(100 * board.fractions, 1).tolist()
+    data: list[Json] = []
+    hover = t("fig.hover_deletion", lang, x="%{x}", k="%{customdata}", y="%{y:.4f}")
+    for k, row in enumerate(board.rows):
+        name = method_label(row.method, lang)
+        is_random = row.method == "random"
+        line: Json = {"width": 4 if row.method == highlight else 2}
+        line["color"] = RANDOM_COLOR if is_random else HEAD_COLORS[k % len(HEAD_COLORS)]
+        if is_random:
+            line["dash"] = "dash"
+        aopc = t("fig.aopc_value", lang, v=f"{row.aopc:.3f}")
+        data.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": np.asarray(row.curve, dtype=np.float64).round(6).tolist(),
+                "customdata": board.removed.tolist(),
+                "mode": "lines+markers",
+                "name": f"{name} ({aopc})",
+                "line": line,
+                "marker": {"size": 5},
+                "hovertemplate": f"{name}<br>{hover}<extra></extra>",
+            }
+        )
+    layout = {
+        "title": layout_title(
+            t("fig.deletion_title", lang, output=_output_name(board, lang)), t("fig.note_deletion", lang)
+        ),
+        "height": 460,
+        "xaxis": {"title": {"text": t("fig.removed_share", lang)}, "ticksuffix": "%", "range": [-2, 102]},
+        "yaxis": {"title": {"text": t("fig.output_change", lang)}, "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": -0.22},
+    }
+    return figure(data, layout)
+
+
+def layer_agreement(board: Scoreboard, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
+    """Spearman of each whole-layer method with leave-one-out measured at each layer's output:
+    left, the map traced back through that layer; right, that layer's own map. -1 to 1,
+    diverging around 0; the number is written in each cell."""
+    rows = [r for r in board.rows if r.layer_rolled is not None and r.layer_single is not None]
+    if not rows:
+        raise ValueError("the scoreboard has no whole-layer method to show by layer")
+    names = [method_label(r.method, lang) for r in rows]
+    layers = [str(layer) for layer in range(len(board.loo_layers))]
+    panels = (
+        ("x", "y", [r.layer_rolled for r in rows], t("fig.panel_traced", lang)),
+        ("x2", "y2", [r.layer_single for r in rows], t("fig.panel_single", lang)),
+    )
+    data: list[Json] = []
+    for k, (xa, ya, values, _) in enumerate(panels):
+        z = np.array(values, dtype=np.float64)
+        data.append(
+            {
+                "type": "heatmap",
+                "z": np.where(np.isfinite(z), z, np.nan).round(4).tolist(),
+                "x": layers,
+                "y": names,
+                "xaxis": xa,
+                "yaxis": ya,
+                "colorscale": DIVERGING,
+                "zmin": -1.0,
+                "zmax": 1.0,
+                "showscale": k == 1,
+                "colorbar": {"title": {"text": "ρ"}},
+                "texttemplate": "%{z:.2f}",
+                "hovertemplate": t("fig.hover_layer_agreement", lang, m="%{y}", layer="%{x}", r="%{z:.3f}")
+                + "<extra></extra>",
+            }
+        )
+    layout: Json = {
+        "title": layout_title(
+            t("fig.layer_agreement_title", lang, output=_output_name(board, lang)), t("fig.note_layer_agreement", lang)
+        ),
+        "height": 160 + 42 * len(rows),
+        "annotations": [],
+    }
+    for k, (domain, (_, _, _, label)) in enumerate(zip(([0.0, 0.47], [0.53, 1.0]), panels, strict=True)):
+        suffix = "" if k == 0 else "2"
+        layout[f"xaxis{suffix}"] = {"domain": domain, "anchor": f"y{suffix}", "title": {"text": t("fig.layer", lang)}}
+        layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "autorange": "reversed", "showticklabels": k == 0}
+        layout["annotations"].append(_panel_title(label, sum(domain) / 2))
+    return figure(data, layout)
+
+
+def _panel_title(text: str, x: float) -> Json:
+    return {"text": text, "x": x, "xref": "paper", "y": 1.0, "yref": "paper", "yanchor": "bottom", "showarrow": False}
+
+
+def _output_name(board: Scoreboard, lang: str) -> str:
+    if board.query is None:
+        return t("fig.output_sentence", lang)
+    return t("fig.output_token", lang, token=escape(board.tokens[board.query]), i=board.query)
+
+
+def scoreboard_names(methods: Sequence[str], lang: str = DEFAULT_LANGUAGE) -> list[str]:
+    """Display names of several methods (for tables beside the figures)."""
+    return [method_label(m, lang) for m in methods]
