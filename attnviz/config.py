@@ -14,6 +14,10 @@ ATTNVIZ_EXPLAIN_TOKENS=N     longest input the slow explanations (occlusion, gra
                              importance) run on; longer ones are cut with a notice (default 512, demo 128)
 ATTNVIZ_BUDGET_S=N           seconds of explanation work one visitor may start per 10 minutes (default 600,
                              demo 120); beyond it the visitor is asked to wait
+ATTNVIZ_TRAIN_MAX_STEPS=N    most training steps of the training lab (default 20000, demo 2000)
+ATTNVIZ_TRAIN_MAX_D_MODEL=N  widest model it trains (default 256, demo 64)
+ATTNVIZ_TRAIN_MAX_LAYERS=N   deepest (default 4, demo 2)
+ATTNVIZ_TRAIN_MAX_HEADS=N    most heads a layer (default 8, demo 4)
 """
 
 from __future__ import annotations
@@ -44,6 +48,10 @@ class Settings:
     cache_entries: int = DEFAULT_CACHE_ENTRIES
     explain_tokens: int = DEFAULT_MAX_TOKENS
     budget_s: int = 600
+    train_max_steps: int = 20_000
+    train_max_d_model: int = 256
+    train_max_layers: int = 4
+    train_max_heads: int = 8
 
     @property
     def model_choices(self) -> tuple[str, ...]:
@@ -65,6 +73,17 @@ class Settings:
             raise ValueError(f"model '{name}' is not available here; choose one of: {', '.join(self.allowed_models)}")
         return name
 
+    def check_training(self, steps: int, layers: int, heads: int, d_model: int) -> None:
+        """ValueError (safe to show) when a training run is larger than this deployment allows."""
+        for what, value, limit in (
+            ("steps", steps, self.train_max_steps),
+            ("layers", layers, self.train_max_layers),
+            ("heads", heads, self.train_max_heads),
+            ("d_model", d_model, self.train_max_d_model),
+        ):
+            if value > limit:
+                raise ValueError(f"{what} is {value:,}; the limit here is {limit:,}")
+
 
 def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
@@ -82,6 +101,10 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         cache_entries=_int(env, "ATTNVIZ_CACHE_ENTRIES", DEFAULT_CACHE_ENTRIES, 0),
         explain_tokens=_int(env, "ATTNVIZ_EXPLAIN_TOKENS", 128 if demo else DEFAULT_MAX_TOKENS, 2),
         budget_s=_int(env, "ATTNVIZ_BUDGET_S", 120 if demo else 600, 0),
+        train_max_steps=_int(env, "ATTNVIZ_TRAIN_MAX_STEPS", 2_000 if demo else 20_000, 1),
+        train_max_d_model=_int(env, "ATTNVIZ_TRAIN_MAX_D_MODEL", 64 if demo else 256, 8),
+        train_max_layers=_int(env, "ATTNVIZ_TRAIN_MAX_LAYERS", 2 if demo else 4, 1),
+        train_max_heads=_int(env, "ATTNVIZ_TRAIN_MAX_HEADS", 4 if demo else 8, 1),
     )
 
 

@@ -30,6 +30,7 @@ PAGES = (
     PageSpec("lab", "nav.lab", "🧪"),
     PageSpec("explain", "nav.explain", "📊"),
     PageSpec("caveats", "nav.caveats", "⚠️"),
+    PageSpec("training", "nav.training", "🌱"),
 )
 DEFAULT = "explorer"
 # The default page is served at "/" and Streamlit gives it no other path, so "/explorer"

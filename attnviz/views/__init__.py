@@ -8,6 +8,7 @@ One module per family of views:
     graph.py      graph_view (tokens on a circle, edges above a threshold)
     charts.py     token_bars, token_focus, cost_sweep
     pick.py       clickable markers and reading clicks back (model_view_pick, token_pick)
+    training.py   a training run: training_curves, snapshot_grid (slider + play), head_score_curves
     _base.py      what they share: the figure constructor, token axes, escaping, colours, titles
 
 A module is never named like the function it exports (heatmaps.py, not heatmap.py): the package
@@ -35,6 +36,7 @@ from .grid import layer_head_grid, model_view
 from .head_views import DEFAULT_MAX_LINKS, head_view
 from .heatmaps import heatmap, matrix
 from .pick import model_view_pick, token_pick
+from .training import head_score_curves, snapshot_grid, training_curves
 
 __all__ = [
     "DEFAULT_MAX_EDGES",
@@ -43,13 +45,16 @@ __all__ = [
     "cost_sweep",
     "graph_view",
     "head_label",
+    "head_score_curves",
     "head_view",
     "heatmap",
     "layer_head_grid",
     "matrix",
     "model_view",
     "model_view_pick",
+    "snapshot_grid",
     "token_bars",
     "token_focus",
     "token_pick",
+    "training_curves",
 ]
