@@ -76,6 +76,8 @@ class TrainConfig:
             raise ValueError(f"d_model ({self.d_model}) must be a multiple of heads ({self.heads})")
         if not (math.isfinite(self.lr) and 0 < self.lr <= 1):
             raise ValueError("lr must be in (0, 1]")
+        if not isinstance(self.snapshot_every, int) or self.snapshot_every < 0:
+            raise ValueError("snapshot_every must be 0 (automatic) or a positive number of steps")
 
     @property
     def every(self) -> int:
@@ -96,6 +98,8 @@ class TrainingRun:
     step: int = 0
     stopped: bool = False  # stopped before the last step (progress raised Cancelled)
     seconds: float = 0.0  # training time, snapshots included
+    _rng: np.random.Generator | None = field(default=None, repr=False)  # the batches, from the seed
+    _optimizer: torch.optim.Optimizer | None = field(default=None, repr=False)
 
     @property
     def scores(self) -> dict[str, np.ndarray]:
@@ -159,12 +163,16 @@ def prepare(cfg: TrainConfig, text: str | None = None) -> TrainingRun:
 def resume(
     run: TrainingRun, *, progress: Progress | None = None, on_snapshot: Callable[[TrainingRun], None] | None = None
 ) -> TrainingRun:
-    """Run the loop of a prepared run to its last step (or until `progress` raises Cancelled)."""
+    """Run the loop of a prepared run to its last step (or until `progress` raises Cancelled).
+    A run stopped early continues where it stopped when resumed (same batches, same optimizer)."""
     cfg, decoder = run.config, run.model.decoder
-    rng = np.random.default_rng([cfg.seed, 1])
+    if run._rng is None or run._optimizer is None:
+        run._rng = np.random.default_rng([cfg.seed, 1])
+        run._optimizer = torch.optim.AdamW(decoder.parameters(), lr=cfg.lr, weight_decay=0.01)
+    rng, opt = run._rng, run._optimizer
     eval_size = max(1, min(128, EVAL_TOKENS // run.task.max_len))
     held_out = run.task.batch(eval_size, np.random.default_rng([cfg.seed, 2]))
-    opt = torch.optim.AdamW(decoder.parameters(), lr=cfg.lr, weight_decay=0.01)
+    run.stopped = False
     start = time.perf_counter()
     decoder.train()  # no dropout anywhere: train and eval modes compute the same function
     try:

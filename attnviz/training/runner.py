@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..models.base import HeadMode, Inputs, RunnerBase
+from ..models.base import Encoded, HeadMode, Inputs, RunnerBase
 from ..scratch import LayerParts
 from .model import TinyDecoder
 from .tasks import BOS, PAD, SPECIALS, UNK, Task
@@ -64,6 +64,18 @@ class TrainedModel(RunnerBase):
         self.config = decoder.cfg
         self.n_layers = decoder.cfg.n_layers
         self.n_heads = decoder.cfg.n_heads
+
+    def encode(self, text: str, max_tokens: int | None = None) -> Encoded:
+        """As `RunnerBase.encode`, and a readable error when no token of the text is in the
+        vocabulary (an English sentence given to a model trained on symbols, say)."""
+        enc = super().encode(text, max_tokens)
+        ids = enc.inputs["input_ids"][0]
+        if bool((ids[~torch.as_tensor(enc.special)] == self.tokenizer.unk_token_id).all()):
+            sample = " ".join(self.task.vocab[len(SPECIALS) : len(SPECIALS) + 4])
+            raise ValueError(
+                f"no token of this text is in the vocabulary of '{self.name}' (it reads tokens like {sample} …)"
+            )
+        return enc
 
     def attention_maps(self, inputs: Inputs) -> list[torch.Tensor]:
         _, maps = self.decoder.run(inputs["input_ids"], inputs.get("attention_mask"))

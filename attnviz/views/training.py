@@ -86,6 +86,11 @@ def _frames_shown(count: int, most: int = MAX_FRAMES) -> list[int]:
     return sorted({round(i * (count - 1) / (most - 1)) for i in range(most)})
 
 
+def _domain(a: float, b: float) -> list[float]:
+    """An axis domain inside [0, 1] (sums of floats land at -3e-17, which Plotly refuses)."""
+    return [min(max(round(a, 6), 0.0), 1.0), min(max(round(b, 6), 0.0), 1.0)]
+
+
 def _grid_axes(n_layers: int, n_heads: int) -> tuple[list[tuple[str, str]], Json]:
     """Axis names of each head's subplot (layer down, head across) and their domains."""
     gap = 0.04
@@ -96,8 +101,9 @@ def _grid_axes(n_layers: int, n_heads: int) -> tuple[list[tuple[str, str]], Json
             k = layer * n_heads + head + 1
             x, y = ("x", "y") if k == 1 else (f"x{k}", f"y{k}")
             x0, y1 = head * (width + gap), 1 - layer * (height + gap)
-            layout[f"xaxis{'' if k == 1 else k}"] = {"domain": [x0, x0 + width], "anchor": y}
-            layout[f"yaxis{'' if k == 1 else k}"] = {"domain": [y1 - height, y1], "anchor": x, "autorange": "reversed"}
+            xd, yd = _domain(x0, x0 + width), _domain(y1 - height, y1)
+            layout[f"xaxis{'' if k == 1 else k}"] = {"domain": xd, "anchor": y}
+            layout[f"yaxis{'' if k == 1 else k}"] = {"domain": yd, "anchor": x, "autorange": "reversed"}
             names.append((x, y))
     return names, layout
 
@@ -173,7 +179,7 @@ def _label_axes(layout: Json, L: int, H: int, keys: list[Any], labels: list[str]
         ax["title"] = {"text": head_label(layer, head, lang=lang), "standoff": 2, "font": {"size": 11}}
 
 
-def _animate(names: list[str] | None, duration: int) -> Json:
+def _animate(duration: int) -> Json:
     return {"frame": {"duration": duration, "redraw": True}, "mode": "immediate", "transition": {"duration": 0}}
 
 
@@ -183,14 +189,13 @@ def _slider(shown: list[int], steps: Sequence[int], active: int, lang: str) -> J
         "currentvalue": {"prefix": t("train_fig.slider_prefix", lang)},
         "pad": {"t": 50},
         "steps": [
-            {"label": f"{int(steps[i]):,}", "method": "animate", "args": [[str(steps[i])], _animate(None, 0)]}
-            for i in shown
+            {"label": f"{int(steps[i]):,}", "method": "animate", "args": [[str(steps[i])], _animate(0)]} for i in shown
         ],
     }
 
 
 def _play_buttons(lang: str) -> Json:
-    play = _animate(None, 250) | {"fromcurrent": True}
+    play = _animate(250) | {"fromcurrent": True}
     return {
         "type": "buttons",
         "direction": "left",
@@ -202,7 +207,7 @@ def _play_buttons(lang: str) -> Json:
         "pad": {"t": 60, "r": 10},
         "buttons": [
             {"label": t("train_fig.play", lang), "method": "animate", "args": [None, play]},
-            {"label": t("train_fig.pause", lang), "method": "animate", "args": [[None], _animate(None, 0)]},
+            {"label": t("train_fig.pause", lang), "method": "animate", "args": [[None], _animate(0)]},
         ],
     }
 
@@ -229,7 +234,7 @@ def head_score_curves(
             raise ValueError(f"scores[{name!r}] has shape {values.shape}, expected ({len(x)}, layers, heads)")
         suffix = "" if p == 0 else str(p + 1)
         x0 = p * (width + gap)
-        layout[f"xaxis{suffix}"] = {"domain": [x0, x0 + width], "anchor": f"y{suffix}",
+        layout[f"xaxis{suffix}"] = {"domain": _domain(x0, x0 + width), "anchor": f"y{suffix}",
                                     "title": {"text": t("train_fig.step", lang)}}  # fmt: skip
         layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "range": [0, 1.02], "title": {"text": t(SCORE_KEYS.get(name, name), lang)}}  # fmt: skip
         for layer, head in np.ndindex(values.shape[1:]):
