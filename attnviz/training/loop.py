@@ -59,6 +59,8 @@ class TrainConfig:
     lr: float = 2e-3  # AdamW; what the issue's probe used
     batch_size: int = 64
     mlp: bool = False
+    norm: bool = False  # a LayerNorm before each attention (for comparison; see model.py)
+    embed_std: float = 1.0  # the embeddings' initial scale (GPT-2: 0.02; for comparison)
     symbols: int = 32
     length: int = 8  # copy / reverse source length
     periods: tuple[int, int] = (6, 14)  # induction
@@ -76,6 +78,8 @@ class TrainConfig:
             raise ValueError(f"d_model ({self.d_model}) must be a multiple of heads ({self.heads})")
         if not (math.isfinite(self.lr) and 0 < self.lr <= 1):
             raise ValueError("lr must be in (0, 1]")
+        if not (math.isfinite(self.embed_std) and self.embed_std > 0):
+            raise ValueError("embed_std must be positive")
         if not isinstance(self.snapshot_every, int) or self.snapshot_every < 0:
             raise ValueError("snapshot_every must be 0 (automatic) or a positive number of steps")
 
@@ -152,7 +156,9 @@ def train(
 def prepare(cfg: TrainConfig, text: str | None = None) -> TrainingRun:
     """The task, the probe and the untrained model (weights from the seed alone)."""
     task = make_task(cfg.task, text=text, symbols=cfg.symbols, length=cfg.length, periods=cfg.periods, block=cfg.block)
-    dcfg = DecoderConfig(len(task.vocab), task.max_len, cfg.d_model, cfg.layers, cfg.heads, cfg.mlp)
+    dcfg = DecoderConfig(
+        len(task.vocab), task.max_len, cfg.d_model, cfg.layers, cfg.heads, cfg.mlp, cfg.norm, cfg.embed_std
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
         decoder = TinyDecoder(dcfg)

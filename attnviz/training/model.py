@@ -6,11 +6,11 @@ unembedding. Attention-only and without LayerNorm inside the blocks, like the to
 Elhage et al. (2021) where Olsson et al. (2022) watch induction heads form: the residual stream
 is then a plain sum of what each head wrote, which is what K-composition reads.
 
-Why these choices (bench/results_training.md): with a LayerNorm before each attention, or with
-GPT-2's 0.02-scale embeddings, the same 2 x 2 model still learned the induction task but with
-smeared "look back a few tokens" heads instead of a clean previous-token head (previous-token
-score under 0.35, induction score in layer 1 under 0.1); without them it forms the textbook
-circuit in under 200 steps (previous-token about 0.6, induction about 0.97).
+Why these choices (bench/results_training.md, which runs both side by side): with GPT-2's
+embedding scale (N(0, 0.02)) and a LayerNorm before each attention, the same 2 x 2 model still
+solves the induction task, but with smeared "look back a few tokens" heads: no clean
+previous-token head and almost no attention on t - r + 1 in layer 1. With unit-scale embeddings
+it forms the textbook circuit within about 200 steps.
 
 Every weight comes from `MultiHeadSelfAttention`, so the maps shown are the explicit softmax of
 `scaled_dot_product_attention`, as everywhere else in attnviz.
@@ -37,6 +37,8 @@ class DecoderConfig:
     n_layers: int = 2  # two layers: a previous-token head can feed an induction head
     n_heads: int = 2
     mlp: bool = False  # attention-only (Olsson et al. 2022); True adds a 4x GELU MLP a block
+    norm: bool = False  # True: a LayerNorm before each attention (GPT-2 style), for comparison only
+    embed_std: float = 1.0  # N(0, 1), PyTorch's default; GPT-2 uses 0.02 (compared in the benchmark)
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_heads:
@@ -48,6 +50,7 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, cfg: DecoderConfig):
         super().__init__()
+        self.ln_attention = nn.LayerNorm(cfg.d_model) if cfg.norm else nn.Identity()
         self.attention = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
         self.mlp: nn.Sequential | None = None
         if cfg.mlp:
@@ -57,7 +60,7 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """x: (B, T, d) -> (x (B, T, d), weights (B, nh, T, T))."""
-        a, weights = self.attention(x, attention_mask, causal=True)
+        a, weights = self.attention(self.ln_attention(x), attention_mask, causal=True)
         x = x + a
         if self.mlp is not None:
             x = x + self.mlp(x)
@@ -73,6 +76,9 @@ class TinyDecoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_layers))
         self.ln_final = nn.LayerNorm(cfg.d_model)
         self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        if cfg.embed_std != 1.0:
+            for emb in (self.token_embeddings, self.position_embeddings):
+                nn.init.normal_(emb.weight, std=cfg.embed_std)
 
     def embed(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
         """Token (or given) embeddings plus positions: (B, T, d)."""

@@ -195,7 +195,7 @@ def _slider(shown: list[int], steps: Sequence[int], active: int, lang: str) -> J
 
 
 def _play_buttons(lang: str) -> Json:
-    play = _animate(250) | {"fromcurrent": True}
+    play = _animate(250)  # every frame from the first: the last one is where a finished run rests
     return {
         "type": "buttons",
         "direction": "left",
