@@ -6,5 +6,5 @@ from attnviz.app.sections import training as section
 
 c = widgets.page_header("train.title", "train.intro")
 section.controls(c)
-section.live(c)
 section.open_in_explorer(c)
+section.live(c)

@@ -16,14 +16,15 @@ from .test_browser import FIRST_LOAD_MS, SEPARATOR, WAIT_MS, Session, _session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-# Points of the training-loss trace, and the slider's step count and current label, of the drawn charts.
+# Points of the training-loss trace as drawn (_fullData: typed arrays decoded), and the slider's
+# step count and current label.
 LIVE_JS = """() => {
   const curves = document.querySelector('.st-key-train_curves .js-plotly-plot');
   const grid = document.querySelector('.st-key-train_grid .js-plotly-plot');
-  if (!curves || !curves.data || !grid || !grid._fullLayout || !grid._fullLayout.sliders) return null;
-  const slider = grid._fullLayout.sliders[0];
-  return {points: curves.data[0].x.length, steps: slider.steps.length,
-          label: slider.steps[slider.active].label, active: slider.active};
+  if (!curves || !curves._fullData || !grid || !grid.layout || !grid.layout.sliders) return null;
+  const slider = grid.layout.sliders[0], active = slider.active || 0, step = slider.steps[active];
+  if (!step) return null;
+  return {points: curves._fullData[0].x.length, steps: slider.steps.length, label: step.label, active: active};
 }"""
 
 
@@ -79,7 +80,7 @@ def test_train_watch_the_curve_grow_and_the_slider_move_then_stop_and_open(sessi
     assert later is not None and later["active"] == later["steps"] - 1  # the newest snapshot is shown
     s.shot("training-live", key="train_grid")
 
-    s.page.locator(".st-key-train_stop button").click()
+    s.page.locator(".st-key-train_stop button").first.click()  # with help= Streamlit draws two
     stopped = i18n.t("train.stopped", "en", step="X", total="1,500", accuracy="Y").split("X")[0]
     s.page.get_by_text(stopped.strip()).first.wait_for(timeout=WAIT_MS)
     s.wait_idle()
@@ -97,7 +98,7 @@ def test_train_watch_the_curve_grow_and_the_slider_move_then_stop_and_open(sessi
     assert len(seen) >= 3, seen
     s.shot("training-stopped", key="train_grid")
 
-    s.page.locator(".st-key-train_open button").click()
+    s.page.locator(".st-key-train_open button").first.click()  # with help= Streamlit draws two
     s.page.wait_for_function(
         "(want) => document.querySelector('h1')?.innerText === want",
         arg=i18n.t("explorer.title", "en"),

@@ -93,14 +93,14 @@ def _domain(a: float, b: float) -> list[float]:
 
 def _grid_axes(n_layers: int, n_heads: int) -> tuple[list[tuple[str, str]], Json]:
     """Axis names of each head's subplot (layer down, head across) and their domains."""
-    gap = 0.04
-    width, height = (1 - gap * (n_heads - 1)) / n_heads, (1 - gap * (n_layers - 1)) / n_layers
+    gap, vgap = 0.04, 0.09  # room between rows for each head's label
+    width, height = (1 - gap * (n_heads - 1)) / n_heads, (1 - vgap * (n_layers - 1)) / n_layers
     names, layout = [], {}
     for layer in range(n_layers):
         for head in range(n_heads):
             k = layer * n_heads + head + 1
             x, y = ("x", "y") if k == 1 else (f"x{k}", f"y{k}")
-            x0, y1 = head * (width + gap), 1 - layer * (height + gap)
+            x0, y1 = head * (width + gap), 1 - layer * (height + vgap)
             xd, yd = _domain(x0, x0 + width), _domain(y1 - height, y1)
             layout[f"xaxis{'' if k == 1 else k}"] = {"domain": xd, "anchor": y}
             layout[f"yaxis{'' if k == 1 else k}"] = {"domain": yd, "anchor": x, "autorange": "reversed"}
@@ -167,7 +167,9 @@ def snapshot_grid(
 
 
 def _label_axes(layout: Json, L: int, H: int, keys: list[Any], labels: list[str] | None, lang: str) -> None:
-    """Each subplot titled by its head; token tick labels (when given) on the outer axes only."""
+    """Each subplot labelled by its head, above it; token tick labels (when given) on the outer
+    axes only."""
+    notes = []
     for k in range(L * H):
         layer, head = divmod(k, H)
         ax, ay = layout[f"xaxis{'' if k == 0 else k + 1}"], layout[f"yaxis{'' if k == 0 else k + 1}"]
@@ -176,7 +178,9 @@ def _label_axes(layout: Json, L: int, H: int, keys: list[Any], labels: list[str]
         if labels is not None:
             ax |= {"type": "category", "tickmode": "array", "tickvals": keys, "ticktext": labels}
             ay |= {"type": "category", "tickmode": "array", "tickvals": keys, "ticktext": labels}
-        ax["title"] = {"text": head_label(layer, head, lang=lang), "standoff": 2, "font": {"size": 11}}
+        notes.append({"text": head_label(layer, head, lang=lang), "xref": "paper", "yref": "paper", "showarrow": False,
+                      "x": sum(ax["domain"]) / 2, "y": ay["domain"][1], "yanchor": "bottom", "font": {"size": 11}})  # fmt: skip
+    layout["annotations"] = notes
 
 
 def _animate(duration: int) -> Json:
