@@ -46,6 +46,7 @@ def timed_run(task: str, seed: int, steps: int, every: int, gpt2: bool) -> tuple
         seed,
         snapshot_every=every,
         on_snapshot=lambda _r: times.append(time.perf_counter() - start),
+        threads=None,  # as set by --threads
         **style,
     )
     return run, times
@@ -95,14 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--tasks", nargs="+", default=list(STEPS), choices=list(STEPS))
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads while training (the lab's default, 1)")
     p.add_argument("--every", type=int, default=10, help="steps between snapshots (accuracy is read there)")
     p.add_argument("--scale", type=float, default=1.0, help="multiply every task's steps (a smoke test uses 0.02)")
     p.add_argument("--no-compare", action="store_true", help="skip the GPT-2 style comparison rows")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results_training.md")
     args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)
     head = (
         f"cpu ({torch.get_num_threads()} threads), torch {torch.__version__}, {platform.machine()}; "
         f"held-out accuracy read every {args.every} steps, snapshots included in the time"

@@ -4,8 +4,11 @@ and the trained model as a Runner (views, head statistics, head switches)."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,36 +17,27 @@ import torch
 import attnviz
 from attnviz import explain, views
 from attnviz.config import Settings, settings_from_env
-from attnviz.models import Cancelled, Runner
+from attnviz.models import Cancelled, Runner, gate_for
 from attnviz.training import (
     TrainConfig,
     TrainingRun,
     induction_cols,
     make_task,
     pattern_score,
+    prepare,
     previous_cols,
+    resume,
     score_attention,
     train,
 )
 from attnviz.training.tasks import IGNORE
 
+ROOT = Path(__file__).resolve().parents[1]
 ZH = "注意力让每个字都去看句子里的其他字。看得多，权重就大；看得少，权重就小。小猫坐在垫子上，小狗坐在木头上。"
 
 
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Tiny models gain nothing from a second thread, and on a shared 2-core machine it spin-waits."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def quick(task: str, steps: int, seed: int = 0, **options: object) -> TrainingRun:
-    with one_thread():
-        return train(task, steps, seed, batch_size=32, **options)  # type: ignore[arg-type]
+    return train(task, steps, seed, batch_size=32, **options)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -211,12 +205,25 @@ def test_stopping_keeps_what_was_learned() -> None:
         if fraction >= 0.3:
             raise Cancelled
 
-    with one_thread():
-        run = train("copy", 100, 0, batch_size=32, progress=progress)
+    run = train("copy", 100, 0, batch_size=32, progress=progress)
     assert run.stopped and run.step == 30  # chunks of 10 steps: it stops at the first look past 30%
     assert run.snapshots[-1].step == 30 and run.snapshots[-1].accuracy > run.snapshots[0].accuracy
     assert run.model.attend(run.probe.text).n == len(run.probe.ids)
     assert seen == sorted(seen)
+
+
+def test_training_waits_while_a_visitor_s_interactive_pass_runs() -> None:
+    """Each chunk of steps goes through the background lane: while an interactive pass is running
+    (another visitor's sentence), not one step is taken; once it ends, training goes on."""
+    run = prepare(TrainConfig("copy", 20, 0, batch_size=8))
+    gate = gate_for(("test_training", "interactive"))
+    with gate.interactive():
+        worker = threading.Thread(target=resume, args=(run,))
+        worker.start()
+        time.sleep(1.0)
+        assert run.step == 0 and run.snapshots == []
+    worker.join(timeout=120)
+    assert not worker.is_alive() and run.step == 20
 
 
 # --- text, in any script ------------------------------------------------------------------------
@@ -282,3 +289,23 @@ def test_a_demo_deployment_caps_steps_and_size() -> None:
         demo.check_training(100, 2, 2, 128)
     assert settings_from_env({"ATTNVIZ_TRAIN_MAX_STEPS": "300"}).train_max_steps == 300
     Settings().check_training(20_000, 4, 8, 256)
+
+
+@pytest.mark.slow
+def test_training_benchmark_smoke(tmp_path: Path) -> None:
+    """bench/bench_training.py keeps working and prints its table (timings are read, not tested)."""
+    out = tmp_path / "training.md"
+    args = ["--tasks", "copy", "--scale", "0.04", "--threads", "1", "--out", str(out)]
+    done = subprocess.run(
+        [sys.executable, "bench/bench_training.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line for line in out.read_text().splitlines() if line.startswith("| copy |")]
+    assert len(rows) == 2 and "attnviz" in rows[0] and "GPT-2 style" in rows[1]
+
+
+def test_training_runs_on_one_thread_and_gives_the_caller_its_threads_back() -> None:
+    seen: list[int] = []
+    before = torch.get_num_threads()
+    train("copy", 10, 0, batch_size=8, on_snapshot=lambda _run: seen.append(torch.get_num_threads()))
+    assert set(seen) == {1} and torch.get_num_threads() == before

@@ -19,7 +19,7 @@ LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 # Widgets whose option labels change with the language. The browser reports a choice by its
 # label, so after a language switch those labels would no longer match and Streamlit would
 # reset the choice; the language callback pins each value first (it still reads the old labels).
-TRANSLATED_OPTIONS = ("model_choice", "color_range", "x_stat")
+TRANSLATED_OPTIONS = ("model_choice", "color_range", "x_stat", "train_task")
 
 
 def available_devices() -> list[str]:

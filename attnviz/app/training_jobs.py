@@ -15,8 +15,6 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-import torch
-
 from ..models import Cancelled
 from ..training import TrainConfig, TrainingRun, prepare, resume
 from . import session_models, work
@@ -26,8 +24,6 @@ __all__ = ["MAX_JOBS", "MAX_RUNNING", "Busy", "Job", "get", "running_count", "st
 LOG = logging.getLogger("attnviz")
 MAX_RUNNING = 2  # trainings at once in the process; the lane interleaves their chunks
 MAX_JOBS = 256  # sessions whose last run is remembered
-THREADS = 1  # torch threads of a training thread (thread-local under OpenMP): a tiny model gains
-# nothing from more, and on a busy 2-core server a second thread spin-waits against other work
 
 
 class Busy(RuntimeError):
@@ -109,9 +105,8 @@ def stop(session: str) -> None:
 def _work(job: Job) -> None:
     run = job.run
     assert run is not None
-    torch.set_num_threads(THREADS)  # this thread only: other visitors' passes keep theirs
     try:
-        resume(run, progress=job.progress)
+        resume(run, progress=job.progress, threads=1)  # this thread only: other visitors' passes keep theirs
         trained = session_models.Trained(
             run.model, run.config.task, run.config.layers, run.config.heads, run.step, run.probe.text
         )

@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=2e-3, help="AdamW learning rate (default 0.002)")
     p.add_argument("--batch-size", type=int, default=64, help="sequences a step (default 64)")
     p.add_argument("--mlp", action="store_true", help="add an MLP after each attention (attention-only by default)")
+    p.add_argument(
+        "--threads", type=int, default=1, help="torch threads while training (default 1: fastest for models this small)"
+    )
     p.add_argument("--snapshot-every", type=int, default=0, help="steps between snapshots (default: about 60 in all)")
     p.add_argument("--text", help="text task: the text to learn (any language)")
     p.add_argument("--text-file", metavar="FILE", help="text task: read the text from FILE (UTF-8; '-' for stdin)")
@@ -108,6 +111,7 @@ def main(argv: list[str]) -> int:
         run = train(
             args.task, args.steps, args.seed, args.layers, args.heads, args.d_model, text=text, on_snapshot=show,
             lr=args.lr, batch_size=args.batch_size, mlp=args.mlp, snapshot_every=max(0, args.snapshot_every),
+            threads=max(1, args.threads),
         )  # fmt: skip
         if show is not None:
             print(file=sys.stderr)

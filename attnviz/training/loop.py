@@ -16,9 +16,10 @@ first, as with the explanations); between chunks `progress(fraction)` is called 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import NamedTuple
 
@@ -139,6 +140,7 @@ def train(
     text: str | None = None,
     progress: Progress | None = None,
     on_snapshot: Callable[[TrainingRun], None] | None = None,
+    threads: int | None = 1,
     **options: object,
 ) -> TrainingRun:
     """Train a tiny causal model on `task` (copy, reverse, induction, text) and keep snapshots
@@ -146,11 +148,11 @@ def train(
     `options`: the other `TrainConfig` fields (lr, batch_size, mlp, symbols, length, periods,
     block, snapshot_every). `progress(fraction)` is called between chunks of steps and may
     raise `Cancelled` to stop (what was learned is kept); `on_snapshot(run)` after each snapshot.
-    ValueError for arguments out of range."""
+    `threads`: torch threads while training (see `resume`). ValueError for arguments out of range."""
     cfg = TrainConfig(task, steps, seed, layers, heads, d_model, **options)  # type: ignore[arg-type]
     cfg.check()
     run = prepare(cfg, text)
-    return resume(run, progress=progress, on_snapshot=on_snapshot)
+    return resume(run, progress=progress, on_snapshot=on_snapshot, threads=threads)
 
 
 def prepare(cfg: TrainConfig, text: str | None = None) -> TrainingRun:
@@ -166,11 +168,39 @@ def prepare(cfg: TrainConfig, text: str | None = None) -> TrainingRun:
     return TrainingRun(cfg, task, task.probe(cfg.seed), TrainedModel(decoder, task, name))
 
 
+@contextlib.contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run with `n` torch threads in this thread (thread-local under OpenMP, torch's CPU backend
+    here: other threads keep theirs), then restore; None changes nothing."""
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if n is not None:
+            torch.set_num_threads(before)
+
+
 def resume(
-    run: TrainingRun, *, progress: Progress | None = None, on_snapshot: Callable[[TrainingRun], None] | None = None
+    run: TrainingRun,
+    *,
+    progress: Progress | None = None,
+    on_snapshot: Callable[[TrainingRun], None] | None = None,
+    threads: int | None = 1,
 ) -> TrainingRun:
     """Run the loop of a prepared run to its last step (or until `progress` raises Cancelled).
-    A run stopped early continues where it stopped when resumed (same batches, same optimizer)."""
+    A run stopped early continues where it stopped when resumed (same batches, same optimizer).
+    `threads`: torch threads while training. One by default: a model this small gains nothing
+    from a second, and on a busy 2-core machine a second one spin-waits (bench: 15 ms a step on
+    one thread, 440-880 ms on two, while other work ran); None leaves torch's setting."""
+    with torch_threads(threads):
+        return _loop(run, progress, on_snapshot)
+
+
+def _loop(
+    run: TrainingRun, progress: Progress | None, on_snapshot: Callable[[TrainingRun], None] | None
+) -> TrainingRun:
     cfg, decoder = run.config, run.model.decoder
     if run._rng is None or run._optimizer is None:
         run._rng = np.random.default_rng([cfg.seed, 1])
