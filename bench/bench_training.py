@@ -6,7 +6,8 @@ For each task (induction, copy, reverse) and seed: wall time and step at which t
 accuracy first reaches 90% and 99% (measured at a snapshot every --every steps, snapshots
 included in the time), and the head scores at the start and the end: the best previous-token
 head of layer 0, the best induction head of layer 1 (induction), the best head on the expected
-pattern (copy: shifted diagonal, reverse: anti-diagonal). Beside each run of ours, in the same
+pattern (copy: shifted diagonal, reverse: anti-diagonal). The clock starts when `train` is
+called (building the task, tokenizer and model included), after one warm-up build per process. Beside each run of ours, in the same
 process, the same model built GPT-2 style (a LayerNorm before each attention, embeddings drawn
 from N(0, 0.02)): the design it was compared with (attnviz/training/model.py). Targets (issue 15, on 2 CPU cores): induction >= 90%
 within 60 s with a previous-token head >= 0.5 in layer 0 and an induction score >= 0.4 in layer
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import platform
 import shlex
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -29,7 +31,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from attnviz.training import TrainingRun, train  # noqa: E402
+from attnviz.training import TrainConfig, TrainingRun, prepare, resume, train  # noqa: E402
 
 STEPS = {"induction": 1500, "copy": 500, "reverse": 500}
 GOALS_S = {"induction": 60.0, "copy": 30.0, "reverse": 30.0}  # seconds to 90% (induction) / 99% (copy, reverse)
@@ -92,6 +94,21 @@ def row(task: str, seed: int, steps: int, every: int, gpt2: bool) -> str:
     )
 
 
+def step_times(rounds: int = 2, steps: int = 30) -> list[str]:
+    """Median seconds a training step (induction, batch 64) on one torch thread and on two,
+    alternating, so both meet the same load on a shared machine."""
+    times: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(rounds):
+        for threads in (1, 2):
+            run = prepare(TrainConfig("induction", steps, 0, snapshot_every=steps))
+            start = time.perf_counter()
+            resume(run, threads=threads)
+            times[threads].append((time.perf_counter() - start) / steps)
+    rows = ["", "| torch threads | seconds a step (median of rounds, snapshots included) |", "|---:|---:|"]
+    rows += [f"| {n} | {statistics.median(t):.4f} |" for n, t in times.items()]
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -100,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--every", type=int, default=10, help="steps between snapshots (accuracy is read there)")
     p.add_argument("--scale", type=float, default=1.0, help="multiply every task's steps (a smoke test uses 0.02)")
     p.add_argument("--no-compare", action="store_true", help="skip the GPT-2 style comparison rows")
+    p.add_argument("--no-step-times", action="store_true", help="skip the one-thread / two-thread step timing")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results_training.md")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -114,12 +132,16 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---:|---:|---:|---:|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
+    prepare(TrainConfig(args.tasks[0], 1))  # once per process: imports and the tokenizer's first build
     for task in args.tasks:
         steps = max(args.every, int(STEPS[task] * args.scale))
         for seed in args.seeds:
             for gpt2 in (False,) if args.no_compare else (False, True):
                 lines.append(row(task, seed, steps, args.every, gpt2))
                 print(lines[-1], flush=True)
+    if not args.no_step_times:
+        lines += step_times()
+        print("\n".join(lines[-4:]), flush=True)
     command = "python bench/bench_training.py " + shlex.join(argv if argv is not None else sys.argv[1:])
     args.out.write_text(f"```\n{command.strip()}\n```\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
     return 0

@@ -192,8 +192,9 @@ def resume(
     """Run the loop of a prepared run to its last step (or until `progress` raises Cancelled).
     A run stopped early continues where it stopped when resumed (same batches, same optimizer).
     `threads`: torch threads while training. One by default: a model this small gains nothing
-    from a second, and on a busy 2-core machine a second one spin-waits (bench: 15 ms a step on
-    one thread, 440-880 ms on two, while other work ran); None leaves torch's setting."""
+    from a second, and on a busy 2-core machine a second one spin-waits (bench/results_training.md:
+    0.02 s a step on one thread, 0.07-0.28 s on two while other work ran); None leaves torch's
+    setting."""
     with torch_threads(threads):
         return _loop(run, progress, on_snapshot)
 
