@@ -5,6 +5,7 @@ this session only; demo limits; both languages; bad text is a message."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz import i18n
-from attnviz.app import session_models, training_jobs
+from attnviz.app import session_models, training_jobs, work
 from attnviz.app.widgets import escape_md
 
 from .test_app import _array, _chart, _heatmap_z, _messages, _ok, _tokens_shown
@@ -25,9 +26,20 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(autouse=True)
-def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
+def _deployment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_TRAIN_MAX_STEPS", "ATTNVIZ_BUDGET_S"):
         monkeypatch.delenv(key, raising=False)
+    yield
+    # AppTest gives every session the same id: forget this test's runs and models, so that no
+    # other test (here or in test_app.py) finds them in its model list
+    for job in list(training_jobs._JOBS.values()):
+        job.stop_event.set()
+    deadline = time.monotonic() + 60
+    while training_jobs.running_count() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    training_jobs._JOBS.clear()
+    session_models._MODELS.clear()
+    work._SPENT.clear()  # the time training charged to that shared id
 
 
 def _training_page(**query: str) -> AppTest:
@@ -95,6 +107,7 @@ def test_the_trained_model_opens_in_the_explorer_for_this_session_only() -> None
     _ok(at.switch_page("../pages/explain.py").run())
     assert i18n.t("explain.unsupported", "en") in " ".join(_messages(at, "error"))
     assert _tokens_shown(at) == att.tokens
+    _ok(at.switch_page("../pages/caveats.py").run())
     # a visitor handed a trained model's name that is not theirs gets a message and the embedded
     # model (AppTest gives every session one id, so "not theirs" is a name never registered here)
     other = AppTest.from_file(APP, default_timeout=TIMEOUT)
@@ -139,6 +152,18 @@ def test_too_short_a_text_is_a_message_not_a_traceback() -> None:
     _ok(at.text_area(key="train_text").set_value("too short").run())
     _ok(at.button(key="train_start").click().run())
     assert any("too short to learn from" in m for m in _messages(at, "error"))
+
+
+def test_hostile_text_trains_and_stays_text() -> None:
+    """Every character of a pasted text is a token: markup in it must reach the maps as text."""
+    at = _training_page()
+    _ok(at.selectbox(key="train_task").set_value("text").run())
+    _ok(at.text_area(key="train_text").set_value("<script>alert(1)</script> $x^2$ :red[danger] <s> & " * 2).run())
+    _train(at, "text", 10)
+    _wait(at)
+    keys = _chart(at, "chart_train_grid")["data"][0]["y"]  # category names, what hover shows
+    assert keys[:4] == ["&lt;s&gt; (0)", "&lt; (1)", "s (2)", "c (3)"] and "<" not in "".join(keys)
+    assert any(c.value.startswith(i18n.t("train.probe", "en", text="<script>")) for c in at.code)
 
 
 def test_the_page_speaks_chinese() -> None:
