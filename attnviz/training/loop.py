@@ -5,9 +5,10 @@
     run.scores       # name -> (snapshots, layers, heads): previous / induction / diagonal
     run.model        # a Runner: run.model.attend("t03 t17 ...")
 
-Deterministic for a seed on the CPU: the weights are initialised under a forked, seeded torch
-generator and the batches come from a seeded numpy generator, so nothing else in the process
-(another visitor, another test) shifts them; two runs in one process agree exactly.
+Deterministic for a seed on the CPU (and a torch thread count: one by default): the weights are
+initialised under a forked, seeded torch generator and the batches come from a seeded numpy
+generator, so nothing else in the process (another visitor, another test) shifts them; two runs
+in one process agree exactly.
 
 Steps go in chunks, each inside `background_lane()` (interactive passes of other visitors go
 first, as with the explanations); between chunks `progress(fraction)` is called and may raise
@@ -34,7 +35,7 @@ from .runner import TrainedModel
 from .scores import pattern_score
 from .tasks import TASKS, Batch, Probe, Task, make_task
 
-__all__ = ["LIMITS", "Snapshot", "TrainConfig", "TrainingRun", "train"]
+__all__ = ["LIMITS", "Snapshot", "TrainConfig", "TrainingRun", "prepare", "resume", "torch_threads", "train"]
 
 LIMITS = {"steps": (1, 100_000), "layers": (1, 8), "heads": (1, 16), "d_model": (8, 512), "batch_size": (1, 1024)}
 EVAL_TOKENS = 4096  # held-out tokens (at most 128 sequences) the accuracy and head scores are measured on

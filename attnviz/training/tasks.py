@@ -82,6 +82,7 @@ class Task:
     char_level: bool = False
     pattern_names: tuple[str, ...] = ("previous",)
     expected: str = "previous"  # the pattern the task is meant to show
+    every_token: bool = False  # every next token is scored (text), not only the expected pattern's rows
 
     @property
     def ids(self) -> dict[str, int]:
@@ -91,7 +92,7 @@ class Task:
         seqs, cols = self.sequences(size, rng)  # (B, S), name -> (B, S)
         ids = torch.as_tensor(seqs[:, :-1], dtype=torch.long)  # (B, S-1)
         targets = torch.as_tensor(seqs[:, 1:], dtype=torch.long).clone()
-        scored = cols[self.expected][:, :-1] >= 0 if self.name != "text" else seqs[:, 1:] != 0
+        scored = seqs[:, 1:] != 0 if self.every_token else cols[self.expected][:, :-1] >= 0
         targets[~torch.as_tensor(scored)] = IGNORE
         return Batch(ids, targets, {k: v[:, :-1] for k, v in cols.items()})
 
@@ -112,7 +113,7 @@ class Task:
         return " ".join(self.vocab[i] for i in ids[1:])
 
 
-def previous_cols(seqs: np.ndarray) -> np.ndarray:
+def _previous(seqs: np.ndarray) -> np.ndarray:
     """Row t looks at t - 1, for every real token after the first."""
     B, S = seqs.shape
     cols = np.broadcast_to(np.arange(S) - 1, (B, S)).copy()
@@ -139,7 +140,7 @@ class CopyTask(Task):
         rows = np.arange(2 * m + 2)
         want = np.where((rows > m) & (rows <= 2 * m), 2 * m + 1 - rows if self.name == "reverse" else rows - m, -1)
         diagonal = np.broadcast_to(want, seqs.shape).copy()
-        return seqs, {"diagonal": diagonal, "previous": previous_cols(seqs)}
+        return seqs, {"diagonal": diagonal, "previous": _previous(seqs)}
 
 
 class InductionTask(Task):
@@ -168,7 +169,7 @@ class InductionTask(Task):
             seqs[b, 1 : 2 * r + 1] = np.concatenate([a, a])
             t = np.arange(r + 1, 2 * r)  # rows of the second copy whose next token repeats
             induction[b, t] = t - r + 1
-        return seqs, {"induction": induction, "previous": previous_cols(seqs)}
+        return seqs, {"induction": induction, "previous": _previous(seqs)}
 
 
 class TextTask(Task):
@@ -180,7 +181,9 @@ class TextTask(Task):
             raise ValueError(f"the text is too short to learn from: give at least {MIN_TEXT_CHARS} characters")
         chars, counts = np.unique(np.array(list(text)), return_counts=True)
         kept = [str(c) for c in chars[np.argsort(-counts, kind="stable")][:MAX_CHARS_VOCAB]]
-        super().__init__("text", [*SPECIALS, *sorted(kept)], min(block, len(text) + 1), char_level=True)
+        super().__init__(
+            "text", [*SPECIALS, *sorted(kept)], min(block, len(text) + 1), char_level=True, every_token=True
+        )
         ids = self.ids
         self.text = text
         self.data = np.array([ids.get(ch, 1) for ch in text], dtype=np.int64)
@@ -197,7 +200,7 @@ class TextTask(Task):
             width = min(width, PROBE_TEXT_CHARS)
         windows = self.data[starts[:, None] + np.arange(width)]  # (B, width)
         seqs = np.concatenate([np.full((len(starts), 1), 2), windows], axis=1)
-        return seqs, {"previous": previous_cols(seqs)}
+        return seqs, {"previous": _previous(seqs)}
 
 
 def make_task(
