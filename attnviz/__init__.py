@@ -39,7 +39,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> object:
     # `attnviz.views` and `attnviz.explain` import plotly and more of torch: load them on first use so
     # `import attnviz` stays light for the command line.
-    if name in ("views", "explain", "i18n", "corpus"):
+    if name in ("views", "explain", "i18n", "corpus", "training"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

@@ -16,6 +16,10 @@ ATTNVIZ_BUDGET_S=N           seconds of explanation work one visitor may start p
                              demo 120); beyond it the visitor is asked to wait
 ATTNVIZ_CORPUS_UPLOAD_MB=N   largest corpus file a visitor may upload on the Corpus page (default 50, demo 2)
 ATTNVIZ_CORPUS_SENTENCES=N   lines or rows of a corpus analysed on the Corpus page (default 20000, demo 500)
+ATTNVIZ_TRAIN_MAX_STEPS=N    most training steps of the training lab (default 20000, demo 2000)
+ATTNVIZ_TRAIN_MAX_D_MODEL=N  widest model it trains (default 256, demo 64)
+ATTNVIZ_TRAIN_MAX_LAYERS=N   deepest (default 4, demo 2)
+ATTNVIZ_TRAIN_MAX_HEADS=N    most heads a layer (default 8, demo 4)
 """
 
 from __future__ import annotations
@@ -48,6 +52,10 @@ class Settings:
     budget_s: int = 600
     corpus_upload_mb: int = 50
     corpus_sentences: int = 20_000
+    train_max_steps: int = 20_000
+    train_max_d_model: int = 256
+    train_max_layers: int = 4
+    train_max_heads: int = 8
 
     @property
     def model_choices(self) -> tuple[str, ...]:
@@ -69,6 +77,17 @@ class Settings:
             raise ValueError(f"model '{name}' is not available here; choose one of: {', '.join(self.allowed_models)}")
         return name
 
+    def check_training(self, steps: int, layers: int, heads: int, d_model: int) -> None:
+        """ValueError (safe to show) when a training run is larger than this deployment allows."""
+        for what, value, limit in (
+            ("steps", steps, self.train_max_steps),
+            ("layers", layers, self.train_max_layers),
+            ("heads", heads, self.train_max_heads),
+            ("d_model", d_model, self.train_max_d_model),
+        ):
+            if value > limit:
+                raise ValueError(f"{what} is {value:,}; the limit here is {limit:,}")
+
 
 def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
@@ -88,6 +107,10 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         budget_s=_int(env, "ATTNVIZ_BUDGET_S", 120 if demo else 600, 0),
         corpus_upload_mb=_int(env, "ATTNVIZ_CORPUS_UPLOAD_MB", 2 if demo else 50, 1),
         corpus_sentences=_int(env, "ATTNVIZ_CORPUS_SENTENCES", 500 if demo else 20_000, 1),
+        train_max_steps=_int(env, "ATTNVIZ_TRAIN_MAX_STEPS", 2_000 if demo else 20_000, 1),
+        train_max_d_model=_int(env, "ATTNVIZ_TRAIN_MAX_D_MODEL", 64 if demo else 256, 8),
+        train_max_layers=_int(env, "ATTNVIZ_TRAIN_MAX_LAYERS", 2 if demo else 4, 1),
+        train_max_heads=_int(env, "ATTNVIZ_TRAIN_MAX_HEADS", 4 if demo else 8, 1),
     )
 
 

@@ -31,6 +31,7 @@ PAGES = (
     PageSpec("explain", "nav.explain", ":material/insights:"),
     PageSpec("caveats", "nav.caveats", ":material/warning:"),
     PageSpec("corpus", "nav.corpus", ":material/library_books:"),
+    PageSpec("training", "nav.training", ":material/model_training:"),
 )
 DEFAULT = "explorer"
 # The default page is served at "/" and Streamlit gives it no other path, so "/explorer"

@@ -22,6 +22,7 @@ from ..cache import ResultCache
 from ..config import Settings, check_text
 from ..models import EMBEDDED_MODEL, ModelLoadError, Runner, load_model
 from ..result import Attention
+from . import session_models
 from .state import Ctx, t
 from .widgets import escape_md, show_error
 
@@ -112,6 +113,14 @@ def load_runner(c: Ctx, name: str | None = None, *, fallback: bool = True, **opt
     process. A model that cannot be loaded gives a readable error and, with `fallback`, the
     embedded model instead; None only if even that fails."""
     name = name or c.model
+    if session_models.is_trained(name):  # trained in the Training lab: this session's own model
+        runner = session_models.get(name)
+        if runner is not None:
+            return Loaded(runner, (name,))
+        falls_back = fallback and name != EMBEDDED_MODEL
+        show_error(t("err.model_failed_fallback", model=t("model.minilm")) if falls_back else t("err.model_failed"),
+                   t("train.gone"))  # fmt: skip
+        return load_runner(c, EMBEDDED_MODEL, fallback=False) if falls_back else None
     if name != "scratch":
         opts = {}
     key: ModelKey = (name, c.device, tuple(sorted(opts.items())))

@@ -10,6 +10,7 @@ import torch
 from .. import __version__, i18n
 from ..config import Settings
 from ..models import EMBEDDED_MODEL, MODEL_NAME_MAX
+from . import session_models
 from .state import CUSTOM, SENTENCE, Ctx, lang, model_options, set_sentence, t
 
 __all__ = ["LANGUAGE_NAMES", "available_devices", "sidebar"]
@@ -18,7 +19,7 @@ LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 # Widgets whose option labels change with the language. The browser reports a choice by its
 # label, so after a language switch those labels would no longer match and Streamlit would
 # reset the choice; the language callback pins each value first (it still reads the old labels).
-TRANSLATED_OPTIONS = ("model_choice", "color_range", "x_stat")
+TRANSLATED_OPTIONS = ("model_choice", "color_range", "x_stat", "train_task")
 
 
 def available_devices() -> list[str]:
@@ -52,12 +53,20 @@ def _on_language_change() -> None:
 def _model_labels(extra: tuple[str, ...]) -> Callable[[str], str]:
     labels = {EMBEDDED_MODEL: t("model.minilm"), "scratch": t("model.scratch"), CUSTOM: t("model.custom")}
     labels.update({name: t("model.baked", name=name) for name in extra})
+    for name in session_models.names():  # models trained in this session (Training lab)
+        m = session_models.trained(name)
+        if m is not None:
+            labels[name] = t(
+                "train.model_label", task=t(f"train.task.{m.task}"), layers=m.layers, heads=m.heads, step=m.step
+            )
     return lambda name: labels.get(name, name)
 
 
 def _model(settings: Settings) -> str:
     ss = st.session_state
     options = model_options(settings)
+    trained = session_models.names()  # this session's trained models, before the free-text choice
+    options = [*options[:-1], *trained, options[-1]] if options[-1:] == [CUSTOM] else [*options, *trained]
     if ss.get("model_choice") not in options:
         ss["model_choice"] = options[0]
     choice = st.selectbox(
@@ -110,7 +119,7 @@ def sidebar(settings: Settings) -> Ctx:
             st.caption(t("sidebar.demo"))
         st.caption(t("sidebar.about", version=__version__))
     try:
-        name = settings.check_model(name)
+        name = name if session_models.owns(name) else settings.check_model(name)
     except ValueError as exc:
         ss.setdefault("_notices", []).append((t("err.model_not_allowed"), str(exc)))
         name = EMBEDDED_MODEL

@@ -11,6 +11,7 @@ One module per family of views:
     corpus.py     corpus_grid (a statistic over a corpus, with its spread), query_key_atlas
     evidence.py   contribution_map, deletion_curves, layer_agreement (whole-layer methods, the scoreboard)
     pick.py       clickable markers and reading clicks back (model_view_pick, token_pick)
+    training.py   a training run: training_curves, snapshot_grid (slider + play), head_score_curves
     _base.py      what they share: the figure constructor, token axes, escaping, colours, titles
 
 A module is never named like the function it exports (heatmaps.py, not heatmap.py): the package
@@ -41,6 +42,7 @@ from .grid import layer_head_grid, model_view
 from .head_views import DEFAULT_MAX_LINKS, head_view
 from .heatmaps import heatmap, matrix
 from .pick import model_view_pick, token_pick
+from .training import head_score_curves, snapshot_grid, training_curves
 
 __all__ = [
     "DEFAULT_MAX_EDGES",
@@ -55,6 +57,7 @@ __all__ = [
     "deletion_curves",
     "graph_view",
     "head_label",
+    "head_score_curves",
     "head_view",
     "heatmap",
     "importance_grid",
@@ -65,7 +68,9 @@ __all__ = [
     "model_view_pick",
     "pruning_curve",
     "query_key_atlas",
+    "snapshot_grid",
     "token_bars",
     "token_focus",
     "token_pick",
+    "training_curves",
 ]

@@ -1,0 +1,227 @@
+"""The Training lab's sections: pick a task and a size, train in a background thread, watch the
+curves, every head's map and the head scores change live, stop and keep, open in the explorer."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from ... import views
+from ...training import TASKS, TrainConfig, TrainingRun
+from ...training.tasks import MAX_TEXT_CHARS, MIN_TEXT_CHARS
+from .. import charts, session_models, training_jobs, widgets, work
+from ..state import Ctx, lang, t
+
+POLL_S = 1.0  # the live part redraws this often while a run trains
+DEFAULT_STEPS = {"copy": 300, "reverse": 300, "induction": 1500, "text": 800}
+WIDTHS = (16, 32, 64, 128, 256)
+HEADS = (1, 2, 4, 8)
+
+
+def _kept(key: str, default: Any) -> None:
+    """Widget values that survive a visit to another page: a plain copy outlives the widget."""
+    ss = st.session_state
+    if key not in ss:
+        ss[key] = ss.get(f"_kept_{key}", default)
+
+
+def _keep(*keys: str) -> None:
+    for key in keys:
+        st.session_state[f"_kept_{key}"] = st.session_state[key]
+
+
+def _on_task() -> None:
+    ss = st.session_state
+    ss["train_steps"] = min(DEFAULT_STEPS[ss["train_task"]], int(ss.get("_train_max_steps", 20_000)))
+
+
+def controls(c: Ctx) -> None:
+    """Task, text, size, steps, seed and the Train button (which starts a background run)."""
+    s = c.settings
+    ss = st.session_state
+    ss["_train_max_steps"] = s.train_max_steps
+    _kept("train_task", "induction")
+    _kept("train_text", t("train.default_text"))
+    for key, default in (("train_layers", 2), ("train_heads", 2), ("train_d_model", 64), ("train_seed", 0)):
+        _kept(key, default)
+    _kept("train_steps", min(DEFAULT_STEPS[ss["train_task"]], s.train_max_steps))
+    ss["train_steps"] = min(int(ss["train_steps"]), s.train_max_steps)
+    with st.container(key="train_controls"):
+        task = st.selectbox(t("train.task"), TASKS, key="train_task", format_func=widgets.option_labels("train.task.{}"),
+                            on_change=_on_task, help=t("train.task_help"))  # fmt: skip
+        st.markdown(t(f"train.explain.{task}"))
+        if task == "text":
+            st.text_area(t("train.text"), key="train_text", height=110, max_chars=MAX_TEXT_CHARS,
+                         help=t("train.text_help", min=MIN_TEXT_CHARS, max=f"{MAX_TEXT_CHARS:,}"))  # fmt: skip
+        _size_inputs(c)
+        st.caption(t("train.limits", steps=f"{s.train_max_steps:,}", layers=s.train_max_layers,
+                     heads=s.train_max_heads, d_model=s.train_max_d_model))  # fmt: skip
+        st.button(t("train.start"), key="train_start", type="primary", on_click=_start, args=(c,))
+    _keep("train_task", "train_text", "train_layers", "train_heads", "train_d_model", "train_steps", "train_seed")
+    message = ss.pop("_train_message", None)
+    if message is not None:
+        (widgets.show_error if message[0] == "error" else st.warning)(*message[1:])
+
+
+def _size_inputs(c: Ctx) -> None:
+    s, ss = c.settings, st.session_state
+    heads = [h for h in HEADS if h <= s.train_max_heads] or [1]
+    widths = [w for w in WIDTHS if w <= s.train_max_d_model] or [s.train_max_d_model]
+    for key, options in (("train_heads", heads), ("train_d_model", widths)):
+        if ss.get(key) not in options:
+            ss[key] = options[min(1, len(options) - 1)]
+    ss["train_layers"] = min(max(1, int(ss["train_layers"])), s.train_max_layers)
+    a, b, d, e, f = st.columns(5)
+    a.number_input(t("train.layers"), min_value=1, max_value=s.train_max_layers, step=1, key="train_layers")
+    b.selectbox(t("train.heads"), heads, key="train_heads")
+    d.selectbox(t("train.d_model"), widths, key="train_d_model")
+    e.number_input(t("train.steps"), min_value=10, max_value=max(10, s.train_max_steps), step=100, key="train_steps")
+    f.number_input(
+        t("train.seed"), min_value=0, max_value=2**31 - 1, step=1, key="train_seed", help=t("train.seed_help")
+    )
+
+
+def _start(c: Ctx) -> None:
+    """Train button: check the limits, then start the run in its own thread."""
+    ss, s = st.session_state, c.settings
+    cfg = TrainConfig(ss["train_task"], int(ss["train_steps"]), int(ss["train_seed"]), int(ss["train_layers"]),
+                      int(ss["train_heads"]), int(ss["train_d_model"]))  # fmt: skip
+    left = work.budget_left(s.budget_s)
+    if left <= 0:
+        ss["_train_message"] = ("warning", t("work.budget", minutes=int(work.BUDGET_WINDOW_S // 60)))
+        return
+    try:
+        s.check_training(cfg.steps, cfg.layers, cfg.heads, cfg.d_model)
+        text = str(ss.get("train_text", "")) if cfg.task == "text" else None
+        training_jobs.start(session_models.session_id(), cfg, text, left)
+    except ValueError as exc:
+        ss["_train_message"] = ("error", t("train.failed"), str(exc))
+    except training_jobs.Busy as exc:
+        ss["_train_message"] = ("warning", t("train.busy", n=str(exc)))
+
+
+def live(c: Ctx) -> None:
+    """The live part: polled every POLL_S while this session's run trains, still otherwise."""
+    job = training_jobs.get(session_models.session_id())
+    running = job is not None and not job.finished
+    st.session_state["_train_polling"] = running
+    st.fragment(_live, run_every=POLL_S if running else None)(c)
+
+
+def _live(c: Ctx) -> None:
+    ss = st.session_state
+    job = training_jobs.get(session_models.session_id())
+    if job is None or job.run is None:
+        st.info(t("train.none"), icon="🌱")
+        return
+    if job.finished and ss.get("_train_polling"):
+        ss["_train_polling"] = False
+        st.rerun()  # the whole page: polling stops, the sidebar lists the new model
+    run = job.run
+    snapshots = list(run.snapshots)
+    _status(job, snapshots)
+    if not snapshots:
+        return
+    _curves(c, run, snapshots)
+    _grid(c, run, snapshots)
+    _scores(c, run, len(snapshots))
+
+
+def _status(job: training_jobs.Job, snapshots: list[Any]) -> None:
+    run = job.run
+    assert run is not None
+    total, step = run.config.steps, run.step
+    accuracy = f"{snapshots[-1].accuracy:.1%}" if snapshots else "–"
+    with st.container(key="train_status"):
+        if job.error is not None:
+            widgets.show_error(t("train.failed"), job.error)
+        elif not job.finished:
+            text = t("train.running", step=f"{step:,}", total=f"{total:,}", seconds=f"{job.elapsed:.0f}")
+            st.progress(min(step / max(total, 1), 1.0), text=text)
+            if step == 0 and job.elapsed > 2:
+                st.caption(t("train.waiting"))
+            st.button(t("train.stop"), key="train_stop", on_click=training_jobs.stop, args=(job.session,),
+                      help=t("train.stop_help"))  # fmt: skip
+        elif job.budget_hit:
+            st.warning(t("train.budget", step=f"{step:,}", minutes=int(work.BUDGET_WINDOW_S // 60)), icon="⏳")
+        elif run.stopped:
+            st.info(t("train.stopped", step=f"{step:,}", total=f"{total:,}", accuracy=accuracy), icon="⏹️")
+        else:
+            st.success(t("train.done", step=f"{step:,}", seconds=f"{run.seconds:.1f}", accuracy=accuracy), icon="✅")
+
+
+def _curves(c: Ctx, run: TrainingRun, snapshots: list[Any]) -> None:
+    with st.container(key="train_curves"):
+        st.subheader(t("train.curves"))
+        held_out = [(s.step, s.loss, s.accuracy) for s in snapshots]
+        fig = views.training_curves(run.history[:], held_out, total_steps=run.config.steps, lang=c.lang)
+        charts.chart(fig, key="chart_train_curves")
+
+
+def _grid(c: Ctx, run: TrainingRun, snapshots: list[Any]) -> None:
+    with st.container(key="train_grid"):
+        st.subheader(t("train.snapshots"))
+        st.caption(t("train.snapshots_help"))
+        st.code(t("train.probe", text=run.probe.text), language=None, wrap_lines=True)
+        fig = views.snapshot_grid([s.attention for s in snapshots], [s.step for s in snapshots], lang=c.lang)
+        charts.chart(fig, key="chart_train_grid")
+
+
+def _scores(c: Ctx, run: TrainingRun, count: int) -> None:
+    rows = run.snapshot_scores[:count]
+    if len(rows) < count:
+        return
+    scores = {name: np.stack([r[name] for r in rows]) for name in run.task.pattern_names}
+    with st.container(key="train_scores"):
+        st.subheader(t("train.scores"))
+        st.caption(t("train.scores_help"))
+        steps = [s.step for s in run.snapshots[:count]]
+        charts.chart(views.head_score_curves(steps, scores, lang=c.lang), key="chart_train_scores")
+        last = rows[-1]
+        if "induction" in last and run.config.layers > 1:
+            prev, ind = _best(last["previous"], first_layer=0), _best(last["induction"], first_layer=1)
+            st.markdown(t("train.verdict", prev=prev, ind=ind))
+        elif "diagonal" in last:
+            st.markdown(t("train.verdict_diagonal", diag=_best(last["diagonal"])))
+
+
+def best_head(values: np.ndarray, first_layer: int = 0) -> tuple[int, int, float]:
+    """(layer, head, value) of the highest score at or after `first_layer` (the last layer if
+    there are fewer); NaN counts as lowest."""
+    values = np.asarray(values)
+    first_layer = min(first_layer, values.shape[0] - 1)
+    part = np.nan_to_num(values[first_layer:], nan=-1.0)
+    layer, head = np.unravel_index(int(np.argmax(part)), part.shape)
+    return int(layer) + first_layer, int(head), float(part[layer, head])
+
+
+def _best(values: np.ndarray, first_layer: int = 0) -> str:
+    layer, head, value = best_head(values, first_layer)
+    return t("train.head_value", layer=layer, head=head, value=f"{value:.2f}")
+
+
+def _choose(name: str) -> None:
+    st.session_state["model_choice"] = name  # the sidebar's widget: set before it is drawn
+    st.session_state["_train_open"] = name
+
+
+def open_in_explorer(c: Ctx) -> None:
+    """After a run: its model is in this session's model list; one click shows it in the
+    explorer, on the probe input, focused on the head that learned the task's pattern."""
+    session = session_models.session_id()
+    job = training_jobs.get(session)
+    if job is None or not job.finished or job.model_name is None or job.run is None:
+        return
+    model = session_models.trained(job.model_name, session)
+    if model is None:
+        return
+    st.button(t("train.open"), key="train_open", help=t("train.open_help"), icon="🔍", on_click=_choose,
+              args=(job.model_name,))  # fmt: skip
+    if st.session_state.pop("_train_open", None) == job.model_name:
+        run = job.run
+        pattern = "induction" if "induction" in run.task.pattern_names else run.task.expected
+        layer, head, _ = best_head(run.snapshot_scores[-1][pattern], 1 if pattern == "induction" else 0)
+        charts.open_in_explorer(replace(c, model=job.model_name, lang=lang()), layer, head, sentence=model.probe)

@@ -1,0 +1,87 @@
+"""Models trained in the Training lab, for the session that trained them.
+
+A trained model is offered in the sidebar's model list under a reserved name ("trained:...")
+for its own session only, and `runners.load_runner` returns it like any other model. The table
+is module state (never st.cache_*), bounded: a few models a session, a few dozen in all, the
+least recently used out first. Another session that sees the name (in a shared link, say) gets
+"no longer available", never the model.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from ..models import Runner
+
+__all__ = ["PREFIX", "Trained", "add", "get", "is_trained", "names", "owns", "session_id", "trained"]
+
+PREFIX = "trained:"
+PER_SESSION = 3  # a visitor comparing runs keeps the last three
+MAX_MODELS = 64  # process-wide; each is well under a megabyte at the lab's sizes
+
+
+@dataclass(frozen=True)
+class Trained:
+    runner: Runner
+    task: str
+    layers: int
+    heads: int
+    step: int
+    probe: str  # the probe input as text (the explorer opens on it)
+
+
+_MODELS: OrderedDict[tuple[str, str], Trained] = OrderedDict()  # (session, name) -> model
+_LOCK = threading.Lock()
+
+
+def session_id() -> str:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    run = get_script_run_ctx()
+    return run.session_id if run is not None else "bare"
+
+
+def is_trained(name: object) -> bool:
+    return isinstance(name, str) and name.startswith(PREFIX)
+
+
+def add(session: str, model: Trained) -> str:
+    """Register a trained model for `session`; returns its reserved name (also its runner's name)."""
+    name = f"{PREFIX}{model.task}-{secrets.token_hex(4)}"
+    model.runner.name = name
+    with _LOCK:
+        _MODELS[(session, name)] = model
+        mine = [key for key in _MODELS if key[0] == session]
+        for key in mine[:-PER_SESSION]:
+            del _MODELS[key]
+        while len(_MODELS) > MAX_MODELS:
+            _MODELS.popitem(last=False)
+    return name
+
+
+def trained(name: str, session: str | None = None) -> Trained | None:
+    with _LOCK:
+        hit = _MODELS.get((session or session_id(), name))
+        if hit is not None:
+            _MODELS.move_to_end((session or session_id(), name))
+        return hit
+
+
+def get(name: str, session: str | None = None) -> Runner | None:
+    """This session's trained model of that name, or None (never another session's)."""
+    hit = trained(name, session)
+    return None if hit is None else hit.runner
+
+
+def owns(name: str, session: str | None = None) -> bool:
+    return is_trained(name) and trained(name, session) is not None
+
+
+def names(session: str | None = None) -> list[str]:
+    """This session's trained models, oldest first."""
+    session = session or session_id()
+    with _LOCK:
+        return [name for s, name in _MODELS if s == session]

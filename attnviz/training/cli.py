@@ -1,0 +1,154 @@
+"""`python -m attnviz train`: train a tiny model and write its snapshots and head scores.
+
+    python -m attnviz train --task induction --seed 0 --json OUT
+    python -m attnviz train --task text --text-file poem.txt --steps 800
+
+Exit status 0 on success, 2 on bad input (one line on stderr, no traceback). The deployment's
+limits (ATTNVIZ_TRAIN_MAX_*, see attnviz/config.py) apply here as in the app.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import NoReturn
+
+import numpy as np
+
+from ..config import settings_from_env
+from .loop import TrainingRun, train
+from .tasks import TASKS
+
+__all__ = ["build_parser", "main", "to_json"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"attnviz train: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="python -m attnviz train",
+        description="Train a tiny causal model from attnviz's own attention and watch its heads specialise.",
+    )
+    p.add_argument("--task", required=True, choices=TASKS, help="what to learn")
+    p.add_argument("--steps", type=int, default=1500, help="training steps (default 1500)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the weights and the data (default 0)")
+    p.add_argument("--layers", type=int, default=2, help="layers (default 2)")
+    p.add_argument("--heads", type=int, default=2, help="heads a layer (default 2)")
+    p.add_argument("--d-model", type=int, default=64, help="width of the residual stream (default 64)")
+    p.add_argument("--lr", type=float, default=2e-3, help="AdamW learning rate (default 0.002)")
+    p.add_argument("--batch-size", type=int, default=64, help="sequences a step (default 64)")
+    p.add_argument("--mlp", action="store_true", help="add an MLP after each attention (attention-only by default)")
+    p.add_argument(
+        "--threads", type=int, default=1, help="torch threads while training (default 1: fastest for models this small)"
+    )
+    p.add_argument("--snapshot-every", type=int, default=0, help="steps between snapshots (default: about 60 in all)")
+    p.add_argument("--text", help="text task: the text to learn (any language)")
+    p.add_argument("--text-file", metavar="FILE", help="text task: read the text from FILE (UTF-8; '-' for stdin)")
+    p.add_argument("--json", metavar="OUT", help="write snapshots and scores as JSON to OUT ('-' for stdout)")
+    return p
+
+
+def to_json(run: TrainingRun, *, weights: bool = True) -> dict[str, object]:
+    """The run as plain JSON: config, the probe, every snapshot (step, loss, accuracy, head
+    scores as layers x heads, and the probe's maps as layers x heads x n x n), a summary."""
+    snaps = []
+    for snap, scores in zip(run.snapshots, run.snapshot_scores, strict=False):
+        row: dict[str, object] = {
+            "step": snap.step,
+            "loss": round(snap.loss, 6),
+            "accuracy": round(snap.accuracy, 6),
+            "scores": {k: np.round(v, 6).tolist() for k, v in scores.items()},
+        }
+        if weights:
+            row["weights"] = snap.attention.weights.round(5).tolist()
+        snaps.append(row)
+    return {
+        "task": run.config.task,
+        "model": run.model.name,
+        "vocab_size": len(run.task.vocab),
+        "probe": {"text": run.probe.text, "tokens": run.snapshots[-1].attention.tokens},
+        "scores_measured_on": "held-out batch",
+        "snapshots": snaps,
+        "summary": run.summary(),
+    }
+
+
+def _text(args: argparse.Namespace, max_chars: int) -> str | None:
+    if args.task != "text":
+        if args.text is not None or args.text_file is not None:
+            raise ValueError("--text and --text-file are for --task text")
+        return None
+    if (args.text is None) == (args.text_file is None):
+        raise ValueError("--task text needs exactly one of --text and --text-file")
+    if args.text_file == "-":
+        text = sys.stdin.read(max_chars + 1)
+    elif args.text_file is not None:
+        with open(args.text_file, encoding="utf-8") as fh:
+            text = fh.read(max_chars + 1)
+    else:
+        text = args.text
+    if len(text) > max_chars:
+        raise ValueError(f"the text is longer than {max_chars:,} characters")
+    return str(text)
+
+
+def _progress_line(run: TrainingRun) -> None:
+    snap = run.snapshots[-1]
+    print(f"\rstep {snap.step:>6,}  loss {snap.loss:7.4f}  accuracy {snap.accuracy:6.1%}", end="", file=sys.stderr)
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = settings_from_env()
+        settings.check_training(args.steps, args.layers, args.heads, args.d_model)
+        text = _text(args, settings.max_chars)
+        show = _progress_line if sys.stderr.isatty() else None
+        run = train(
+            args.task, args.steps, args.seed, args.layers, args.heads, args.d_model, text=text, on_snapshot=show,
+            lr=args.lr, batch_size=args.batch_size, mlp=args.mlp, snapshot_every=max(0, args.snapshot_every),
+            threads=max(1, args.threads),
+        )  # fmt: skip
+        if show is not None:
+            print(file=sys.stderr)
+        if args.json:
+            payload = json.dumps(to_json(run), ensure_ascii=False)
+            if args.json == "-":
+                sys.stdout.write(payload + "\n")
+            else:
+                with open(args.json, "w", encoding="utf-8") as fh:
+                    fh.write(payload)
+        else:
+            _print_summary(run)
+    except (ValueError, OSError, UnicodeDecodeError) as exc:
+        print(f"attnviz train: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a CLI user gets one line, never a traceback
+        print(f"attnviz train: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _print_summary(run: TrainingRun) -> None:
+    cfg = run.config
+    print(f"{cfg.task}: {cfg.layers} layers x {cfg.heads} heads, d_model {cfg.d_model}, seed {cfg.seed}")
+    print(f"{'step':>7} {'loss':>8} {'accuracy':>9}")
+    for snap in run.snapshots[:: max(1, len(run.snapshots) // 10)] + run.snapshots[-1:]:
+        print(f"{snap.step:>7,} {snap.loss:>8.4f} {snap.accuracy:>9.1%}")
+    for name, values in run.snapshot_scores[-1].items():
+        best = ", ".join(f"layer {i}: head {int(np.argmax(v))} {float(np.max(v)):.2f}" for i, v in enumerate(values))
+        print(f"{name} score, best head per layer: {best}")
+    print(f"{run.seconds:.1f} s{' (stopped early)' if run.stopped else ''}")
+
+
+if __name__ == "__main__":  # python -m attnviz.training.cli (the package's CLI wires `python -m attnviz train`)
+    sys.exit(main(sys.argv[1:]))

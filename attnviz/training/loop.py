@@ -1,0 +1,286 @@
+"""The training loop: seeded, chunked through the background lane, snapshotted, stoppable.
+
+    run = train(task="induction", steps=1500, seed=0, layers=2, heads=2, d_model=64)
+    run.snapshots    # [(step, loss, accuracy, Attention on the fixed probe input), ...]
+    run.scores       # name -> (snapshots, layers, heads): previous / induction / diagonal
+    run.model        # a Runner: run.model.attend("t03 t17 ...")
+
+Deterministic for a seed on the CPU (and a torch thread count: one by default): the weights are
+initialised under a forked, seeded torch generator and the batches come from a seeded numpy
+generator, so nothing else in the process (another visitor, another test) shifts them; two runs
+in one process agree exactly.
+
+Steps go in chunks, each inside `background_lane()` (interactive passes of other visitors go
+first, as with the explanations); between chunks `progress(fraction)` is called and may raise
+`Cancelled`: training then stops and keeps what it learned, with a last snapshot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from ..models import Cancelled, Progress
+from ..models.gate import background_lane
+from ..result import Attention
+from .model import DecoderConfig, TinyDecoder
+from .runner import TrainedModel
+from .scores import pattern_score
+from .tasks import TASKS, Batch, Probe, Task, make_task
+
+__all__ = ["LIMITS", "Snapshot", "TrainConfig", "TrainingRun", "prepare", "resume", "torch_threads", "train"]
+
+LIMITS = {"steps": (1, 100_000), "layers": (1, 8), "heads": (1, 16), "d_model": (8, 512), "batch_size": (1, 1024)}
+EVAL_TOKENS = 4096  # held-out tokens (at most 128 sequences) the accuracy and head scores are measured on
+CHUNK_STEPS = 10  # steps between two looks at `progress` (about 0.1 s at the default size)
+MAX_SNAPSHOTS = 60  # the default snapshot spacing gives about this many
+
+
+class Snapshot(NamedTuple):
+    step: int
+    loss: float  # on the held-out batch, scored predictions only
+    accuracy: float  # share of scored predictions whose top token is right
+    attention: Attention  # the probe input's maps at this step
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    task: str = "induction"
+    steps: int = 1500
+    seed: int = 0
+    layers: int = 2
+    heads: int = 2
+    d_model: int = 64
+    lr: float = 2e-3  # AdamW; what the issue's probe used
+    batch_size: int = 64
+    mlp: bool = False
+    norm: bool = False  # a LayerNorm before each attention (for comparison; see model.py)
+    embed_std: float = 1.0  # the embeddings' initial scale (GPT-2: 0.02; for comparison)
+    symbols: int = 32
+    length: int = 8  # copy / reverse source length
+    periods: tuple[int, int] = (6, 14)  # induction
+    block: int = 64  # text window, <s> included
+    snapshot_every: int = 0  # 0: about MAX_SNAPSHOTS over the run
+
+    def check(self) -> None:
+        if self.task not in TASKS:
+            raise ValueError(f"unknown task {self.task!r}: choose one of {', '.join(TASKS)}")
+        for name, (lo, hi) in LIMITS.items():
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+                raise ValueError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
+        if self.d_model % self.heads:
+            raise ValueError(f"d_model ({self.d_model}) must be a multiple of heads ({self.heads})")
+        if not (math.isfinite(self.lr) and 0 < self.lr <= 1):
+            raise ValueError("lr must be in (0, 1]")
+        if not (math.isfinite(self.embed_std) and self.embed_std > 0):
+            raise ValueError("embed_std must be positive")
+        if not isinstance(self.snapshot_every, int) or self.snapshot_every < 0:
+            raise ValueError("snapshot_every must be 0 (automatic) or a positive number of steps")
+
+    @property
+    def every(self) -> int:
+        return self.snapshot_every or max(1, math.ceil(self.steps / MAX_SNAPSHOTS))
+
+
+@dataclass
+class TrainingRun:
+    """What a run learned, as it goes: the app reads it while the loop appends."""
+
+    config: TrainConfig
+    task: Task
+    probe: Probe
+    model: TrainedModel
+    snapshots: list[Snapshot] = field(default_factory=list)
+    snapshot_scores: list[dict[str, np.ndarray]] = field(default_factory=list)  # aligned with snapshots
+    history: list[tuple[int, float, float]] = field(default_factory=list)  # (step, train loss, train accuracy)
+    step: int = 0
+    stopped: bool = False  # stopped before the last step (progress raised Cancelled)
+    seconds: float = 0.0  # training time, snapshots included
+    _rng: np.random.Generator | None = field(default=None, repr=False)  # the batches, from the seed
+    _optimizer: torch.optim.Optimizer | None = field(default=None, repr=False)
+
+    @property
+    def scores(self) -> dict[str, np.ndarray]:
+        """name -> (snapshots, layers, heads), measured on the held-out batch."""
+        names = self.task.pattern_names
+        rows = list(self.snapshot_scores)
+        return {
+            k: np.stack([r[k] for r in rows]) if rows else np.zeros((0, self.config.layers, self.config.heads))
+            for k in names
+        }
+
+    @property
+    def steps(self) -> np.ndarray:
+        return np.array([s.step for s in self.snapshots], dtype=np.int64)
+
+    def summary(self) -> dict[str, object]:
+        """The final numbers: accuracy, loss and each score's best head per layer."""
+        last = self.snapshots[-1]
+        final = self.snapshot_scores[-1]
+        best = {name: [float(np.nanmax(v[layer])) for layer in range(v.shape[0])] for name, v in final.items()}
+        return {"step": last.step, "loss": last.loss, "accuracy": last.accuracy, "best_head_per_layer": best,
+                "stopped": self.stopped, "seconds": round(self.seconds, 3), "config": asdict(self.config)}  # fmt: skip
+
+
+def train(
+    task: str = "induction",
+    steps: int = 1500,
+    seed: int = 0,
+    layers: int = 2,
+    heads: int = 2,
+    d_model: int = 64,
+    *,
+    text: str | None = None,
+    progress: Progress | None = None,
+    on_snapshot: Callable[[TrainingRun], None] | None = None,
+    threads: int | None = 1,
+    **options: object,
+) -> TrainingRun:
+    """Train a tiny causal model on `task` (copy, reverse, induction, text) and keep snapshots
+    of its maps on a fixed probe input. `text`: what the text task learns (any language).
+    `options`: the other `TrainConfig` fields (lr, batch_size, mlp, symbols, length, periods,
+    block, snapshot_every). `progress(fraction)` is called between chunks of steps and may
+    raise `Cancelled` to stop (what was learned is kept); `on_snapshot(run)` after each snapshot.
+    `threads`: torch threads while training (see `resume`). ValueError for arguments out of range."""
+    cfg = TrainConfig(task, steps, seed, layers, heads, d_model, **options)  # type: ignore[arg-type]
+    cfg.check()
+    run = prepare(cfg, text)
+    return resume(run, progress=progress, on_snapshot=on_snapshot, threads=threads)
+
+
+def prepare(cfg: TrainConfig, text: str | None = None) -> TrainingRun:
+    """The task, the probe and the untrained model (weights from the seed alone)."""
+    task = make_task(cfg.task, text=text, symbols=cfg.symbols, length=cfg.length, periods=cfg.periods, block=cfg.block)
+    dcfg = DecoderConfig(
+        len(task.vocab), task.max_len, cfg.d_model, cfg.layers, cfg.heads, cfg.mlp, cfg.norm, cfg.embed_std
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        decoder = TinyDecoder(dcfg)
+    name = f"trained {cfg.task} {cfg.layers}x{cfg.heads} d{cfg.d_model} seed {cfg.seed}"
+    return TrainingRun(cfg, task, task.probe(cfg.seed), TrainedModel(decoder, task, name))
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run with `n` torch threads in this thread (thread-local under OpenMP, torch's CPU backend
+    here: other threads keep theirs), then restore; None changes nothing."""
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if n is not None:
+            torch.set_num_threads(before)
+
+
+def resume(
+    run: TrainingRun,
+    *,
+    progress: Progress | None = None,
+    on_snapshot: Callable[[TrainingRun], None] | None = None,
+    threads: int | None = 1,
+) -> TrainingRun:
+    """Run the loop of a prepared run to its last step (or until `progress` raises Cancelled).
+    A run stopped early continues where it stopped when resumed (same batches, same optimizer).
+    `threads`: torch threads while training. One by default: a model this small gains nothing
+    from a second, and on a busy 2-core machine a second one spin-waits (bench/results_training.md:
+    0.02 s a step on one thread, 0.07-0.28 s on two while other work ran); None leaves torch's
+    setting."""
+    with torch_threads(threads):
+        return _loop(run, progress, on_snapshot)
+
+
+def _loop(
+    run: TrainingRun, progress: Progress | None, on_snapshot: Callable[[TrainingRun], None] | None
+) -> TrainingRun:
+    cfg, decoder = run.config, run.model.decoder
+    if run._rng is None or run._optimizer is None:
+        run._rng = np.random.default_rng([cfg.seed, 1])
+        run._optimizer = torch.optim.AdamW(decoder.parameters(), lr=cfg.lr, weight_decay=0.01)
+    rng, opt = run._rng, run._optimizer
+    eval_size = max(1, min(128, EVAL_TOKENS // run.task.max_len))
+    held_out = run.task.batch(eval_size, np.random.default_rng([cfg.seed, 2]))
+    run.stopped = False
+    start = time.perf_counter()
+    decoder.train()  # no dropout anywhere: train and eval modes compute the same function
+    try:
+        if not run.snapshots:
+            with background_lane():
+                _snapshot(run, held_out, on_snapshot)
+        while run.step < cfg.steps:
+            if progress is not None:
+                progress(run.step / cfg.steps)
+            with background_lane(), torch.inference_mode(False), torch.enable_grad():
+                for _ in range(min(CHUNK_STEPS, cfg.steps - run.step)):
+                    _step(run, opt, run.task.batch(cfg.batch_size, rng))
+                    if run.step % cfg.every == 0 or run.step == cfg.steps:
+                        _snapshot(run, held_out, on_snapshot)
+        if progress is not None:
+            progress(1.0)
+    except Cancelled:
+        run.stopped = run.step < cfg.steps
+        if run.snapshots[-1].step != run.step:
+            with background_lane():
+                _snapshot(run, held_out, on_snapshot)
+    finally:
+        run.seconds += time.perf_counter() - start
+        decoder.eval()
+    return run
+
+
+def _step(run: TrainingRun, opt: torch.optim.Optimizer, batch: Batch) -> None:
+    decoder = run.model.decoder
+    logits, _ = decoder(batch.ids)
+    loss = decoder.loss(logits, batch.targets)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    run.step += 1
+    with torch.no_grad():
+        scored = batch.targets != -100
+        acc = (logits.argmax(-1)[scored] == batch.targets[scored]).float().mean()
+    run.history.append((run.step, float(loss.detach()), float(acc)))
+
+
+def _snapshot(run: TrainingRun, held_out: Batch, on_snapshot: Callable[[TrainingRun], None] | None) -> None:
+    """Loss, accuracy and head scores on the held-out batch; the probe's maps."""
+    decoder = run.model.decoder
+    with torch.no_grad():
+        logits, maps = decoder(held_out.ids)
+        loss = float(decoder.loss(logits, held_out.targets))
+        scored = held_out.targets != -100
+        accuracy = float((logits.argmax(-1)[scored] == held_out.targets[scored]).float().mean())
+        probe = torch.as_tensor(run.probe.ids)[None]
+        probe_maps = torch.stack([m[0] for m in decoder(probe)[1]]).numpy()  # (L, H, n, n)
+    scores = {
+        name: np.stack([pattern_score(m.numpy(), held_out.patterns[name]) for m in maps])  # (L, H)
+        for name in run.task.pattern_names
+    }
+    run.snapshot_scores.append(scores)
+    run.snapshots.append(Snapshot(run.step, loss, accuracy, _probe_attention(run, probe_maps)))
+    if on_snapshot is not None:
+        on_snapshot(run)
+
+
+def _probe_attention(run: TrainingRun, weights: np.ndarray) -> Attention:
+    vocab, ids = run.task.vocab, run.probe.ids
+    tokens = [t if t.strip() else "\u2423" for t in (vocab[i] for i in ids)]  # a space shows as the open box
+    special = np.array([i < 3 for i in ids])
+    return Attention(
+        tokens=tokens,
+        weights=weights.astype(np.float32),
+        model=run.model.name,
+        special=special,
+        text=run.probe.text,
+        causal=True,
+    )

@@ -1,0 +1,116 @@
+"""A tiny decoder built from the project's own attention (attnviz/scratch.py), causal mask on.
+
+Token and learned position embeddings (PyTorch's N(0, 1) initialisation), `n_layers` residual
+blocks x = x + Attn(x) (optionally x = x + MLP(x) after each), a final LayerNorm and an
+unembedding. Attention-only and without LayerNorm inside the blocks, like the toy models of
+Elhage et al. (2021) where Olsson et al. (2022) watch induction heads form: the residual stream
+is then a plain sum of what each head wrote, which is what K-composition reads.
+
+Why these choices (bench/results_training.md runs both side by side): built GPT-2 style, with a
+LayerNorm before each attention and embeddings drawn from N(0, 0.02), the same 2 x 2 model still
+solves the induction task (98.5-99.6%) but with smeared "look back a few tokens" heads:
+previous-token score 0.10-0.14, induction score 0.01-0.02. Built as here it forms the textbook
+circuit, 90% accuracy by step 140 with previous-token 0.64-0.70 and induction 0.98-1.00.
+
+Every weight comes from `MultiHeadSelfAttention`, so the maps shown are the explicit softmax of
+`scaled_dot_product_attention`, as everywhere else in attnviz.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ..scratch import MultiHeadSelfAttention
+
+__all__ = ["DecoderConfig", "DecoderLayer", "TinyDecoder"]
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    vocab_size: int
+    max_len: int  # learned positions; longer input is cut to this many tokens
+    d_model: int = 64  # small enough to train in seconds on two CPU cores
+    n_layers: int = 2  # two layers: a previous-token head can feed an induction head
+    n_heads: int = 2
+    mlp: bool = False  # attention-only (Olsson et al. 2022); True adds a 4x GELU MLP a block
+    norm: bool = False  # True: a LayerNorm before each attention (GPT-2 style), for comparison only
+    embed_std: float = 1.0  # N(0, 1), PyTorch's default; GPT-2 uses 0.02 (compared in the benchmark)
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be a multiple of heads ({self.n_heads})")
+
+
+class DecoderLayer(nn.Module):
+    """x = x + Attn(x) under the causal mask; then x = x + MLP(x) if the config says so."""
+
+    def __init__(self, cfg: DecoderConfig):
+        super().__init__()
+        self.ln_attention = nn.LayerNorm(cfg.d_model) if cfg.norm else nn.Identity()
+        self.attention = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
+        self.mlp: nn.Sequential | None = None
+        if cfg.mlp:
+            self.mlp = nn.Sequential(
+                nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(), nn.Linear(4 * cfg.d_model, cfg.d_model)
+            )
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """x: (B, T, d) -> (x (B, T, d), weights (B, nh, T, T))."""
+        a, weights = self.attention(self.ln_attention(x), attention_mask, causal=True)
+        x = x + a
+        if self.mlp is not None:
+            x = x + self.mlp(x)
+        return x, weights
+
+
+class TinyDecoder(nn.Module):
+    def __init__(self, cfg: DecoderConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.token_embeddings = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.position_embeddings = nn.Embedding(cfg.max_len, cfg.d_model)
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_layers))
+        self.ln_final = nn.LayerNorm(cfg.d_model)
+        self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        if cfg.embed_std != 1.0:
+            for emb in (self.token_embeddings, self.position_embeddings):
+                nn.init.normal_(emb.weight, std=cfg.embed_std)
+
+    def embed(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        """Token (or given) embeddings plus positions: (B, T, d)."""
+        if inputs_embeds is None:
+            if input_ids is None:
+                raise ValueError("give input_ids or inputs_embeds")
+            inputs_embeds = self.token_embeddings(input_ids)  # (B, T, d)
+        T = inputs_embeds.shape[1]
+        return inputs_embeds + self.position_embeddings(torch.arange(T, device=inputs_embeds.device))[None]
+
+    def run(
+        self,
+        input_ids: torch.Tensor | None,
+        attention_mask: torch.Tensor | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """The residual stream entering each layer plus the last layer's output (L + 1 tensors
+        (B, T, d)), and each layer's weights (B, nh, T, T)."""
+        x = self.embed(input_ids, inputs_embeds)
+        states, maps = [x], []
+        for layer in self.layers:
+            x, weights = layer(x, attention_mask)
+            states.append(x)
+            maps.append(weights)
+        return states, maps
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Returns (logits (B, T, vocab), one (B, nh, T, T) weight tensor per layer)."""
+        states, maps = self.run(input_ids, attention_mask)
+        return self.unembed(self.ln_final(states[-1])), maps
+
+    def loss(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)

@@ -1,0 +1,148 @@
+"""A trained tiny decoder behind the Runner seam, with a tokenizer over its own vocabulary.
+
+The tokenizer is a real Hugging Face fast tokenizer (a `tokenizers` WordLevel model wrapped in
+`PreTrainedTokenizerFast`), so `RunnerBase.encode`, `attend`, `attend_batch` and `fit` work as
+for any model: symbol tasks split on whitespace ("t03 t17 > t03"), the text task reads one
+character a token (Chinese included). `<s>` is added in front, as in training.
+
+Not a post-LayerNorm encoder: `layers()` says so (ValueError), and the methods that decompose
+a BERT layer (norms, GlobEnc, ALTI, value zeroing, the lab's steps) answer "not available".
+Attention maps, hidden states, gradients and head switches work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
+
+import torch
+
+from ..models.base import Encoded, HeadMode, Inputs, RunnerBase
+from ..scratch import LayerParts
+from .model import TinyDecoder
+from .tasks import BOS, PAD, SPECIALS, UNK, Task
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
+
+__all__ = ["TrainedModel", "build_tokenizer"]
+
+
+def build_tokenizer(vocab: list[str], char_level: bool, max_len: int) -> PreTrainedTokenizerFast:
+    """A fast tokenizer whose ids are the positions in `vocab` (specials first), `<s>` prepended."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    if list(vocab[: len(SPECIALS)]) != list(SPECIALS):
+        raise ValueError(f"a vocabulary starts with {SPECIALS}")
+    ids = {tok: i for i, tok in enumerate(vocab)}
+    tok = Tokenizer(models.WordLevel(ids, unk_token=UNK))
+    # one token a character (a code point), whitespace included; or one a whitespace-separated word
+    split = Regex(r"[\s\S]")
+    tok.pre_tokenizer = (
+        pre_tokenizers.Split(split, behavior="isolated") if char_level else pre_tokenizers.WhitespaceSplit()
+    )
+    tok.post_processor = processors.TemplateProcessing(single=f"{BOS} $A", special_tokens=[(BOS, ids[BOS])])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token=UNK, pad_token=PAD, bos_token=BOS, model_max_length=max_len
+    )
+
+
+class TrainedModel(RunnerBase):
+    """A `TinyDecoder` trained on one task. `attend(text)` like any other model."""
+
+    causal = True
+
+    def __init__(self, decoder: TinyDecoder, task: Task, name: str, device: torch.device | None = None):
+        max_len = decoder.cfg.max_len
+        tokenizer = build_tokenizer(task.vocab, task.char_level, max_len)
+        super().__init__(tokenizer, device or torch.device("cpu"), max_len, max_len)
+        self.name = name
+        self.decoder = decoder
+        self.task = task
+        self.config = decoder.cfg
+        self.n_layers = decoder.cfg.n_layers
+        self.n_heads = decoder.cfg.n_heads
+
+    def encode(self, text: str, max_tokens: int | None = None) -> Encoded:
+        """As `RunnerBase.encode`, and a readable error when no token of the text is in the
+        vocabulary (an English sentence given to a model trained on symbols, say)."""
+        enc = super().encode(text, max_tokens)
+        ids = enc.inputs["input_ids"][0]
+        if bool((ids[~torch.as_tensor(enc.special)] == self.tokenizer.unk_token_id).all()):
+            sample = " ".join(self.task.vocab[len(SPECIALS) : len(SPECIALS) + 4])
+            raise ValueError(
+                f"no token of this text is in the vocabulary of '{self.name}' (it reads tokens like {sample} …)"
+            )
+        return enc
+
+    def attention_maps(self, inputs: Inputs) -> list[torch.Tensor]:
+        _, maps = self.decoder.run(inputs["input_ids"], inputs.get("attention_mask"))
+        return maps
+
+    def last_hidden(self, inputs: Inputs, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        ids = None if inputs_embeds is not None else inputs["input_ids"]
+        states, _ = self.decoder.run(ids, inputs.get("attention_mask"), inputs_embeds)
+        return states[-1]
+
+    def hidden_states(self, inputs: Inputs) -> list[torch.Tensor]:
+        states, _ = self.decoder.run(inputs["input_ids"], inputs.get("attention_mask"))
+        return states
+
+    def input_embeddings(self) -> torch.nn.Embedding:
+        return self.decoder.token_embeddings
+
+    def layers(self) -> list[LayerParts]:
+        raise ValueError(
+            f"model '{self.name}' is a pre-LayerNorm decoder trained here, not a BERT-family encoder: "
+            "methods that decompose a BERT layer do not apply to it"
+        )
+
+    def logits(self, text: str) -> torch.Tensor:
+        """Next-token logits (n, vocab) for every position of `text` (numpy-free callers: tests, the CLI)."""
+        enc = self.encode(text)
+        with self.gate.interactive(), torch.inference_mode():
+            logits, _ = self.decoder(enc.inputs["input_ids"])
+        return logits[0]
+
+    @contextlib.contextmanager
+    def switch_heads(
+        self, heads: Iterable[tuple[int, int]] = (), mode: HeadMode = "zero", gates: torch.Tensor | None = None
+    ) -> Iterator[None]:
+        """As `RunnerBase.switch_heads` (Michel et al. 2019): each listed head's slice of the
+        context, before the output projection, is zeroed or replaced by its mean over positions;
+        `gates` (L, H) scales every head instead."""
+        if mode not in ("zero", "mean"):
+            raise ValueError("mode must be 'zero' or 'mean'")
+        off: dict[int, list[int]] = {}
+        for layer, head in heads:
+            if not (0 <= layer < self.n_layers and 0 <= head < self.n_heads):
+                raise IndexError(f"head ({layer}, {head}) outside {self.n_layers} layers x {self.n_heads} heads")
+            off.setdefault(int(layer), []).append(int(head))
+        with self._switch_lock, contextlib.ExitStack() as stack:
+            for i, block in enumerate(self.decoder.layers):
+                if i in off or gates is not None:
+                    hook = _switch(self.n_heads, off.get(i, []), mode, None if gates is None else gates[i])
+                    stack.callback(block.attention.output.register_forward_pre_hook(hook).remove)  # type: ignore[union-attr]
+            yield
+
+
+def _switch(
+    n_heads: int, heads: list[int], mode: HeadMode, gate: torch.Tensor | None
+) -> Callable[[torch.nn.Module, tuple[torch.Tensor, ...]], tuple[torch.Tensor, ...]]:
+    def hook(_module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        context = args[0]  # (B, n, nh*hs)
+        B, n, width = context.shape
+        split = context.view(B, n, n_heads, width // n_heads)  # (B, n, nh, hs)
+        if gate is not None:
+            split = split * gate.to(split.dtype)[None, None, :, None]
+        if heads:
+            split = split.clone() if gate is None else split
+            if mode == "zero":
+                split[:, :, heads] = 0.0
+            else:
+                split[:, :, heads] = split[:, :, heads].mean(dim=1, keepdim=True).expand(-1, n, -1, -1)
+        return (split.reshape(B, n, width), *args[1:])
+
+    return hook

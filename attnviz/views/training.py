@@ -1,0 +1,253 @@
+"""Figures of a training run: loss and accuracy as it learns (`training_curves`), every head's
+map on the probe input at each snapshot with a slider and a play button (`snapshot_grid`), and
+the head scores over time (`head_score_curves`). Data in (numpy, `Attention`), figure out: no
+dependency on attnviz.training.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..i18n import DEFAULT_LANGUAGE, t
+from ..result import Attention
+from ._base import HEAD_COLORS, SEQUENTIAL, Json, escape, figure, head_label, layout_title
+from .grid import block_mean
+
+__all__ = ["MAX_CURVE_POINTS", "MAX_FRAMES", "head_score_curves", "snapshot_grid", "training_curves"]
+
+MAX_CURVE_POINTS = 400  # per-step training curves are averaged down to this many points
+MAX_FRAMES = 40  # snapshots sent to the browser (evenly thinned, first and last kept)
+MAX_CELLS = 8192  # numbers a frame may hold; beyond it every map is block-averaged
+MAX_TICKS_N = 30  # token tick labels on the maps up to this many tokens
+SCORE_KEYS = {"previous": "train_fig.score_previous", "induction": "train_fig.score_induction", "diagonal": "train_fig.score_diagonal"}  # fmt: skip
+
+
+def _thin(values: np.ndarray, most: int) -> np.ndarray:
+    """Rows of (k, m) averaged in consecutive blocks so at most `most` remain (k <= most: as is)."""
+    k = len(values)
+    if k <= most:
+        return values
+    edges = np.linspace(0, k, most + 1).astype(int)
+    return np.stack([values[a:b].mean(axis=0) for a, b in itertools.pairwise(edges)])
+
+
+def training_curves(
+    history: np.ndarray | Sequence[Sequence[float]],
+    held_out: np.ndarray | Sequence[Sequence[float]] | None = None,
+    *,
+    total_steps: int | None = None,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """Loss (top) and accuracy (bottom) against the step. `history`: (k, 3) rows of (step,
+    training loss, training accuracy), averaged down to MAX_CURVE_POINTS; `held_out`: (s, 3)
+    rows measured on held-out sequences at each snapshot, drawn as markers. `total_steps` fixes
+    the x range, so the curve visibly grows towards its end while training runs."""
+    h = np.asarray(history, dtype=np.float64).reshape(-1, 3)
+    h = _thin(h, MAX_CURVE_POINTS)
+    hover = t("train_fig.hover_curve", lang, step="%{x}", value="%{y:.4f}") + "<extra></extra>"
+    data: list[Json] = []
+    for axis, col, key in (("y", 1, "train_fig.loss_train"), ("y2", 2, "train_fig.accuracy_train")):
+        data.append({"type": "scatter", "mode": "lines", "x": h[:, 0], "y": h[:, col], "yaxis": axis,
+                     "name": t(key, lang), "line": {"color": HEAD_COLORS[0], "width": 1.5}, "hovertemplate": hover,
+                     "legendgroup": "train", "showlegend": col == 1})  # fmt: skip
+    if held_out is not None and len(held_out):
+        e = np.asarray(held_out, dtype=np.float64).reshape(-1, 3)
+        for axis, col, key in (("y", 1, "train_fig.loss_held_out"), ("y2", 2, "train_fig.accuracy_held_out")):
+            data.append({"type": "scatter", "mode": "markers+lines", "x": e[:, 0], "y": e[:, col], "yaxis": axis,
+                         "name": t(key, lang), "marker": {"color": HEAD_COLORS[1], "size": 6},
+                         "line": {"color": HEAD_COLORS[1], "width": 1, "dash": "dot"}, "hovertemplate": hover,
+                         "legendgroup": "held_out", "showlegend": col == 1})  # fmt: skip
+    xaxis: Json = {"title": {"text": t("train_fig.step", lang)}, "anchor": "y2"}
+    if total_steps:
+        xaxis["range"] = [0, int(total_steps)]
+    layout: Json = {
+        "title": layout_title(t("train_fig.curves_title", lang)),
+        "height": 460,
+        "xaxis": xaxis,
+        "yaxis": {"domain": [0.55, 1.0], "title": {"text": t("train_fig.loss", lang)}, "rangemode": "tozero"},
+        "yaxis2": {"domain": [0.0, 0.45], "title": {"text": t("train_fig.accuracy", lang)}, "range": [0, 1.02]}
+        | {"tickformat": ".0%"},
+        "legend": {"orientation": "h", "y": -0.2},
+        "meta": {"points": len(h)},
+    }
+    return figure(data, layout)
+
+
+def _frames_shown(count: int, most: int = MAX_FRAMES) -> list[int]:
+    """Indices of the snapshots sent: all of them, or `most` spread evenly with the last kept."""
+    if count <= most:
+        return list(range(count))
+    return sorted({round(i * (count - 1) / (most - 1)) for i in range(most)})
+
+
+def _domain(a: float, b: float) -> list[float]:
+    """An axis domain inside [0, 1] (sums of floats land at -3e-17, which Plotly refuses)."""
+    return [min(max(round(a, 6), 0.0), 1.0), min(max(round(b, 6), 0.0), 1.0)]
+
+
+def _grid_axes(n_layers: int, n_heads: int) -> tuple[list[tuple[str, str]], Json]:
+    """Axis names of each head's subplot (layer down, head across) and their domains."""
+    gap, vgap = 0.04, 0.09  # room between rows for each head's label
+    width, height = (1 - gap * (n_heads - 1)) / n_heads, (1 - vgap * (n_layers - 1)) / n_layers
+    names, layout = [], {}
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            k = layer * n_heads + head + 1
+            x, y = ("x", "y") if k == 1 else (f"x{k}", f"y{k}")
+            x0, y1 = head * (width + gap), 1 - layer * (height + vgap)
+            xd, yd = _domain(x0, x0 + width), _domain(y1 - height, y1)
+            layout[f"xaxis{'' if k == 1 else k}"] = {"domain": xd, "anchor": y}
+            layout[f"yaxis{'' if k == 1 else k}"] = {"domain": yd, "anchor": x, "autorange": "reversed"}
+            names.append((x, y))
+    return names, layout
+
+
+def snapshot_grid(
+    snapshots: Sequence[Attention],
+    steps: Sequence[int],
+    *,
+    active: int | None = None,
+    title: str | None = None,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """Every head's map on the probe input (layer down, head across), one frame a snapshot, with
+    a slider over the steps and play / pause buttons (the animation runs in the browser).
+
+    At most MAX_FRAMES snapshots are sent (evenly thinned; `active`, default the last, is shown
+    first). Maps are at full resolution with the probe's tokens on the axes while a frame holds
+    at most MAX_CELLS numbers, block-averaged beyond. layout.meta: {"frames", "steps", "shrunk"}.
+    """
+    if not snapshots or len(snapshots) != len(steps):
+        raise ValueError("give one step for each snapshot, and at least one")
+    first = snapshots[0]
+    L, H, n = first.n_layers, first.n_heads, first.n
+    if any(s.weights.shape != first.weights.shape for s in snapshots):
+        raise ValueError("every snapshot must hold maps of the same shape")
+    shown = _frames_shown(len(snapshots))
+    active = len(snapshots) - 1 if active is None else int(active)
+    if not 0 <= active < len(snapshots):
+        raise IndexError(f"active {active} out of range 0..{len(snapshots) - 1}")
+    if active not in shown:
+        shown = sorted({*shown[:-1], active} | {shown[-1]})
+    size = n if L * H * n * n <= MAX_CELLS else max(2, math.isqrt(MAX_CELLS // (L * H)))
+    shrunk = size < n
+    axes, layout = _grid_axes(L, H)
+    keys = [f"{escape(tok)} ({i})" for i, tok in enumerate(first.tokens)] if not shrunk else list(range(size))
+    ticks = not shrunk and n <= MAX_TICKS_N
+    hover = t("train_fig.hover_cell", lang, q="%{y}", k="%{x}", w="%{z:.3f}") + "<extra></extra>"
+
+    def traces(att: Attention) -> list[Json]:
+        maps = block_mean(att.weights, size) if shrunk else att.weights  # (L, H, s, s)
+        return [{"type": "heatmap", "z": maps[layer, head], "x": keys, "y": keys, "xaxis": x, "yaxis": y,
+                 "coloraxis": "coloraxis", "hovertemplate": hover, "name": head_label(layer, head, lang=lang)}
+                for (layer, head), (x, y) in zip(np.ndindex(L, H), axes, strict=True)]  # fmt: skip
+
+    frames: list[Json] = [{"name": str(steps[i]), "data": traces(snapshots[i])} for i in shown]
+    _label_axes(layout, L, H, keys, [escape(tok) for tok in first.tokens] if ticks else None, lang)
+    position = shown.index(active)
+    layout |= {
+        "title": layout_title(title or t("train_fig.grid_title", lang, n=n), t("train_fig.grid_note", lang)),
+        "height": int(np.clip(160 + 200 * L * (1 if H <= 4 else 0.7), 320, 1000)),
+        "coloraxis": {"colorscale": SEQUENTIAL, "cmin": 0.0, "cmax": 1.0}
+        | {"colorbar": {"title": {"text": t("train_fig.weight", lang)}}},
+        "sliders": [_slider(shown, steps, position, lang)],
+        "updatemenus": [_play_buttons(lang)],
+        "margin": {"b": 120},
+        "meta": {"frames": len(shown), "steps": [int(steps[i]) for i in shown], "shrunk": shrunk},
+    }
+    fig = figure(frames[position]["data"], layout)
+    fig.frames = [go.Frame(f, _validate=False) for f in frames]
+    return fig
+
+
+def _label_axes(layout: Json, L: int, H: int, keys: list[Any], labels: list[str] | None, lang: str) -> None:
+    """Each subplot labelled by its head, above it; token tick labels (when given) on the outer
+    axes only."""
+    notes = []
+    for k in range(L * H):
+        layer, head = divmod(k, H)
+        ax, ay = layout[f"xaxis{'' if k == 0 else k + 1}"], layout[f"yaxis{'' if k == 0 else k + 1}"]
+        ax |= {"showticklabels": labels is not None and layer == L - 1, "tickfont": {"size": 9}, "tickangle": -90}
+        ay |= {"showticklabels": labels is not None and head == 0, "tickfont": {"size": 9}}
+        if labels is not None:
+            ax |= {"type": "category", "tickmode": "array", "tickvals": keys, "ticktext": labels}
+            ay |= {"type": "category", "tickmode": "array", "tickvals": keys, "ticktext": labels}
+        notes.append({"text": head_label(layer, head, lang=lang), "xref": "paper", "yref": "paper", "showarrow": False,
+                      "x": sum(ax["domain"]) / 2, "y": ay["domain"][1], "yanchor": "bottom", "font": {"size": 11}})  # fmt: skip
+    layout["annotations"] = notes
+
+
+def _animate(duration: int) -> Json:
+    return {"frame": {"duration": duration, "redraw": True}, "mode": "immediate", "transition": {"duration": 0}}
+
+
+def _slider(shown: list[int], steps: Sequence[int], active: int, lang: str) -> Json:
+    return {
+        "active": active,
+        "currentvalue": {"prefix": t("train_fig.slider_prefix", lang)},
+        "pad": {"t": 50},
+        "steps": [
+            {"label": f"{int(steps[i]):,}", "method": "animate", "args": [[str(steps[i])], _animate(0)]} for i in shown
+        ],
+    }
+
+
+def _play_buttons(lang: str) -> Json:
+    play = _animate(250)  # every frame from the first: the last one is where a finished run rests
+    return {
+        "type": "buttons",
+        "direction": "left",
+        "showactive": False,
+        "x": 0.0,
+        "y": 0.0,
+        "xanchor": "right",
+        "yanchor": "top",
+        "pad": {"t": 60, "r": 10},
+        "buttons": [
+            {"label": t("train_fig.play", lang), "method": "animate", "args": [None, play]},
+            {"label": t("train_fig.pause", lang), "method": "animate", "args": [[None], _animate(0)]},
+        ],
+    }
+
+
+def head_score_curves(
+    steps: Sequence[int] | np.ndarray,
+    scores: Mapping[str, np.ndarray],
+    *,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """One panel a score (previous-token, induction, diagonal), one line a head, against the
+    step. scores: name -> (snapshots, layers, heads) in [0, 1]."""
+    x = np.asarray(steps, dtype=np.int64)
+    names = [name for name in scores if len(scores[name])]
+    if not names:
+        raise ValueError("no scores to draw")
+    data: list[Json] = []
+    gap = 0.06
+    width = (1 - gap * (len(names) - 1)) / len(names)
+    layout: Json = {"height": 380, "legend": {"orientation": "h", "y": -0.25}}
+    for p, name in enumerate(names):
+        values = np.asarray(scores[name], dtype=np.float64)  # (S, L, H)
+        if values.ndim != 3 or len(values) != len(x):
+            raise ValueError(f"scores[{name!r}] has shape {values.shape}, expected ({len(x)}, layers, heads)")
+        suffix = "" if p == 0 else str(p + 1)
+        x0 = p * (width + gap)
+        layout[f"xaxis{suffix}"] = {"domain": _domain(x0, x0 + width), "anchor": f"y{suffix}",
+                                    "title": {"text": t("train_fig.step", lang)}}  # fmt: skip
+        layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "range": [0, 1.02], "title": {"text": t(SCORE_KEYS.get(name, name), lang)}}  # fmt: skip
+        for layer, head in np.ndindex(values.shape[1:]):
+            label = head_label(layer, head, lang=lang)
+            colour = HEAD_COLORS[(layer * values.shape[2] + head) % len(HEAD_COLORS)]
+            data.append({"type": "scatter", "mode": "lines", "x": x, "y": values[:, layer, head],
+                         "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "name": label, "legendgroup": label,
+                         "showlegend": p == 0, "line": {"color": colour, "dash": "solid" if layer % 2 == 0 else "dash"},
+                         "hovertemplate": t("train_fig.hover_score", lang, head=label, step="%{x}", value="%{y:.3f}")
+                         + "<extra></extra>"})  # fmt: skip
+    layout["title"] = layout_title(t("train_fig.scores_title", lang), t("train_fig.scores_note", lang))
+    return figure(data, layout)

@@ -1,0 +1,10 @@
+"""Training lab: train a tiny causal model in seconds and watch its heads specialise (copy,
+reverse, induction, or the next character of a pasted text); open it in the explorer after."""
+
+from attnviz.app import widgets
+from attnviz.app.sections import training as section
+
+c = widgets.page_header("train.title", "train.intro")
+section.controls(c)
+section.open_in_explorer(c)
+section.live(c)

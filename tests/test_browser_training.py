@@ -1,0 +1,114 @@
+"""The Training lab in a real browser: press Train and watch the loss curve grow and the
+snapshot slider move while the run trains (the page polls a background thread), press Stop and
+keep the model, play the snapshots back, and open the model in the explorer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from attnviz import i18n
+
+from .browser import browser, streamlit_server
+from .test_browser import FIRST_LOAD_MS, SEPARATOR, WAIT_MS, Session, _session
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+# Points of the training-loss trace as drawn (_fullData: typed arrays decoded), and the slider's
+# step count and current label.
+LIVE_JS = """() => {
+  const curves = document.querySelector('.st-key-train_curves .js-plotly-plot');
+  const grid = document.querySelector('.st-key-train_grid .js-plotly-plot');
+  if (!curves || !curves._fullData || !grid || !grid.layout || !grid.layout.sliders) return null;
+  const slider = grid.layout.sliders[0], active = slider.active || 0, step = slider.steps[active];
+  if (!step) return null;
+  return {points: curves._fullData[0].x.length, steps: slider.steps.length, label: step.label, active: active};
+}"""
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with browser() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def server(chromium: Any) -> Iterator[str]:
+    with streamlit_server(args=["--server.fileWatcherType=none"]) as (url, _proc):
+        yield url
+
+
+@pytest.fixture
+def session(chromium: Any, server: str) -> Iterator[Session]:
+    yield from _session(chromium, server)
+
+
+def _live(s: Session) -> dict[str, Any] | None:
+    value = s.page.evaluate(LIVE_JS)
+    return None if value is None else dict(value)
+
+
+def _label(value: dict[str, Any]) -> int:
+    return int(str(value["label"]).replace(",", ""))
+
+
+def test_train_watch_the_curve_grow_and_the_slider_move_then_stop_and_open(session: Session) -> None:
+    s = session
+    s.page.goto(f"{s.url}/training")
+    s.page.wait_for_function(
+        "(want) => document.querySelector('h1')?.innerText === want",
+        arg=i18n.t("train.title", "en"),
+        timeout=FIRST_LOAD_MS,
+    )
+    s.wait_idle(FIRST_LOAD_MS)
+    s.page.locator(".st-key-train_start button").click()  # induction, 1,500 steps: long enough to watch
+
+    s.page.wait_for_function(f"() => {{ const v = ({LIVE_JS})(); return !!v && v.points > 0; }}", timeout=WAIT_MS)
+    first = _live(s)
+    assert first is not None
+    # while it trains, the polled page redraws: more points on the curve, the slider on a later step
+    s.page.wait_for_function(
+        f"""(f) => {{ const v = ({LIVE_JS})();
+             return !!v && v.points > f.points && v.steps > f.steps
+                    && Number(String(v.label).replace(/,/g, '')) > Number(String(f.label).replace(/,/g, '')); }}""",
+        arg=first,
+        timeout=WAIT_MS,
+    )
+    later = _live(s)
+    assert later is not None and later["active"] == later["steps"] - 1  # the newest snapshot is shown
+    s.shot("training-live", key="train_grid")
+
+    s.page.locator(".st-key-train_stop button").first.click()  # with help= Streamlit draws two
+    stopped = i18n.t("train.stopped", "en", step="X", total="1,500", accuracy="Y").split("X")[0]
+    s.page.get_by_text(stopped.strip()).first.wait_for(timeout=WAIT_MS)
+    s.wait_idle()
+    final = _live(s)
+    assert final is not None and _label(final) >= _label(later)
+
+    # play the snapshots back: the browser animates the frames, the slider walks through the steps
+    seen = set()
+    s.page.locator(".st-key-train_grid .updatemenu-button").first.click()
+    for _ in range(40):
+        value = _live(s)
+        if value is not None:
+            seen.add(value["active"])
+        s.page.wait_for_timeout(100)
+    assert len(seen) >= 3, seen
+    s.shot("training-stopped", key="train_grid")
+
+    s.page.locator(".st-key-train_open button").first.click()  # with help= Streamlit draws two
+    s.page.wait_for_function(
+        "(want) => document.querySelector('h1')?.innerText === want",
+        arg=i18n.t("explorer.title", "en"),
+        timeout=WAIT_MS,
+    )
+    s.page.wait_for_function(
+        "() => { const c = document.querySelector('.st-key-tokens code'); return !!c && c.innerText.startsWith('<s>'); }",
+        timeout=WAIT_MS,
+    )
+    tokens = s.tokens_text().split(SEPARATOR)
+    assert tokens[0] == "<s>" and all(t.startswith("t") for t in tokens[1:])
+    assert s.page.locator('[data-testid="stException"]').count() == 0
+    assert not s.crashed and not s.dialogs
