@@ -16,6 +16,7 @@ import json
 import sys
 from typing import NoReturn
 
+from ._cli import one_line, reader_gone
 from .config import check_text, settings_from_env
 from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, ModelLoadError, load_model
 from .result import Attention
@@ -109,11 +110,13 @@ def analyse(argv: list[str]) -> int:
         for note in att.notes:  # e.g. the accelerator ran out of memory and the CPU answered
             print(f"attnviz: note: {note}", file=sys.stderr)
         _write_outputs(att, args.json, args.html, args.layer, args.head)
+    except BrokenPipeError:  # `| head` closed the pipe: stop quietly
+        return reader_gone()
     except (ValueError, ModelLoadError, OSError) as exc:
-        print(f"attnviz: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"attnviz: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:  # a CLI user gets one line, never a traceback
-        print(f"attnviz: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        print(f"attnviz: error: {type(exc).__name__}: {one_line(exc)}", file=sys.stderr)
         return 2
     if not args.json and not args.html:
         _print_summary(att, args.layer, args.head)
@@ -125,11 +128,6 @@ def _check_range(att: Attention, layer: int | None, head: int | None) -> None:
         raise ValueError(f"--layer {layer} is out of range: this model has layers 0..{att.n_layers - 1}")
     if head is not None and not 0 <= head < att.n_heads:
         raise ValueError(f"--head {head} is out of range: this model has heads 0..{att.n_heads - 1}")
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 def _write_outputs(

@@ -20,6 +20,7 @@ import sys
 from typing import Any, NoReturn
 
 from . import explain
+from ._cli import one_line, reader_gone
 from .config import check_text, settings_from_env
 from .focus import find_token
 from .models import EMBEDDED_MODEL, ModelLoadError, Runner, load_model
@@ -184,11 +185,13 @@ def main(argv: list[str] | None = None) -> int:
             query = _query(model, text, args.query, args.max_tokens)
             kind, result = "scoreboard", scoreboard(model, text, query, methods, args.max_tokens)
         _emit(result, kind, args.json)
+    except BrokenPipeError:  # `| head` closed the pipe: stop quietly
+        return reader_gone()
     except (ValueError, IndexError, ModelLoadError, OSError) as exc:
-        print(f"attnviz evidence: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"attnviz evidence: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:  # one line, never a traceback
-        print(f"attnviz evidence: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        print(f"attnviz evidence: error: {type(exc).__name__}: {one_line(exc)}", file=sys.stderr)
         return 2
     return 0
 
@@ -203,11 +206,6 @@ def _emit(result: dict[str, Any], kind: str, json_out: str | None) -> None:
     else:
         with open(json_out, "w", encoding="utf-8") as fh:
             fh.write(payload)
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 if __name__ == "__main__":

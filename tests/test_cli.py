@@ -138,3 +138,22 @@ def test_a_note_on_the_result_reaches_stderr(
     assert main(["dog bites man", "--model", "minilm"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["attnviz: note: cuda ran out of memory: this result was computed on the CPU."]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["dog bites man", "--json", "-"],
+        ["evidence", "dog bites man", "--sinks"],  # many short prints
+        ["train", "--task", "copy", "--steps", "30"],
+    ],
+)
+def test_a_reader_that_stops_early_ends_the_command_quietly(args: list[str]) -> None:
+    """`attnviz ... | head -1`: the pipe closes under the command; like any Unix tool it stops
+    with status 0 and nothing on stderr (no 'Broken pipe' error line, no traceback). `true`
+    reads nothing and exits long before the model is loaded, so every write meets a closed pipe."""
+    command = " ".join([sys.executable, "-m", "attnviz", *(f"'{a}'" for a in args)]) + " | true"
+    out = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {command}"], capture_output=True, text=True, timeout=300, cwd=Path.cwd()
+    )
+    assert (out.returncode, out.stderr) == (0, "")

@@ -123,7 +123,8 @@ def test_readme_block_runs_as_written_from_a_fresh_directory(lang: str, body: st
         assert "Traceback" not in out.stderr and "error" not in out.stderr.lower(), f"{shown}\n{out.stderr[-2000:]}"
         for word in shlex.split(shown, comments=True):
             if word.startswith("out/"):
-                written = work / word
-                assert written.is_file() and written.stat().st_size > 0, f"{shown} wrote no {word}"
+                written = work / word  # a file, or a folder of files (the corpus command's --out)
+                files = [p for p in written.iterdir() if p.is_file()] if written.is_dir() else [written]
+                assert files and all(p.is_file() and p.stat().st_size > 0 for p in files), f"{shown} wrote no {word}"
         if "--json -" in shown:
             assert out.stdout.startswith('{"model": "minilm"'), out.stdout[:200]

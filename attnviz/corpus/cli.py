@@ -12,6 +12,7 @@ import sys
 import time
 from typing import NoReturn, TextIO
 
+from .._cli import one_line, reader_gone
 from ..models import EMBEDDED_MODEL, ModelLoadError
 from .engine import DEFAULT_BATCH_SIZE, DEFAULT_CORPUS_TOKENS, DEFAULT_SHARD_SIZE, RunProgress, run
 from .output import CorpusResult
@@ -122,19 +123,16 @@ def main(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("\nattnviz corpus: interrupted; run the same command again to continue", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `| head` closed the pipe: stop quietly
+        return reader_gone()
     except (ValueError, ModelLoadError, OSError) as exc:
-        print(f"attnviz corpus: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"attnviz corpus: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:  # a CLI user gets one line, never a traceback
-        print(f"attnviz corpus: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        print(f"attnviz corpus: error: {type(exc).__name__}: {one_line(exc)}", file=sys.stderr)
         return 2
     print(_summary(result))
     return 0
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0][:500] if lines else type(exc).__name__
 
 
 if __name__ == "__main__":

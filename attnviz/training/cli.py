@@ -16,6 +16,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from .._cli import one_line, reader_gone
 from ..config import settings_from_env
 from .loop import TrainingRun, train
 from .tasks import TASKS
@@ -122,27 +123,29 @@ def main(argv: list[str]) -> int:
             else:
                 with open(args.json, "w", encoding="utf-8") as fh:
                     fh.write(payload)
-        else:
+        if args.json != "-":  # standard output carries the JSON alone when asked for it
             _print_summary(run)
+            if args.json:
+                print(f"wrote {args.json}")
+    except BrokenPipeError:  # `| head` closed the pipe: stop quietly
+        return reader_gone()
     except (ValueError, OSError, UnicodeDecodeError) as exc:
-        print(f"attnviz train: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"attnviz train: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except Exception as exc:  # a CLI user gets one line, never a traceback
-        print(f"attnviz train: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        print(f"attnviz train: error: {type(exc).__name__}: {one_line(exc)}", file=sys.stderr)
         return 2
     return 0
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 def _print_summary(run: TrainingRun) -> None:
     cfg = run.config
     print(f"{cfg.task}: {cfg.layers} layers x {cfg.heads} heads, d_model {cfg.d_model}, seed {cfg.seed}")
     print(f"{'step':>7} {'loss':>8} {'accuracy':>9}")
-    for snap in run.snapshots[:: max(1, len(run.snapshots) // 10)] + run.snapshots[-1:]:
+    shown = run.snapshots[:: max(1, len(run.snapshots) // 10)]
+    if shown[-1] is not run.snapshots[-1]:
+        shown.append(run.snapshots[-1])
+    for snap in shown:
         print(f"{snap.step:>7,} {snap.loss:>8.4f} {snap.accuracy:>9.1%}")
     for name, values in run.snapshot_scores[-1].items():
         best = ", ".join(f"layer {i}: head {int(np.argmax(v))} {float(np.max(v)):.2f}" for i, v in enumerate(values))
