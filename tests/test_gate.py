@@ -152,3 +152,25 @@ def test_a_trace_records_only_its_own_threads_forward(minilm: attnviz.Pretrained
     finally:
         stop.set()
         th.join()
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_an_explanation_batch_is_bounded_by_tokens_and_attention_entries(
+    minilm: attnviz.PretrainedModel, monkeypatch: pytest.MonkeyPatch, grad: bool
+) -> None:
+    """What an interactive pass can wait behind, and what one batch holds in memory, stay bounded
+    at every length: at most TOKEN_BUDGET tokens and BATCH_BUDGET attention entries a batch (x4
+    with gradients), never fewer than one variant. The slices cover every variant once."""
+    from attnviz.explain import _model
+
+    scale = 4 if grad else 1
+    for n in (2, 16, 100, 128, 512):
+        step = _model.batch_size(minilm, n, grad)
+        assert step == 1 or step * n * scale <= _model.TOKEN_BUDGET, n
+        assert step == 1 or step * minilm.n_heads * n * n * scale <= _model.BATCH_BUDGET, n
+        parts = list(_model.in_batches(minilm, 1000, n, grad=grad))
+        assert [i for p in parts for i in range(p.start, p.stop)] == list(range(1000))
+        assert max(p.stop - p.start for p in parts) == min(step, 1000)
+    assert _model.batch_size(minilm, 128, False) == 32  # 170 before the token bound: 4 s of forward
+    monkeypatch.setattr(_model, "TOKEN_BUDGET", 1)
+    assert _model.batch_size(minilm, 16, grad) == 1

@@ -17,16 +17,20 @@ __all__ = ["batch_size", "check_query", "expand", "in_batches", "with_gradients"
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
-# Activations of one batched forward stay under about this many float32 attention entries
-# (batch x heads x n x n, ~0.5 GB with the rest): n variants or steps go through in chunks.
-# At 512 tokens that is 10 forward passes (about 1 s on 2 cores) or 2 with gradients: the
-# longest an interactive pass waits behind an explanation.
+# One batched forward of an explanation holds at most this many float32 attention entries
+# (batch x heads x n x n) and this many tokens (batch x n): n variants or steps go through in
+# chunks. The token bound keeps the rest of the activations (hidden states of every layer, the
+# feed-forward's 4d-wide middle) and the time small at short inputs too: without it, 170
+# variants of a 128-token text ran at once, 0.9 GB above the model and 4 s that an interactive
+# pass waited (bench/bench_browser.py, Explain). Both bounds give about 8 forward passes of 512
+# tokens, or 32 of 128: under a second on 2 cores, the longest an interactive pass waits.
 BATCH_BUDGET = 2**25
+TOKEN_BUDGET = 2**12
 
 
 def batch_size(model: Runner, n: int, grad: bool) -> int:
-    per_item = model.n_heads * n * n * (4 if grad else 1)
-    return max(1, BATCH_BUDGET // per_item)
+    scale = 4 if grad else 1  # the backward keeps every activation
+    return max(1, min(BATCH_BUDGET // (model.n_heads * n * n * scale), TOKEN_BUDGET // (n * scale)))
 
 
 def in_batches(
