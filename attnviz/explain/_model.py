@@ -25,7 +25,7 @@ _T = TypeVar("_T")
 # pass waited (bench/bench_browser.py, Explain). Both bounds give about 8 forward passes of 512
 # tokens, or 32 of 128: under a second on 2 cores, the longest an interactive pass waits.
 BATCH_BUDGET = 2**25
-TOKEN_BUDGET = 2**12
+TOKEN_BUDGET = 2**11
 
 
 def batch_size(model: Runner, n: int, grad: bool) -> int:
