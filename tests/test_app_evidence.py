@@ -143,6 +143,8 @@ def test_long_input_is_scored_on_the_deployments_limit_with_a_notice(monkeypatch
     at = _app("explain")  # the default sentence has 15 tokens
     infos = [str(i.value) for i in at.info]
     assert any("Scored on the first 8 of 15 tokens" in i for i in infos), infos
+    assert i18n.t("cx.cut", "en", kept=8, total=15) in infos  # the closed-form maps too
+    assert _array(_chart(at, "chart_contributions")["data"][0]["z"]).shape == (8, 8)
     _ok(at.selectbox(key="cx_method").set_value("value_zeroing").run())
     assert any("first 8 of 15 tokens" in str(i.value) for i in at.info)
     assert _array(_chart(at, "chart_contributions")["data"][0]["z"]).shape == (8, 8)

@@ -51,14 +51,17 @@ def _contributions(c: Ctx, s: Subject, method: str) -> Contributions | None:
     notice. Both with progress, Cancel and the visitor's budget."""
     runner = s.loaded.runner
     if method in CHEAP:
+        cap = c.settings.explain_tokens  # the deployment's bound on explanation work (demo: 128)
 
         def closed_form(progress: Progress) -> dict[str, Contributions]:
-            return explain.contributions_all(runner, s.fitted, CHEAP, progress=progress)
+            return explain.contributions_all(runner, s.fitted, CHEAP, max_tokens=cap, progress=progress)
 
-        label = t("cx.computing", n=s.att.n)
+        label = t("cx.computing", n=min(s.att.n, cap))
         found = attempt(
-            s, lambda: work.cached_long(c, s.loaded, "contributions", s.fitted, label=label, fn=closed_form)
+            s, lambda: work.cached_long(c, s.loaded, "contributions", s.fitted, cap, label=label, fn=closed_form)
         )
+        if found is not None and found[method].truncated:
+            st.info(t("cx.cut", kept=found[method].n, total=s.att.n), icon="✂️")
         return None if found is None else found[method]
     limit = min(c.settings.explain_tokens, explain.VALUE_ZEROING_MAX_TOKENS)
 
