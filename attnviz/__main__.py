@@ -14,21 +14,19 @@ import argparse
 import importlib
 import json
 import sys
-from typing import NoReturn
 
-from ._cli import one_line, reader_gone
+from ._cli import Parser, guarded
 from .config import check_text, settings_from_env
 from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, ModelLoadError, load_model
 from .result import Attention
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"attnviz: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m attnviz", description="Attention weights of every layer and head for a text.")
+    p = Parser(
+        error_name="attnviz",
+        prog="python -m attnviz",
+        description="Attention weights of every layer and head for a text.",
+    )
     p.add_argument("text", help="the text to analyse ('-' reads standard input)")
     p.add_argument(
         "--model", default=EMBEDDED_MODEL, help="minilm (embedded, default), scratch, a Hugging Face id or a directory"
@@ -80,7 +78,8 @@ def analyse(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.head is not None and args.layer is None:
         parser.error("--head needs --layer")
-    try:
+
+    def body() -> int:
         text = sys.stdin.read() if args.text == "-" else args.text
         check_text(text, settings_from_env().max_chars)
         if not text.isascii():
@@ -110,17 +109,11 @@ def analyse(argv: list[str]) -> int:
         for note in att.notes:  # e.g. the accelerator ran out of memory and the CPU answered
             print(f"attnviz: note: {note}", file=sys.stderr)
         _write_outputs(att, args.json, args.html, args.layer, args.head)
-    except BrokenPipeError:  # `| head` closed the pipe: stop quietly
-        return reader_gone()
-    except (ValueError, ModelLoadError, OSError) as exc:
-        print(f"attnviz: error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # a CLI user gets one line, never a traceback
-        print(f"attnviz: error: {type(exc).__name__}: {one_line(exc)}", file=sys.stderr)
-        return 2
-    if not args.json and not args.html:
-        _print_summary(att, args.layer, args.head)
-    return 0
+        if not args.json and not args.html:
+            _print_summary(att, args.layer, args.head)
+        return 0
+
+    return guarded("attnviz", body, (ValueError, ModelLoadError, OSError))
 
 
 def _check_range(att: Attention, layer: int | None, head: int | None) -> None:

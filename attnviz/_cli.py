@@ -1,4 +1,8 @@
-"""What the command lines share: one-line errors, and a reader that went away.
+"""What the command lines share: argparse with one-line errors, and one way to end a command.
+
+Every command (`attnviz`, `attnviz corpus`, `attnviz evidence`, `attnviz train`) exits 0 on
+success and 2 on bad input, a model that cannot be loaded or any other failure, with one line on
+stderr and never a traceback (`guarded`).
 
 `attnviz ... | head -4` closes the pipe after four lines; the next write raises BrokenPipeError.
 Like any Unix tool, the command then stops quietly with status 0: the rest of the output goes to
@@ -8,10 +12,24 @@ Like any Unix tool, the command then stops quietly with status 0: the rest of th
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
 
-__all__ = ["one_line", "reader_gone"]
+__all__ = ["Parser", "guarded", "one_line", "reader_gone"]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, `<name>: error: ...`, with exit status 2."""
+
+    def __init__(self, *args: Any, error_name: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.error_name = error_name
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.error_name}: error: {message}\n")
 
 
 def one_line(exc: BaseException) -> str:
@@ -26,3 +44,18 @@ def reader_gone() -> int:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     return 0
+
+
+def guarded(name: str, body: Callable[[], int], expected: tuple[type[Exception], ...]) -> int:
+    """body()'s status; an `expected` error as `<name>: error: <message>` and any other as
+    `<name>: error: <Type>: <message>`, both with status 2; a closed pipe ends quietly."""
+    try:
+        return body()
+    except BrokenPipeError:  # `| head` closed the pipe: stop quietly
+        return reader_gone()
+    except expected as exc:
+        print(f"{name}: error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a CLI user gets one line, never a traceback
+        print(f"{name}: error: {type(exc).__name__}: {one_line(exc)}", file=sys.stderr)
+        return 2

@@ -17,10 +17,10 @@ import argparse
 import json
 import math
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
 from . import explain
-from ._cli import one_line, reader_gone
+from ._cli import Parser, guarded
 from .config import check_text, settings_from_env
 from .focus import find_token
 from .models import EMBEDDED_MODEL, ModelLoadError, Runner, load_model
@@ -28,13 +28,9 @@ from .models import EMBEDDED_MODEL, ModelLoadError, Runner, load_model
 __all__ = ["main"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"attnviz evidence: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
+        error_name="attnviz evidence",
         prog="python -m attnviz evidence",
         description="Which explanation tracks the model: the faithfulness scoreboard, contribution maps, sink heads.",
     )
@@ -170,7 +166,8 @@ def _print(result: dict[str, Any], kind: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
+
+    def body() -> int:
         text = sys.stdin.read() if args.text == "-" else args.text
         check_text(text, settings_from_env().max_chars)
         if args.max_tokens < 2:
@@ -185,15 +182,9 @@ def main(argv: list[str] | None = None) -> int:
             query = _query(model, text, args.query, args.max_tokens)
             kind, result = "scoreboard", scoreboard(model, text, query, methods, args.max_tokens)
         _emit(result, kind, args.json)
-    except BrokenPipeError:  # `| head` closed the pipe: stop quietly
-        return reader_gone()
-    except (ValueError, IndexError, ModelLoadError, OSError) as exc:
-        print(f"attnviz evidence: error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # one line, never a traceback
-        print(f"attnviz evidence: error: {type(exc).__name__}: {one_line(exc)}", file=sys.stderr)
-        return 2
-    return 0
+        return 0
+
+    return guarded("attnviz evidence", body, (ValueError, IndexError, ModelLoadError, OSError))
 
 
 def _emit(result: dict[str, Any], kind: str, json_out: str | None) -> None:

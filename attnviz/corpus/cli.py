@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import NoReturn, TextIO
+from typing import TextIO
 
-from .._cli import one_line, reader_gone
+from .._cli import Parser, guarded
 from ..models import EMBEDDED_MODEL, ModelLoadError
 from .engine import DEFAULT_BATCH_SIZE, DEFAULT_CORPUS_TOKENS, DEFAULT_SHARD_SIZE, RunProgress, run
 from .output import CorpusResult
@@ -21,13 +21,9 @@ from .readers import DEFAULT_MAX_CHARS
 __all__ = ["ProgressLine", "build_parser", "main"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"attnviz corpus: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
+        error_name="attnviz corpus",
         prog="attnviz corpus",
         description="Per-head attention statistics over a corpus, written as Parquet files. "
         "An interrupted run continues when the same command is run again.",
@@ -105,34 +101,30 @@ def _summary(result: CorpusResult) -> str:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        result = run(
-            args.input,
-            args.out,
-            args.model,
-            engine=args.engine,
-            max_tokens=args.max_tokens,
-            batch_size=args.batch_size,
-            device=args.device,
-            max_chars=args.max_chars,
-            limit=args.limit,
-            shard_size=args.shard_size,
-            progress=None if args.quiet else ProgressLine(),
-            ray_address=args.ray_address,
-        )
-    except KeyboardInterrupt:
-        print("\nattnviz corpus: interrupted; run the same command again to continue", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # `| head` closed the pipe: stop quietly
-        return reader_gone()
-    except (ValueError, ModelLoadError, OSError) as exc:
-        print(f"attnviz corpus: error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # a CLI user gets one line, never a traceback
-        print(f"attnviz corpus: error: {type(exc).__name__}: {one_line(exc)}", file=sys.stderr)
-        return 2
-    print(_summary(result))
-    return 0
+
+    def body() -> int:
+        try:
+            result = run(
+                args.input,
+                args.out,
+                args.model,
+                engine=args.engine,
+                max_tokens=args.max_tokens,
+                batch_size=args.batch_size,
+                device=args.device,
+                max_chars=args.max_chars,
+                limit=args.limit,
+                shard_size=args.shard_size,
+                progress=None if args.quiet else ProgressLine(),
+                ray_address=args.ray_address,
+            )
+        except KeyboardInterrupt:
+            print("\nattnviz corpus: interrupted; run the same command again to continue", file=sys.stderr)
+            return 130
+        print(_summary(result))
+        return 0
+
+    return guarded("attnviz corpus", body, (ValueError, ModelLoadError, OSError))
 
 
 if __name__ == "__main__":

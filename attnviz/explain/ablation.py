@@ -157,21 +157,6 @@ def _attend_final(model: Runner, inputs: dict[str, torch.Tensor]) -> tuple[np.nd
     return weights, caught[0]
 
 
-def _attention(model: Runner, enc: Encoded, weights: np.ndarray) -> Attention:
-    return Attention(
-        tokens=enc.tokens,
-        weights=weights,
-        model=model.name,
-        device=str(model.device),
-        truncated=enc.truncated,
-        special=enc.special,
-        word_ids=enc.word_ids,
-        text=enc.text,
-        causal=model.causal,
-        n_input_tokens=enc.n_input_tokens,
-    )
-
-
 def ablate(
     model: Runner,
     text: str,
@@ -206,7 +191,7 @@ def ablate(
             for run in passes[part]:
                 run()
     tokens, pooled = _distances(out["base"], out["final"], inputs.get("attention_mask"))
-    return Ablation(_attention(model, enc, out["weights"]), off, mode, tokens[0], float(pooled[0]))
+    return Ablation(model.result(enc, out["weights"]), off, mode, tokens[0], float(pooled[0]))
 
 
 def _run_rows(

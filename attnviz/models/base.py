@@ -100,6 +100,8 @@ class Runner(Protocol):
 
     def hidden_states(self, inputs: Inputs) -> list[torch.Tensor]: ...
 
+    def result(self, enc: Encoded, weights: np.ndarray) -> Attention: ...
+
     def steps(self, text: str, layer: int = 0, head: int = 0, max_tokens: int | None = None) -> Steps: ...
 
     def trace(self, inputs: Inputs) -> tuple[np.ndarray, list[dict[str, torch.Tensor]]]: ...
@@ -339,6 +341,18 @@ class RunnerBase:
         trace["weights"] = weights
         return trace
 
+    def heads_by_layer(self, heads: Iterable[tuple[int, int]], mode: HeadMode) -> dict[int, list[int]]:
+        """{layer: [heads]} of the listed (layer, head) pairs, checked against this model
+        (IndexError) and `mode` ("zero" or "mean", ValueError): what every switch_heads takes."""
+        if mode not in ("zero", "mean"):
+            raise ValueError("mode must be 'zero' or 'mean'")
+        off: dict[int, list[int]] = {}
+        for layer, head in heads:
+            if not (0 <= layer < self.n_layers and 0 <= head < self.n_heads):
+                raise IndexError(f"head ({layer}, {head}) outside {self.n_layers} layers x {self.n_heads} heads")
+            off.setdefault(int(layer), []).append(int(head))
+        return off
+
     @contextlib.contextmanager
     def switch_heads(
         self, heads: Iterable[tuple[int, int]] = (), mode: HeadMode = "zero", gates: torch.Tensor | None = None
@@ -352,13 +366,7 @@ class RunnerBase:
         Hooks on the output projections, for the calling thread only (a visitor's pass running
         meanwhile in another thread sees the whole model); removed on leaving. One switch at a
         time per model."""
-        if mode not in ("zero", "mean"):
-            raise ValueError("mode must be 'zero' or 'mean'")
-        off: dict[int, list[int]] = {}
-        for layer, head in heads:
-            if not (0 <= layer < self.n_layers and 0 <= head < self.n_heads):
-                raise IndexError(f"head ({layer}, {head}) outside {self.n_layers} layers x {self.n_heads} heads")
-            off.setdefault(int(layer), []).append(int(head))
+        off = self.heads_by_layer(heads, mode)
         parts = self.layers()
         with self._switch_lock, contextlib.ExitStack() as stack:
             for layer, p in enumerate(parts):

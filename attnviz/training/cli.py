@@ -12,11 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import NoReturn
 
 import numpy as np
 
-from .._cli import one_line, reader_gone
+from .._cli import Parser, guarded
 from ..config import settings_from_env
 from .loop import TrainingRun, train
 from .tasks import TASKS
@@ -24,13 +23,9 @@ from .tasks import TASKS
 __all__ = ["build_parser", "main", "to_json"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"attnviz train: error: {message}\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
+        error_name="attnviz train",
         prog="python -m attnviz train",
         description="Train a tiny causal model from attnviz's own attention and watch its heads specialise.",
     )
@@ -104,7 +99,8 @@ def _progress_line(run: TrainingRun) -> None:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    try:
+
+    def body() -> int:
         settings = settings_from_env()
         settings.check_training(args.steps, args.layers, args.heads, args.d_model)
         text = _text(args, settings.max_chars)
@@ -127,15 +123,9 @@ def main(argv: list[str]) -> int:
             _print_summary(run)
             if args.json:
                 print(f"wrote {args.json}")
-    except BrokenPipeError:  # `| head` closed the pipe: stop quietly
-        return reader_gone()
-    except (ValueError, OSError, UnicodeDecodeError) as exc:
-        print(f"attnviz train: error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    except Exception as exc:  # a CLI user gets one line, never a traceback
-        print(f"attnviz train: error: {type(exc).__name__}: {one_line(exc)}", file=sys.stderr)
-        return 2
-    return 0
+        return 0
+
+    return guarded("attnviz train", body, (ValueError, OSError, UnicodeDecodeError))
 
 
 def _print_summary(run: TrainingRun) -> None:

@@ -113,13 +113,7 @@ class TrainedModel(RunnerBase):
         """As `RunnerBase.switch_heads` (Michel et al. 2019): each listed head's slice of the
         context, before the output projection, is zeroed or replaced by its mean over positions;
         `gates` (L, H) scales every head instead."""
-        if mode not in ("zero", "mean"):
-            raise ValueError("mode must be 'zero' or 'mean'")
-        off: dict[int, list[int]] = {}
-        for layer, head in heads:
-            if not (0 <= layer < self.n_layers and 0 <= head < self.n_heads):
-                raise IndexError(f"head ({layer}, {head}) outside {self.n_layers} layers x {self.n_heads} heads")
-            off.setdefault(int(layer), []).append(int(head))
+        off = self.heads_by_layer(heads, mode)
         with self._switch_lock, contextlib.ExitStack() as stack:
             for i, block in enumerate(self.decoder.layers):
                 if i in off or gates is not None:

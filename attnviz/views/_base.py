@@ -69,6 +69,17 @@ def layout_title(text: str, note: str | None = None) -> Json:
     return {"text": text if note is None else f"{text}<br><sup>{note}</sup>"}
 
 
+def square_map_layout(title: Json, n: int, axis: Json, x_title: str, y_title: str) -> Json:
+    """The layout of an n x n token map: square cells, rows top down, height growing with n."""
+    return {
+        "title": title,
+        "height": int(np.clip(260 + 16 * n, 460, 860)),
+        "xaxis": axis | {"title": {"text": x_title}, "constrain": "domain"},
+        "yaxis": axis
+        | {"title": {"text": y_title}, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+    }
+
+
 def escape(token: str) -> str:
     """A token as Plotly text: Plotly reads "<s>" as markup, and tokens are whatever a visitor typed."""
     return token.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, catalogue, t
-from ._base import DIVERGING, HEAD_COLORS, SEQUENTIAL, Json, escape, figure, layout_title, token_axis
+from ._base import DIVERGING, HEAD_COLORS, SEQUENTIAL, Json, escape, figure, layout_title, square_map_layout, token_axis
 
 if TYPE_CHECKING:  # the views take explain's results but do not need torch to be imported
     from ..explain import Contributions, Scoreboard
@@ -52,18 +52,13 @@ def contribution_map(
         "hovertemplate": t("fig.hover_contribution", lang, i="%{y}", j="%{x}", w="%{z:.4f}") + "<extra></extra>",
     }
     title = t("fig.contribution_title", lang, method=method_label(c.method, lang), which=which)
-    layout = {
-        "title": layout_title(title, t("fig.note_contribution", lang)),
-        "height": int(np.clip(260 + 16 * c.n, 460, 860)),
-        "xaxis": axis | {"title": {"text": t("fig.axis_from", lang)}, "constrain": "domain"},
-        "yaxis": axis
-        | {
-            "title": {"text": t("fig.axis_output", lang)},
-            "autorange": "reversed",
-            "scaleanchor": "x",
-            "constrain": "domain",
-        },
-    }
+    layout = square_map_layout(
+        layout_title(title, t("fig.note_contribution", lang)),
+        c.n,
+        axis,
+        t("fig.axis_from", lang),
+        t("fig.axis_output", lang),
+    )
     return figure([trace], layout)
 
 

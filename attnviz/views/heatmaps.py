@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
-from ._base import SEQUENTIAL, Json, colour, figure, layout_title, token_axis, which_head
+from ._base import SEQUENTIAL, Json, colour, figure, layout_title, square_map_layout, token_axis, which_head
 
 MASKED_BELOW = -1e4  # matrix: scores at or below this were masked (HF used -10000, others -1e9 or -inf)
 
@@ -46,18 +46,7 @@ def heatmap(
         trace |= {"zmin": 0.0, "zmax": float(zmax)}
     if title is None:
         title = t("fig.layer_which", lang, layer=layer, which=which_head(head, att.n_heads, lang))
-    layout = {
-        "title": layout_title(title),
-        "height": int(np.clip(260 + 16 * att.n, 460, 860)),
-        "xaxis": axis | {"title": {"text": t("axis.key", lang)}, "constrain": "domain"},
-        "yaxis": axis
-        | {
-            "title": {"text": t("axis.query", lang)},
-            "autorange": "reversed",
-            "scaleanchor": "x",
-            "constrain": "domain",
-        },
-    }
+    layout = square_map_layout(layout_title(title), att.n, axis, t("axis.key", lang), t("axis.query", lang))
     return figure([trace], layout)
 
 
