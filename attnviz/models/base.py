@@ -113,6 +113,16 @@ class Runner(Protocol):
     ) -> contextlib.AbstractContextManager[None]: ...
 
 
+def switch_slices(split: torch.Tensor, heads: list[int], mode: HeadMode) -> torch.Tensor:
+    """split (B, n, H, hs), the heads side by side before the output projection, changed in
+    place: the listed heads zeroed ("zero") or set to their mean over positions ("mean")."""
+    if mode == "zero":
+        split[:, :, heads] = 0.0
+    else:
+        split[:, :, heads] = split[:, :, heads].mean(dim=1, keepdim=True).expand_as(split[:, :, heads])
+    return split
+
+
 class RunnerBase:
     """What the pretrained and the scratch runner share."""
 
@@ -396,11 +406,7 @@ def _head_switch(
             g = g.reshape(*g.shape[:-1], 1, p.n_heads, 1)
             split = split * g if mode == "zero" else split + (g - 1) * (split - split.mean(dim=1, keepdim=True))
         if heads:
-            split = split.clone() if gate is None else split
-            if mode == "zero":
-                split[:, :, heads] = 0.0
-            else:
-                split[:, :, heads] = split[:, :, heads].mean(dim=1, keepdim=True).expand(-1, n, -1, -1)
+            split = switch_slices(split if gate is not None else split.clone(), heads, mode)
         return (split.reshape(B, n, p.n_heads * hs), *args[1:])
 
     return hook

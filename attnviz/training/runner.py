@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..models.base import Encoded, HeadMode, Inputs, RunnerBase
+from ..models.base import Encoded, HeadMode, Inputs, RunnerBase, switch_slices
 from ..scratch import LayerParts
 from .model import TinyDecoder
 from .tasks import BOS, PAD, SPECIALS, UNK, Task
@@ -132,11 +132,7 @@ def _switch(
         if gate is not None:
             split = split * gate.to(split.dtype)[None, None, :, None]
         if heads:
-            split = split.clone() if gate is None else split
-            if mode == "zero":
-                split[:, :, heads] = 0.0
-            else:
-                split[:, :, heads] = split[:, :, heads].mean(dim=1, keepdim=True).expand(-1, n, -1, -1)
+            split = switch_slices(split if gate is not None else split.clone(), heads, mode)
         return (split.reshape(B, n, width), *args[1:])
 
     return hook

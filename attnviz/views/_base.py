@@ -69,6 +69,19 @@ def layout_title(text: str, note: str | None = None) -> Json:
     return {"text": text if note is None else f"{text}<br><sup>{note}</sup>"}
 
 
+def token_map_trace(z: np.ndarray, keys: list[str], colorbar_title: str, hovertemplate: str) -> Json:
+    """A heatmap trace of an n x n token map (rows: the token that receives, columns: the source)."""
+    return {
+        "type": "heatmap",
+        "z": z,
+        "x": keys,
+        "y": keys,
+        "colorscale": SEQUENTIAL,
+        "colorbar": {"title": {"text": colorbar_title}},
+        "hovertemplate": hovertemplate + "<extra></extra>",
+    }
+
+
 def square_map_layout(title: Json, n: int, axis: Json, x_title: str, y_title: str) -> Json:
     """The layout of an n x n token map: square cells, rows top down, height growing with n."""
     return {

@@ -11,7 +11,17 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, catalogue, t
-from ._base import DIVERGING, HEAD_COLORS, SEQUENTIAL, Json, escape, figure, layout_title, square_map_layout, token_axis
+from ._base import (
+    DIVERGING,
+    HEAD_COLORS,
+    Json,
+    escape,
+    figure,
+    layout_title,
+    square_map_layout,
+    token_axis,
+    token_map_trace,
+)
 
 if TYPE_CHECKING:  # the views take explain's results but do not need torch to be imported
     from ..explain import Contributions, Scoreboard
@@ -40,17 +50,9 @@ def contribution_map(
         z = np.array(c.per_layer[layer], dtype=np.float32)
         which = t("fig.in_layer", lang, layer=layer)
     keys, axis = token_axis(c.tokens)
-    trace: Json = {
-        "type": "heatmap",
-        "z": z,
-        "x": keys,
-        "y": keys,
-        "colorscale": SEQUENTIAL,
-        "zmin": 0.0,
-        "zmax": float(z.max()) if zmax is None else float(zmax),
-        "colorbar": {"title": {"text": t("fig.share", lang)}},
-        "hovertemplate": t("fig.hover_contribution", lang, i="%{y}", j="%{x}", w="%{z:.4f}") + "<extra></extra>",
-    }
+    hover = t("fig.hover_contribution", lang, i="%{y}", j="%{x}", w="%{z:.4f}")
+    top = float(z.max()) if zmax is None else float(zmax)
+    trace = token_map_trace(z, keys, t("fig.share", lang), hover) | {"zmin": 0.0, "zmax": top}
     title = t("fig.contribution_title", lang, method=method_label(c.method, lang), which=which)
     layout = square_map_layout(
         layout_title(title, t("fig.note_contribution", lang)),

@@ -10,7 +10,16 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
-from ._base import SEQUENTIAL, Json, colour, figure, layout_title, square_map_layout, token_axis, which_head
+from ._base import (
+    Json,
+    colour,
+    figure,
+    layout_title,
+    square_map_layout,
+    token_axis,
+    token_map_trace,
+    which_head,
+)
 
 MASKED_BELOW = -1e4  # matrix: scores at or below this were masked (HF used -10000, others -1e9 or -inf)
 
@@ -32,16 +41,8 @@ def heatmap(
     """
     z = np.array(att.head(layer, head), dtype=np.float32)  # (n, n), row i = query i; a copy, not a view
     keys, axis = token_axis(att.tokens)
-    trace: Json = {
-        "type": "heatmap",
-        "z": z,
-        "x": keys,
-        "y": keys,
-        "colorscale": SEQUENTIAL,
-        "zauto": zmax is None,
-        "colorbar": {"title": {"text": t("fig.weight", lang)}},
-        "hovertemplate": t("fig.hover_heatmap", lang, q="%{y}", k="%{x}", w="%{z:.6f}") + "<extra></extra>",
-    }
+    hover = t("fig.hover_heatmap", lang, q="%{y}", k="%{x}", w="%{z:.6f}")
+    trace = token_map_trace(z, keys, t("fig.weight", lang), hover) | {"zauto": zmax is None}
     if zmax is not None:
         trace |= {"zmin": 0.0, "zmax": float(zmax)}
     if title is None:
