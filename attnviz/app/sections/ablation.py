@@ -242,18 +242,26 @@ def importance(c: Ctx, s: Subject) -> None:
         _switch_k(s, imp)
 
 
+def _ranking_choice(label: str, key: str) -> str:
+    """Which ranking of the heads: the measured effect of switching each off, or the gradient estimate."""
+    return str(
+        st.radio(
+            t(label),
+            ("effect", "gradient"),
+            key=key,
+            format_func=widgets.option_labels("abl.which_{}"),
+            horizontal=True,
+        )
+    )
+
+
 def _switch_k(s: Subject, imp: HeadImportance) -> None:
     """Switch off the k least important heads by one ranking: the curve's point, in the explorer."""
     total = imp.effect.size
     a, b, col = st.columns([3, 3, 2], vertical_alignment="bottom")
     k = a.slider(t("abl.k"), min_value=0, max_value=total, value=total // 2, key="x_abl_k")
-    order = b.radio(
-        t("abl.k_order"),
-        ("effect", "gradient"),
-        key="x_abl_k_order",
-        format_func=widgets.option_labels("abl.which_{}"),
-        horizontal=True,
-    )
+    with b:
+        order = _ranking_choice("abl.k_order", "x_abl_k_order")
     heads = imp.ranking(order)[: int(k)]  # type: ignore[arg-type]
     col.button(
         t("abl.apply_k"),
@@ -266,13 +274,7 @@ def _switch_k(s: Subject, imp: HeadImportance) -> None:
 
 def _importance_grid(c: Ctx, s: Subject, imp: HeadImportance) -> None:
     runner = s.loaded.runner
-    which = st.radio(
-        t("abl.which"),
-        ("effect", "gradient"),
-        key="x_importance",
-        format_func=widgets.option_labels("abl.which_{}"),
-        horizontal=True,
-    )
+    which = _ranking_choice("abl.which", "x_importance")
     off = heads_off.current(s.att.model, runner.n_layers, runner.n_heads)
     values = imp.effect if which == "effect" else imp.gradient
     fig = views.importance_grid(values, which, off=off, lang=c.lang)  # type: ignore[arg-type]
