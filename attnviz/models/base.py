@@ -13,7 +13,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -21,6 +21,7 @@ import torch
 from ..result import Attention
 from ..scratch import LayerParts, causal_mask, post_ln_layer, scaled_dot_product_attention
 from .gate import ForwardGate, gate_for
+from .switching import HeadMode, head_switch, heads_by_layer
 from .tokens import clean_text, count_tokens, readable_tokens
 
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ __all__ = [
 
 Inputs = dict[str, torch.Tensor]
 Steps = dict[str, np.ndarray]
-HeadMode = Literal["zero", "mean"]
 OOM_NOTE = "{device} ran out of memory: this result was computed on the CPU."
 
 
@@ -111,16 +111,6 @@ class Runner(Protocol):
     def switch_heads(
         self, heads: Iterable[tuple[int, int]] = (), mode: HeadMode = "zero", gates: torch.Tensor | None = None
     ) -> contextlib.AbstractContextManager[None]: ...
-
-
-def switch_slices(split: torch.Tensor, heads: list[int], mode: HeadMode) -> torch.Tensor:
-    """split (B, n, H, hs), the heads side by side before the output projection, changed in
-    place: the listed heads zeroed ("zero") or set to their mean over positions ("mean")."""
-    if mode == "zero":
-        split[:, :, heads] = 0.0
-    else:
-        split[:, :, heads] = split[:, :, heads].mean(dim=1, keepdim=True).expand_as(split[:, :, heads])
-    return split
 
 
 class RunnerBase:
@@ -351,18 +341,6 @@ class RunnerBase:
         trace["weights"] = weights
         return trace
 
-    def heads_by_layer(self, heads: Iterable[tuple[int, int]], mode: HeadMode) -> dict[int, list[int]]:
-        """{layer: [heads]} of the listed (layer, head) pairs, checked against this model
-        (IndexError) and `mode` ("zero" or "mean", ValueError): what every switch_heads takes."""
-        if mode not in ("zero", "mean"):
-            raise ValueError("mode must be 'zero' or 'mean'")
-        off: dict[int, list[int]] = {}
-        for layer, head in heads:
-            if not (0 <= layer < self.n_layers and 0 <= head < self.n_heads):
-                raise IndexError(f"head ({layer}, {head}) outside {self.n_layers} layers x {self.n_heads} heads")
-            off.setdefault(int(layer), []).append(int(head))
-        return off
-
     @contextlib.contextmanager
     def switch_heads(
         self, heads: Iterable[tuple[int, int]] = (), mode: HeadMode = "zero", gates: torch.Tensor | None = None
@@ -376,37 +354,14 @@ class RunnerBase:
         Hooks on the output projections, for the calling thread only (a visitor's pass running
         meanwhile in another thread sees the whole model); removed on leaving. One switch at a
         time per model."""
-        off = self.heads_by_layer(heads, mode)
+        off = heads_by_layer(heads, self.n_layers, self.n_heads, mode)
         parts = self.layers()
         with self._switch_lock, contextlib.ExitStack() as stack:
             for layer, p in enumerate(parts):
                 if layer in off or gates is not None:
-                    hook = _head_switch(p, off.get(layer, []), mode, None if gates is None else gates[..., layer, :])
+                    hook = head_switch(p, off.get(layer, []), mode, None if gates is None else gates[..., layer, :])
                     stack.callback(p.output.register_forward_pre_hook(hook).remove)
             yield
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, device={str(self.device)!r})"
-
-
-def _head_switch(
-    p: LayerParts, heads: list[int], mode: HeadMode, gate: torch.Tensor | None
-) -> Callable[[torch.nn.Module, tuple[torch.Tensor, ...]], tuple[torch.Tensor, ...] | None]:
-    hs = p.head_dim
-    owner = threading.get_ident()
-
-    def hook(_module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...] | None:
-        if threading.get_ident() != owner:
-            return None  # another thread's forward: the model as it is
-        context = args[0]  # (B, n, nh*hs)
-        B, n, _ = context.shape
-        split = context.view(B, n, p.n_heads, hs)  # (B, n, nh, hs)
-        if gate is not None:  # (H,) or (B, H) -> broadcast over positions and head dims
-            g = gate.to(split.dtype)
-            g = g.reshape(*g.shape[:-1], 1, p.n_heads, 1)
-            split = split * g if mode == "zero" else split + (g - 1) * (split - split.mean(dim=1, keepdim=True))
-        if heads:
-            split = switch_slices(split if gate is not None else split.clone(), heads, mode)
-        return (split.reshape(B, n, p.n_heads * hs), *args[1:])
-
-    return hook

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..models.base import Encoded, HeadMode, Inputs, RunnerBase, switch_slices
+from ..models.base import Encoded, HeadMode, Inputs, RunnerBase
+from ..models.switching import heads_by_layer, switch_slices
 from ..scratch import LayerParts
 from .model import TinyDecoder
 from .tasks import BOS, PAD, SPECIALS, UNK, Task
@@ -113,7 +114,7 @@ class TrainedModel(RunnerBase):
         """As `RunnerBase.switch_heads` (Michel et al. 2019): each listed head's slice of the
         context, before the output projection, is zeroed or replaced by its mean over positions;
         `gates` (L, H) scales every head instead."""
-        off = self.heads_by_layer(heads, mode)
+        off = heads_by_layer(heads, self.n_layers, self.n_heads, mode)
         with self._switch_lock, contextlib.ExitStack() as stack:
             for i, block in enumerate(self.decoder.layers):
                 if i in off or gates is not None:

@@ -1,0 +1,65 @@
+"""Switching attention heads off (Michel et al. 2019), for every runner: which heads, checked;
+the hook on a layer's output projection that changes the heads' slices for one thread only;
+and the change of the slices itself, shared with the trained decoder (training/runner.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Literal
+
+import torch
+
+from ..scratch import LayerParts
+
+__all__ = ["HeadMode", "head_switch", "heads_by_layer", "switch_slices"]
+
+HeadMode = Literal["zero", "mean"]
+
+
+def heads_by_layer(heads: Iterable[tuple[int, int]], n_layers: int, n_heads: int, mode: str) -> dict[int, list[int]]:
+    """{layer: [heads]} of the listed (layer, head) pairs, checked against a model's size
+    (IndexError) and `mode` ("zero" or "mean", ValueError): what every switch_heads takes."""
+    if mode not in ("zero", "mean"):
+        raise ValueError("mode must be 'zero' or 'mean'")
+    off: dict[int, list[int]] = {}
+    for layer, head in heads:
+        if not (0 <= layer < n_layers and 0 <= head < n_heads):
+            raise IndexError(f"head ({layer}, {head}) outside {n_layers} layers x {n_heads} heads")
+        off.setdefault(int(layer), []).append(int(head))
+    return off
+
+
+def switch_slices(split: torch.Tensor, heads: list[int], mode: HeadMode) -> torch.Tensor:
+    """split (B, n, H, hs), the heads side by side before the output projection, changed in
+    place: the listed heads zeroed ("zero") or set to their mean over positions ("mean")."""
+    if mode == "zero":
+        split[:, :, heads] = 0.0
+    else:
+        split[:, :, heads] = split[:, :, heads].mean(dim=1, keepdim=True).expand_as(split[:, :, heads])
+    return split
+
+
+def head_switch(
+    p: LayerParts, heads: list[int], mode: HeadMode, gate: torch.Tensor | None
+) -> Callable[[torch.nn.Module, tuple[torch.Tensor, ...]], tuple[torch.Tensor, ...] | None]:
+    """A forward pre-hook on layer p's output projection that switches `heads` off (or scales
+    every head by `gate`), for the calling thread only."""
+    hs = p.head_dim
+    owner = threading.get_ident()
+
+    def hook(_module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...] | None:
+        if threading.get_ident() != owner:
+            return None  # another thread's forward: the model as it is
+        context = args[0]  # (B, n, nh*hs)
+        B, n, _ = context.shape
+        split = context.view(B, n, p.n_heads, hs)  # (B, n, nh, hs)
+        if gate is not None:  # (H,) or (B, H) -> broadcast over positions and head dims
+            g = gate.to(split.dtype)
+            g = g.reshape(*g.shape[:-1], 1, p.n_heads, 1)
+            split = split * g if mode == "zero" else split + (g - 1) * (split - split.mean(dim=1, keepdim=True))
+        if heads:
+            split = switch_slices(split if gate is not None else split.clone(), heads, mode)
+        return (split.reshape(B, n, p.n_heads * hs), *args[1:])
+
+    return hook
