@@ -19,7 +19,7 @@ import torch
 
 from ..explain.heads import ENTROPY_SMOOTHING, _is_punctuation
 from ..models import Runner, readable_tokens
-from ..models.tokens import clean_text, count_tokens
+from ..models.tokens import clean_text, count_tokens, tokenize
 
 __all__ = ["ENTRY_BUDGET", "STATS", "Analysis", "analyse"]
 
@@ -102,13 +102,7 @@ def encode_all(runner: Runner, texts: Sequence[str], limit: int) -> list[Item | 
     cleaned = [clean_text(t) for t in texts]
     if not cleaned:
         return []
-    enc = tok(
-        cleaned,
-        truncation=True,
-        max_length=limit,
-        return_special_tokens_mask=True,
-        return_offsets_mapping=bool(getattr(tok, "is_fast", False)),
-    )
+    enc = tokenize(tok, cleaned, limit)
     names = [k for k in enc if k not in ("special_tokens_mask", "offset_mapping")]
     out: list[Item | None] = []
     for i, text in enumerate(cleaned):

@@ -22,7 +22,7 @@ from ..result import Attention
 from ..scratch import LayerParts, causal_mask, post_ln_layer, scaled_dot_product_attention
 from .gate import ForwardGate, gate_for
 from .switching import HeadMode, head_switch, heads_by_layer
-from .tokens import clean_text, count_tokens, readable_tokens
+from .tokens import clean_text, count_tokens, readable_tokens, tokenize
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -167,14 +167,7 @@ class RunnerBase:
             raise ValueError("text is empty: type a sentence to analyse")
         limit = self.max_tokens if max_tokens is None else max(2, min(int(max_tokens), self.max_tokens))
         tok = self.tokenizer
-        enc = tok(
-            text,
-            truncation=True,
-            max_length=limit,
-            return_special_tokens_mask=True,
-            return_offsets_mapping=bool(getattr(tok, "is_fast", False)),
-            return_tensors="pt",
-        )
+        enc = tokenize(tok, text, limit, return_tensors="pt")
         offsets = enc.pop("offset_mapping")[0].tolist() if "offset_mapping" in enc else None
         ids = enc["input_ids"][0].tolist()
         special = np.array(enc.pop("special_tokens_mask")[0].tolist(), dtype=bool)

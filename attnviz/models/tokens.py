@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULT_MAX_TOKENS", "clean_text", "count_tokens", "model_limit", "readable_tokens"]
+__all__ = ["DEFAULT_MAX_TOKENS", "clean_text", "count_tokens", "model_limit", "readable_tokens", "tokenize"]
 
 DEFAULT_MAX_TOKENS = 512
 
@@ -17,6 +17,19 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 def clean_text(text: str) -> str:
     return _CONTROL.sub(" ", text)
+
+
+def tokenize(tokenizer: Any, texts: str | list[str], limit: int, **extra: Any) -> Any:
+    """The tokenizer's encoding of one text or many, cut to `limit` tokens, with the special
+    tokens marked and (fast tokenizers) character offsets, for readable tokens and word ids."""
+    return tokenizer(
+        texts,
+        truncation=True,
+        max_length=limit,
+        return_special_tokens_mask=True,
+        return_offsets_mapping=bool(getattr(tokenizer, "is_fast", False)),
+        **extra,
+    )
 
 
 def count_tokens(tokenizer: Any, text: str) -> int:
