@@ -50,6 +50,16 @@ def _live(s: Session) -> dict[str, Any] | None:
     return None if value is None else dict(value)
 
 
+def _wait_live(s: Session, condition: str = "true", arg: Any = None) -> dict[str, Any]:
+    """The drawn state once `condition` (JS over v, the state, and f, the argument) holds, read
+    in the same evaluation: the polled page redraws its charts, so a second read a moment later
+    can fall between two drawings and find no chart at all."""
+    handle = s.page.wait_for_function(
+        f"(f) => {{ const v = ({LIVE_JS})(); return !!v && ({condition}) ? v : null; }}", arg=arg, timeout=WAIT_MS
+    )
+    return dict(handle.json_value())
+
+
 def _label(value: dict[str, Any]) -> int:
     return int(str(value["label"]).replace(",", ""))
 
@@ -65,27 +75,23 @@ def test_train_watch_the_curve_grow_and_the_slider_move_then_stop_and_open(sessi
     s.wait_idle(FIRST_LOAD_MS)
     s.page.locator(".st-key-train_start button").click()  # induction, 1,500 steps: long enough to watch
 
-    s.page.wait_for_function(f"() => {{ const v = ({LIVE_JS})(); return !!v && v.points > 0; }}", timeout=WAIT_MS)
-    first = _live(s)
-    assert first is not None
+    first = _wait_live(s, "v.points > 0")
     # while it trains, the polled page redraws: more points on the curve, the slider on a later step
-    s.page.wait_for_function(
-        f"""(f) => {{ const v = ({LIVE_JS})();
-             return !!v && v.points > f.points && v.steps > f.steps
-                    && Number(String(v.label).replace(/,/g, '')) > Number(String(f.label).replace(/,/g, '')); }}""",
-        arg=first,
-        timeout=WAIT_MS,
+    later = _wait_live(
+        s,
+        "v.points > f.points && v.steps > f.steps"
+        " && Number(String(v.label).replace(/,/g, '')) > Number(String(f.label).replace(/,/g, ''))",
+        first,
     )
-    later = _live(s)
-    assert later is not None and later["active"] == later["steps"] - 1  # the newest snapshot is shown
+    assert later["active"] == later["steps"] - 1  # the newest snapshot is shown
     s.shot("training-live", key="train_grid")
 
     s.page.locator(".st-key-train_stop button").first.click()  # with help= Streamlit draws two
     stopped = i18n.t("train.stopped", "en", step="X", total="1,500", accuracy="Y").split("X")[0]
     s.page.get_by_text(stopped.strip()).first.wait_for(timeout=WAIT_MS)
     s.wait_idle()
-    final = _live(s)
-    assert final is not None and _label(final) >= _label(later)
+    final = _wait_live(s)
+    assert _label(final) >= _label(later)
 
     # play the snapshots back: the browser animates the frames, the slider walks through the steps
     seen = set()
