@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import shlex
 import subprocess
@@ -42,6 +41,7 @@ import torch  # noqa: E402
 
 import attnviz  # noqa: E402
 from attnviz import corpus, explain  # noqa: E402
+from bench.bench_explain import cpu_name  # noqa: E402
 
 BUNDLED = ROOT / "assets" / "corpus"
 GOAL_SPEEDUP = 2.0
@@ -77,14 +77,7 @@ def in_child(path: Path, out: Path, engine: str = "local") -> dict[str, float]:
 
 
 def machine() -> str:
-    cpu = platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     load = ", load average {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()) if hasattr(os, "getloadavg") else ""
     return f"CPU: {cpu}, {os.cpu_count()} cores{load}; torch {torch.__version__} with {torch.get_num_threads()} threads"
 

@@ -62,15 +62,19 @@ def text_of(model: attnviz.PretrainedModel | attnviz.ScratchModel, n: int) -> st
     raise SystemExit(f"could not build a {n}-token text")
 
 
-def device_line() -> str:
-    cpu = platform.processor() or platform.machine()
+def cpu_name() -> str:
+    """The CPU's model name from /proc/cpuinfo, else what platform knows."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return platform.processor() or platform.machine()
+
+
+def device_line() -> str:
+    cpu = cpu_name()
     import os
 
     return (

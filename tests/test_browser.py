@@ -22,7 +22,7 @@ import pytest
 import attnviz
 from attnviz import i18n
 
-from .browser import ARTIFACTS, browser, streamlit_server
+from .browser import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -160,22 +160,7 @@ class Session:
         )
 
 
-# --- fixtures -----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def server(chromium: Any) -> Iterator[str]:
-    """Depends on `chromium`, so a missing browser skips (or, in CI, fails) before any server starts."""
-    # No file watcher: the app does not change under the test, and on a busy machine the watcher
-    # re-walks the whole tree (the virtual environment included) whenever its queue overflows.
-    with streamlit_server(args=["--server.fileWatcherType=none"]) as (url, _proc):
-        yield url
+# --- fixtures (chromium, server and session: tests/conftest.py) -----------------------------------------------------------------------------------
 
 
 def _session(chromium: Any, url: str, **context: Any) -> Iterator[Session]:
@@ -195,11 +180,6 @@ def _session(chromium: Any, url: str, **context: Any) -> Iterator[Session]:
         yield s
     finally:
         ctx.close()
-
-
-@pytest.fixture
-def session(chromium: Any, server: str) -> Iterator[Session]:
-    yield from _session(chromium, server)
 
 
 @pytest.fixture

@@ -4,17 +4,13 @@ off, a later layer's heatmap is redrawn from the switched model and the effect n
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import numpy as np
 import pytest
 
 import attnviz
 from attnviz import explain, i18n
 
-from .browser import browser, streamlit_server
-from .test_browser import WAIT_MS, Session, _session
+from .test_browser import WAIT_MS, Session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -36,23 +32,6 @@ CELL_JS = """(gd, [layer, head]) => {
   const box = gd.getBoundingClientRect();
   return {px: box.left + L.xaxis._offset + L.xaxis.l2p(x), py: box.top + L.yaxis._offset + L.yaxis.l2p(y)};
 }"""
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def server(chromium: Any) -> Iterator[str]:
-    with streamlit_server(args=["--server.fileWatcherType=none"]) as (url, _proc):
-        yield url
-
-
-@pytest.fixture
-def session(chromium: Any, server: str) -> Iterator[Session]:
-    yield from _session(chromium, server)
 
 
 def _drawn_z(s: Session) -> np.ndarray:

@@ -5,38 +5,18 @@ on a typical sentence each land in the explorer with that sentence; a hostile up
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from attnviz import i18n
 
-from .browser import browser, streamlit_server
-from .test_browser import CLEAN, FIRST_LOAD_MS, INJECTED_JS, WAIT_MS, Session, _session
+from .test_browser import CLEAN, FIRST_LOAD_MS, INJECTED_JS, WAIT_MS, Session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 DRAWN_JS = """(key) => { const gd = document.querySelector('.st-key-' + key + ' .js-plotly-plot');
   return !!gd && !!gd._fullLayout && !!gd.querySelector('.main-svg'); }"""
 RUN_MS = 240_000  # the first run loads the model; the machine may be shared and slow
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def server(chromium: Any) -> Iterator[str]:
-    with streamlit_server(args=["--server.fileWatcherType=none"]) as (url, _proc):
-        yield url
-
-
-@pytest.fixture
-def session(chromium: Any, server: str) -> Iterator[Session]:
-    yield from _session(chromium, server)
 
 
 def _open_corpus(s: Session) -> None:

@@ -4,17 +4,13 @@ page draws the scoreboard's table, its deletion curves and the layer-by-layer ag
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import numpy as np
 import pytest
 
 import attnviz
 from attnviz import explain, i18n
 
-from .browser import browser, streamlit_server
-from .test_browser import FIRST_LOAD_MS, WAIT_MS, Session, _session
+from .test_browser import FIRST_LOAD_MS, WAIT_MS, Session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -33,23 +29,6 @@ TRACES_JS = """(key) => {
   return gd && gd._fullData && gd.querySelector('.main-svg')
     ? gd._fullData.map(t => [t.name || '', (t.y || t.z || []).length]) : null;
 }"""
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def server(chromium: Any) -> Iterator[str]:
-    with streamlit_server(args=["--server.fileWatcherType=none"]) as (url, _proc):
-        yield url
-
-
-@pytest.fixture
-def session(chromium: Any, server: str) -> Iterator[Session]:
-    yield from _session(chromium, server)
 
 
 def _drawn_z(s: Session, key: str) -> np.ndarray:

@@ -4,15 +4,13 @@ keep the model, play the snapshots back, and open the model in the explorer."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from attnviz import i18n
 
-from .browser import browser, streamlit_server
-from .test_browser import FIRST_LOAD_MS, SEPARATOR, WAIT_MS, Session, _session
+from .test_browser import FIRST_LOAD_MS, SEPARATOR, WAIT_MS, Session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -26,23 +24,6 @@ LIVE_JS = """() => {
   if (!step) return null;
   return {points: curves._fullData[0].x.length, steps: slider.steps.length, label: step.label, active: active};
 }"""
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def server(chromium: Any) -> Iterator[str]:
-    with streamlit_server(args=["--server.fileWatcherType=none"]) as (url, _proc):
-        yield url
-
-
-@pytest.fixture
-def session(chromium: Any, server: str) -> Iterator[Session]:
-    yield from _session(chromium, server)
 
 
 def _live(s: Session) -> dict[str, Any] | None:
