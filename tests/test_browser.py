@@ -152,11 +152,19 @@ class Session:
 
     def go_to_page(self, url_path: str) -> None:
         """Follow the sidebar link to another page of the app (same session); the explorer, the
-        default page, lives at the root."""
+        default page, lives at the root. Returns once the new page has drawn its title: the path
+        changes at the click, and until the new page's run arrives the old page's elements (and a
+        gap between two runs that looks idle) are still there to fool a wait."""
         path = "" if url_path == "explorer" else url_path
+        old_title = self.page.evaluate("() => document.querySelector('h1')?.innerText ?? ''")
         self.page.locator(f'[data-testid="stSidebarNav"] a[href="{self.url}/{path}"]').click()
         self.page.wait_for_function(
             "(p) => location.pathname.replace(/\\/+$/, '') === p", arg="/" + path if path else "", timeout=WAIT_MS
+        )
+        self.page.wait_for_function(
+            "(old) => { const h = document.querySelector('h1'); return !!h && h.innerText !== old; }",
+            arg=old_title,
+            timeout=WAIT_MS,
         )
 
 
