@@ -65,7 +65,9 @@ class _RestOfLayer:
         zero = torch.zeros(w1.shape[0], dtype=r.x.dtype, device=r.x.device)
         self.c = (zero if beta is None else beta.to(r.x) @ w1.T) + (zero if b1 is None else b1.to(r.x))  # (4d,)
 
-    def __call__(self, pre1: torch.Tensor, alpha: torch.Tensor | None = None, part: slice | None = None) -> torch.Tensor:
+    def __call__(
+        self, pre1: torch.Tensor, alpha: torch.Tensor | None = None, part: slice | None = None
+    ) -> torch.Tensor:
         """pre1 (b_j, n, d); alpha (b_j, n, H) the weights of the zeroed tokens `part` (None:
         nothing lost). W1 mid + b1 = (A - alpha @ fw) / s + c is formed in two passes over the
         (b_j, n, 4d) tensor, the 1/s folded into the small alpha (one addcdiv, one baddbmm_):
