@@ -67,21 +67,37 @@ def test_a_crafted_link_shows_the_page_not_an_error_screen(session: Session) -> 
     assert "bites" in s.tokens_text()
 
 
+# True once the server has started the run that Ctrl+Enter asked for (or already drawn it).
+RUN_STARTED_JS = """(want) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const c = document.querySelector('.st-key-tokens code');
+  return (!!app && app.dataset.testScriptState === 'running') || (!!c && c.innerText.trim() === want);
+}"""
+
+
 def test_a_fast_page_switch_never_loses_the_sentence(session: Session, minilm: attnviz.PretrainedModel) -> None:
-    """Ctrl+Enter, then a click on another page a moment later, twenty times over: every page
-    shows the sentence just typed (it used to show "The sentence is empty" or an older one)."""
+    """Ctrl+Enter, then a click on another page while the run it started is still going, twenty
+    times over: every page shows the sentence just typed (it used to show "The sentence is
+    empty" or an older one).
+
+    The click waits until the server has started that run: a click in the few milliseconds
+    before (faster than a hand moves) loses the edit inside Streamlit itself, where the page
+    change carries only app.py's widgets and the server merges it into the pending Ctrl+Enter
+    rerun, newer widget states winning (docs/RELIABILITY.md, hole 8)."""
     s = session
     s.open()
     pages = ["caveats", "explorer", "lab", "explorer"]
     for i in range(20):
         text = f"fast switch number {i} keeps its words"
+        tokens = list(minilm.encode(text).tokens)
         box = s.page.locator(".st-key-sentence_input textarea")
         box.fill(text)
         box.press("Control+Enter")
+        s.page.wait_for_function(RUN_STARTED_JS, arg=SEPARATOR.join(tokens), polling=5)
         target = pages[i % len(pages)]
         s.go_to_page(target)  # waits for the new page's title, not the old page between two runs
         _title_is(s, URL_PATHS[target])
-        s.wait_tokens(list(minilm.encode(text).tokens))
+        s.wait_tokens(tokens)
         s.wait_idle()
         assert s.page.locator(".st-key-sentence_input textarea").input_value() == text, (i, target)
         assert s.page.get_by_text(i18n.t("err.empty", "en")).count() == 0, (i, target)
