@@ -14,9 +14,17 @@ Methods (rows of both maps are non-negative and sum to 1 for every one):
     "alti"           attention, residual and LayerNorm, L1 distances (Ferrando et al. 2022)
     "value_zeroing"  rerun each layer with one token's values zeroed (Mohebbi et al. 2023)
 The last three already count the residual, so they roll out as a plain product of the layers'
-maps, as the authors' code does (GlobEnc: `rollout(..., res=False)`; ALTI:
-`compute_joint_attention`; Value Zeroing likewise).
-
+maps, with no identity added, as the authors' code does. GlobEnc's product is of the raw
+N-Enc norms, rows normalised only after it (mohsenfayyaz/GlobEnc src/attention_rollout.py,
+`AttentionRollout.compute_joint_attention` called by `compute_flows` on the unnormalised
+norms in GlobEnc_Demo.ipynb; the `output_globenc` path of src/modeling/modeling_bert.py,
+`BertEncoder.forward`, multiplies the same raw norms layer by layer): a layer whose rows carry
+larger norms weighs more. `globenc_rollout="normalised_layers"` normalises each layer's rows
+first instead (what attnviz did before; rolled maps differ by up to ~0.2). ALTI's and Value
+Zeroing's authors normalise each layer's rows before the product, and so does attnviz:
+mt-upc/transformer-contributions SV.ipynb (`normalize_contributions`, then
+src/utils_contributions.py `compute_joint_attention`); hmohebbi/ValueZeroing demo.py
+(`score_matrix / sum`, then `compute_joint_attention(..., res=False)`).
 A row with nothing to share out (every entry 0, which Value Zeroing can give when no other
 token moves a position at all) becomes that position's own one-hot row: all of it from itself.
 """
@@ -35,6 +43,7 @@ from .rollout import rollout_layers
 from .value_zeroing import value_zeroing_map
 
 __all__ = [
+    "GLOBENC_ROLLOUTS",
     "METHODS",
     "VALUE_ZEROING_MAX_TOKENS",
     "Contributions",
@@ -42,10 +51,14 @@ __all__ = [
     "contributions_all",
     "normalise_rows",
     "roll_out",
+    "roll_out_raw",
 ]
 
 METHODS = ("attention", "norm", "globenc", "alti", "value_zeroing")
 RESIDUAL_IN_MAP = {"attention": False, "norm": False, "globenc": True, "alti": True, "value_zeroing": True}
+# How GlobEnc's layers are rolled out: "raw" (the authors' code: product of the raw norms, rows
+# normalised after) or "normalised_layers" (each layer's rows normalised before the product).
+GLOBENC_ROLLOUTS = ("raw", "normalised_layers")
 # Value Zeroing runs the feed-forward on n x n vectors per layer (n^3 growth): without an
 # explicit max_tokens it sees at most this many tokens (about 2 s on 2 CPU cores), with a note.
 VALUE_ZEROING_MAX_TOKENS = 128
@@ -107,6 +120,25 @@ def roll_out(per_layer: np.ndarray, residual: bool) -> np.ndarray:
     return out.numpy().astype(np.float32)
 
 
+def roll_out_raw(raw_per_layer: np.ndarray) -> np.ndarray:
+    """Rollout of unnormalised maps, (L, n, n) float32: R_0 = M_0, R_l = M_l R_{l-1} on the raw
+    maps (float64), each R_l's rows then normalised to sum to 1. GlobEnc's aggregation as its
+    authors compute it (mohsenfayyaz/GlobEnc `AttentionRollout.compute_joint_attention` on raw
+    N-Enc norms); rescaling R by one number leaves its normalised rows as they are, so each
+    step is divided by its largest entry to keep deep stacks of large norms finite."""
+    m = np.asarray(raw_per_layer, dtype=np.float64)
+    out = np.empty(m.shape, dtype=np.float32)
+    joint = m[0]
+    for k in range(m.shape[0]):
+        if k:
+            joint = m[k] @ joint
+        top = float(joint.max(initial=0.0))
+        if top > 0 and np.isfinite(top):
+            joint = joint / top
+        out[k] = normalise_rows(joint)
+    return out
+
+
 _MAPS: dict[str, Callable[[LayerRecord], torch.Tensor]] = {
     "attention": lambda r: r.alpha.mean(0),
     "norm": norm_map,
@@ -130,14 +162,18 @@ def contributions_all(
     *,
     max_tokens: int | None = None,
     progress: Progress | None = None,
+    globenc_rollout: str = "raw",
 ) -> dict[str, Contributions]:
     """Several methods from one recorded forward: {method: Contributions}.
 
     The text is cut to `max_tokens` (default: the model's limit, or VALUE_ZEROING_MAX_TOKENS
     when Value Zeroing is among the methods; the result says so in `notes`). Works for the
     scratch encoder and BERT-family encoders (ValueError for other layouts). `progress(fraction)`
-    is called after each layer and between batches of Value Zeroing, and may raise to cancel."""
+    is called after each layer and between batches of Value Zeroing, and may raise to cancel.
+    `globenc_rollout` (GLOBENC_ROLLOUTS): see the module docstring."""
     chosen = _check(methods)
+    if globenc_rollout not in GLOBENC_ROLLOUTS:
+        raise ValueError(f"unknown globenc_rollout {globenc_rollout!r}; choose from {', '.join(GLOBENC_ROLLOUTS)}")
     cap = max_tokens
     if cap is None and "value_zeroing" in chosen:
         cap = VALUE_ZEROING_MAX_TOKENS
@@ -147,6 +183,7 @@ def contributions_all(
     if max_tokens is None and cap is not None and enc.truncated:
         notes = (CUT_NOTE.format(kept=len(enc.tokens), total=enc.n_input_tokens),)
     maps: dict[str, list[np.ndarray]] = {m: [] for m in chosen}
+    raw_globenc: list[np.ndarray] = []  # the unnormalised norms, for the authors' rollout
     n_layers = model.n_layers
     for layer, record in enumerate(record_layers(model, enc)):
         with torch.inference_mode():
@@ -156,6 +193,8 @@ def contributions_all(
                     m = value_zeroing_map(model, record, step)
                 else:
                     m = _MAPS[method](record)
+                if method == "globenc" and globenc_rollout == "raw":
+                    raw_globenc.append(m.float().cpu().numpy())
                 maps[method].append(normalise_rows(m.double().cpu().numpy()))  # float32 kept: at 512
                 # tokens a float64 stack of 4 methods x 6 layers and its normalising copies were 0.2 GB
         if progress is not None:
@@ -163,15 +202,11 @@ def contributions_all(
     out = {}
     for method in chosen:
         per_layer = np.stack(maps[method])
-        if method == "attention":  # the project's rollout, exactly (explain.rollout)
-            rolled = rollout_layers(per_layer[:, None])
-        else:
-            rolled = roll_out(per_layer, residual=not RESIDUAL_IN_MAP[method])
         out[method] = Contributions(
             method=method,
             tokens=enc.tokens,
             per_layer=per_layer,
-            rolled_layers=rolled,
+            rolled_layers=_rolled(method, per_layer, raw_globenc),
             special=enc.special,
             model=model.name,
             truncated=enc.truncated,
@@ -179,6 +214,15 @@ def contributions_all(
             notes=notes if method == "value_zeroing" else (),
         )
     return out
+
+
+def _rolled(method: str, per_layer: np.ndarray, raw_globenc: list[np.ndarray]) -> np.ndarray:
+    """The maps traced back to the input tokens, by `method`'s own rule (module docstring)."""
+    if method == "attention":  # the project's rollout, exactly (explain.rollout)
+        return rollout_layers(per_layer[:, None])
+    if method == "globenc" and raw_globenc:
+        return roll_out_raw(np.stack(raw_globenc))
+    return roll_out(per_layer, residual=not RESIDUAL_IN_MAP[method])
 
 
 def _within(progress: Progress, k: int, total: int) -> Progress:
@@ -193,7 +237,11 @@ def contributions(
     *,
     max_tokens: int | None = None,
     progress: Progress | None = None,
+    globenc_rollout: str = "raw",
 ) -> Contributions:
     """Where each position's output comes from, by `method` (one of METHODS): per layer and
     rolled out to the input tokens. See the module docstring for each method and its source."""
-    return contributions_all(model, text, [method], max_tokens=max_tokens, progress=progress)[method]
+    found = contributions_all(
+        model, text, [method], max_tokens=max_tokens, progress=progress, globenc_rollout=globenc_rollout
+    )
+    return found[method]
