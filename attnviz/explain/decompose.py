@@ -185,9 +185,11 @@ def alti_map(r: LayerRecord) -> torch.Tensor:
     (the first LayerNorm, linearised on row i) and y_i = sum_j T_i(x_j) + gamma1 * centre(b_O) / s1_i
     + beta1, which is the layer's real LN1 output `mid`. Follows mt-upc/transformer-contributions
     src/contributions.py (ModelWrapper.get_contributions) and src/utils_contributions.py
-    (normalize_contributions, scaling "min_sum" with the resultant's L1 norm). One difference:
-    s1 is LayerNorm's own sqrt(var + eps) (biased variance), so y_i equals `mid` exactly; the
-    authors' code divides by the unbiased std of (pre + eps), about 1/(2d) off."""
+    (normalize_contributions, scaling "min_sum" with the resultant's L1 norm). s1 is LayerNorm's
+    own sqrt(var + eps) (biased variance), so y_i equals `mid` exactly. The authors' code divides
+    by `(pre + eps).std(-1, unbiased=False)`, biased too since their commit d0f1468 of 2023-03-04
+    (unbiased before, 1/(2d) off); adding eps to every entry leaves a std as it is, so theirs is
+    sqrt(var) where LayerNorm's is sqrt(var + eps): a relative eps / (2 var), ~1e-12 for BERT."""
     p = r.parts
     g1 = _gamma(p.ln_attention, r.x)
     inv = 1.0 / _ln_scale(p.ln_attention, r.pre1)  # (n, 1)

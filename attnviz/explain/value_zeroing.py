@@ -18,6 +18,14 @@ feed-forward's first matrix applied to H x n vectors rather than n x n (see _Res
 The cost is the rest of the feed-forward on n x n vectors per layer (n reruns of n positions):
 the one method here that grows as n^3 d. Work goes in batches of positions j through the background lane
 (`_model.in_batches`), with progress (and cancelling) between batches.
+
+Against the authors' float32 code the maps agree to float rounding (2e-6 against their code run
+in float64) except where the distances themselves are rounding: the [CLS] row. Zeroing any one
+token barely moves [CLS]'s output, so that row's distances sum to about 1e-5, and the authors'
+`sklearn.metrics.pairwise.cosine_distances` (1 - cos, hmohebbi/ValueZeroing demo.py) on float32
+outputs loses most of those digits before the row is normalised; `cosine_distance` here takes
+the distance from the difference of the unit vectors, so its [CLS] row is the one their code
+gives in float64, and differs from their float32 row by their rounding.
 """
 
 from __future__ import annotations
