@@ -111,15 +111,17 @@ def sink_heads(model: Runner, text: str, max_tokens: int) -> dict[str, Any]:
     s = explain.sink_scores(
         att, norms=norms if norms is not None and norms.per_head.shape == att.weights.shape else None
     )
-    heads = [
+    heads = [  # every (layer, head, token) above epsilon (Gu et al.), strongest first in each head
         {
             "layer": int(layer),
             "head": int(head),
-            "token": att.tokens[int(s.token[layer, head])],
-            "share": round(float(s.share[layer, head]), 4),
-            "value_norm_ratio": _number(float(s.value_norm[layer, head] / s.mean_value_norm[layer, head])),
+            "token": att.tokens[int(k)],
+            "share": round(float(s.received[layer, head, k]), 4),
+            "value_norm_ratio": _number(float(s.value_ratio(int(k))[layer, head])),
         }
-        for layer, head in zip(*s.is_sink.nonzero(), strict=True)
+        for layer, head, k in sorted(
+            zip(*s.sinks.nonzero(), strict=True), key=lambda lhk: (lhk[0], lhk[1], -s.received[lhk])
+        )
     ]
     return {
         "model": model.name,
@@ -127,6 +129,9 @@ def sink_heads(model: Runner, text: str, max_tokens: int) -> dict[str, Any]:
         "threshold": s.threshold,
         "rate": round(s.rate, 4),
         "parked": [att.tokens[k] for k in s.parking()],
+        "sunk_on": [
+            {"index": int(k), "token": att.tokens[int(k)], "rate": round(s.rate_on(int(k)), 4)} for k in s.columns
+        ],
         "heads": heads,
     }
 
@@ -139,9 +144,10 @@ def _print(result: dict[str, Any], kind: str) -> None:
             top = sorted(range(len(row)), key=lambda j: -row[j])[:3]
             print(f"  {tok!s:>14} <- " + ", ".join(f"{result['tokens'][j]} {row[j]:.2f}" for j in top))
     elif kind == "sinks":
+        n_heads = len({(h["layer"], h["head"]) for h in result["heads"]})
         print(
-            f"{len(result['heads'])} sink heads ({result['rate']:.0%} of all), threshold {result['threshold']}; "
-            f"attention parked on: {', '.join(result['parked']) or 'nothing'}"
+            f"{n_heads} sink heads ({result['rate']:.0%} of all; {len(result['heads'])} (head, token) pairs), "
+            f"threshold {result['threshold']}; attention parked on: {', '.join(result['parked']) or 'nothing'}"
         )
         for h in result["heads"]:
             ratio = (

@@ -1,13 +1,17 @@
 """Attention sinks, measured (Gu et al. 2024, "When Attention Sink Emerges in Language Models",
-code: sail-sg/Attention-Sink): a head sinks on token k when the attention its queries give k,
-averaged over the queries that can see k, exceeds epsilon (0.3 in the paper). Beside it, the
-norm of k's value vector in that head (Kobayashi et al. 2020): a sink usually carries little,
-so a large weight on it moves almost nothing (Xiao et al. 2024; Clark et al. 2019).
+code: sail-sg/Attention-Sink): head h of layer l sinks on token k when alpha_k, the attention
+its queries give k averaged over the queries that can see k, exceeds epsilon (0.3 in the
+paper). Every (layer, head, token) above epsilon counts, not only each head's strongest token:
+a head above epsilon on two tokens is a sink head of both (Gu et al.'s Sink_k^epsilon is the
+share of all heads that sink on k). Beside it, the norm of k's value vector in that head
+(Kobayashi et al. 2020): a sink usually carries little, so a large weight on it moves almost
+nothing (Xiao et al. 2024; Clark et al. 2019).
 
-Numpy only: takes an `Attention` (and, for the value norms, `NormWeights` of the same text).
-`hide_sinks` removes the sink columns from every map and renormalises the rows, for the views;
-`SinkScores.parking()` says which columns those should be (the metric alone also flags a content
-word one head attends to from everywhere, which is a focus, not a sink).
+Numpy only: takes an `Attention` or a plain (layers, heads, n, n) array (and, for the value
+norms, `NormWeights` of the same text). `hide_sinks` removes the sink columns from every map and
+renormalises the rows, for the views; `SinkScores.parking()` says which columns those should be
+(the metric alone also flags a content word one head attends to from everywhere, which is a
+focus, not a sink).
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ PARKING_HEADS = 0.1
 
 @dataclass(frozen=True, eq=False)
 class SinkScores:
-    """Per (layer, head): `share` the largest mean attention any token receives, `token` which
-    token (column index), `is_sink` share > threshold; `value_norm` ||f_h(x_token)|| and
-    `mean_value_norm` the mean of ||f_h(x_j)|| over tokens (NaN without norms). (layers, heads)."""
+    """Sink scores of one text. Per (layer, head, token), (layers, heads, n): `received` alpha_k,
+    `value_norms` ||f_h(x_k)|| (NaN without norms). Per (layer, head), (layers, heads): `share`
+    the largest alpha_k of the head, `token` its k, `is_sink` whether the head sinks on any token
+    (share > threshold), `value_norm` the value norm at `token`, `mean_value_norm` the mean of
+    ||f_h(x_j)|| over tokens j (NaN without norms)."""
 
     share: np.ndarray
     token: np.ndarray
@@ -40,20 +46,39 @@ class SinkScores:
     value_norm: np.ndarray
     mean_value_norm: np.ndarray
     threshold: float
+    received: np.ndarray
+    value_norms: np.ndarray
+
+    @property
+    def sinks(self) -> np.ndarray:
+        """(layers, heads, n) bool: head (l, h) sinks on token k (alpha_k > threshold)."""
+        return self.received > self.threshold
 
     @property
     def columns(self) -> np.ndarray:
         """Sorted indices of the tokens that are a sink in at least one head."""
-        return np.unique(self.token[self.is_sink])
+        return np.flatnonzero(self.sinks.any(axis=(0, 1)))
 
     @property
     def rate(self) -> float:
-        """Share of heads that sink (Gu et al.'s Sink^epsilon, over every token)."""
+        """Share of heads that sink on some token."""
         return float(self.is_sink.mean())
+
+    def rate_on(self, column: int) -> float:
+        """Gu et al.'s Sink_k^epsilon for k = `column`: the share of all heads that sink on it."""
+        return float(self.heads_on(column).mean())
 
     def heads_on(self, column: int) -> np.ndarray:
         """(layers, heads) bool: the heads that sink on token `column`."""
-        return self.is_sink & (self.token == column)
+        return self.sinks[..., column]
+
+    def heads_on_any(self, columns: np.ndarray | list[int]) -> np.ndarray:
+        """(layers, heads) bool: the heads that sink on at least one of `columns`."""
+        return self.sinks[..., np.asarray(columns, dtype=int)].any(-1)
+
+    def value_ratio(self, column: int) -> np.ndarray:
+        """(layers, heads): ||f_h(x_column)|| over the head's mean value norm (NaN without norms)."""
+        return self.value_norms[..., column] / self.mean_value_norm
 
     def parking(self, min_heads: float = PARKING_HEADS) -> np.ndarray:
         """Sorted indices of the tokens where attention is parked rather than read: a sink in at
@@ -63,7 +88,7 @@ class SinkScores:
         keep = []
         for k in self.columns:
             on = self.heads_on(int(k))
-            ratio = self.value_norm[on] / self.mean_value_norm[on]
+            ratio = self.value_ratio(int(k))[on]
             short = bool(np.isfinite(ratio).all() and ratio.mean() < 1.0)
             if on.mean() >= min_heads or short:
                 keep.append(int(k))
@@ -72,7 +97,8 @@ class SinkScores:
 
 def received(att: AttentionLike, causal: bool | None = None) -> np.ndarray:
     """(layers, heads, n) float64: mean attention each token receives from the queries that can
-    see it (every query; under a causal mask the n - k queries at or after k)."""
+    see it (every query; under a causal mask the n - k queries at or after k). `causal=None`:
+    the `Attention`'s own flag (a plain array: not causal)."""
     w = as_weights(att)
     n = w.shape[-1]
     if causal is None:
@@ -81,21 +107,30 @@ def received(att: AttentionLike, causal: bool | None = None) -> np.ndarray:
     return w.sum(axis=-2, dtype=np.float64) / seen_by
 
 
-def sink_scores(att: AttentionLike, threshold: float = SINK_THRESHOLD, norms: NormWeights | None = None) -> SinkScores:
-    """Which heads sink, on which token, and how much that token's value vector carries."""
+def sink_scores(
+    att: AttentionLike,
+    threshold: float = SINK_THRESHOLD,
+    norms: NormWeights | None = None,
+    *,
+    causal: bool | None = None,
+) -> SinkScores:
+    """Which heads sink, on which tokens, and how much those tokens' value vectors carry.
+    `causal`: whether query i sees only tokens up to i, so alpha_k averages column k over the
+    n - k queries that see it; None takes an `Attention`'s own flag (a plain array: False)."""
     if not 0.0 < threshold < 1.0:
         raise ValueError("threshold must lie between 0 and 1")
-    got = received(att)  # (L, H, n)
+    got = received(att, causal)  # (L, H, n)
     token = got.argmax(-1)
     share = np.take_along_axis(got, token[..., None], -1)[..., 0]
-    value_norm = np.full(share.shape, np.nan)
+    value_norms = np.full(got.shape, np.nan)
     mean_norm = np.full(share.shape, np.nan)
     if norms is not None:
         if norms.value_norms.shape != got.shape:
             raise ValueError(f"value norms {norms.value_norms.shape} do not match attention {got.shape}")
-        value_norm = np.take_along_axis(norms.value_norms, token[..., None], -1)[..., 0].astype(np.float64)
+        value_norms = norms.value_norms.astype(np.float64)
         mean_norm = norms.value_norms.mean(-1, dtype=np.float64)
-    return SinkScores(share, token, share > threshold, value_norm, mean_norm, float(threshold))
+    value_norm = np.take_along_axis(value_norms, token[..., None], -1)[..., 0]
+    return SinkScores(share, token, share > threshold, value_norm, mean_norm, float(threshold), got, value_norms)
 
 
 def removed_share(att: AttentionLike, columns: np.ndarray | list[int]) -> np.ndarray:

@@ -79,7 +79,7 @@ def hide_switch(c: Ctx, f: Focus) -> Focus:
         )
         removed = explain.removed_share(f.att.weights[f.layer : f.layer + 1], columns)[0]  # (heads,)
         share = float(removed.mean() if f.head is None else removed[f.head])
-        heads = int((np.isin(scores.token, columns) & scores.is_sink).sum())
+        heads = int(scores.heads_on_any(columns).sum())  # every head above epsilon on one of them
         if not columns.size:
             right.caption(t("sinks.none", eps=scores.threshold))
         elif on:
@@ -158,14 +158,14 @@ def sink_heads(c: Ctx, s: Subject) -> None:
         rows = []
         parked = set(scores.parking().tolist())
         for k in scores.columns:
-            on = scores.heads_on(int(k))
+            on = scores.heads_on(int(k))  # every head above epsilon on k (Gu et al.), not only its argmax
             row: dict[str, Any] = {
                 t("sinks.col_token"): s.att.tokens[int(k)],
                 t("sinks.col_heads"): int(on.sum()),
-                t("sinks.col_share"): f"{scores.share[on].mean():.0%}",
+                t("sinks.col_share"): f"{scores.received[..., int(k)][on].mean():.0%}",
             }
             if usable is not None:
-                row[t("sinks.col_norm")] = round(float((scores.value_norm[on] / scores.mean_value_norm[on]).mean()), 2)
+                row[t("sinks.col_norm")] = round(float(scores.value_ratio(int(k))[on].mean()), 2)
             row[t("sinks.col_kind")] = t("sinks.kind_parked") if int(k) in parked else t("sinks.kind_focus")
             rows.append(row)
         st.dataframe(rows, hide_index=True, key="table_sink_heads")
