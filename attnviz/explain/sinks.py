@@ -74,7 +74,7 @@ class SinkScores:
 
     def heads_on_any(self, columns: np.ndarray | list[int]) -> np.ndarray:
         """(layers, heads) bool: the heads that sink on at least one of `columns`."""
-        return self.sinks[..., np.asarray(columns, dtype=int)].any(-1)
+        return np.asarray(self.sinks[..., np.asarray(columns, dtype=int)].any(-1))
 
     def value_ratio(self, column: int) -> np.ndarray:
         """(layers, heads): ||f_h(x_column)|| over the head's mean value norm (NaN without norms)."""
