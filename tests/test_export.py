@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -56,16 +57,25 @@ def test_npz_and_json_round_trip_with_settings(tired: Attention) -> None:
     np.testing.assert_allclose(np.array(js["weights"]), tired.weights, rtol=5e-6, atol=1e-6)
 
 
-def test_image_export_is_a_clear_message_without_an_engine() -> None:
-    try:
-        import kaleido  # noqa: F401
-    except ImportError:
-        with pytest.raises(ExportUnavailable, match="kaleido"):
-            figure_image(go.Figure(), "png")
+def test_image_export_is_a_clear_message_without_an_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both ways an engine can be missing, made so here whether kaleido is installed or not: no
+    kaleido package (None in sys.modules makes its import fail), and kaleido without a browser."""
+    monkeypatch.setitem(sys.modules, "kaleido", None)
+    with pytest.raises(ExportUnavailable, match="needs the kaleido package"):
+        figure_image(go.Figure(), "png")
+    monkeypatch.setitem(sys.modules, "kaleido", types.ModuleType("kaleido"))
+
+    def no_chrome(*args: object, **kwargs: object) -> bytes:
+        raise RuntimeError("Kaleido requires Google Chrome to be installed.\nsecond line")
+
+    monkeypatch.setattr(go.Figure, "to_image", no_chrome)
+    with pytest.raises(ExportUnavailable, match=r"failed here \(Kaleido requires Google Chrome to be installed\.\)$"):
+        figure_image(go.Figure(), "svg")
     with pytest.raises(ValueError):
         figure_image(go.Figure(), "gif")
 
 
+@pytest.mark.browser
 def test_html_export_draws_the_chart_with_the_network_blocked(tmp_path: Path) -> None:
     fig = go.Figure(go.Heatmap(z=[[0.1, 0.9], [0.5, 0.5]], x=["it", "animal"], y=["it", "animal"]))
     settings = {"text": "<script>alert(1)</script> --> it"}

@@ -188,6 +188,7 @@ def benign_report(benign_reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return benign_reports["heatmap"]
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize("sentence", HOSTILE_SENTENCES)
 def test_hostile_sentence_in_html_settings_is_inert_and_reads_back(
     sentence: str, chromium: Chromium, benign_report: dict[str, Any], tmp_path: Path
@@ -202,6 +203,7 @@ def test_hostile_sentence_in_html_settings_is_inert_and_reads_back(
     assert report["settings"] == settings  # JSON.parse in the page gives back exactly the input
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize("view", VIEWS)
 def test_hostile_tokens_in_every_figure_are_inert(
     view: str, chromium: Chromium, benign_reports: dict[str, dict[str, Any]], tmp_path: Path
@@ -214,6 +216,7 @@ def test_hostile_tokens_in_every_figure_are_inert(
     assert report["settings"] == {"text": att.text}
 
 
+@pytest.mark.browser
 def test_the_policy_stops_markup_even_if_escaping_failed(chromium: Chromium, tmp_path: Path) -> None:
     """Defence in depth: splice raw payloads into the body by hand (what an escaping bug would
     do); the page's Content-Security-Policy still runs only the page's own scripts."""
@@ -231,6 +234,7 @@ def test_the_policy_stops_markup_even_if_escaping_failed(chromium: Chromium, tmp
     assert any(v.startswith("script-src") for v in report["csp"]), report["csp"]
 
 
+@pytest.mark.browser
 def test_webgl_figures_still_draw_under_the_policy(chromium: Chromium, tmp_path: Path) -> None:
     path = tmp_path / "gl.html"
     path.write_text(figure_html(go.Figure(go.Scattergl(x=[1, 2, 3], y=[1, 3, 2]))), encoding="utf-8")
@@ -248,6 +252,7 @@ def test_settings_json_block_has_nothing_html_can_see() -> None:
     assert "<!--" not in html.split("<body>", 1)[0]  # no comment in the head at all
 
 
+@pytest.mark.browser
 def test_cli_html_of_a_hostile_sentence_is_inert(chromium: Chromium, minilm: Any, tmp_path: Path) -> None:
     """`python -m attnviz "<hostile>" --html out.html`, opened offline, against the same view of
     a benign sentence with the same model."""
@@ -370,6 +375,7 @@ def test_csv_cell_rule_is_reversible_and_neutral(text: str) -> None:
     assert cell == text or cell == "'" + text
 
 
+@pytest.mark.browser
 def test_png_download_still_works_under_the_policy(chromium: Chromium, tmp_path: Path) -> None:
     """The policy must not cost the reader plotly's own 'download as PNG' button."""
     path = tmp_path / "heatmap.html"

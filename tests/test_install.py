@@ -147,7 +147,8 @@ def test_lock_holds_every_runtime_pin_at_its_version() -> None:
 
 def test_this_environment_has_the_runtime_set_exactly() -> None:
     """The test environment (scripts/install --dev) must run the app on the very packages a
-    runtime install gets: every package of requirements.lock, at its version."""
+    runtime install gets: every package of requirements.lock, at its version. An environment
+    check: it fails wherever the environment was built some other way, and says how to rebuild."""
     differ = {}
     for name, version in _pins(ROOT / "requirements.lock").items():
         try:
@@ -156,4 +157,8 @@ def test_this_environment_has_the_runtime_set_exactly() -> None:
             have = "missing"
         if have != version:
             differ[name] = f"lock {version}, installed {have}"
-    assert not differ, f"runtime packages that differ here (reinstall with scripts/install --dev): {differ}"
+    assert not differ, (
+        "ENVIRONMENT CHECK, not a code failure: this Python environment was not built from "
+        f"requirements.lock ({sys.executable}). Packages that differ: {differ}. Rebuild it: "
+        "rm -rf .venv && python3 -m venv .venv && scripts/install --dev"
+    )

@@ -7,7 +7,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ import attnviz
 from attnviz import explain, views
 from attnviz.config import Settings, settings_from_env
 from attnviz.models import Cancelled, Runner, gate_for
+from attnviz.models import gate as gate_module
 from attnviz.training import (
     TrainConfig,
     TrainingRun,
@@ -212,16 +212,26 @@ def test_stopping_keeps_what_was_learned() -> None:
     assert seen == sorted(seen)
 
 
-def test_training_waits_while_a_visitor_s_interactive_pass_runs() -> None:
+def test_training_waits_while_a_visitor_s_interactive_pass_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each chunk of steps goes through the background lane: while an interactive pass is running
     (another visitor's sentence), not one step is taken; once it ends, training goes on."""
     run = prepare(TrainConfig("copy", 20, 0, batch_size=8))
     gate = gate_for(("test_training", "interactive"))
+    refused = threading.Event()  # set once the lane has looked and found the interactive pass
+    wait_until_idle = gate_module._ACTIVITY.wait_until_idle
+
+    def watched(timeout: float | None = None) -> bool:
+        idle = wait_until_idle(timeout)
+        if not idle:
+            refused.set()
+        return idle
+
+    monkeypatch.setattr(gate_module._ACTIVITY, "wait_until_idle", watched)
     with gate.interactive():
         worker = threading.Thread(target=resume, args=(run,))
         worker.start()
-        time.sleep(1.0)
-        assert run.step == 0 and run.snapshots == []
+        assert refused.wait(timeout=120), "training never reached the background lane"
+        assert run.step == 0 and run.snapshots == []  # it is held in the lane's loop: nothing ran
     worker.join(timeout=120)
     assert not worker.is_alive() and run.step == 20
 
