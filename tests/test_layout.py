@@ -46,6 +46,21 @@ def test_only_the_app_subpackage_imports_streamlit() -> None:
     assert offenders == []
 
 
+NUMPY_ONLY = (
+    "rollout",
+    "flow",
+    "agreement",
+    "pairs",
+    "sinks",
+)  # explain/ modules docs/ARCHITECTURE.md calls numpy-only
+
+
+@pytest.mark.parametrize("name", NUMPY_ONLY)
+def test_the_numpy_only_explanation_modules_import_no_torch(name: str) -> None:
+    imported = _imports(PACKAGE / "explain" / f"{name}.py")
+    assert not any(n == "torch" or n.startswith("torch.") for n in imported), f"explain/{name}.py imports torch"
+
+
 def test_importing_the_core_package_does_not_load_streamlit() -> None:
     import subprocess
     import sys

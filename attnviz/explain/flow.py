@@ -1,12 +1,11 @@
 """Attention flow (Abnar & Zuidema 2020, §3): exact max flow through the layered attention
-graph, by Dinic's algorithm on flat lists. Numpy only."""
+graph, by Dinic's algorithm on flat lists. Numpy only (no torch)."""
 
 from __future__ import annotations
 
 from collections import deque
 
 import numpy as np
-import torch
 
 from ._arrays import AttentionLike, as_weights
 from .rollout import _residual_layers
@@ -56,8 +55,7 @@ def flow(att: AttentionLike, row: int | None = None, max_n: int | None = None) -
         raise FlowTooLarge(message)
     if row is not None and not 0 <= row < n:
         raise IndexError(f"row {row} out of range 0..{n - 1}")
-    with torch.inference_mode():
-        a = _residual_layers(w).numpy()  # (L, n, n) float64
+    a = _residual_layers(w)  # (L, n, n) float64
     rows = range(n) if row is None else [row]
     if a.shape[0] == 1:
         values = a[0, list(rows)]  # one layer: each flow is a single edge

@@ -1,23 +1,24 @@
 """Attention rollout (Abnar & Zuidema 2020, "Quantifying Attention Flow in Transformers", §3).
-Numpy only: takes an `Attention` or a (layers, heads, n, n) array."""
+Numpy only (no torch): takes an `Attention` or a (layers, heads, n, n) array."""
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
-from ._arrays import AttentionLike, as_weights, read_only_view
+from ._arrays import AttentionLike, as_weights
 
 __all__ = ["rollout", "rollout_layers"]
 
 
-def _residual_layers(w: np.ndarray, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def _residual_layers(w: np.ndarray, dtype: type[np.floating] = np.float64) -> np.ndarray:
     """Â_l = (mean_h A[l, h] + I) / rowsum: the residual connection as attention to oneself.
-    (L, n, n) tensor."""
+    (L, n, n), a new array of `dtype`."""
     n = w.shape[-1]
-    t = read_only_view(w)
-    a = t.sum(dim=1, dtype=dtype) / w.shape[1] + torch.eye(n, dtype=dtype)  # (L, n, n)
-    return a / a.sum(dim=-1, keepdim=True)
+    a = w.sum(axis=1, dtype=dtype)  # (L, n, n)
+    a /= w.shape[1]
+    a += np.eye(n, dtype=dtype)
+    a /= a.sum(axis=-1, keepdims=True)
+    return a
 
 
 def rollout_layers(att: AttentionLike, start_layer: int = 0) -> np.ndarray:
@@ -28,11 +29,10 @@ def rollout_layers(att: AttentionLike, start_layer: int = 0) -> np.ndarray:
     w = as_weights(att)
     if not 0 <= start_layer < w.shape[0]:
         raise IndexError(f"start_layer {start_layer} out of range 0..{w.shape[0] - 1}")
-    with torch.inference_mode():
-        a = _residual_layers(w[start_layer:], torch.float32)
-        for k in range(1, a.shape[0]):
-            a[k] = a[k] @ a[k - 1]  # (n, n): a product of row-stochastic matrices stays one
-        return a.numpy()
+    a = _residual_layers(w[start_layer:], np.float32)
+    for k in range(1, a.shape[0]):
+        a[k] = a[k] @ a[k - 1]  # (n, n): a product of row-stochastic matrices stays one
+    return a
 
 
 def rollout(att: AttentionLike, start_layer: int = 0) -> np.ndarray:
