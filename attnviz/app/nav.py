@@ -1,7 +1,7 @@
 """The app's pages: one file each in pages/, found by absolute path.
 
 Absolute paths because AppTest runs the app from a small entry script in tests/ (see
-tests/app_harness.py): a relative `st.Page` path resolves against the entry script's folder."""
+tests/app_entry.py): a relative `st.Page` path resolves against the entry script's folder."""
 
 from __future__ import annotations
 
