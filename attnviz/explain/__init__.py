@@ -1,6 +1,6 @@
 """How far attention explains: rollout, flow, norm-based weights, attributions, head statistics.
 
-Numpy-only methods (take an `Attention` or an array):
+Methods on an `Attention` or an array, numpy in and out (heads.py computes with torch inside):
     rollout.py       rollout, rollout_layers                  (Abnar & Zuidema 2020)
     flow.py          flow, flow_limit                         (same paper)
     heads.py         head_stats, head_labels, sink_shares     (Clark et al. 2019)
