@@ -43,11 +43,6 @@ def silent() -> Iterator[socket.socket]:
         yield s
 
 
-@pytest.fixture
-def silent_port(silent: socket.socket) -> int:
-    return int(silent.getsockname()[1])
-
-
 def connections(listener: socket.socket) -> int:
     """How many connections were made to `listener` so far (its backlog, drained)."""
     listener.setblocking(False)
