@@ -8,6 +8,7 @@ att.tokens, att.weights.shape                  # list[str], (layers, heads, n, n
 
 from __future__ import annotations
 
+from .embedding import embed
 from .models import (
     DEFAULT_MAX_TOKENS,
     EMBEDDED_MODEL,
@@ -29,6 +30,7 @@ __all__ = [
     "Runner",
     "ScratchModel",
     "__version__",
+    "embed",
     "load_model",
     "resolve_device",
 ]

@@ -2,7 +2,7 @@
 classroom image and a public demo.
 
 ATTNVIZ_DEMO=1               public-demo mode: models restricted to an allow-list, no free-text id
-ATTNVIZ_ALLOWED_MODELS=a,b   the allow-list (default in demo mode: minilm,scratch)
+ATTNVIZ_ALLOWED_MODELS=a,b   the allow-list (default in demo mode: minilm,e5-small,scratch)
 ATTNVIZ_EXTRA_MODELS=a,b     models offered in the model list besides the built-in ones (the
                              Docker image sets this to the ids baked in with EXTRA_MODELS)
 ATTNVIZ_MAX_CHARS=N          longest text accepted, checked before tokenising (default 50000)
@@ -30,13 +30,14 @@ from dataclasses import dataclass
 
 from .cache import DEFAULT_CACHE_ENTRIES, DEFAULT_CACHE_MB
 from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, check_model_name
+from .models.e5 import E5_MODEL
 
 __all__ = ["DEFAULT_MAX_CHARS", "Settings", "check_text", "settings_from_env"]
 
 # 3,000 words of English is about 18,000 characters and must still be accepted (then truncated
 # to 512 tokens); a 1 MB paste is refused before it costs any tokenising time.
 DEFAULT_MAX_CHARS = 50_000
-BUILTIN_MODELS = (EMBEDDED_MODEL, "scratch")
+BUILTIN_MODELS = (EMBEDDED_MODEL, E5_MODEL, "scratch")  # e5-small: the multilingual one (reads Chinese)
 
 
 @dataclass(frozen=True)

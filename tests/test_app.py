@@ -340,6 +340,7 @@ def test_demo_mode_hides_the_model_id_box_and_refuses_other_ids(monkeypatch: pyt
     at = _ok(_app(model="bert-base-uncased"))
     assert at.selectbox(key="model_choice").options == [
         "MiniLM-L6 (pretrained BERT, offline)",
+        "e5-small (multilingual, reads Chinese, offline)",
         "From-scratch encoder (same weights)",
     ]
     assert not [w for w in at.text_input if w.key == "model_id"]
@@ -354,7 +355,7 @@ def test_language_toggle_switches_labels_to_chinese() -> None:
     _ok(at.radio(key="lang").set_value("zh").run())
     assert at.title[0].value == "注意力浏览器"
     assert at.selectbox(key="layer").label == "层"
-    assert at.text_area(key="sentence_input").value == "小犬不下河，因为它太小。"  # the example follows the language
+    assert at.text_area(key="sentence_input").value == "动物没有过马路，它太累了。"  # the example follows the language
     grid = _chart(at, "chart_grid")["layout"]
     assert (grid["xaxis"]["title"]["text"], grid["yaxis"]["title"]["text"]) == ("头", "层")  # figure words too
     _ok(at.switch_page("../pages/caveats.py").run())

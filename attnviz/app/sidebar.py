@@ -10,6 +10,8 @@ import torch
 from .. import __version__, i18n
 from ..config import Settings
 from ..models import EMBEDDED_MODEL, MODEL_NAME_MAX
+from ..models.e5 import E5_MODEL
+from ..unknown import model_for_language
 from . import session_models
 from .state import CUSTOM, SENTENCE, Ctx, lang, model_options, set_sentence, t
 
@@ -40,6 +42,11 @@ def _on_language_change() -> None:
         if key in ss:
             ss[key] = ss[key]
     old, new = ss.get("_lang_prev", i18n.DEFAULT_LANGUAGE), lang()
+    c = ss.get("_ctx")
+    if isinstance(c, Ctx):  # a language's own model (e5-small for Chinese) follows the language
+        options = model_options(c.settings)
+        if ss.get("model_choice") == model_for_language(old, options):
+            ss["model_choice"] = model_for_language(new, options)
     current = str(ss.get(SENTENCE, ""))
     if current.strip() == i18n.examples(old)["default"]:
         set_sentence(i18n.examples(new)["default"])
@@ -51,7 +58,8 @@ def _on_language_change() -> None:
 
 
 def _model_labels(extra: tuple[str, ...]) -> Callable[[str], str]:
-    labels = {EMBEDDED_MODEL: t("model.minilm"), "scratch": t("model.scratch"), CUSTOM: t("model.custom")}
+    labels = {EMBEDDED_MODEL: t("model.minilm"), E5_MODEL: t("model.e5"), "scratch": t("model.scratch")}
+    labels[CUSTOM] = t("model.custom")
     labels.update({name: t("model.baked", name=name) for name in extra})
     for name in session_models.names():  # models trained in this session (Training lab)
         m = session_models.trained(name)

@@ -17,6 +17,7 @@ import streamlit as st
 from .. import i18n
 from ..config import Settings
 from ..models import EMBEDDED_MODEL
+from ..unknown import model_for_language
 from . import urls
 
 __all__ = [
@@ -160,7 +161,7 @@ def _first_load(settings: Settings) -> None:
     language = link.lang or i18n.language_from_locale(_locale())
     ss["lang"] = language
     set_sentence(link.text or i18n.examples(language)["default"])
-    ss["model_choice"] = model_options(settings)[0]
+    ss["model_choice"] = model_for_language(language, model_options(settings))  # e5-small for Chinese
     ss["model_id"] = ""
     ss["device"] = "auto"
     ss["max_tokens"] = settings.max_tokens

@@ -14,6 +14,7 @@ import torch
 from .. import hub
 from ..scratch import EncoderConfig, ScratchEncoder
 from .base import ModelLoadError
+from .e5 import E5_MODEL, load_e5_runner
 from .gate import gate_for
 from .huggingface import PretrainedModel
 from .scratch_runner import ScratchModel
@@ -90,8 +91,9 @@ def load_model(
     seed: int = 0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> PretrainedModel | ScratchModel:
-    """Load a model by name: `minilm` (embedded, offline), `scratch` (from-scratch encoder
-    carrying MiniLM's weights, or random ones), a Hugging Face id, or a local directory.
+    """Load a model by name: `minilm` (embedded, offline), `e5-small` (multilingual, embedded,
+    offline), `scratch` (from-scratch encoder carrying MiniLM's weights, or random ones), a
+    Hugging Face id, or a local directory.
 
     `scale`, `positions`, `causal`, `weights` and `seed` apply to `scratch` only.
     Raises ValueError for bad arguments and ModelLoadError when a model cannot be loaded.
@@ -108,6 +110,8 @@ def load_model(
         runner = _load_scratch(dev, scale, positions, causal, weights, seed, max_tokens)
     elif name == EMBEDDED_MODEL:
         runner = _load_hf(str(embedded_model_dir()), dev, max_tokens, display_name=EMBEDDED_MODEL)
+    elif name == E5_MODEL:
+        runner = load_e5_runner(dev, max_tokens)
     else:
         runner = _load_hf(name, dev, max_tokens, display_name=name)
     # one gate per model and device for the life of the process, whoever loads it again

@@ -72,7 +72,9 @@ def readable_tokens(
             s = tok[2:]
         else:
             s = tokenizer.convert_tokens_to_string([tok]).strip()
-        if (not s or "\ufffd" in s) and offsets is not None:
+        # a piece of a multi-byte character shows its span of the text; a bare word-start marker
+        # (SentencePiece's "▁" before a CJK character) stays a space, not the character after it
+        if ("\ufffd" in s or (not s and tok.strip("\u2581\u0120 "))) and offsets is not None:
             start, end = offsets[i]
             s = text[start:end].strip()
         out.append(s or "\u2423")  # a token that is only whitespace shows as the open box

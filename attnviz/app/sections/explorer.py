@@ -15,6 +15,7 @@ from ...focus import default_focus
 from ...result import Attention
 from ...views.ablation import mark_off
 from .. import charts, downloads, heads_off, runners, widgets
+from ..readers import unknown_notice
 from ..runners import Loaded
 from ..state import Ctx, t
 
@@ -72,6 +73,7 @@ def analysis(c: Ctx) -> Focus | None:
     if att is None:
         return None
     truncation_notice(att)
+    unknown_notice(c, loaded.runner, clean)
     widgets.show_tokens(att.tokens)
     _token_defaults(att, (att.text, att.model, att.n, hide, merge))
     opts = {"layer": layer, "head": head, "hide_special": hide, "merge_words": merge, "color_range": color_range}

@@ -1,0 +1,50 @@
+"""Which model reads the visitor's text: the explorer's notice when the model cannot read part
+of it (unknown tokens), with what that means and which offered model reads it (attnviz/unknown.py
+does the counting and picks each interface language's model)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ..models import Runner
+from ..unknown import MAX_UNKNOWN_SHARE, reader_for, unknown_tokens
+from .state import CUSTOM, Ctx, model_options, t
+from .widgets import escape_md
+
+__all__ = ["model_label", "unknown_notice"]
+
+_SHOWN_CHARACTERS = 12
+
+
+def model_label(name: str) -> str:
+    """The display name of a built-in model in this run's language (the name itself otherwise)."""
+    key = {"minilm": "model.minilm", "e5-small": "model.e5", "scratch": "model.scratch"}.get(name)
+    return t(key) if key else name
+
+
+def unknown_notice(c: Ctx, runner: Runner, text: str) -> None:
+    """Nothing when every token is known; otherwise how many are not, what that does to the
+    pictures and, above MAX_UNKNOWN_SHARE, the offered model that reads the text."""
+    try:
+        found = unknown_tokens(runner.tokenizer, text, c.max_tokens)
+    except (TypeError, KeyError, ValueError, NotImplementedError):  # a tokenizer without offsets or masks
+        return
+    if not found.unknown:
+        return
+    shown = "".join(found.characters[:_SHOWN_CHARACTERS]) + ("…" if len(found.characters) > _SHOWN_CHARACTERS else "")
+    message = t(
+        "unknown.notice",
+        count=found.unknown,
+        total=found.ordinary,
+        share=f"{found.share:.0%}",
+        characters=escape_md(shown) if shown else "?",
+    )
+    reader = None
+    if found.share > MAX_UNKNOWN_SHARE:
+        offered = [m for m in model_options(c.settings) if m != CUSTOM]
+        reader = reader_for(text, offered, runner.name, c.max_tokens)
+    if reader is not None:
+        message += "\n\n" + t("unknown.reader", model=model_label(reader))
+    elif found.share > MAX_UNKNOWN_SHARE:
+        message += "\n\n" + t("unknown.no_reader")
+    st.warning(message, icon=":material/help:")

