@@ -18,6 +18,7 @@ import streamlit as st
 from ... import explain, views
 from ...explain.ablation import IMPORTANCE_MAX_TOKENS, HeadImportance, PruningCurve
 from ...models import HeadMode, Progress, Runner
+from ...models.tokens import token_limit
 from ...result import Attention
 from .. import charts, heads_off, nav, runners, widgets, work
 from ..runners import Loaded
@@ -219,7 +220,7 @@ def importance(c: Ctx, s: Subject) -> None:
         if not _supported(runner):
             st.caption(t("abl.unsupported"))
             return
-        limit = max(2, min(c.settings.explain_tokens, IMPORTANCE_MAX_TOKENS))
+        limit = token_limit(c.settings.explain_tokens, IMPORTANCE_MAX_TOKENS)
         if not _wanted(c, s, limit):
             return
         result = _importance(c, s, limit, heads_off.mode())
