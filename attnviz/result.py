@@ -10,7 +10,27 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["Attention", "merge_word_matrix"]
+__all__ = ["OOM_CPU", "Attention", "Note", "merge_word_matrix", "note_key"]
+
+OOM_CPU = "oom_cpu"  # Note.key: the accelerator ran out of memory and the CPU computed the result
+
+
+class Note(str):
+    """A notice on a result: readable English (a `str`, so the CLI and the exports print it as
+    it is) and `key`, an identifier an app matches and translates (`OOM_CPU`); "" for none.
+    A note read back from JSON is the text alone."""
+
+    key: str
+
+    def __new__(cls, text: str, key: str = "") -> Note:
+        note = super().__new__(cls, text)
+        note.key = key
+        return note
+
+
+def note_key(note: str) -> str:
+    """The identifier of a note ("" for a plain string)."""
+    return getattr(note, "key", "")
 
 
 @dataclass(frozen=True, eq=False)
@@ -23,7 +43,8 @@ class Attention:
     special:  bool array (n,), True for [CLS], [SEP], <s>, </s> and similar.
     word_ids: for each token the index of the word it belongs to, or -1 for special tokens.
     n_input_tokens: tokens the full text would have had before truncation (specials included).
-    notes:    notices for the viewer (e.g. "cuda ran out of memory: computed on the CPU").
+    notes:    notices for the viewer (e.g. "cuda ran out of memory: computed on the CPU"); each a
+              `Note` when it comes from attnviz, whose `key` says which notice it is.
     """
 
     tokens: list[str]

@@ -25,6 +25,7 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from attnviz.app import nav  # noqa: E402
 from tests.browser import CHROMIUM_ARGS, chromium_path, streamlit_server  # noqa: E402
 
 WORDS = ["river", "bank", "money", "animal", "street", "tired", "wide", "dog", "man", "bites", "cat", "tree"]
@@ -144,7 +145,7 @@ def table(report: Report, sessions: int) -> str:
 
 
 HEAVY_WORDS = (WORDS * 60)[:600]  # 600 words: cut to the 512-token limit
-PAGES = ("", "explorer", "lab", "explain", "caveats", "", "lab", "explain")  # 8 first visits, every page
+PAGES = ("", *(p.name for p in nav.PAGES), "")  # a first visit to every page (attnviz/app/nav.py) and two to "/"
 IDLE_JS = """() => { const app = document.querySelector('[data-testid="stApp"]');
   return !!app && app.dataset.testScriptState === 'notRunning' && !!document.querySelector('h1')
     && !document.querySelector('[data-testid="stSpinner"]'); }"""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from attnviz.app import nav
 from scripts.loadtest import PAGES, cold_start, run, stall
 
 from .browser import chromium_path
@@ -28,7 +29,7 @@ def test_a_cold_server_takes_eight_first_visits_to_every_page_at_once() -> None:
     (Streamlit's legacy multipage mode, decided by the first session)."""
     chromium_path()
     visits = cold_start()
-    assert {path for path, _, _ in visits} == set(PAGES) >= {"", "explorer", "lab", "explain", "caveats"}
+    assert {path for path, _, _ in visits} == set(PAGES) == {"", *(p.name for p in nav.PAGES)}
     assert [(path, problem) for path, _, problem in visits if problem] == []
 
 

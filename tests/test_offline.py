@@ -19,12 +19,14 @@ from urllib.parse import urlparse
 
 import pytest
 
+from attnviz.app import nav
+
 from .browser import ROOT, browser, streamlit_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PAGES = ("", "explorer", "lab", "explain", "caveats")
-MIN_CHARTS = {"": 1, "explorer": 1, "lab": 1, "explain": 1, "caveats": 0}  # drawn by default
+PAGES = ("", *(p.name for p in nav.PAGES))  # "/" and every page
+MIN_CHARTS = {"": 1, "explorer": 1, "lab": 1, "explain": 1}  # drawn by default (other pages: at least none)
 LOAD_MS = 240_000  # the first page imports torch and loads the model on a busy 2-core machine
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 
@@ -76,9 +78,9 @@ def test_no_page_fetches_anything_from_outside_the_machine() -> None:
             page = context.new_page()
             page.on("websocket", lambda ws: attempts.append(ws.url) if outside(ws.url) else None)
             page.goto(f"{url}/{path}")
-            page.wait_for_function(SETTLED_JS, arg=MIN_CHARTS[path], timeout=LOAD_MS)
+            page.wait_for_function(SETTLED_JS, arg=MIN_CHARTS.get(path, 0), timeout=LOAD_MS)
             time.sleep(1.0)  # anything loaded lazily after the first paint (icons, fonts) comes now
-            page.wait_for_function(SETTLED_JS, arg=MIN_CHARTS[path], timeout=LOAD_MS)
+            page.wait_for_function(SETTLED_JS, arg=MIN_CHARTS.get(path, 0), timeout=LOAD_MS)
             favicons += [f"/{path}: {href}" for href in page.evaluate(FAVICON_JS) if outside(href)]
             page.close()
         context.close()

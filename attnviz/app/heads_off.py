@@ -4,7 +4,7 @@ One set per session, for one model, in plain session keys (never a widget's, whi
 drops on a page that does not draw it): the explorer's views and the Explain page's head
 importance grid share it. Two switches live beside it, copied from their widgets on change:
 what a switched-off head gives ("zero" or "mean") and whether a click in the all-heads grid
-switches heads instead of focusing them.
+switches heads instead of focusing them (kept as every value that outlives a page: `state.KEPT`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import streamlit as st
 
 from .. import views
 from ..models import HeadMode
-from . import charts
+from . import charts, state
 
 __all__ = [
     "CLICK",
@@ -24,15 +24,14 @@ __all__ = [
     "grid_click",
     "mode",
     "replace_with",
-    "sync",
     "toggle",
     "toggle_from_chart",
 ]
 
 OFF = "heads_off"  # sorted [[layer, head], ...]
 OFF_MODEL = "heads_off_model"  # the model the set belongs to: another model starts with all heads on
-MODE = "ablation_mode"  # "zero" | "mean"
-CLICK = "ablation_click"  # bool
+MODE = state.ABLATION_MODE  # "zero" | "mean"
+CLICK = state.ABLATION_CLICK  # bool
 MODES: tuple[HeadMode, ...] = ("zero", "mean")
 
 
@@ -67,11 +66,6 @@ def clear() -> None:
 def mode() -> HeadMode:
     value = st.session_state.get(MODE)
     return "mean" if value == "mean" else "zero"
-
-
-def sync(key: str, widget_key: str) -> None:
-    """on_change: keep a widget's value in its plain session key."""
-    st.session_state[key] = st.session_state.get(widget_key)
 
 
 def grid_click(chart_key: str) -> None:

@@ -1,4 +1,6 @@
-"""The app's pages: one file each in pages/, found by absolute path.
+"""The app's pages: one file each in pages/, found by absolute path. `PAGES` is the one list:
+the tests and scripts that visit every page read it (tests/test_hostile.py, test_offline.py,
+test_app.py, scripts/loadtest.py).
 
 Absolute paths because AppTest runs the app from a small entry script in tests/ (see
 tests/app_entry.py): a relative `st.Page` path resolves against the entry script's folder."""
@@ -21,17 +23,18 @@ ICON = ROOT / "assets" / "icon.png"
 @dataclass(frozen=True)
 class PageSpec:
     name: str  # also the file name in pages/ and the URL path
-    title_key: str
+    title_key: str  # the name in the navigation
+    heading_key: str  # the page's title (its h1, from widgets.page_header)
     icon: str  # Streamlit's bundled Material Symbols font: nothing fetched (the favicon is assets/icon.png)
 
 
 PAGES = (
-    PageSpec("explorer", "nav.explorer", ":material/grid_on:"),
-    PageSpec("lab", "nav.lab", ":material/science:"),
-    PageSpec("explain", "nav.explain", ":material/insights:"),
-    PageSpec("caveats", "nav.caveats", ":material/warning:"),
-    PageSpec("corpus", "nav.corpus", ":material/library_books:"),
-    PageSpec("training", "nav.training", ":material/model_training:"),
+    PageSpec("explorer", "nav.explorer", "explorer.title", ":material/grid_on:"),
+    PageSpec("lab", "nav.lab", "lab.title", ":material/science:"),
+    PageSpec("explain", "nav.explain", "explain.title", ":material/insights:"),
+    PageSpec("caveats", "nav.caveats", "caveats.title", ":material/warning:"),
+    PageSpec("corpus", "nav.corpus", "corpus.title", ":material/library_books:"),
+    PageSpec("training", "nav.training", "train.title", ":material/model_training:"),
 )
 DEFAULT = "explorer"
 # The default page is served at "/" and Streamlit gives it no other path, so "/explorer"

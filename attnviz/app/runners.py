@@ -21,7 +21,7 @@ import torch
 from ..cache import ResultCache
 from ..config import Settings, check_text
 from ..models import EMBEDDED_MODEL, ModelLoadError, Runner, load_model
-from ..result import Attention
+from ..result import OOM_CPU, Attention, note_key
 from . import session_models
 from .state import Ctx, t
 from .widgets import escape_md, show_error
@@ -190,7 +190,7 @@ def analyse(
         show_error(t("err.unexpected"), type(exc).__name__)
         return None
     for note in att.notes:
-        st.info(t("notice.oom_fallback") if "out of memory" in note else note, icon=":material/info:")
+        st.info(t("notice.oom_fallback") if note_key(note) == OOM_CPU else note, icon=":material/info:")
     if not (hide_special or merge_words):
         return att
 

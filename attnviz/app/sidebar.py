@@ -11,6 +11,7 @@ from .. import __version__, i18n
 from ..config import Settings
 from ..models import EMBEDDED_MODEL, MODEL_NAME_MAX
 from ..models.e5 import E5_MODEL
+from ..models.tokens import token_limit
 from ..unknown import model_for_language
 from . import session_models
 from .state import CUSTOM, SENTENCE, Ctx, lang, model_options, set_sentence, t
@@ -114,7 +115,7 @@ def sidebar(settings: Settings) -> Ctx:
         if ss.get("device") not in devices:
             ss["device"] = "auto"
         device = st.selectbox(t("sidebar.device"), devices, key="device", help=t("sidebar.device_help"))
-        ss["max_tokens"] = min(max(2, int(ss.get("max_tokens", settings.max_tokens))), settings.max_tokens)
+        ss["max_tokens"] = token_limit(ss.get("max_tokens"), settings.max_tokens)
         max_tokens = st.number_input(
             t("sidebar.max_tokens"),
             min_value=2,

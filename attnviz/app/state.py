@@ -1,10 +1,18 @@
 """Session state: the context every page runs in, what a shared link sets on first load, and
 what survives a page switch.
 
-The sentence has one home, the plain key `SENTENCE`, which Streamlit never cleans up. The text
-box is a widget with its own key whose on_change callback copies into it: a widget's state is
-dropped when a run does not draw it, and a fast page switch right after Ctrl+Enter could
-otherwise lose the text or bring back an older one.
+State that outlives a page is kept one way: `KEPT`, a list of `Kept(home, widget)`. The value
+lives in `home`; at the top of every run `start_run` sets each widget from its home, before any
+page draws it. Streamlit drops a widget's state at the end of a run that does not draw it, unless
+the key is assigned during that run: the assignment is what keeps it.
+
+- A widget whose key is its own home (`Kept("layer")`): other code sets those keys too (a click on
+  a chart picks the layer and head), so the value has one key.
+- A widget with a home of its own, copied there on change by `keep` (`on_change=state.keep,
+  args=(widget,)`): the callback runs at the very start of the run that receives the change, so a
+  page switch during that run cannot lose it. The sentence is kept so (`SENTENCE`, written by the
+  text box `SENTENCE_INPUT`): a fast page switch right after Ctrl+Enter used to lose the text or
+  bring back an older one (docs/RELIABILITY.md, hole 8).
 """
 
 from __future__ import annotations
@@ -21,13 +29,18 @@ from ..unknown import model_for_language
 from . import urls
 
 __all__ = [
+    "ABLATION_CLICK",
+    "ABLATION_MODE",
     "CUSTOM",
+    "HIDE_SINKS",
+    "KEPT",
     "MEAN",
-    "PERSISTENT_KEYS",
     "SENTENCE",
     "SENTENCE_INPUT",
     "Ctx",
+    "Kept",
     "ctx",
+    "keep",
     "lang",
     "leave_legacy_pages_mode",
     "model_options",
@@ -41,44 +54,78 @@ SENTENCE_INPUT = "sentence_input"  # the text box
 CUSTOM = "__custom__"  # model choice: "type a Hugging Face id or a folder"
 MEAN = urls.MEAN  # head choice: the mean over heads
 
-# Widget keys whose values should survive a visit to another page (Streamlit drops the state of
-# widgets that a run does not draw unless it is re-assigned at the top of every run).
-PERSISTENT_KEYS = (
-    "model_id",
-    "layer",
-    "head",
-    "hide_special",
-    "merge_words",
-    "color_range",
-    "threshold",
-    "hv_heads",
-    "highlight",
-    "lab_scale",
-    "lab_positions",
-    "lab_causal",
-    "lab_random",
-    "lab_seed",
-    "lab_layer",
-    "lab_head",
-    "x_layer",
-    "x_query",
-    "x_stat",
-    "focus_query",
-    "focus_key",
-    "mp_a",
-    "mp_b",
-    "mp_query",
-    "mp_keys",
-    "corpus_source",
-    "corpus_limit",
-    "corpus_tokens",
-    "corpus_stat",
-    "corpus_layer",
-    "corpus_head",
-    "corpus_atlas_method",
-    "corpus_atlas_colour",
-    "corpus_atlas_points",
+ABLATION_MODE = "ablation_mode"  # "zero" | "mean": what a switched-off head gives
+ABLATION_CLICK = "ablation_click"  # bool: a click in the all-heads grid switches heads off
+HIDE_SINKS = "hide_sinks_on"  # bool: the explorer's "hide sinks" switch
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A value that survives a visit to another page: it lives in `home`, shown by `widget`."""
+
+    home: str
+    widget: str = ""  # "": the widget's key is the home
+
+    @property
+    def widget_key(self) -> str:
+        return self.widget or self.home
+
+
+# Everything that outlives a page. A new widget whose value should survive a page switch is
+# added here (and, with a home of its own, drawn with on_change=keep, args=(widget,)).
+KEPT: tuple[Kept, ...] = (
+    Kept(SENTENCE, SENTENCE_INPUT),
+    Kept(ABLATION_MODE, "_abl_mode"),
+    Kept(ABLATION_CLICK, "_abl_click"),
+    Kept(HIDE_SINKS, "sinks_toggle"),
+    *(
+        Kept(key)
+        for key in (
+            "model_id",
+            "layer",
+            "head",
+            "hide_special",
+            "merge_words",
+            "color_range",
+            "threshold",
+            "hv_heads",
+            "highlight",
+            "lab_scale",
+            "lab_positions",
+            "lab_causal",
+            "lab_random",
+            "lab_seed",
+            "lab_layer",
+            "lab_head",
+            "x_layer",
+            "x_query",
+            "x_stat",
+            "focus_query",
+            "focus_key",
+            "mp_a",
+            "mp_b",
+            "mp_query",
+            "mp_keys",
+            "corpus_source",
+            "corpus_limit",
+            "corpus_tokens",
+            "corpus_stat",
+            "corpus_layer",
+            "corpus_head",
+            "corpus_atlas_method",
+            "corpus_atlas_colour",
+            "corpus_atlas_points",
+            "train_task",
+            "train_text",
+            "train_layers",
+            "train_heads",
+            "train_d_model",
+            "train_steps",
+            "train_seed",
+        )
+    ),
 )
+_BY_WIDGET = {k.widget_key: k for k in KEPT}
 
 
 @dataclass(frozen=True)
@@ -122,13 +169,15 @@ def start_run(settings: Settings) -> None:
     if "_initialised" not in ss:
         _first_load(settings)
         ss["_initialised"] = True
-    for key in PERSISTENT_KEYS:
-        if key in ss:
-            ss[key] = ss[key]
-    # the box always starts a run from the sentence: its own state may have been dropped with
-    # the last page's widgets, and what was typed is already in SENTENCE (its on_change ran first)
-    ss[SENTENCE_INPUT] = ss.get(SENTENCE, "")
+    for kept in KEPT:
+        if kept.home in ss:
+            ss[kept.widget_key] = ss[kept.home]
     ss["_lang_prev"] = lang()
+
+
+def keep(widget: str) -> None:
+    """on_change of a widget with a home of its own (see `KEPT`): its value goes home at once."""
+    st.session_state[_BY_WIDGET[widget].home] = st.session_state.get(widget)
 
 
 def ctx() -> Ctx:
@@ -198,7 +247,3 @@ def _locale() -> str | None:
         return st.context.locale
     except Exception:  # older clients or bare mode: no locale
         return None
-
-
-def default_model() -> str:
-    return EMBEDDED_MODEL

@@ -6,19 +6,22 @@ Every visitor string shown here is escaped for the exact place it lands (Markdow
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
+import numpy as np
 import streamlit as st
 
 from .. import i18n
 from . import nav
-from .state import MEAN, SENTENCE, SENTENCE_INPUT, Ctx, lang, set_sentence, t
+from .state import MEAN, SENTENCE, SENTENCE_INPUT, Ctx, keep, lang, set_sentence, t
 
 __all__ = [
     "MEAN_LABEL",
     "TOKEN_SEPARATOR",
+    "attempt",
     "caveat",
     "escape_md",
     "example_for",
@@ -39,6 +42,8 @@ TOKEN_SEPARATOR = " · "  # between tokens shown as text (brackets would blur wi
 # Option labels of selectboxes are the same in every language: Streamlit keeps a selectbox's
 # value as its label, and a label that changed with the language would reset the choice.
 MEAN_LABEL = "mean · 平均"
+LOG = logging.getLogger("attnviz")
+T = TypeVar("T")
 _MD_PUNCT = re.compile(r"([!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])")
 
 
@@ -55,6 +60,31 @@ def escape_md(text: str, limit: int = 400) -> str:
 def show_error(message: str, detail: str | None = None) -> None:
     """A readable error in the page: our message (trusted) and the detail (escaped)."""
     st.error(message if not detail else f"{message}\n\n{escape_md(detail)}", icon=":material/error:")
+
+
+def attempt(
+    compute: Callable[[], T | None], what: str, *, length: int | None = None, message: str | None = None
+) -> T | None:
+    """The app's one error wrapper: run `compute` (an explanation, a switched run...) and turn a
+    failure into a message in the page, never a traceback. A ValueError or IndexError is what this
+    model or text cannot do, shown with its reason under `message` (default: "not supported by
+    this model or text"); anything else is logged (as `what` failed)
+    and named by its type only. With `length`, a result whose last axis is not that many tokens
+    is refused too (a method that cut the text differently)."""
+    try:
+        result = compute()
+    except (ValueError, IndexError) as exc:
+        show_error(message or t("explain.unsupported"), str(exc))
+        return None
+    except Exception as exc:  # never a traceback in the page
+        LOG.warning("attnviz: %s failed: %s: %.300s", what, type(exc).__name__, exc)
+        show_error(t("err.unexpected"), type(exc).__name__)
+        return None
+    arrays = result if isinstance(result, tuple) else (result,)
+    if length is not None and any(isinstance(a, np.ndarray) and a.shape[-1] != length for a in arrays):
+        show_error(t("explain.unsupported"), t("explain.length_mismatch"))
+        return None
+    return result
 
 
 def page_header(title_key: str, intro_key: str, *, markdown: bool = False) -> Ctx:
@@ -106,10 +136,6 @@ def example_for(text: str, language: str | None = None) -> dict[str, str] | None
     return i18n.example_for(text, language or lang())
 
 
-def _typed() -> None:
-    st.session_state[SENTENCE] = st.session_state.get(SENTENCE_INPUT, "")
-
-
 def sentence_box(c: Ctx) -> str:
     """The shared sentence and the one-click examples (keys "ex_<id>"). Returns the sentence."""
     with st.container(key="sentence_box"):
@@ -117,7 +143,8 @@ def sentence_box(c: Ctx) -> str:
             t("sentence.label"),
             key=SENTENCE_INPUT,
             height=80,
-            on_change=_typed,
+            on_change=keep,
+            args=(SENTENCE_INPUT,),
             help=t("sentence.help", limit=f"{c.settings.max_chars:,}", tokens=c.max_tokens),
         )
         families = i18n.examples(c.lang)["families"]

@@ -12,7 +12,8 @@ Modules:
     readers.py     .txt / .csv / .jsonl / .parquet, streamed, bad records kept with a reason
     batch.py       the per-batch function: padded batches, masked per-head statistics
     shards.py      shards: the unit written, resumed and shared by both engines
-    engine.py      run() and the local engine; RunProgress
+    engine.py      run() and the local engine
+    progress.py    RunProgress, and the Meter both engines count into
     ray_engine.py  the Ray Data engine (Ray imported only there)
     output.py      sentences.parquet, heads.parquet, report.json; load() and CorpusResult
     store.py       the output folder on a local disk or any filesystem pyarrow knows

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from ..models import Runner
+from ..models.tokens import token_limit
 from .batch import batches, encode_all, padded
 
 __all__ = ["DEFAULT_MAX_POINTS", "METHOD_LIMITS", "Atlas", "align", "atlas", "methods", "project", "query_key_vectors"]
@@ -90,7 +91,7 @@ def query_key_vectors(
         raise IndexError(f"head ({layer}, {head}) outside {runner.n_layers} layers x {runner.n_heads} heads")
     parts = runner.layers()[layer]  # ValueError for models that do not expose their layers
     sl = slice(head * parts.head_dim, (head + 1) * parts.head_dim)
-    limit = max(2, min(int(max_tokens), runner.max_tokens))
+    limit = token_limit(max_tokens, runner.max_tokens)
     items = encode_all(runner, texts, limit)
     out = _Vectors([], [], [], [], [], [], [])
     order: list[int] = []
@@ -174,7 +175,7 @@ def atlas(
     """The atlas of head (layer, head) over `texts`, in order until the queries and keys of
     their tokens would pass `max_points` (and the method's own limit)."""
     budget = min(max_points, METHOD_LIMITS.get(method, max_points))
-    limit = max(2, min(int(max_tokens), runner.max_tokens))
+    limit = token_limit(max_tokens, runner.max_tokens)
     kept: list[str] = []
     points = 0
     for text in texts:

@@ -1,6 +1,6 @@
 """The per-batch function both engines run: texts in, per-head statistics out.
 
-Texts are tokenised as `Runner.encode` does (control characters cleaned, cut to `max_tokens`,
+Texts are tokenised by `Runner.encode` (control characters cleaned, cut to `max_tokens`,
 truncation flagged), sorted by length and run in padded batches (similar lengths together, so
 little is spent on padding) through `Runner.attention_maps` inside the model's background lane:
 a visitor's interactive pass always goes first. The statistics of `explain.head_stats`
@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from ..explain.heads import ENTROPY_SMOOTHING, _is_punctuation
-from ..models import Runner, readable_tokens
-from ..models.tokens import clean_text, count_tokens, tokenize
+from ..models import Runner
+from ..models.tokens import token_limit
 
 __all__ = ["ENTRY_BUDGET", "STATS", "Analysis", "analyse"]
 
@@ -65,7 +65,7 @@ def analyse(
 ) -> Analysis:
     """Per-head statistics of each text. `progress(done)` is called after every padded batch
     with the number of texts finished so far; it may raise to stop the work there."""
-    limit = runner.max_tokens if max_tokens is None else max(2, min(int(max_tokens), runner.max_tokens))
+    limit = token_limit(max_tokens, runner.max_tokens)
     items = encode_all(runner, texts, limit)
     L, H = runner.n_layers, runner.n_heads
     stats = {name: np.full((len(texts), L, H), np.nan, dtype=np.float32) for name in STATS}
@@ -96,25 +96,17 @@ def analyse(
 
 
 def encode_all(runner: Runner, texts: Sequence[str], limit: int) -> list[Item | None]:
-    """Tokenise as `Runner.encode` does, all texts in one call of the fast tokenizer. None for
-    a text with no token but the specials."""
-    tok = runner.tokenizer
-    cleaned = [clean_text(t) for t in texts]
-    if not cleaned:
-        return []
-    enc = tokenize(tok, cleaned, limit)
-    names = [k for k in enc if k not in ("special_tokens_mask", "offset_mapping")]
+    """Each text through `Runner.encode` (the same tokens, limit and truncation flag as a single
+    sentence gets). None for a text the runner refuses: empty, or no token it knows."""
     out: list[Item | None] = []
-    for i, text in enumerate(cleaned):
-        ids = enc["input_ids"][i]
-        special = np.array(enc["special_tokens_mask"][i], dtype=bool)
-        if len(ids) == int(special.sum()):
+    for text in texts:
+        try:
+            enc = runner.encode(text, limit)
+        except ValueError:
             out.append(None)
             continue
-        offsets = enc["offset_mapping"][i] if "offset_mapping" in enc else None
-        truncated = len(ids) >= limit and count_tokens(tok, text) > len(ids)  # only a text at the limit can be cut
-        tokens = readable_tokens(tok, ids, special, text, offsets)
-        out.append(Item({k: list(enc[k][i]) for k in names}, tokens, special, truncated))
+        ids = {k: v[0].tolist() for k, v in enc.inputs.items()}
+        out.append(Item(ids, enc.tokens, enc.special, enc.truncated))
     return out
 
 

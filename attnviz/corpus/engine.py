@@ -9,13 +9,12 @@ it is done. Ray (ray_engine.py) runs the same `process_shard` on a Ray cluster. 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..models import EMBEDDED_MODEL, Runner, check_model_name, load_model
 from .output import CorpusResult, finish, load
+from .progress import Meter, RunProgress
 from .readers import DEFAULT_MAX_CHARS, open_source
 from .shards import FORMAT, check_settings, fingerprint, part_name, process_shard, shard_is_complete, shards_of
 from .store import Store
@@ -26,44 +25,6 @@ DEFAULT_CORPUS_TOKENS = 128  # Clark et al. 2019 used 128-token segments
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_SHARD_SIZE = 512  # records a shard: what a kill can cost, and the Ray engine's unit of work
 Engine = Literal["local", "ray"]
-
-
-@dataclass(frozen=True)
-class RunProgress:
-    """Where a run stands: records (lines or rows) accounted for, `resumed_records` of them by
-    an earlier run; sentences analysed by this run; the fraction of the input done; sentences
-    a second in this run and seconds left (None until there is a rate to go by)."""
-
-    records: int
-    analysed: int
-    fraction: float
-    rate: float
-    eta_s: float | None
-    resumed_records: int = 0
-    finished: bool = False
-
-
-class _Meter:
-    """Turns counts into RunProgress and hands it to the caller's callback (which may raise to
-    stop the run between two batches)."""
-
-    def __init__(self, callback: Callable[[RunProgress], None] | None):
-        self.callback = callback
-        self.start = time.monotonic()
-        self.records = self.analysed = self.resumed = 0
-        self.start_fraction = 0.0
-
-    def report(self, fraction: float, extra_analysed: int = 0, finished: bool = False) -> None:
-        if self.callback is None:
-            return
-        elapsed = max(time.monotonic() - self.start, 1e-9)
-        fresh = self.analysed + extra_analysed
-        rate = fresh / elapsed
-        done = fraction - self.start_fraction
-        eta = None if done <= 0 else elapsed * (1.0 - fraction) / done
-        self.callback(
-            RunProgress(self.records, fresh, fraction, rate, 0.0 if finished else eta, self.resumed, finished)
-        )
 
 
 def run(
@@ -111,7 +72,7 @@ def run(
     if check_settings(store, settings):
         return load(os.fspath(out_dir))
     if engine == "ray":
-        meter = _Meter(progress)
+        meter = Meter(progress)
         from .ray_engine import run_ray
 
         n_shards = run_ray(
@@ -119,7 +80,7 @@ def run(
         )
     else:
         runner = model if not isinstance(model, str) else load_model(model, device, max_tokens=max_tokens)
-        meter = _Meter(progress)  # the rate counts from here: a model load is not analysis
+        meter = Meter(progress)  # the rate counts from here: a model load is not analysis
         n_shards = _run_local(source, store, settings, runner, meter, batch_size)
     finish(store, settings, n_shards, engine)
     meter.report(1.0, finished=True)
@@ -127,7 +88,7 @@ def run(
 
 
 def _run_local(
-    source: Any, store: Store, settings: dict[str, Any], runner: Runner, meter: _Meter, batch_size: int
+    source: Any, store: Store, settings: dict[str, Any], runner: Runner, meter: Meter, batch_size: int
 ) -> int:
     n_shards = 0
     before = 0.0  # the fraction of the input read before this shard

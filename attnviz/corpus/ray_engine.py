@@ -27,7 +27,7 @@ from .shards import input_name, part_name, process_shard, shard_is_complete, sha
 from .store import Store
 
 if TYPE_CHECKING:
-    from .engine import _Meter
+    from .progress import Meter
     from .readers import Source
 
 __all__ = ["ShardWorker", "run_ray"]
@@ -72,7 +72,7 @@ def _records_table(records: list[Record]) -> Any:
     )
 
 
-def _plan(source: Source, store: Store, settings: dict[str, Any], meter: _Meter) -> tuple[int, list[tuple[int, int]]]:
+def _plan(source: Source, store: Store, settings: dict[str, Any], meter: Meter) -> tuple[int, list[tuple[int, int]]]:
     """Read the input once: the number of shards, and (shard, records) of each still to do,
     whose records are written for the workers to read."""
     pending: list[tuple[int, int]] = []
@@ -135,7 +135,7 @@ def run_ray(
     store: Store,
     settings: dict[str, Any],
     model: str,
-    meter: _Meter,
+    meter: Meter,
     *,
     batch_size: int,
     device: str,

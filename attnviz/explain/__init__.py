@@ -3,7 +3,7 @@
 Methods on an `Attention` or an array, numpy in and out (heads.py computes with torch inside):
     rollout.py       rollout, rollout_layers                  (Abnar & Zuidema 2020)
     flow.py          flow, flow_limit                         (same paper)
-    heads.py         head_stats, head_labels, sink_shares     (Clark et al. 2019)
+    heads.py         head_stats, head_kinds, head_labels, sink_shares     (Clark et al. 2019)
     agreement.py     kendall_tau, spearman_rho, agreement     (Jain & Wallace 2019)
     pairs.py         minimal_pair, find_token
 Methods that run a model (take a Runner and a text; batches go through the background lane):
@@ -26,7 +26,16 @@ from .attributions import completeness_gap, input_x_gradient, integrated_gradien
 from .context_mixing import METHODS as CONTRIBUTION_METHODS
 from .context_mixing import VALUE_ZEROING_MAX_TOKENS, Contributions, contributions, contributions_all
 from .flow import FLOW_MAX_N_ALL, FLOW_MAX_N_ROW, FlowTooLarge, flow, flow_limit
-from .heads import BROAD_ENTROPY, ENTROPY_SMOOTHING, LABEL_SHARE, head_labels, head_stats, sink_shares
+from .heads import (
+    BROAD_ENTROPY,
+    ENTROPY_SMOOTHING,
+    HEAD_KINDS,
+    LABEL_SHARE,
+    head_kinds,
+    head_labels,
+    head_stats,
+    sink_shares,
+)
 from .norms import NormWeights, norm_reconstruction, norm_weights
 from .pairs import MinimalPair, find_token, minimal_pair
 from .rollout import rollout, rollout_layers
@@ -40,6 +49,7 @@ __all__ = [
     "FAITHFULNESS_MAX_TOKENS",
     "FLOW_MAX_N_ALL",
     "FLOW_MAX_N_ROW",
+    "HEAD_KINDS",
     "LABEL_SHARE",
     "SCOREBOARD_METHODS",
     "SINK_THRESHOLD",
@@ -64,6 +74,7 @@ __all__ = [
     "flow",
     "flow_limit",
     "head_importance",
+    "head_kinds",
     "head_labels",
     "head_stats",
     "hide_sinks",

@@ -16,7 +16,16 @@ from ._arrays import read_only_view
 if TYPE_CHECKING:
     from .norms import NormWeights
 
-__all__ = ["BROAD_ENTROPY", "ENTROPY_SMOOTHING", "LABEL_SHARE", "head_labels", "head_stats", "sink_shares"]
+__all__ = [
+    "BROAD_ENTROPY",
+    "ENTROPY_SMOOTHING",
+    "HEAD_KINDS",
+    "LABEL_SHARE",
+    "head_kinds",
+    "head_labels",
+    "head_stats",
+    "sink_shares",
+]
 
 ENTROPY_SMOOTHING = 1e-6  # A' = (A + eps) / (1 + n eps): log 0 never happens, one-hot rows give ~0
 LABEL_SHARE = 0.5  # a head is "previous token", "[SEP] sink", ... when over half its attention goes there
@@ -84,30 +93,39 @@ def _per_head_pass(w: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     return entropy, received.double().numpy() / n
 
 
-_LABELS = {
+# What a head does, by identifier (the keys of `head_stats`, and "broad"), with English words for
+# scripts and the command line; the app says it in the visitor's language (catalogue "stats.l_<kind>").
+HEAD_KINDS = {
     "prev": "previous token",
     "next": "next token",
     "self": "self",
     "cls": "[CLS] sink",
     "sep": "[SEP] sink",
     "punct": "punctuation",
+    "broad": "broad",
 }
+_PATTERNS = ("prev", "next", "self", "cls", "sep", "punct")
+
+
+def head_kinds(stats: dict[str, np.ndarray]) -> np.ndarray:
+    """A Clark et al.-style kind per head, (layers, heads) of identifiers (keys of HEAD_KINDS):
+    the pattern with the largest share if it exceeds LABEL_SHARE, else "broad" if entropy_rel >
+    BROAD_ENTROPY, else ""."""
+    shares = np.stack([stats[k] for k in _PATTERNS])  # (6, L, H)
+    best = shares.argmax(0)
+    top = shares.max(0)
+    kinds = np.full(best.shape, "", dtype=object)
+    for idx in np.ndindex(best.shape):
+        if top[idx] > LABEL_SHARE:
+            kinds[idx] = _PATTERNS[best[idx]]
+        elif stats["entropy_rel"][idx] > BROAD_ENTROPY:
+            kinds[idx] = "broad"
+    return kinds.astype(str)
 
 
 def head_labels(stats: dict[str, np.ndarray]) -> np.ndarray:
-    """A Clark et al.-style label per head, (layers, heads) of str: the pattern with the largest
-    share if it exceeds LABEL_SHARE, else "broad" if entropy_rel > BROAD_ENTROPY, else ""."""
-    names = list(_LABELS)
-    shares = np.stack([stats[k] for k in names])  # (6, L, H)
-    best = shares.argmax(0)
-    top = shares.max(0)
-    labels = np.full(best.shape, "", dtype=object)
-    for idx in np.ndindex(best.shape):
-        if top[idx] > LABEL_SHARE:
-            labels[idx] = _LABELS[names[best[idx]]]
-        elif stats["entropy_rel"][idx] > BROAD_ENTROPY:
-            labels[idx] = "broad"
-    return labels.astype(str)
+    """`head_kinds` in English words ("previous token", "[SEP] sink", "broad", ""), (layers, heads)."""
+    return np.vectorize(lambda kind: HEAD_KINDS.get(kind, kind), otypes=[str])(head_kinds(stats))
 
 
 def sink_shares(att: Attention, norms: NormWeights | None = None) -> dict[str, dict[str, float]]:

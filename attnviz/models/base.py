@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from ..result import Attention
+from ..result import OOM_CPU, Attention, Note
 from ..scratch import LayerParts, causal_mask, post_ln_layer, scaled_dot_product_attention
 from .gate import ForwardGate, gate_for
 from .switching import HeadMode, head_switch, heads_by_layer
-from .tokens import clean_text, count_tokens, readable_tokens, tokenize
+from .tokens import clean_text, count_tokens, readable_tokens, token_limit, tokenize
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -34,11 +34,17 @@ __all__ = [
     "Runner",
     "RunnerBase",
     "Steps",
+    "oom_note",
 ]
 
 Inputs = dict[str, torch.Tensor]
 Steps = dict[str, np.ndarray]
 OOM_NOTE = "{device} ran out of memory: this result was computed on the CPU."
+
+
+def oom_note(device: object) -> Note:
+    """The note on a result the CPU computed after `device` ran out of memory (key `OOM_CPU`)."""
+    return Note(OOM_NOTE.format(device=device), key=OOM_CPU)
 
 
 class ModelLoadError(RuntimeError):
@@ -124,7 +130,7 @@ class RunnerBase:
     def __init__(self, tokenizer: PreTrainedTokenizerBase, device: torch.device, max_tokens: int, model_limit: int):
         self.tokenizer = tokenizer
         self.device = device
-        self.max_tokens = max(2, min(int(max_tokens), int(model_limit)))
+        self.max_tokens = token_limit(max_tokens, model_limit)
         self.gate = gate_for((type(self).__name__, id(self)))  # load_model gives a stable key
         self._twin_lock = threading.Lock()
         self._reload: Callable[[], RunnerBase] | None = None  # set by load_model: the same model on the CPU
@@ -165,7 +171,7 @@ class RunnerBase:
         text = clean_text(text)
         if not text.strip():
             raise ValueError("text is empty: type a sentence to analyse")
-        limit = self.max_tokens if max_tokens is None else max(2, min(int(max_tokens), self.max_tokens))
+        limit = token_limit(max_tokens, self.max_tokens)
         tok = self.tokenizer
         enc = tokenize(tok, text, limit, return_tensors="pt")
         offsets = enc.pop("offset_mapping")[0].tolist() if "offset_mapping" in enc else None
@@ -190,7 +196,7 @@ class RunnerBase:
     def fit(self, text: str, max_tokens: int | None = None) -> str:
         """The prefix of `text` that `encode` keeps within `max_tokens` tokens, so a method that
         encodes the text itself sees the same tokens as the views (a notice says it was cut)."""
-        limit = self.max_tokens if max_tokens is None else max(2, min(int(max_tokens), self.max_tokens))
+        limit = token_limit(max_tokens, self.max_tokens)
         enc = self.tokenizer(text, truncation=True, max_length=limit, return_offsets_mapping=True)
         ends = [end for _, end in enc["offset_mapping"] if end]
         return text[: max(ends)] if ends and max(ends) < len(text) else text
@@ -205,7 +211,7 @@ class RunnerBase:
         except torch.OutOfMemoryError:
             if self.device.type == "cpu":
                 raise
-            return self._on_cpu().attend_with_note(text, max_tokens, OOM_NOTE.format(device=self.device))
+            return self._on_cpu().attend_with_note(text, max_tokens, oom_note(self.device))
         return self.result(enc, weights)
 
     def result(self, enc: Encoded, weights: np.ndarray) -> Attention:

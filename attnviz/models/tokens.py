@@ -7,12 +7,27 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULT_MAX_TOKENS", "clean_text", "count_tokens", "model_limit", "readable_tokens", "tokenize"]
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "clean_text",
+    "count_tokens",
+    "model_limit",
+    "readable_tokens",
+    "token_limit",
+    "tokenize",
+]
 
 DEFAULT_MAX_TOKENS = 512
 
 # C0/C1 control characters other than tab and newline, and NUL: tokenizers drop or choke on them.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def token_limit(asked: int | None, limit: int) -> int:
+    """The token limit a request gets: what it asked for, at most `limit` (the model's, or the
+    deployment's) and at least 2 (a text needs room beside [CLS] and [SEP]); `limit` when it asked
+    for none. The one place the clamp is written."""
+    return max(2, min(int(limit if asked is None else asked), int(limit)))
 
 
 def clean_text(text: str) -> str:

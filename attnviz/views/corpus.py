@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from ..i18n import DEFAULT_LANGUAGE, t
 from ._base import SEQUENTIAL, Json, colour, escape, figure, head_label, layout_title
 from .grid import _grid_layout
-from .pick import _ints, _points, pick_markers
+from .pick import pick_markers, token_pick
 
 __all__ = ["ATLAS_SNIPPET", "atlas_pick", "corpus_grid", "query_key_atlas"]
 
@@ -165,13 +165,9 @@ def _atlas_trace(key_side: bool, colour_by: str, relative: np.ndarray, lang: str
     }
 
 
-def atlas_pick(selection: Any) -> int | None:
-    """The row (index into the atlas's texts) of the first selected point, else None."""
-    for point in _points(selection):
-        picked = _ints(point.get("customdata"), 1)
-        if picked is not None:
-            return picked[0]
-    return None
+# The row (index into the atlas's texts) of the first selected point, else None: an atlas point
+# carries [row] as a token marker carries [i], and is read back the same way.
+atlas_pick = token_pick
 
 
 def _snippet(text: str) -> str:

@@ -4,7 +4,6 @@ leave-one-out layer by layer (`layer_agreement`). Words come from the catalogue 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -162,8 +161,3 @@ def _output_name(board: Scoreboard, lang: str) -> str:
     if board.query is None:
         return t("fig.output_sentence", lang)
     return t("fig.output_token", lang, token=escape(board.tokens[board.query]), i=board.query)
-
-
-def scoreboard_names(methods: Sequence[str], lang: str = DEFAULT_LANGUAGE) -> list[str]:
-    """Display names of several methods (for tables beside the figures)."""
-    return [method_label(m, lang) for m in methods]

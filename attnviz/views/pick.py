@@ -61,7 +61,8 @@ def model_view_pick(selection_points: Any) -> tuple[int, int] | None:
 
 
 def token_pick(selection_points: Any) -> int | None:
-    """Token index of the first selected token marker of `head_view` or `graph_view`, else None."""
+    """Token index of the first selected token marker of `head_view` or `graph_view`, else None
+    (any point whose customdata is one int: the corpus atlas's [row] too, as `atlas_pick`)."""
     for point in _points(selection_points):
         token = _ints(point.get("customdata"), 1)
         if token is not None:

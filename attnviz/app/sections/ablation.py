@@ -8,10 +8,9 @@ result cache keyed by the heads and the mode, so moving the focus never reruns t
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 import streamlit as st
@@ -19,19 +18,19 @@ import streamlit as st
 from ... import explain, views
 from ...explain.ablation import IMPORTANCE_MAX_TOKENS, HeadImportance, PruningCurve
 from ...models import HeadMode, Progress, Runner
+from ...models.tokens import token_limit
 from ...result import Attention
 from .. import charts, heads_off, nav, runners, widgets, work
 from ..runners import Loaded
-from ..state import Ctx, t
+from ..state import Ctx, keep, t
 
 if TYPE_CHECKING:
     from .explain import Subject
     from .explorer import Focus
 
-T = TypeVar("T")
 Heads = tuple[tuple[int, int], ...]
 AUTO_IMPORTANCE_N = 64  # beyond this many tokens head importance starts on request
-MODE_WIDGET, CLICK_WIDGET = "_abl_mode", "_abl_click"
+MODE_WIDGET, CLICK_WIDGET = "_abl_mode", "_abl_click"  # their values live in heads_off.MODE/CLICK (state.KEPT)
 
 
 def _supported(runner: Runner) -> bool:
@@ -42,18 +41,6 @@ def _supported(runner: Runner) -> bool:
     return True
 
 
-def _run(compute: Callable[[], T | None]) -> T | None:
-    """One switched run; what this model cannot do becomes a message, never a traceback."""
-    try:
-        return compute()
-    except (ValueError, IndexError) as exc:
-        widgets.show_error(t("explain.unsupported"), str(exc))
-    except Exception as exc:
-        runners.LOG.warning("attnviz: switching heads failed: %s: %.300s", type(exc).__name__, exc)
-        widgets.show_error(t("err.unexpected"), type(exc).__name__)
-    return None
-
-
 def _ablation(c: Ctx, loaded: Loaded, text: str, off: Heads, mode: HeadMode) -> explain.Ablation | None:
     """The model with `off` switched off, through the result cache (progress, Cancel, budget)."""
     runner = loaded.runner
@@ -62,7 +49,9 @@ def _ablation(c: Ctx, loaded: Loaded, text: str, off: Heads, mode: HeadMode) -> 
         return explain.ablate(runner, text, off, mode, max_tokens=c.max_tokens, progress=progress)
 
     label = t("abl.computing", k=len(off))
-    return _run(lambda: work.cached_long(c, loaded, "ablate", text, off, mode, label=label, fn=compute))
+    return widgets.attempt(
+        lambda: work.cached_long(c, loaded, "ablate", text, off, mode, label=label, fn=compute), "switching heads"
+    )
 
 
 def _head_list(off: Heads, lang: str) -> str:
@@ -70,8 +59,7 @@ def _head_list(off: Heads, lang: str) -> str:
 
 
 def _controls(c: Ctx, f: Focus, off: Heads) -> None:
-    ss, model = st.session_state, f.att.model
-    ss[MODE_WIDGET], ss[CLICK_WIDGET] = heads_off.mode(), bool(ss.get(heads_off.CLICK, False))
+    model = f.att.model
     a, b, col, d = st.columns([3, 3, 3, 2])
     if f.head is None:
         a.caption(t("abl.pick_head"))
@@ -86,8 +74,8 @@ def _controls(c: Ctx, f: Focus, off: Heads) -> None:
     b.checkbox(
         t("abl.click_mode"),
         key=CLICK_WIDGET,
-        on_change=heads_off.sync,
-        args=(heads_off.CLICK, CLICK_WIDGET),
+        on_change=keep,
+        args=(CLICK_WIDGET,),
         help=t("abl.click_mode_help"),
     )
     col.radio(
@@ -95,8 +83,8 @@ def _controls(c: Ctx, f: Focus, off: Heads) -> None:
         heads_off.MODES,
         key=MODE_WIDGET,
         format_func=widgets.option_labels("abl.mode_{}"),
-        on_change=heads_off.sync,
-        args=(heads_off.MODE, MODE_WIDGET),
+        on_change=keep,
+        args=(MODE_WIDGET,),
         horizontal=True,
         help=t("abl.mode_help"),
     )
@@ -202,7 +190,10 @@ def _importance(
 
     n = min(s.att.n, limit)
     label = t("abl.computing_importance", heads=runner.n_layers * runner.n_heads, n=n)
-    return _run(lambda: work.cached_long(c, s.loaded, "head_importance", s.fitted, mode, limit, label=label, fn=both))
+    return widgets.attempt(
+        lambda: work.cached_long(c, s.loaded, "head_importance", s.fitted, mode, limit, label=label, fn=both),
+        "head importance",
+    )
 
 
 def _wanted(c: Ctx, s: Subject, limit: int) -> bool:
@@ -229,7 +220,7 @@ def importance(c: Ctx, s: Subject) -> None:
         if not _supported(runner):
             st.caption(t("abl.unsupported"))
             return
-        limit = max(2, min(c.settings.explain_tokens, IMPORTANCE_MAX_TOKENS))
+        limit = token_limit(c.settings.explain_tokens, IMPORTANCE_MAX_TOKENS)
         if not _wanted(c, s, limit):
             return
         result = _importance(c, s, limit, heads_off.mode())

@@ -23,15 +23,6 @@ from .explorer import truncation_notice
 T = TypeVar("T")
 AUTO_ATTRIBUTION_N = 64  # occlusion runs n forward passes: beyond this many tokens, on request
 STATS = ("entropy_rel", "prev", "next", "self", "cls", "sep", "punct")
-LABEL_KEYS = {
-    "previous token": "stats.l_prev",
-    "next token": "stats.l_next",
-    "self": "stats.l_self",
-    "[CLS] sink": "stats.l_cls",
-    "[SEP] sink": "stats.l_sep",
-    "punctuation": "stats.l_punct",
-    "broad": "stats.l_broad",
-}
 
 
 @dataclass
@@ -60,21 +51,8 @@ def analysis(c: Ctx) -> Subject | None:
 
 
 def attempt(s: Subject, compute: Callable[[], T | None]) -> T | None:
-    """Run one explanation; a method this model or text cannot support becomes a message."""
-    try:
-        result = compute()
-    except (ValueError, IndexError) as exc:
-        widgets.show_error(t("explain.unsupported"), str(exc))
-        return None
-    except Exception as exc:  # an explanation failing never takes the page down
-        runners.LOG.warning("attnviz: explanation failed: %s: %.300s", type(exc).__name__, exc)
-        widgets.show_error(t("err.unexpected"), type(exc).__name__)
-        return None
-    arrays = result if isinstance(result, tuple) else (result,)
-    if any(isinstance(a, np.ndarray) and a.shape[-1] != s.att.n for a in arrays):
-        widgets.show_error(t("explain.unsupported"), t("explain.length_mismatch"))
-        return None
-    return result
+    """Run one explanation of `s` through the app's error wrapper (`widgets.attempt`)."""
+    return widgets.attempt(compute, "explanation", length=s.att.n)
 
 
 def pickers(s: Subject) -> tuple[int, int]:
@@ -180,8 +158,8 @@ def head_statistics(c: Ctx, s: Subject) -> None:
     st.subheader(t("stats.title"))
     st.caption(t("stats.intro"))
     stats = runners.cached(c, s.loaded, "stats", s.fitted, fn=lambda: explain.head_stats(s.att))
-    labels = explain.head_labels(stats)
-    short = np.vectorize(lambda x: t(LABEL_KEYS[x]) if x in LABEL_KEYS else x, otypes=[str])(labels)
+    kinds = explain.head_kinds(stats)
+    short = np.vectorize(lambda kind: t(f"stats.l_{kind}") if kind else "", otypes=[str])(kinds)
     stat = st.selectbox(t("stats.which"), STATS, key="x_stat", format_func=widgets.option_labels("stats.{}"))
     fig = views.layer_head_grid(stats[stat], title=t(f"stats.{stat}"), labels=short, zmin=0.0, zmax=1.0, lang=c.lang)
     event = charts.chart(fig, key="chart_stats", on_select="rerun", selection_mode="points")
@@ -223,10 +201,11 @@ def minimal_pair(c: Ctx, s: Subject) -> None:
         widgets.show_error(t("pair.not_found"))
         widgets.show_tokens(att_a.tokens, key="pair_tokens")
         return
-    try:
-        result = explain.minimal_pair(att_a, att_b, q_idx, [int(k) for k in k_idx if k is not None])
-    except (ValueError, IndexError) as exc:
-        widgets.show_error(t("pair.failed"), str(exc))
+    keys = [int(k) for k in k_idx if k is not None]
+    result = widgets.attempt(
+        lambda: explain.minimal_pair(att_a, att_b, q_idx, keys), "minimal pair", message=t("pair.failed")
+    )
+    if result is None:
         return
     with st.container(key="pair_result"):
         fig = views.layer_head_grid(result.score, title=t("pair.grid_title"), lang=c.lang)

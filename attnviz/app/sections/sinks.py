@@ -14,7 +14,7 @@ import streamlit as st
 from ... import explain
 from ...explain import NormWeights, SinkScores
 from ...result import Attention
-from .. import nav, runners
+from .. import nav, runners, state
 from ..runners import Loaded
 from ..state import Ctx, t
 from ..widgets import escape_md
@@ -22,11 +22,7 @@ from .explain import Subject
 from .explorer import Focus
 
 TOGGLE = "sinks_toggle"  # the widget
-STATE = "hide_sinks_on"  # its value: a plain key survives a visit to another page, a widget's does not
-
-
-def _keep() -> None:
-    st.session_state[STATE] = bool(st.session_state.get(TOGGLE, False))
+STATE = state.HIDE_SINKS  # its value: a plain key survives a visit to another page (state.KEPT)
 
 
 def _norms(c: Ctx, loaded: Loaded, text: str) -> NormWeights | None:
@@ -68,14 +64,16 @@ def hide_switch(c: Ctx, f: Focus) -> Focus:
     """The switch, what it hides and how much, and the caveat; the focus the views then draw.
     The hidden maps are made only while the switch is on; at 512 tokens they are a 75 MB copy in
     the byte-bounded result cache, which evicts the oldest entries to make room."""
-    ss = st.session_state
-    ss[TOGGLE] = bool(ss.get(STATE, False))
     scores = _scores(c, f)
     columns = scores.parking()
     with st.container(key="sinks"):
         left, right = st.columns([1, 3])
         on = left.toggle(
-            t("sinks.toggle"), key=TOGGLE, on_change=_keep, help=t("sinks.toggle_help", eps=scores.threshold)
+            t("sinks.toggle"),
+            key=TOGGLE,
+            on_change=state.keep,
+            args=(TOGGLE,),
+            help=t("sinks.toggle_help", eps=scores.threshold),
         )
         removed = explain.removed_share(f.att.weights[f.layer : f.layer + 1], columns)[0]  # (heads,)
         share = float(removed.mean() if f.head is None else removed[f.head])

@@ -22,15 +22,8 @@ HEADS = (1, 2, 4, 8)
 
 
 def _kept(key: str, default: Any) -> None:
-    """Widget values that survive a visit to another page: a plain copy outlives the widget."""
-    ss = st.session_state
-    if key not in ss:
-        ss[key] = ss.get(f"_kept_{key}", default)
-
-
-def _keep(*keys: str) -> None:
-    for key in keys:
-        st.session_state[f"_kept_{key}"] = st.session_state[key]
+    """A first value for a widget that survives a visit to another page (it is in `state.KEPT`)."""
+    st.session_state.setdefault(key, default)
 
 
 def _on_task() -> None:
@@ -60,7 +53,6 @@ def controls(c: Ctx) -> None:
         st.caption(t("train.limits", steps=f"{s.train_max_steps:,}", layers=s.train_max_layers,
                      heads=s.train_max_heads, d_model=s.train_max_d_model))  # fmt: skip
         st.button(t("train.start"), key="train_start", type="primary", on_click=_start, args=(c,))
-    _keep("train_task", "train_text", "train_layers", "train_heads", "train_d_model", "train_steps", "train_seed")
     message = ss.pop("_train_message", None)
     if message is not None:
         (widgets.show_error if message[0] == "error" else st.warning)(*message[1:])
