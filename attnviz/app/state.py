@@ -24,7 +24,6 @@ import streamlit as st
 
 from .. import i18n
 from ..config import Settings
-from ..models import EMBEDDED_MODEL
 from ..unknown import model_for_language
 from . import urls
 
