@@ -62,7 +62,7 @@ def test_token_focus_is_drawn_only_when_opened(session: Session) -> None:
     assert _chart_count(s, "token_focus") == 0  # below the fold and closed: not computed, not sent
     assert s.page.locator(".st-key-focus_query").count() == 0
     s.page.locator(".st-key-focus_open label").click()
-    s.page.locator(".st-key-token_focus .js-plotly-plot .main-svg").wait_for(state="visible", timeout=WAIT_MS)
+    s.page.locator(".st-key-token_focus .js-plotly-plot .main-svg").first.wait_for(state="visible", timeout=WAIT_MS)
     s.wait_views()
     assert s.page.locator(".st-key-focus_query").count() == 1
     assert not s.crashed and s.page.locator('[data-testid="stException"]').count() == 0
