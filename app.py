@@ -27,13 +27,21 @@ _return_large_frees_to_the_os()
 
 import streamlit as st  # noqa: E402
 
-from attnviz.app import charts, nav, sidebar, state, warmup  # noqa: E402
+from attnviz.app import warmup  # noqa: E402
 from attnviz.config import settings_from_env  # noqa: E402
 
-state.leave_legacy_pages_mode()
-warmup.warm_up()
-st.set_page_config(page_title="attnviz", page_icon=str(nav.ICON), layout="wide")
 settings = settings_from_env()
+# Once per process, first thing: torch, transformers and the first model load in a thread while
+# this run draws the frame and the sentence box (cold start, bench/results_browser.md).
+warmup.start(settings)
+# plotly's lazy pandas import, on this thread: Streamlit reads sys.modules["pandas"] directly, so
+# it must never find a half-imported pandas from another thread (app/warmup.py)
+warmup.warm_up()
+
+from attnviz.app import charts, nav, sidebar, state  # noqa: E402
+
+state.leave_legacy_pages_mode()
+st.set_page_config(page_title="attnviz", page_icon=str(nav.ICON), layout="wide")
 state.start_run(settings)
 st.html(ROOT / "assets" / "style.css")
 # Navigation before the sidebar's widgets: a widget's id includes the script hash active when it

@@ -8,18 +8,16 @@ att.tokens, att.weights.shape                  # list[str], (layers, heads, n, n
 
 from __future__ import annotations
 
-from .embedding import embed
-from .models import (
-    DEFAULT_MAX_TOKENS,
-    EMBEDDED_MODEL,
-    ModelLoadError,
-    PretrainedModel,
-    Runner,
-    ScratchModel,
-    load_model,
-    resolve_device,
-)
+import importlib
+from typing import TYPE_CHECKING
+
+from .models.names import EMBEDDED_MODEL
+from .models.tokens import DEFAULT_MAX_TOKENS
 from .result import Attention
+
+if TYPE_CHECKING:
+    from .embedding import embed
+    from .models import ModelLoadError, PretrainedModel, Runner, ScratchModel, load_model, resolve_device
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -38,11 +36,27 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> object:
-    # `attnviz.views` and `attnviz.explain` import plotly and more of torch: load them on first use so
-    # `import attnviz` stays light for the command line.
-    if name in ("views", "explain", "i18n", "corpus", "training"):
-        import importlib
+_MODELS = ("ModelLoadError", "PretrainedModel", "Runner", "ScratchModel", "load_model", "resolve_device")
+_SUBPACKAGES = ("views", "explain", "i18n", "corpus", "training")
 
+
+def __getattr__(name: str) -> object:
+    # Everything that imports torch (the models) or plotly and more of torch (`attnviz.views`,
+    # `attnviz.explain`) loads on first use: `import attnviz`, `attnviz.config` and
+    # `attnviz.views` stay light (tests/test_imports.py), and the command line starts fast.
+    if name in _MODELS:
+        value = getattr(importlib.import_module(".models", __name__), name)
+        globals()[name] = value
+        return value
+    if name == "embed":
+        from .embedding import embed
+
+        globals()[name] = embed
+        return embed
+    if name in _SUBPACKAGES:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'attnviz' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -29,8 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .cache import DEFAULT_CACHE_ENTRIES, DEFAULT_CACHE_MB
-from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, check_model_name
-from .models.e5 import E5_MODEL
+from .models.names import E5_MODEL, EMBEDDED_MODEL, check_model_name
+from .models.tokens import DEFAULT_MAX_TOKENS
 
 __all__ = ["DEFAULT_MAX_CHARS", "Settings", "check_text", "settings_from_env"]
 

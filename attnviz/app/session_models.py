@@ -13,8 +13,10 @@ import secrets
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..models import Runner
+if TYPE_CHECKING:  # annotations only: the sidebar imports this module before torch is needed
+    from ..models import Runner
 
 __all__ = ["PREFIX", "Trained", "add", "get", "is_trained", "names", "owns", "session_id", "trained"]
 

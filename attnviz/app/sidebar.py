@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import streamlit as st
-import torch
 
 from .. import __version__, i18n
 from ..config import Settings
 from ..models import EMBEDDED_MODEL, MODEL_NAME_MAX
-from ..models.e5 import E5_MODEL
+from ..models.names import E5_MODEL
 from ..models.tokens import token_limit
 from ..unknown import model_for_language
 from . import session_models
@@ -25,9 +26,19 @@ LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 TRANSLATED_OPTIONS = ("model_choice", "color_range", "x_stat", "train_task")
 
 
+def _no_accelerator_here() -> bool:
+    """True where no GPU can exist (no NVIDIA or AMD driver, not a Mac): the list is then known
+    without torch, which a cold server's first run is still importing in the warm-up thread."""
+    return sys.platform != "darwin" and not any(Path(p).exists() for p in ("/proc/driver/nvidia", "/dev/kfd"))
+
+
 def available_devices() -> list[str]:
     """Only devices that exist here."""
     devices = ["auto", "cpu"]
+    if _no_accelerator_here():
+        return devices
+    import torch
+
     if torch.cuda.is_available():
         devices.append("cuda")
     mps = getattr(torch.backends, "mps", None)

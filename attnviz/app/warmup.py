@@ -1,22 +1,41 @@
-"""Import at start-up what the figures and tables import lazily.
+"""A cold server's start: what the first page needs, made ready while the page frame is drawn.
 
-Eight visitors opening a freshly started server at once got "partially initialized module
-'pandas'": plotly imports pandas (and narwhals) lazily while serialising a figure, and two
-script threads raced on that first import. Importing them, and serialising one small figure,
-before any page runs removes the race (tests/test_load.py opens every page of a cold server
-eight times at once)."""
+Two jobs, each once per process:
+
+- `start(settings)`, at the top of app.py: a background thread imports torch and transformers
+  and loads the first model of the list (the embedded MiniLM) into the model registry
+  (app/runners.py). The first visitor's page draws its frame, the sentence box and "Loading
+  model …" meanwhile, and the page's own `load_runner` waits on the same registry entry (one
+  load per key), so the model is never loaded twice (bench/results_browser.md: cold start).
+- `warm_up()`, on the script's own thread at the top of app.py: imports what plotly imports
+  lazily while serialising a figure. Eight visitors opening a freshly started server at once
+  got "partially initialized module 'pandas'": plotly imports pandas (and narwhals) lazily
+  while serialising a figure, and two script threads raced on that first import. Importing
+  them, and serialising one small figure, first removes the race (tests/test_load.py opens
+  every page of a cold server eight times at once). Never from the background thread: Streamlit
+  reads `sys.modules["pandas"]` directly and failed on a half-imported one ("'pandas' has no
+  attribute 'Series'").
+"""
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import threading
+from typing import TYPE_CHECKING
 
-__all__ = ["warm_up"]
+if TYPE_CHECKING:
+    from ..config import Settings
 
+__all__ = ["start", "started", "warm_up"]
+
+LOG = logging.getLogger("attnviz")
 MODULES = ("numpy", "pandas", "pyarrow", "narwhals", "plotly.graph_objects", "plotly.io", "plotly.subplots")
 _DONE = threading.Event()
 _LOCK = threading.Lock()
+_STARTED: list[threading.Thread] = []
+_START_LOCK = threading.Lock()
 
 
 def warm_up() -> None:
@@ -37,3 +56,38 @@ def warm_up() -> None:
         fig = go.Figure(go.Heatmap(z=np.eye(2, dtype=np.float32)))
         pio.to_json(fig, validate=False)
         _DONE.set()
+
+
+def start(settings: Settings) -> None:
+    """Start the background load once per process (later calls return at once)."""
+    with _START_LOCK:
+        if _STARTED:
+            return
+        thread = threading.Thread(target=_load_first_model, args=(settings,), name="attnviz-warmup", daemon=True)
+        _STARTED.append(thread)
+    thread.start()
+
+
+def started() -> threading.Thread | None:
+    """The background thread, once started (tests wait on it)."""
+    return _STARTED[0] if _STARTED else None
+
+
+def _load_first_model(settings: Settings) -> None:
+    """The model the explorer opens with, loaded as `runners.load_runner` would load it for a
+    new session (same registry key: the model, device "auto", no options). Any failure is only
+    logged: the page then loads (and reports) it itself."""
+    try:
+        from ..models import EMBEDDED_MODEL
+        from . import runners
+        from .state import model_options
+
+        name = model_options(settings)[0]
+        if name != EMBEDDED_MODEL:
+            return
+        settings.check_model(name)
+        key = (name, "auto", ())
+        runner = runners.REGISTRY.get(key, lambda: runners._load(name, "auto", settings.max_tokens, {}))
+        runner.attend("warm up", 8)  # torch's first pass pays its one-time set-up here
+    except Exception as exc:  # a thread must not die with a traceback in the log
+        LOG.warning("attnviz: warm-up load failed: %s: %.300s", type(exc).__name__, exc)

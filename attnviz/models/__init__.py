@@ -5,18 +5,29 @@ base.py          the Runner protocol, RunnerBase (tokenising, attend, OOM fallba
 gate.py          how many forward passes run at once, interactive ones first
 huggingface.py   Hugging Face models (the only module that knows their module tree)
 scratch_runner.py the from-scratch encoder of attnviz/scratch.py
-loading.py       load_model, resolve_device, the embedded model, model-name checks
+loading.py       load_model, resolve_device, the embedded model
+names.py         the embedded model's name and model-name checks (no torch)
 tokens.py        readable tokens and length limits
+
+Only names.py and tokens.py are imported with the package; every other name is imported on
+first use (module `__getattr__`), so `attnviz.config`, `attnviz.views` and `attnviz.app.urls`
+do not import torch (tests/test_imports.py).
 """
 
 from __future__ import annotations
 
-from .base import Encoded, HeadMode, ModelLoadError, Runner, RunnerBase, Steps
-from .gate import Cancelled, ForwardGate, Progress, gate_for
-from .huggingface import PretrainedModel
-from .loading import EMBEDDED_MODEL, MODEL_NAME_MAX, check_model_name, embedded_model_dir, load_model, resolve_device
-from .scratch_runner import ScratchModel
+import importlib
+from typing import TYPE_CHECKING
+
+from .names import EMBEDDED_MODEL, MODEL_NAME_MAX, check_model_name
 from .tokens import DEFAULT_MAX_TOKENS, readable_tokens
+
+if TYPE_CHECKING:
+    from .base import Encoded, HeadMode, ModelLoadError, Runner, RunnerBase, Steps
+    from .gate import Cancelled, ForwardGate, Progress, gate_for
+    from .huggingface import PretrainedModel
+    from .loading import embedded_model_dir, load_model, resolve_device
+    from .scratch_runner import ScratchModel
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -40,3 +51,25 @@ __all__ = [
     "readable_tokens",
     "resolve_device",
 ]
+
+# name -> submodule that defines it, imported on first use
+_LAZY = {
+    **dict.fromkeys(("Encoded", "HeadMode", "ModelLoadError", "Runner", "RunnerBase", "Steps"), "base"),
+    **dict.fromkeys(("Cancelled", "ForwardGate", "Progress", "gate_for"), "gate"),
+    "PretrainedModel": "huggingface",
+    **dict.fromkeys(("embedded_model_dir", "load_model", "resolve_device"), "loading"),
+    "ScratchModel": "scratch_runner",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # once: later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -26,10 +26,9 @@ from .base import ModelLoadError
 from .e5_file import BLOCK, E5File, dequantise, read_file
 from .e5_tokenizer import build_tokenizer
 from .huggingface import PretrainedModel
+from .names import E5_MODEL
 
 __all__ = ["E5_MODEL", "Q4Embedding", "build_bert", "e5_tokenizer", "load_e5", "load_e5_runner"]
-
-E5_MODEL = "e5-small"
 
 
 class Q4Embedding(torch.nn.Embedding):

@@ -17,6 +17,7 @@ from .base import ModelLoadError
 from .e5 import E5_MODEL, load_e5_runner
 from .gate import gate_for
 from .huggingface import PretrainedModel
+from .names import EMBEDDED_MODEL, MODEL_NAME_MAX, check_model_name
 from .scratch_runner import ScratchModel
 from .tokens import DEFAULT_MAX_TOKENS
 
@@ -29,24 +30,7 @@ __all__ = [
     "resolve_device",
 ]
 
-EMBEDDED_MODEL = "minilm"
-MODEL_NAME_MAX = 200  # a hub id is at most 96 + 1 + 96 characters; a path this long is no classroom's
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
-# What a hub id or a path may hold: letters and digits of any script, . _ - / ~ space, and
-# Windows' : and \. Anything else (quotes, angle brackets, control characters) is refused unread.
-_NAME_CHARS = re.compile(r"^[\w.\-/~: \\]+$")
-
-
-def check_model_name(name: object) -> str:
-    """The name, stripped, if it can be a model name at all; ValueError (safe to show) if not."""
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError("model name is empty: use 'minilm', 'scratch', a Hugging Face id or a directory")
-    name = name.strip()
-    if len(name) > MODEL_NAME_MAX:
-        raise ValueError(f"model name has {len(name):,} characters; the limit is {MODEL_NAME_MAX}")
-    if not _NAME_CHARS.match(name):
-        raise ValueError("model name may hold letters, digits, spaces and . _ - / ~ only")
-    return name
 
 
 def embedded_model_dir() -> Path:

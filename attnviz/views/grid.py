@@ -107,8 +107,10 @@ def layer_head_grid(
 def block_mean(weights: np.ndarray, size: int) -> np.ndarray:
     """(..., n, n) -> (..., t, t) with t = min(n, size): each cell the mean of its block.
 
-    Blocks are as equal as n allows (sizes differ by at most one); float64 sums, float32 out.
-    One (n, n) map at a time: a float64 copy of all 72 maps at 512 tokens would be 150 MB.
+    Blocks are as equal as n allows (sizes differ by at most one). All maps at once: row blocks
+    summed in the maps' own float32 (a few rows each; (maps, t, n) is 4.7 MB for 72 heads at
+    512 tokens), then column blocks in float64; float32 out. 2.5x (any n) to 10x (n a multiple
+    of `size`) faster than one map at a time in float64, equal to 1e-6.
     """
     n = weights.shape[-1]
     if n <= size:
@@ -116,10 +118,11 @@ def block_mean(weights: np.ndarray, size: int) -> np.ndarray:
     starts = (np.arange(size) * n) // size
     counts = np.diff(np.append(starts, n)).astype(np.float64)
     maps = weights.reshape(-1, n, n)
-    out = np.empty((len(maps), size, size), dtype=np.float32)
-    for k, m in enumerate(maps):
-        rows = np.add.reduceat(m, starts, axis=0, dtype=np.float64)  # (t, n)
-        out[k] = np.add.reduceat(rows, starts, axis=1) / np.outer(counts, counts)  # (t, t)
+    if n % size == 0:  # equal blocks (512 tokens into 32): contiguous sums, 10x faster than reduceat
+        rows = maps.reshape(len(maps), size, n // size, n).sum(axis=2)  # (maps, t, n)
+    else:
+        rows = np.add.reduceat(maps, starts, axis=1)
+    out = (np.add.reduceat(rows, starts, axis=2, dtype=np.float64) / np.outer(counts, counts)).astype(np.float32)
     return out.reshape(*weights.shape[:-2], size, size)
 
 

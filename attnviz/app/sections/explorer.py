@@ -44,11 +44,13 @@ class Focus:
     base: Attention | None = None  # with heads off, the whole model's attention
 
 
-def analysis(c: Ctx) -> Focus | None:
-    """Sentence box, model, layer/head and view switches, then the (cached) analysis."""
+def analysis(c: Ctx, text: str | None = None) -> Focus | None:
+    """Sentence box (unless the page drew it already and passes its `text`), model, layer/head
+    and view switches, then the (cached) analysis."""
     for key, default in DEFAULTS:
         st.session_state.setdefault(key, default)
-    text = widgets.sentence_box(c)
+    if text is None:
+        text = widgets.sentence_box(c)
     loaded = runners.load_runner(c)
     clean = runners.checked_text(c, text)
     if loaded is None or clean is None:
@@ -97,6 +99,31 @@ def _token_defaults(att: Attention, signature: tuple[Any, ...]) -> None:
     query, key = default_focus(att, example)
     ss["focus_query"], ss["focus_key"] = query, key
     ss["highlight"] = query if example else -1
+
+
+def sinks_switch(c: Ctx, f: Focus) -> tuple[Focus, Callable[[], None]]:
+    """The hide-sinks switch in its place above the views, and a function that draws it later.
+
+    The switch's words need the value norms of the sentence, a second forward pass. Switched off
+    (the default) the views do not depend on it, so its place is kept empty and the page fills
+    it after the views are sent (call the returned function there): nothing waits for it.
+    Switched on, the views draw the hidden maps, so it is drawn at once."""
+    from . import sinks
+
+    slot = st.container()
+    if st.session_state.get(sinks.STATE, False):
+        with slot:
+            return sinks.hide_switch(c, f), _nothing
+
+    def later() -> None:
+        with slot:
+            sinks.hide_switch(c, f)
+
+    return f, later
+
+
+def _nothing() -> None:
+    return None
 
 
 def _show(
@@ -167,6 +194,9 @@ def token_focus_section(c: Ctx, f: Focus) -> None:
     with st.container(key="token_focus"):
         st.subheader(t("focus.title"))
         st.caption(t("focus.intro"))
+        # below the fold: computed and sent only once the visitor opens it
+        if not st.toggle(t("focus.open"), key="focus_open", help=t("focus.open_help")):
+            return
         for key in ("focus_query", "focus_key"):
             if ss.get(key) not in range(att.n):
                 ss[key] = 0

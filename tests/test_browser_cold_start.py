@@ -1,0 +1,80 @@
+"""A cold server and a long text in a real browser (issue 24): the page frame and the sentence
+box come before the first chart while the model loads once, in the warm-up thread; what sits
+below the fold (the token focus) is computed and sent only when opened; the hide-sinks switch,
+which needs a second forward pass, is filled in after the views. Order and content only,
+nothing timed (bench/bench_browser.py measures)."""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+import pytest
+
+from attnviz import i18n
+
+from .browser import ARTIFACTS
+from .test_browser import WAIT_MS, Session
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+# First appearance of the sentence box and of a drawn chart, in the order the page shows them.
+ORDER_JS = """
+(() => {
+  const seen = window.__order = [];
+  const probes = {
+    box: () => document.querySelector('.st-key-sentence_input textarea'),
+    chart: () => document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'),
+  };
+  const check = () => {
+    for (const [name, probe] of Object.entries(probes)) if (!seen.includes(name) && probe()) seen.push(name);
+  };
+  new MutationObserver(check).observe(document, {childList: true, subtree: true});
+  check();
+})();
+"""
+
+
+def _chart_count(s: Session, key: str) -> int:
+    return int(s.page.locator(f".st-key-{key} .js-plotly-plot").count())
+
+
+def test_a_cold_server_shows_the_sentence_box_first_and_loads_the_model_once(chromium: Any, server: str) -> None:
+    """The module's server is fresh: this is its first visitor."""
+    ctx = chromium.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
+    try:
+        ctx.add_init_script(ORDER_JS)
+        page = ctx.new_page()
+        s = Session(page, server)
+        s.open()  # waits for the four views, drawn
+        assert page.evaluate("() => window.__order") == ["box", "chart"]
+        port = urllib.parse.urlsplit(server).port
+        log = (ARTIFACTS / f"streamlit-{port}.log").read_text(encoding="utf-8", errors="replace")
+        assert log.count("loaded model 'minilm'") == 1, log[-2000:]  # the warm-up's load, reused by the page
+        assert "warm-up load failed" not in log
+    finally:
+        ctx.close()
+
+
+def test_token_focus_is_drawn_only_when_opened(session: Session) -> None:
+    s = session
+    s.open()
+    assert _chart_count(s, "token_focus") == 0  # below the fold and closed: not computed, not sent
+    assert s.page.locator(".st-key-focus_query").count() == 0
+    s.page.locator(".st-key-focus_open label").click()
+    s.page.locator(".st-key-token_focus .js-plotly-plot .main-svg").first.wait_for(state="visible", timeout=WAIT_MS)
+    s.wait_views()
+    assert s.page.locator(".st-key-focus_query").count() == 1
+    assert not s.crashed and s.page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_the_sinks_switch_drawn_after_the_views_keeps_its_place_above_them(session: Session) -> None:
+    s = session
+    s.open()  # idle: the whole run is over
+    shown = s.page.locator(".st-key-sinks").inner_text()
+    assert i18n.t("sinks.toggle", "en") in shown and "[CLS]" in shown
+    order = s.page.evaluate(
+        "() => { const all = [...document.querySelectorAll('.st-key-sinks, .st-key-view_heatmap')];"
+        " return all.map(e => e.classList.contains('st-key-sinks') ? 'sinks' : 'views'); }"
+    )
+    assert order == ["sinks", "views"]  # filled in after the views are sent, shown above them

@@ -1,0 +1,72 @@
+"""Light imports (issue 24): the settings, the figures and the URL parsing do not import torch,
+and every public name of `attnviz` is still importable where it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LIGHT = ("attnviz.views", "attnviz.config", "attnviz.app.urls")
+
+PROBE = """
+import json, sys
+found = {}
+for name in %r:
+    __import__(name)
+    found[name] = sorted(m for m in ("torch", "transformers") if m in sys.modules)
+print(json.dumps(found))
+"""
+
+
+def test_views_config_and_urls_do_not_import_torch() -> None:
+    """One fresh interpreter imports the three, one after the other, and reports what came with them."""
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE % (LIGHT,)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found == {name: [] for name in LIGHT}
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["DEFAULT_MAX_TOKENS", "EMBEDDED_MODEL", "Attention", "ModelLoadError", "PretrainedModel", "Runner",
+     "ScratchModel", "__version__", "load_model", "resolve_device"],
+)  # fmt: skip
+def test_public_names_of_attnviz(name: str) -> None:
+    import attnviz
+
+    assert name in attnviz.__all__
+    assert getattr(attnviz, name) is not None
+    assert name in dir(attnviz)
+
+
+def test_models_names_are_the_modules_own() -> None:
+    """The lazy names are the very objects of the modules that define them (no copies)."""
+    import attnviz
+    from attnviz import models
+    from attnviz.models import base, gate, loading, names, tokens
+
+    for name in models.__all__:
+        assert getattr(models, name) is not None, name
+    assert attnviz.load_model is loading.load_model is models.load_model
+    assert attnviz.ModelLoadError is base.ModelLoadError is models.ModelLoadError
+    assert models.Progress is gate.Progress and models.Cancelled is gate.Cancelled
+    assert loading.check_model_name is names.check_model_name is models.check_model_name
+    assert attnviz.EMBEDDED_MODEL == loading.EMBEDDED_MODEL == "minilm"
+    assert attnviz.DEFAULT_MAX_TOKENS == tokens.DEFAULT_MAX_TOKENS
+    with pytest.raises(AttributeError):
+        _ = models.no_such_name
+    with pytest.raises(AttributeError):
+        _ = attnviz.no_such_name
