@@ -27,7 +27,7 @@ _return_large_frees_to_the_os()
 
 import streamlit as st  # noqa: E402
 
-from attnviz.app import charts, nav, sidebar, state, warmup  # noqa: E402
+from attnviz.app import charts, nav, sidebar, state, visitor, warmup  # noqa: E402
 from attnviz.config import settings_from_env  # noqa: E402
 
 state.leave_legacy_pages_mode()
@@ -35,6 +35,7 @@ warmup.warm_up()
 st.set_page_config(page_title="attnviz", page_icon=str(nav.ICON), layout="wide")
 settings = settings_from_env()
 state.start_run(settings)
+visitor.identify(settings)  # one budget per visitor, whichever of their tabs
 st.html(ROOT / "assets" / "style.css")
 # Navigation before the sidebar's widgets: a widget's id includes the script hash active when it
 # is created, and before st.navigation resolves the page a session's first run has another one,
