@@ -13,6 +13,7 @@ from typing import TypeVar
 
 import streamlit as st
 import torch
+from streamlit.delta_generator import DeltaGenerator
 
 from ..config import check_text
 from ..models import EMBEDDED_MODEL, ModelLoadError, Runner, gate
@@ -62,8 +63,17 @@ def load_runner(c: Ctx, name: str | None = None, *, fallback: bool = True, **opt
             raise ModelLoadError(failed)
         who = visitor.visitor()
 
+        place: list[DeltaGenerator] = []
+
+        def waiting(ticket: gate.Ticket) -> None:  # shown only while it waits its turn
+            if not place:
+                place.append(st.empty())
+            place[0].caption(t("fair.queued", place=ticket.place))
+
         def build() -> Runner:  # a model build is heavy work: queued, charged to its visitor
-            with gate.heavy(who), gate.charged(who):
+            with gate.heavy(who, wait=waiting), gate.charged(who):
+                for note in place:
+                    note.empty()
                 return load(name, c.device, c.settings.max_tokens, opts)
 
         with st.spinner(t("spinner.loading", name=escape_md(name))):

@@ -67,8 +67,6 @@ def run_long(c: Ctx, key: Hashable, label: str, fn: Callable[[Progress], T]) -> 
     stop = st.empty()
     stop.button(t("work.cancel"), key=f"cancel_{abs(hash(key))}", on_click=_cancel, args=(key,))
     note = st.empty()
-    if over:
-        note.caption(t("fair.over_share", minutes=int(BUDGET_WINDOW_S // 60)))
 
     def waiting(ticket: gate.Ticket) -> None:  # a Streamlit call: a click or a closed tab stops here
         note.caption(t("fair.queued", place=ticket.place))
@@ -77,7 +75,10 @@ def run_long(c: Ctx, key: Hashable, label: str, fn: Callable[[Progress], T]) -> 
         bar.progress(min(max(float(fraction), 0.0), 1.0), text=label)
 
     with gate.heavy(who, wait=waiting):
-        note.empty()
+        if over:  # the notice stays while it runs: it says why it waited
+            note.caption(t("fair.over_share", minutes=int(BUDGET_WINDOW_S // 60)))
+        else:
+            note.empty()
         result = fn(progress)
     bar.empty()
     stop.empty()
