@@ -132,3 +132,29 @@ def test_a_pass_inside_heavy_work_goes_through_the_background_lane(spending: dic
             lane.append(gate._LANE.busy)
     assert lane == [1, 1] and gate._LANE.busy == 0
     assert gate.heavy_queue().counts() == (0, 0)
+
+
+def test_the_labs_random_seeds_are_cached_and_bounded_like_other_models() -> None:
+    """A new random seed each run built a model each run (106 builds in 150 s): builds are cached
+    by key, and at most MAX_RANDOM random-weight encoders are kept, so stepping through seeds
+    evicts the stepper's own old seeds, never the models everyone uses."""
+    from attnviz.app import registry
+
+    reg = registry._Registry()
+    built: list[tuple[object, ...]] = []
+
+    def key(seed: int | None) -> registry.ModelKey:
+        weights = "pretrained" if seed is None else "random"
+        return ("scratch", "cpu", (("seed", seed or 0), ("weights", weights)))
+
+    def load(k: registry.ModelKey) -> object:
+        built.append(k)
+        return object()
+
+    shared = reg.get(key(None), lambda: load(key(None)))  # type: ignore[arg-type, return-value]
+    for seed in range(1, 11):
+        reg.get(key(seed), lambda s=seed: load(key(s)))  # type: ignore[misc, return-value]
+        reg.get(key(seed), lambda s=seed: load(key(s)))  # type: ignore[misc, return-value]  # cached
+    assert len(built) == 11 and reg.loads == 11
+    assert sum(registry.is_random(k) for k in reg.models) == registry.MAX_RANDOM
+    assert reg.models[key(None)] is shared

@@ -186,8 +186,15 @@ def discard(session: str) -> None:
 
 
 def _run(job: Job) -> None:
-    with gate.visiting(job.visitor), gate.heavy(job.visitor):
-        _run_admitted(job)
+    def waiting(_ticket: gate.Ticket) -> None:  # in the heavy-work queue: a cancel ends the wait
+        if job.stop.is_set():
+            raise _Stopped("cancelled")
+
+    try:
+        with gate.visiting(job.visitor), gate.heavy(job.visitor, wait=waiting):
+            _run_admitted(job)
+    except _Stopped as stop:
+        job.state, job.runner = str(stop), None
 
 
 def _run_admitted(job: Job) -> None:

@@ -21,7 +21,7 @@ __all__ = ["CHECK_S", "GRACE_S", "alive", "set_alive", "unwatch", "watch", "watc
 
 LOG = logging.getLogger("attnviz")
 CHECK_S = 0.5
-GRACE_S = 2.0  # a websocket that drops and comes back within this keeps its jobs
+GRACE_S = 3.0  # a websocket that drops and comes back within this keeps its jobs
 MAX_WATCHED = 4096
 
 

@@ -197,8 +197,18 @@ def _take() -> Job | None:
 
 def _worker() -> None:
     while (job := _take()) is not None:
-        with gate.visiting(job.visitor), gate.heavy(job.visitor):
-            _work(job)
+
+        def waiting(_ticket: gate.Ticket, job: Job = job) -> None:  # a Stop ends the wait for memory
+            if job.stop_event.is_set():
+                raise Cancelled("stopped while waiting")
+
+        try:
+            with gate.visiting(job.visitor), gate.heavy(job.visitor, wait=waiting):
+                _work(job)
+        except Cancelled:
+            if job.run is not None:
+                job.run.stopped = True
+            job.finished = True
 
 
 def _work(job: Job) -> None:

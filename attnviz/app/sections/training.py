@@ -130,8 +130,8 @@ def _live(c: Ctx) -> None:
     if job is None or job.run is None:
         st.info(t("train.none"), icon="🌱")
         return
-    if job.finished and ss.get("_train_polling"):
-        ss["_train_polling"] = False
+    if job.finished and ss.get("_train_listed") != job.seq:  # once a run, even if it finished mid-run
+        ss["_train_polling"], ss["_train_listed"] = False, job.seq
         st.rerun()  # the whole page: polling stops, the sidebar lists the new model
     run = job.run
     snapshots = list(run.snapshots)
