@@ -44,4 +44,5 @@ page = nav.navigation(state.lang())
 c = sidebar.sidebar(settings)
 st.session_state["_ctx"] = c
 charts.sync_url(c, on_explorer=nav.is_explorer(page))
-page.run()
+with visitor.turn():  # at most two runs of one visitor at once, whichever tabs
+    page.run()

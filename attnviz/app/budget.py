@@ -10,9 +10,11 @@ wall. Both tables are bounded module state (never st.cache_*, which any client c
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator
 
 from ..models import gate
 
@@ -20,10 +22,12 @@ __all__ = [
     "BUDGET_WINDOW_S",
     "MAX_SESSIONS",
     "MAX_VISITORS",
+    "PER_VISITOR_RUNS",
     "bind",
     "charge",
     "clear",
     "left",
+    "page_turn",
     "spent",
     "visitor_of",
 ]
@@ -98,3 +102,33 @@ def clear() -> None:
 
 
 gate.configure(priority=spent, charge=charge)
+
+
+PER_VISITOR_RUNS = 2  # page runs of one visitor at once, all their tabs together
+_RUNS: dict[str, int] = {}
+_RUNS_COND = threading.Condition()
+
+
+@contextlib.contextmanager
+def page_turn(visitor: str, wait: Callable[[], None] | None = None, poll_s: float = 0.25) -> Iterator[None]:
+    """One page run of `visitor`: at most PER_VISITOR_RUNS at once, so ten tabs of one visitor
+    draw two at a time while other visitors' runs go on. `wait()` is called every `poll_s` while
+    it waits (the app shows a line there; a newer rerun of the tab stops the wait)."""
+    with _RUNS_COND:
+        while _RUNS.get(visitor, 0) >= PER_VISITOR_RUNS:
+            _RUNS_COND.release()
+            try:
+                if wait is not None:
+                    wait()
+            finally:
+                _RUNS_COND.acquire()
+            _RUNS_COND.wait(poll_s)
+        _RUNS[visitor] = _RUNS.get(visitor, 0) + 1
+    try:
+        yield
+    finally:
+        with _RUNS_COND:
+            _RUNS[visitor] -= 1
+            if _RUNS[visitor] <= 0:
+                del _RUNS[visitor]
+            _RUNS_COND.notify_all()

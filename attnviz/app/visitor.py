@@ -15,16 +15,20 @@ A visitor is, in order:
 
 from __future__ import annotations
 
+import contextlib
 import re
 import secrets
+from collections.abc import Iterator
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from ..config import Settings
 from ..models import gate
 from . import budget
+from .state import t
 
-__all__ = ["COOKIE", "MAX_AGE_S", "identify", "session_id", "visitor"]
+__all__ = ["COOKIE", "MAX_AGE_S", "identify", "session_id", "turn", "visitor"]
 
 COOKIE = "attnviz_visitor"
 MAX_AGE_S = 30 * 24 * 3600
@@ -84,6 +88,24 @@ def identify(settings: Settings) -> str:
 def visitor() -> str:
     """This session's visitor."""
     return budget.visitor_of(session_id())
+
+
+@contextlib.contextmanager
+def turn() -> Iterator[None]:
+    """Around a page run (app.py): at most budget.PER_VISITOR_RUNS runs of this visitor at once;
+    a tab over it says so and waits (a newer rerun of the tab ends the wait: the line is a
+    Streamlit call, where Streamlit stops a superseded run)."""
+    note: list[DeltaGenerator] = []
+
+    def waiting() -> None:
+        if not note:
+            note.append(st.empty())
+        note[0].caption(t("fair.other_tabs", n=budget.PER_VISITOR_RUNS))
+
+    with budget.page_turn(visitor(), waiting):
+        for line in note:
+            line.empty()
+        yield
 
 
 gate.configure(resolver=_script_visitor)
