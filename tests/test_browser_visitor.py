@@ -1,8 +1,9 @@
 """One budget per visitor, not per tab (issue 26.2), in real Chromium: the app sets a random
 visitor cookie on a first visit, a second tab of the same browser arrives with it and shares the
-first tab's spending, and another browser (a new context: no cookie) does not. With a 2 s
-budget, the first tab computes occlusion at about 120 tokens (well past 2 s of model time); the
-second tab's explanation then says it waits behind others, the other browser's does not."""
+first tab's spending, and another browser (a new context: no cookie) does not. With a 4 s
+budget, the visitor's tabs compute the Explain page's methods at about 120 tokens until one
+says it is past its share; the second tab's first explanation then says so at once, and the
+other browser's first explanation does not."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ OVER = i18n.t("fair.over_share", "en", minutes=10)
 
 @pytest.fixture(scope="module")
 def url(chromium: Any) -> Iterator[str]:
-    with streamlit_server(env={"ATTNVIZ_BUDGET_S": "2"}) as (base, _proc):
+    with streamlit_server(env={"ATTNVIZ_BUDGET_S": "4"}) as (base, _proc):
         yield base
 
 
@@ -56,10 +57,13 @@ def test_a_second_tab_shares_the_first_tabs_budget_and_another_browser_does_not(
     cookies = {c["name"]: c["value"] for c in visitor.cookies()}
     assert re.fullmatch(r"[0-9a-f]{32}", cookies.get("attnviz_visitor", "")), cookies
     _done(first)
-    assert first.get_by_text(OVER).count() == 0  # a fresh visitor was within their share
-    second = _explain(visitor, url, 1)  # same browser: same cookie, same visitor
-    _done(second)
-    assert second.get_by_text(OVER).count() == 1  # the notice stays under the finished result
-    other = _explain(chromium.new_context(), url, 2)  # another browser: a new visitor
-    _done(other)
-    assert other.get_by_text(OVER).count() == 0
+    for shift in range(1, 8):  # this visitor's tabs compute until one of them is past the share
+        if first.get_by_text(OVER).count():
+            break
+        first = _explain(visitor, url, 10 * shift)
+        _done(first)
+    assert first.get_by_text(OVER).count()
+    second = _explain(visitor, url, 3)  # a new tab of the same browser: same cookie, same visitor
+    second.get_by_text(OVER).first.wait_for(timeout=60_000)  # at its very first explanation
+    other = _explain(chromium.new_context(), url, 5)  # another browser: a new visitor
+    assert other.get_by_text(OVER).count() == 0  # its first explanation runs as anyone's would
