@@ -38,11 +38,12 @@ warmup.start(settings)
 # it must never find a half-imported pandas from another thread (app/warmup.py)
 warmup.warm_up()
 
-from attnviz.app import charts, nav, sidebar, state  # noqa: E402
+from attnviz.app import charts, nav, sidebar, state, visitor  # noqa: E402
 
 state.leave_legacy_pages_mode()
 st.set_page_config(page_title="attnviz", page_icon=str(nav.ICON), layout="wide")
 state.start_run(settings)
+visitor.identify(settings)  # one budget per visitor, whichever of their tabs
 st.html(ROOT / "assets" / "style.css")
 # Navigation before the sidebar's widgets: a widget's id includes the script hash active when it
 # is created, and before st.navigation resolves the page a session's first run has another one,
@@ -51,4 +52,5 @@ page = nav.navigation(state.lang())
 c = sidebar.sidebar(settings)
 st.session_state["_ctx"] = c
 charts.sync_url(c, on_explorer=nav.is_explorer(page))
-page.run()
+with visitor.turn():  # at most two runs of one visitor at once, whichever tabs
+    page.run()

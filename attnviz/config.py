@@ -20,6 +20,11 @@ ATTNVIZ_TRAIN_MAX_STEPS=N    most training steps of the training lab (default 20
 ATTNVIZ_TRAIN_MAX_D_MODEL=N  widest model it trains (default 256, demo 64)
 ATTNVIZ_TRAIN_MAX_LAYERS=N   deepest (default 4, demo 2)
 ATTNVIZ_TRAIN_MAX_HEADS=N    most heads a layer (default 8, demo 4)
+ATTNVIZ_MEMORY_MB=N          the server's memory budget: past it, new heavy work (explanations, flow,
+                             training, corpus runs, model builds) waits in the queue (default 0: none,
+                             demo 1500)
+ATTNVIZ_TRUST_PROXY=1        the app is behind a reverse proxy: a visitor is told apart by the client
+                             address the proxy appends to X-Forwarded-For (default: by a cookie)
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ class Settings:
     train_max_d_model: int = 256
     train_max_layers: int = 4
     train_max_heads: int = 8
+    memory_mb: int = 0
+    trust_proxy: bool = False
 
     @property
     def model_choices(self) -> tuple[str, ...]:
@@ -112,6 +119,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         train_max_d_model=_int(env, "ATTNVIZ_TRAIN_MAX_D_MODEL", 64 if demo else 256, 8),
         train_max_layers=_int(env, "ATTNVIZ_TRAIN_MAX_LAYERS", 2 if demo else 4, 1),
         train_max_heads=_int(env, "ATTNVIZ_TRAIN_MAX_HEADS", 4 if demo else 8, 1),
+        memory_mb=_int(env, "ATTNVIZ_MEMORY_MB", 1500 if demo else 0, 0),
+        trust_proxy=env.get("ATTNVIZ_TRUST_PROXY", "").strip().lower() in ("1", "true", "yes", "on"),
     )
 
 

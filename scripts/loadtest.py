@@ -8,6 +8,8 @@ Bounded in count and time, loopback only.
     .venv/bin/python scripts/loadtest.py --sessions 8 --analyses 200 --out docs/loadtest.md
     .venv/bin/python scripts/loadtest.py --scenario stall   # 2 heavy explanations + a new sentence
     .venv/bin/python scripts/loadtest.py --scenario cold    # 8 first visits to a cold server at once
+    .venv/bin/python scripts/loadtest.py --scenario flood --attackers 10 --rounds 3 --victims 2
+        # issue 26's recipes (scripts/attacks.py): flood, lab, flow, training, closed, bomb
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from attnviz.app import nav  # noqa: E402
+from scripts import attacks  # noqa: E402
 from tests.browser import CHROMIUM_ARGS, chromium_path, streamlit_server  # noqa: E402
 
 WORDS = ["river", "bank", "money", "animal", "street", "tired", "wide", "dog", "man", "bites", "cat", "tree"]
@@ -265,15 +268,30 @@ def main_cold() -> int:
     return 0 if not any(p for _, _, p in visits) else 1
 
 
+def main_attack(recipe: str, attackers: int, rounds: int, victims: int, demo: bool) -> int:
+    import tempfile
+
+    env = {"ATTNVIZ_DEMO": "1"} if demo else None
+    with tempfile.TemporaryDirectory() as tmp, streamlit_server(env=env) as (url, proc):
+        report = asyncio.run(attacks.attack(url, proc.pid, recipe, attackers, rounds, victims, Path(tmp)))
+    attacks.print_report(report)
+    return 0 if not report.failures else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=8)
     ap.add_argument("--analyses", type=int, default=200)
     ap.add_argument("--max-seconds", type=float, default=600)
     ap.add_argument("--out")
-    ap.add_argument("--scenario", choices=("load", "stall", "cold"), default="load")
+    ap.add_argument("--scenario", choices=("load", "stall", "cold", *attacks.RECIPES), default="load")
     ap.add_argument("--rounds", type=int, default=3, help="stall: new sentences typed by the third session")
+    ap.add_argument("--attackers", type=int, default=6, help="recipes: attacking sessions")
+    ap.add_argument("--victims", type=int, default=2, help="recipes: new visitors timed during the attack")
+    ap.add_argument("--demo", action="store_true", help="recipes: run the server in demo mode")
     args = ap.parse_args()
+    if args.scenario in attacks.RECIPES:
+        return main_attack(args.scenario, args.attackers, args.rounds, args.victims, args.demo)
     if args.scenario == "stall":
         return main_stall(args.rounds)
     if args.scenario == "cold":

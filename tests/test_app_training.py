@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz import i18n
-from attnviz.app import session_models, training_jobs, work
+from attnviz.app import budget, session_models, training_jobs
 from attnviz.app.widgets import escape_md
 
 from .test_app import _array, _chart, _heatmap_z, _messages, _ok, _tokens_shown
@@ -39,7 +39,7 @@ def _deployment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         time.sleep(0.1)
     training_jobs._JOBS.clear()
     session_models._MODELS.clear()
-    work._SPENT.clear()  # the time training charged to that shared id
+    budget.clear()  # the time training charged to that shared id
 
 
 def _training_page(**query: str) -> AppTest:

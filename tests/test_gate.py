@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -27,25 +28,40 @@ def test_a_gate_is_the_same_object_for_a_model_whoever_loads_it_again() -> None:
     assert s1.gate is not a.gate  # another model, another bound
 
 
+def _until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    """Wait for a state the threads under test reach (a deadline, never a fixed sleep)."""
+    done = threading.Event()
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for: {what}"
+        done.wait(0.005)
+
+
 def test_at_most_two_interactive_passes_run_at_once_per_model() -> None:
+    """Six passes at once: two inside, four provably queued at the gate, never a third inside."""
     g = ForwardGate(slots=2)
     running, peak, lock = [0], [0], threading.Lock()
+    release = threading.Semaphore(0)
 
     def work() -> None:
         with g.interactive():
             with lock:
                 running[0] += 1
                 peak[0] = max(peak[0], running[0])
-            time.sleep(0.05)
+            release.acquire()
             with lock:
                 running[0] -= 1
 
     threads = [threading.Thread(target=work) for _ in range(6)]
     for th in threads:
         th.start()
-    for th in threads:
-        th.join()
+    _until(lambda: running[0] == 2 and len(g._slots.waiting) == 4, "two inside, four queued")
     assert peak[0] == 2
+    for _ in threads:
+        release.release()
+    for th in threads:
+        th.join(10)
+    assert peak[0] == 2 and not any(th.is_alive() for th in threads)
 
 
 def test_an_explanation_batch_waits_while_an_interactive_pass_runs() -> None:
@@ -57,44 +73,49 @@ def test_an_explanation_batch_waits_while_an_interactive_pass_runs() -> None:
     def interactive() -> None:
         with g.interactive():
             inside.set()
-            release.wait(5)
+            release.wait(10)
             order.append("interactive done")
 
     def background() -> None:
-        inside.wait(5)
+        inside.wait(10)
         with g.background():
             order.append("batch ran")
 
     t1, t2 = threading.Thread(target=interactive), threading.Thread(target=background)
     t1.start()
     t2.start()
-    time.sleep(0.3)
+    # the batch has the lane and is waiting for the interactive pass: proven, not slept on
+    _until(lambda: inside.is_set() and gate._LANE.busy == 1, "the batch holds the lane and waits")
     assert order == [], "the batch must not start while an interactive pass is in flight"
     release.set()
-    t1.join()
-    t2.join()
+    t1.join(10)
+    t2.join(10)
     assert order == ["interactive done", "batch ran"]
     assert gate.interactive_waiting() == 0
 
 
 def test_one_explanation_batch_at_a_time_process_wide() -> None:
     running, peak, lock = [0], [0], threading.Lock()
+    release = threading.Semaphore(0)
 
     def batch(g: ForwardGate) -> None:
         with g.background():
             with lock:
                 running[0] += 1
                 peak[0] = max(peak[0], running[0])
-            time.sleep(0.03)
+            release.acquire()
             with lock:
                 running[0] -= 1
 
     threads = [threading.Thread(target=batch, args=(gate_for(("model", i)),)) for i in range(4)]
     for th in threads:
         th.start()
+    _until(lambda: running[0] == 1 and len(gate._LANE.waiting) == 3, "one batch in, three queued")
+    for _ in threads:
+        release.release()
     for th in threads:
-        th.join()
-    assert peak[0] == 1
+        th.join(10)
+    assert peak[0] == 1 and not any(th.is_alive() for th in threads)
 
 
 def test_an_explanation_reports_progress_between_batches_and_stops_when_told(

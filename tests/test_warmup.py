@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from attnviz.app import runners, warmup
+from attnviz.app import registry as model_registry
+from attnviz.app import warmup
 from attnviz.config import Settings
 
 
 def test_the_warm_up_loads_the_model_a_new_session_asks_for(monkeypatch: pytest.MonkeyPatch) -> None:
-    registry = runners._Registry()
-    monkeypatch.setattr(runners, "REGISTRY", registry)
+    registry = model_registry._Registry()
+    monkeypatch.setattr(model_registry, "REGISTRY", registry)
     monkeypatch.setattr(warmup, "_STARTED", [])
     warmup.start(Settings())
     thread = warmup.started()
@@ -26,8 +27,8 @@ def test_the_warm_up_loads_the_model_a_new_session_asks_for(monkeypatch: pytest.
 
 
 def test_a_demo_without_the_embedded_model_loads_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    registry = runners._Registry()
-    monkeypatch.setattr(runners, "REGISTRY", registry)
+    registry = model_registry._Registry()
+    monkeypatch.setattr(model_registry, "REGISTRY", registry)
     monkeypatch.setattr(warmup, "_STARTED", [])
     warmup.start(Settings(demo=True, allowed_models=("scratch",)))
     thread = warmup.started()

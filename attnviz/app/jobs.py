@@ -11,15 +11,16 @@ Bounds, all in module state (never st.cache_*, which any client can clear):
 - at most MAX_ACTIVE runs at once in the process; more are refused with a message;
 - each run's forward passes go through the model's background lane one batch at a time
   (attnviz.corpus.batch), so visitors' interactive passes always go first;
-- each run charges the visitor's explanation budget (app/work.py) as it goes and stops when
-  it is spent; a cancelled, over-budget or crashed run keeps its shards, and starting it again
-  resumes from them.
+- each run waits its turn in the server-wide heavy-work queue (memory budget included), its
+  batches are charged to the visitor (attnviz/models/gate.py, app/budget.py), and it stops when
+  the visitor's budget is spent; a cancelled, over-budget or crashed run keeps its shards, and
+  starting it again resumes from them;
+- a run whose session has gone (a closed tab) is cancelled within seconds (app/sessions.py).
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import logging
 import shutil
 import tempfile
@@ -30,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import corpus
-from ..models import Runner
-from . import work
+from ..models import Runner, gate
+from . import budget, sessions
 
 __all__ = ["MAX_ACTIVE", "MAX_JOBS", "Busy", "Job", "cancel", "discard", "get", "start"]
 
@@ -69,6 +70,7 @@ class Job:
     stop: threading.Event = field(default_factory=threading.Event)
     touched: float = field(default_factory=time.monotonic)
     charged: float = 0.0
+    visitor: str = ""  # whose budget it spends: the session's visitor when started
 
     @property
     def out(self) -> Path:
@@ -123,7 +125,10 @@ def start(job: Job) -> Job:
             _remove(old)
         _JOBS[job.session] = job
         _JOBS.move_to_end(job.session)
+        job.visitor = job.visitor or budget.visitor_of(job.session)
         _launch(job)
+    session = job.session
+    sessions.watch(session, "corpus", lambda: cancel(session))
     return job
 
 
@@ -181,23 +186,29 @@ def discard(session: str) -> None:
 
 
 def _run(job: Job) -> None:
-    started = time.monotonic()
-    last = [started]
-
-    def progress(p: corpus.RunProgress) -> None:
-        job.progress = p
-        now = time.monotonic()
-        work.charge(now - last[0], session=job.session)  # the run's time counts against the budget
-        job.charged += now - last[0]
-        last[0] = now
+    def waiting(_ticket: gate.Ticket) -> None:  # in the heavy-work queue: a cancel ends the wait
         if job.stop.is_set():
             raise _Stopped("cancelled")
-        if work.budget_left(job.budget_s, session=job.session) <= 0:
+
+    try:
+        with gate.visiting(job.visitor), gate.heavy(job.visitor, wait=waiting):
+            _run_admitted(job)
+    except _Stopped as stop:
+        job.state, job.runner = str(stop), None
+
+
+def _run_admitted(job: Job) -> None:
+    def progress(p: corpus.RunProgress) -> None:
+        job.progress = p
+        if job.stop.is_set():
+            raise _Stopped("cancelled")
+        if budget.left(job.budget_s, job.visitor) <= 0:
             raise _Stopped("budget")
 
     runner = job.runner
-    if runner is None:
-        job.state, job.error = "failed", "no model"
+    if runner is None or job.stop.is_set():
+        job.state, job.error = ("failed", "no model") if runner is None else ("cancelled", None)
+        job.runner = None
         return
     try:
         job.result = corpus.run(
@@ -219,5 +230,3 @@ def _run(job: Job) -> None:
         job.state, job.error = "failed", type(exc).__name__
     finally:
         job.runner = None
-        with contextlib.suppress(Exception):
-            work.charge(time.monotonic() - last[0], session=job.session)

@@ -1,111 +1,43 @@
-"""Models and results for every visitor of one server process.
+"""Loading models and analysing text in the page: spinners, readable errors, notices.
 
-Models, results and failed loads live in module state, bounded, never in a Streamlit cache:
-any client can send `clear_cache` on the websocket, and what guards memory and concurrency
-(the forward-pass gates of attnviz.models.gate, the models that carry them) must not be
-something a visitor can drop. A cleared Streamlit cache now clears nothing of ours.
+The process-wide state behind it (the model registry, failed loads, the result cache) is
+app/registry.py, which imports no Streamlit. A model build is heavy work: it waits its turn in
+the server-wide queue (attnviz/models/gate.py) and is charged to the visitor who asked.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
 
 import streamlit as st
 import torch
+from streamlit.delta_generator import DeltaGenerator
 
-from ..cache import ResultCache
-from ..config import Settings, check_text
-from ..models import EMBEDDED_MODEL, ModelLoadError, Runner, load_model
+from ..config import check_text
+from ..models import EMBEDDED_MODEL, ModelLoadError, Runner, gate
 from ..result import OOM_CPU, Attention, note_key
-from . import session_models
+from . import session_models, visitor
+from .registry import FAILED_LOAD_TTL_S, MAX_FAILURES, MAX_MODELS, REGISTRY, Loaded, ModelKey, load, results
 from .state import Ctx, t
 from .widgets import escape_md, show_error
 
-__all__ = ["Loaded", "analyse", "cached", "checked_text", "load_runner", "results"]
+__all__ = [
+    "FAILED_LOAD_TTL_S",
+    "MAX_FAILURES",
+    "MAX_MODELS",
+    "REGISTRY",
+    "Loaded",
+    "analyse",
+    "cached",
+    "checked_text",
+    "load_runner",
+    "results",
+]
 
 LOG = logging.getLogger("attnviz")
-MAX_MODELS = 6  # ~90 MB each for MiniLM-sized models; scratch variants share one copy of the weights
-MAX_FAILURES = 64  # failed model names remembered (each a short message), oldest first out
-FAILED_LOAD_TTL_S = 60.0  # a model that failed to load is not retried on every rerun for this long
-
-ModelKey = tuple[Hashable, ...]
 T = TypeVar("T")
-
-
-class Loaded(NamedTuple):
-    runner: Runner
-    key: ModelKey
-
-
-class _Registry:
-    """Loaded models by key, at most MAX_MODELS (least recently used out), one load per key at
-    a time; and failed loads by key, at most MAX_FAILURES, each forgotten after its TTL."""
-
-    def __init__(self) -> None:
-        self.models: OrderedDict[ModelKey, Runner] = OrderedDict()
-        self.failures: OrderedDict[ModelKey, tuple[float, str]] = OrderedDict()
-        self.lock = threading.Lock()
-        self.loading: dict[ModelKey, threading.Lock] = {}
-
-    def get(self, key: ModelKey, load: Callable[[], Runner]) -> Runner:
-        with self.lock:
-            if key in self.models:
-                self.models.move_to_end(key)
-                return self.models[key]
-            key_lock = self.loading.setdefault(key, threading.Lock())
-        with key_lock:
-            with self.lock:
-                if key in self.models:
-                    return self.models[key]
-            runner = load()
-            with self.lock:
-                self.models[key] = runner
-                while len(self.models) > MAX_MODELS:
-                    self.models.popitem(last=False)
-                self.loading.pop(key, None)
-            return runner
-
-    def failed(self, key: ModelKey) -> str | None:
-        now = time.monotonic()
-        with self.lock:
-            for old in [k for k, (at, _) in self.failures.items() if now - at >= FAILED_LOAD_TTL_S]:
-                del self.failures[old]
-            hit = self.failures.get(key)
-            return None if hit is None else hit[1]
-
-    def remember_failure(self, key: ModelKey, message: str) -> None:
-        with self.lock:
-            self.failures[key] = (time.monotonic(), message[:500])
-            self.failures.move_to_end(key)
-            while len(self.failures) > MAX_FAILURES:
-                self.failures.popitem(last=False)
-
-
-REGISTRY = _Registry()
-_RESULTS: dict[tuple[int, int], ResultCache] = {}
-_RESULTS_LOCK = threading.Lock()
-
-
-def results(settings: Settings) -> ResultCache:
-    """The process-wide bounded cache of analysis results."""
-    size = (settings.cache_entries, settings.cache_mb * 2**20)
-    with _RESULTS_LOCK:
-        if size not in _RESULTS:
-            _RESULTS.clear()  # settings are read from the environment: one size per process
-            _RESULTS[size] = ResultCache(*size)
-        return _RESULTS[size]
-
-
-def _load(name: str, device: str, max_tokens: int, opts: dict[str, object]) -> Runner:
-    start = time.perf_counter()
-    runner = load_model(name, device, max_tokens=max_tokens, **opts)  # type: ignore[arg-type]
-    LOG.warning("attnviz: loaded model %.80r on %s in %.1f s", name, runner.device, time.perf_counter() - start)
-    return runner
 
 
 def load_runner(c: Ctx, name: str | None = None, *, fallback: bool = True, **opts: object) -> Loaded | None:
@@ -129,8 +61,23 @@ def load_runner(c: Ctx, name: str | None = None, *, fallback: bool = True, **opt
         failed = REGISTRY.failed(key)
         if failed is not None:
             raise ModelLoadError(failed)
+        who = visitor.visitor()
+
+        place: list[DeltaGenerator] = []
+
+        def waiting(ticket: gate.Ticket) -> None:  # shown only while it waits its turn
+            if not place:
+                place.append(st.empty())
+            place[0].caption(t("fair.queued", place=ticket.place))
+
+        def build() -> Runner:  # a model build is heavy work: queued, charged to its visitor
+            with gate.heavy(who, wait=waiting), gate.charged(who):
+                for note in place:
+                    note.empty()
+                return load(name, c.device, c.settings.max_tokens, opts)
+
         with st.spinner(t("spinner.loading", name=escape_md(name))):
-            runner = REGISTRY.get(key, lambda: _load(name, c.device, c.settings.max_tokens, opts))
+            runner = REGISTRY.get(key, build)
         return Loaded(runner, key)
     except ModelLoadError as exc:
         reason = exc.public  # never the server's paths or whether a folder exists

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # annotations only: the sidebar imports this module before torch is needed
     from ..models import Runner
 
-__all__ = ["PREFIX", "Trained", "add", "get", "is_trained", "names", "owns", "session_id", "trained"]
+__all__ = ["PREFIX", "Trained", "add", "drop", "get", "is_trained", "names", "owns", "session_id", "trained"]
 
 PREFIX = "trained:"
 PER_SESSION = 3  # a visitor comparing runs keeps the last three
@@ -87,3 +87,10 @@ def names(session: str | None = None) -> list[str]:
     session = session or session_id()
     with _LOCK:
         return [name for s, name in _MODELS if s == session]
+
+
+def drop(session: str) -> None:
+    """Forget every model of a session that has gone."""
+    with _LOCK:
+        for key in [k for k in _MODELS if k[0] == session]:
+            del _MODELS[key]

@@ -4,7 +4,7 @@ Two jobs, each once per process:
 
 - `start(settings)`, at the top of app.py: a background thread imports torch and transformers
   and loads the first model of the list (the embedded MiniLM) into the model registry
-  (app/runners.py). The first visitor's page draws its frame, the sentence box and "Loading
+  (app/registry.py). The first visitor's page draws its frame, the sentence box and "Loading
   model …" meanwhile, and the page's own `load_runner` waits on the same registry entry (one
   load per key), so the model is never loaded twice (bench/results_browser.md: cold start).
 - `warm_up()`, on the script's own thread at the top of app.py: imports what plotly imports
@@ -79,7 +79,7 @@ def _load_first_model(settings: Settings) -> None:
     logged: the page then loads (and reports) it itself."""
     try:
         from ..models import EMBEDDED_MODEL
-        from . import runners
+        from .registry import REGISTRY, load
         from .state import model_options
 
         name = model_options(settings)[0]
@@ -87,7 +87,7 @@ def _load_first_model(settings: Settings) -> None:
             return
         settings.check_model(name)
         key = (name, "auto", ())
-        runner = runners.REGISTRY.get(key, lambda: runners._load(name, "auto", settings.max_tokens, {}))
+        runner = REGISTRY.get(key, lambda: load(name, "auto", settings.max_tokens, {}))
         runner.attend("warm up", 8)  # torch's first pass pays its one-time set-up here
     except Exception as exc:  # a thread must not die with a traceback in the log
         LOG.warning("attnviz: warm-up load failed: %s: %.300s", type(exc).__name__, exc)

@@ -1,45 +1,169 @@
-"""How many forward passes run at once, and which go first.
+"""How many forward passes run at once, which go first, and whose turn it is.
 
 A public demo shares two CPU cores among every visitor. Interactive passes (a visitor's new
-sentence) are short; explanations (occlusion, integrated gradients, value zeroing, head
-importance) are many passes in a row. Three rules keep one visitor from stalling the rest:
+sentence) are short; heavy work (explanations, attention flow, the cost measurement, a training
+run, a corpus run, a model build) is many passes in a row. The rules:
 
 - at most `INTERACTIVE_SLOTS` interactive passes per model at once (a predictable memory peak);
-- explanation work goes through one process-wide lane, one batch at a time, and a batch waits
-  while any interactive pass is running or waiting (interactive passes go first);
-- between batches an explanation calls its `progress` callback, where the app shows progress,
-  charges the visitor's budget and lets the visitor cancel.
+- heavy work is admitted as a whole through one process-wide queue (`heavy()`): at most
+  `HEAVY_SLOTS` pieces at once, and none past the first while the process is over its memory
+  budget (`configure(memory_mb=...)`): the rest wait in the queue, where `Ticket.place` says
+  where they stand;
+- inside heavy work, each batch goes through one process-wide lane (`background_lane()`), one
+  batch at a time, and a batch waits while any interactive pass is running or waiting;
+- every wait is a fair queue: whoever has spent least (the `priority` hook, seconds of model
+  time in the visitor's window) goes first, so a visitor past their share waits behind others
+  instead of hitting a wall; equal spenders go in arrival order;
+- every pass and every batch is charged to the visitor it runs for (the `charge` hook): the
+  visitor of this thread (`visiting()`), else whatever the `resolver` hook says (the app: the
+  visitor of the script run), else "anonymous".
 
 The gates live in module state keyed by model, not in a Streamlit cache: a cleared cache
-(any client can send `clear_cache`) costs a model reload, never a broken limit.
+(any client can send `clear_cache`) costs a model reload, never a broken limit. Nothing here
+imports Streamlit; the app plugs its visitor table in through `configure`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import itertools
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass, field
 
 __all__ = [
+    "HEAVY_SLOTS",
     "INTERACTIVE_SLOTS",
     "Cancelled",
     "ForwardGate",
     "Progress",
+    "Ticket",
     "background_lane",
+    "charged",
+    "configure",
+    "current_visitor",
     "gate_for",
+    "heavy",
+    "heavy_queue",
     "interactive_waiting",
+    "rss_mb",
+    "visiting",
 ]
 
 INTERACTIVE_SLOTS = 2
+HEAVY_SLOTS = 2  # pieces of heavy work admitted at once, process-wide
 MAX_GATES = 64  # distinct (model, device) keys remembered; beyond that the oldest idle one goes
 YIELD_WAIT_S = 0.05  # how often a waiting explanation batch looks again
+ANONYMOUS = "anonymous"
 
 Progress = Callable[[float], None]  # called with the fraction done, between batches
 
 
 class Cancelled(RuntimeError):
     """An explanation stopped between two batches (its progress callback said so)."""
+
+
+@dataclass
+class _Hooks:
+    priority: Callable[[str], float] = lambda _visitor: 0.0
+    charge: Callable[[str, float], None] = lambda _visitor, _seconds: None
+    resolver: Callable[[], str | None] = lambda: None
+    memory_mb: float = 0.0  # 0: no memory budget
+
+
+_HOOKS = _Hooks()
+_VISITOR: contextvars.ContextVar[str | None] = contextvars.ContextVar("attnviz_visitor", default=None)
+_HOLDING: contextvars.ContextVar[Ticket | None] = contextvars.ContextVar("attnviz_heavy", default=None)
+
+
+def configure(
+    *,
+    priority: Callable[[str], float] | None = None,
+    charge: Callable[[str, float], None] | None = None,
+    resolver: Callable[[], str | None] | None = None,
+    memory_mb: float | None = None,
+) -> None:
+    """Plug in who is spending what (the app's budget table) and the server's memory budget."""
+    if priority is not None:
+        _HOOKS.priority = priority
+    if charge is not None:
+        _HOOKS.charge = charge
+    if resolver is not None:
+        _HOOKS.resolver = resolver
+    if memory_mb is not None:
+        _HOOKS.memory_mb = float(memory_mb)
+
+
+def current_visitor() -> str:
+    return _VISITOR.get() or _HOOKS.resolver() or ANONYMOUS
+
+
+@contextlib.contextmanager
+def visiting(visitor: str) -> Iterator[None]:
+    """Passes in this block (this thread) run for, and are charged to, `visitor`."""
+    token = _VISITOR.set(visitor)
+    try:
+        yield
+    finally:
+        _VISITOR.reset(token)
+
+
+def _priority(visitor: str) -> float:
+    try:
+        return float(_HOOKS.priority(visitor))
+    except Exception:  # a broken hook must never stop a model pass
+        return 0.0
+
+
+def _charge(visitor: str, seconds: float) -> None:
+    with contextlib.suppress(Exception):
+        _HOOKS.charge(visitor, seconds)
+
+
+def rss_mb() -> float:
+    """This process's resident memory in MB (0 where /proc is not there: no budget applies)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            pages = int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    import resource
+
+    return pages * resource.getpagesize() / 2**20
+
+
+_SEQ = itertools.count()
+
+
+class _FairSlots:
+    """`slots` holders at once; waiters go least-spent visitor first, then in arrival order."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self.busy = 0
+        self.waiting: list[tuple[float, int]] = []
+        self.cond = threading.Condition()
+
+    @contextlib.contextmanager
+    def hold(self, visitor: str) -> Iterator[None]:
+        entry = (_priority(visitor), next(_SEQ))
+        with self.cond:
+            self.waiting.append(entry)
+            try:
+                self.cond.wait_for(lambda: self.busy < self.slots and min(self.waiting) == entry)
+            finally:
+                self.waiting.remove(entry)
+            self.busy += 1
+            self.cond.notify_all()
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.busy -= 1
+                self.cond.notify_all()
 
 
 class _Activity:
@@ -70,7 +194,18 @@ class _Activity:
 
 
 _ACTIVITY = _Activity()
-_BACKGROUND = threading.Lock()  # one explanation batch at a time, process-wide
+_IN_LANE: contextvars.ContextVar[bool] = contextvars.ContextVar("attnviz_in_lane", default=False)
+_LANE = _FairSlots(1)  # one explanation batch at a time, process-wide
+
+
+@contextlib.contextmanager
+def charged(visitor: str) -> Iterator[None]:
+    """Charge the time spent in this block to `visitor`."""
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        _charge(visitor, time.monotonic() - start)
 
 
 class ForwardGate:
@@ -79,11 +214,18 @@ class ForwardGate:
 
     def __init__(self, slots: int = INTERACTIVE_SLOTS):
         self.slots = slots
-        self._semaphore = threading.BoundedSemaphore(slots)
+        self._slots = _FairSlots(slots)
 
     @contextlib.contextmanager
     def interactive(self) -> Iterator[None]:
-        with _ACTIVITY.active(), self._semaphore:
+        """A visitor's pass; inside heavy work (a measurement's passes, say) it is a batch of
+        that work and goes through the background lane instead."""
+        if _HOLDING.get() is not None:
+            with background_lane():
+                yield
+            return
+        visitor = current_visitor()
+        with _ACTIVITY.active(), self._slots.hold(visitor), charged(visitor):
             yield
 
     @contextlib.contextmanager
@@ -94,17 +236,135 @@ class ForwardGate:
 
 @contextlib.contextmanager
 def background_lane() -> Iterator[None]:
-    """One explanation batch: waits for the process-wide lane, then for interactive passes to
-    finish, and holds the lane while the batch runs."""
-    with _BACKGROUND:
+    """One batch of heavy work: waits its turn in the process-wide lane, then for interactive
+    passes to finish, and holds the lane (charged to its visitor) while the batch runs."""
+    if _IN_LANE.get():  # a batch within a batch (a pass inside an explanation's batch)
+        yield
+        return
+    visitor = current_visitor()
+    with _LANE.hold(visitor):
         while not _ACTIVITY.wait_until_idle(YIELD_WAIT_S):
             pass
-        yield
+        token = _IN_LANE.set(True)
+        try:
+            with charged(visitor):
+                yield
+        finally:
+            _IN_LANE.reset(token)
 
 
 def interactive_waiting() -> int:
     """Interactive passes running or waiting now (tests and the load test read it)."""
     return _ACTIVITY.count
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One piece of heavy work's place in the admission queue."""
+
+    visitor: str
+    seq: int = field(default_factory=lambda: next(_SEQ))
+    admitted: bool = False
+    left: bool = False
+
+    @property
+    def place(self) -> int:
+        """1 for the next to go in, 0 once admitted (or gone)."""
+        return HEAVY_QUEUE.place(self)
+
+
+class _Admission:
+    """Heavy work as a whole: at most `slots` admitted, the first always, more only under the
+    memory budget; the waiting go least-spent visitor first."""
+
+    def __init__(self, slots: int = HEAVY_SLOTS) -> None:
+        self.slots = slots
+        self.admitted: list[Ticket] = []
+        self.waiting: list[Ticket] = []
+        self.cond = threading.Condition()
+
+    def _order(self) -> list[Ticket]:
+        return sorted(self.waiting, key=lambda t: (_priority(t.visitor), t.seq))
+
+    def _admit(self) -> None:
+        """Under cond: let in whoever may go now."""
+        for ticket in self._order():
+            if len(self.admitted) >= self.slots:
+                break
+            budget = _HOOKS.memory_mb
+            if self.admitted and budget > 0 and rss_mb() > budget:
+                break
+            self.waiting.remove(ticket)
+            self.admitted.append(ticket)
+            ticket.admitted = True
+            self.cond.notify_all()
+
+    def enter(self, visitor: str | None = None) -> Ticket:
+        ticket = Ticket(visitor or current_visitor())
+        with self.cond:
+            self.waiting.append(ticket)
+            self._admit()
+        return ticket
+
+    def wait(self, ticket: Ticket, timeout: float) -> bool:
+        """Whether `ticket` is admitted, waiting at most `timeout` s (memory is looked at again
+        each time)."""
+        with self.cond:
+            self._admit()
+            self.cond.wait_for(lambda: ticket.admitted or ticket.left, timeout)
+            self._admit()
+            return ticket.admitted
+
+    def leave(self, ticket: Ticket) -> None:
+        with self.cond:
+            if ticket in self.admitted:
+                self.admitted.remove(ticket)
+            if ticket in self.waiting:
+                self.waiting.remove(ticket)
+            ticket.admitted, ticket.left = False, True
+            self._admit()
+            self.cond.notify_all()
+
+    def place(self, ticket: Ticket) -> int:
+        with self.cond:
+            if ticket.admitted or ticket.left:
+                return 0
+            order = self._order()
+            return order.index(ticket) + 1 if ticket in order else 0
+
+    def counts(self) -> tuple[int, int]:
+        """(admitted, waiting) now."""
+        with self.cond:
+            return len(self.admitted), len(self.waiting)
+
+
+HEAVY_QUEUE = _Admission()
+
+
+def heavy_queue() -> _Admission:
+    return HEAVY_QUEUE
+
+
+@contextlib.contextmanager
+def heavy(
+    visitor: str | None = None, *, wait: Callable[[Ticket], None] | None = None, poll_s: float = 0.25
+) -> Iterator[Ticket]:
+    """Admission of one piece of heavy work: blocks until its turn, calling `wait(ticket)` every
+    `poll_s` while it waits (where the app shows the place and may raise to give up)."""
+    held = _HOLDING.get()
+    if held is not None:  # already admitted in this thread: nested work is part of it
+        yield held
+        return
+    ticket = HEAVY_QUEUE.enter(visitor)
+    token = _HOLDING.set(ticket)
+    try:
+        while not HEAVY_QUEUE.wait(ticket, poll_s):
+            if wait is not None:
+                wait(ticket)
+        yield ticket
+    finally:
+        _HOLDING.reset(token)
+        HEAVY_QUEUE.leave(ticket)
 
 
 _GATES: OrderedDict[Hashable, ForwardGate] = OrderedDict()

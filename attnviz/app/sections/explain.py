@@ -76,11 +76,11 @@ def mixing_series(c: Ctx, s: Subject, query: int, layer: int) -> None:
     s.series[t("explain.raw", layer=layer)] = att.head(layer)[query]
     rollout = runners.cached(c, s.loaded, "rollout", s.fitted, fn=lambda: explain.rollout(att))
     s.series[t("explain.rollout")] = rollout[query]
-    if explain.flow_limit(att.n, row=query) is None:
-        with st.spinner(t("explain.computing_flow")):
-            s.series[t("explain.flow")] = runners.cached(
-                c, s.loaded, "flow", s.fitted, query, fn=lambda: explain.flow(att, row=query)
-            )
+    if explain.flow_limit(att.n, row=query) is None:  # heavy: queued, with progress and Cancel
+        flow = work.cached_long(c, s.loaded, "flow", s.fitted, query, label=t("explain.computing_flow"),
+                                fn=lambda _progress: explain.flow(att, row=query))  # fmt: skip
+        if flow is not None:
+            s.series[t("explain.flow")] = flow
     else:
         s.notes.append(t("explain.flow_too_large", n=att.n, limit=explain.FLOW_MAX_N_ROW))
     runner = s.loaded.runner

@@ -14,7 +14,7 @@ from ... import lab, views
 from ...focus import default_focus
 from ...result import Attention
 from ...views.ablation import mark_off
-from .. import charts, downloads, heads_off, runners, widgets
+from .. import charts, downloads, heads_off, runners, widgets, work
 from ..readers import unknown_notice
 from ..runners import Loaded
 from ..state import Ctx, t
@@ -219,9 +219,11 @@ def cost_section(c: Ctx, f: Focus) -> None:
         col.metric(t("cost.mb"), f"{numbers * 4 / 2**20:,.2f}")
         mb2 = f"{4 * numbers * 4 / 2**20:,.1f}"
         st.caption(t("cost.explain", L=att.n_layers, H=att.n_heads, n=att.n, n2=2 * att.n, mb2=mb2))
-        if st.button(t("cost.measure"), key="cost_measure", help=t("cost.measure_help")):
-            with st.spinner(t("cost.measuring")):
-                ss["_cost_rows"] = (att.model, lab.cost_sweep(f.loaded.runner, f.text, c.max_tokens))
+        if st.button(t("cost.measure"), key="cost_measure", help=t("cost.measure_help")):  # heavy: queued
+            sweep = work.run_long(c, ("cost", att.model, f.text), t("cost.measuring"),
+                                  lambda _progress: lab.cost_sweep(f.loaded.runner, f.text, c.max_tokens))  # fmt: skip
+            if sweep is not None:
+                ss["_cost_rows"] = (att.model, sweep)
         measured = ss.get("_cost_rows")
         if measured and measured[0] == att.model and len(measured[1]) > 1:
             rows = measured[1]

@@ -26,9 +26,23 @@ def _kept(key: str, default: Any) -> None:
     st.session_state.setdefault(key, default)
 
 
-def _on_task() -> None:
+CONTROL_DEFAULTS = {"train_task": "induction", "train_layers": 2, "train_heads": 2, "train_d_model": 64,
+                    "train_seed": 0}  # fmt: skip
+
+
+def _value(key: str, default: Any = None) -> Any:
+    """A control's value in a callback, whatever the client sent: a client may leave out any
+    widget's state (issue 26.8: `KeyError 'train_task'` on Train)."""
     ss = st.session_state
-    ss["train_steps"] = min(DEFAULT_STEPS[ss["train_task"]], int(ss.get("_train_max_steps", 20_000)))
+    if default is None:
+        default = CONTROL_DEFAULTS.get(key)
+    return ss.get(key, ss.get(f"_kept_{key}", default))
+
+
+def _on_task() -> None:
+    task = _value("train_task")
+    steps = DEFAULT_STEPS.get(task, DEFAULT_STEPS["induction"])
+    st.session_state["train_steps"] = min(steps, int(st.session_state.get("_train_max_steps", 20_000)))
 
 
 def controls(c: Ctx) -> None:
@@ -77,22 +91,21 @@ def _size_inputs(c: Ctx) -> None:
 
 
 def _start(c: Ctx) -> None:
-    """Train button: check the limits, then start the run in its own thread."""
+    """Train button: check the limits, then queue the run (a worker thread trains it)."""
     ss, s = st.session_state, c.settings
-    cfg = TrainConfig(ss["train_task"], int(ss["train_steps"]), int(ss["train_seed"]), int(ss["train_layers"]),
-                      int(ss["train_heads"]), int(ss["train_d_model"]))  # fmt: skip
-    left = work.budget_left(s.budget_s)
-    if left <= 0:
-        ss["_train_message"] = ("warning", t("work.budget", minutes=int(work.BUDGET_WINDOW_S // 60)))
-        return
     try:
+        task = str(_value("train_task"))
+        steps = int(_value("train_steps", DEFAULT_STEPS.get(task, DEFAULT_STEPS["induction"])))
+        cfg = TrainConfig(task, min(steps, s.train_max_steps), int(_value("train_seed")), int(_value("train_layers")),
+                          int(_value("train_heads")), int(_value("train_d_model")))  # fmt: skip
         s.check_training(cfg.steps, cfg.layers, cfg.heads, cfg.d_model)
-        text = str(ss.get("train_text", "")) if cfg.task == "text" else None
-        training_jobs.start(session_models.session_id(), cfg, text, left)
-    except ValueError as exc:
+        text = str(_value("train_text", "")) if cfg.task == "text" else None
+        training_jobs.start(session_models.session_id(), cfg, text, float(s.budget_s))
+    except (ValueError, TypeError, KeyError) as exc:
         ss["_train_message"] = ("error", t("train.failed"), str(exc))
     except training_jobs.Busy as exc:
-        ss["_train_message"] = ("warning", t("train.busy", n=str(exc)))
+        busy = str(exc) == "visitor"
+        ss["_train_message"] = ("warning", t("train.per_visitor") if busy else t("train.busy", n=str(exc)))
 
 
 def live(c: Ctx) -> None:
@@ -109,8 +122,8 @@ def _live(c: Ctx) -> None:
     if job is None or job.run is None:
         st.info(t("train.none"), icon="🌱")
         return
-    if job.finished and ss.get("_train_polling"):
-        ss["_train_polling"] = False
+    if job.finished and ss.get("_train_listed") != job.seq:  # once a run, even if it finished mid-run
+        ss["_train_polling"], ss["_train_listed"] = False, job.seq
         st.rerun()  # the whole page: polling stops, the sidebar lists the new model
     run = job.run
     snapshots = list(run.snapshots)
@@ -130,6 +143,9 @@ def _status(job: training_jobs.Job, snapshots: list[Any]) -> None:
     with st.container(key="train_status"):
         if job.error is not None:
             widgets.show_error(t("train.failed"), job.error)
+        elif job.queued:
+            st.info(t("train.queued", place=max(job.place, 1)), icon=":material/hourglass_top:")
+            st.button(t("train.stop"), key="train_stop", on_click=training_jobs.stop, args=(job.session,))
         elif not job.finished:
             text = t("train.running", step=f"{step:,}", total=f"{total:,}", seconds=f"{job.elapsed:.0f}")
             st.progress(min(step / max(total, 1), 1.0), text=text)

@@ -1,0 +1,133 @@
+"""Models and results for every visitor of one server process (no Streamlit here: the display
+of loading and its errors is app/runners.py).
+
+Models, results and failed loads live in module state, bounded, never in a Streamlit cache:
+any client can send `clear_cache` on the websocket, and what guards memory and concurrency
+(the forward-pass gates of attnviz.models.gate, the models that carry them) must not be
+something a visitor can drop. A cleared Streamlit cache now clears nothing of ours.
+
+The Lab's random-weight encoders (a new seed each run) are models like the others, with a
+tighter bound: at most MAX_RANDOM of them are kept, so a visitor stepping through seeds evicts
+their own last seed rather than the models everyone uses.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import NamedTuple
+
+from ..cache import ResultCache
+from ..config import Settings
+from ..models import Runner, load_model
+
+__all__ = [
+    "FAILED_LOAD_TTL_S",
+    "MAX_FAILURES",
+    "MAX_MODELS",
+    "MAX_RANDOM",
+    "REGISTRY",
+    "Loaded",
+    "ModelKey",
+    "load",
+    "results",
+]
+
+LOG = logging.getLogger("attnviz")
+MAX_MODELS = 6  # ~90 MB each for MiniLM-sized models; scratch variants share one copy of the weights
+MAX_RANDOM = 2  # of which random-weight Lab encoders (one per seed)
+MAX_FAILURES = 64  # failed model names remembered (each a short message), oldest first out
+FAILED_LOAD_TTL_S = 60.0  # a model that failed to load is not retried on every rerun for this long
+
+ModelKey = tuple[Hashable, ...]
+
+
+class Loaded(NamedTuple):
+    runner: Runner
+    key: ModelKey
+
+
+def is_random(key: ModelKey) -> bool:
+    """A Lab encoder with random weights (its key's options say so)."""
+    opts = key[2] if len(key) > 2 and isinstance(key[2], tuple) else ()
+    return ("weights", "random") in opts
+
+
+class _Registry:
+    """Loaded models by key, at most MAX_MODELS (least recently used out; at most MAX_RANDOM
+    random-weight ones), one load per key at a time; and failed loads by key, at most
+    MAX_FAILURES, each forgotten after its TTL."""
+
+    def __init__(self) -> None:
+        self.models: OrderedDict[ModelKey, Runner] = OrderedDict()
+        self.failures: OrderedDict[ModelKey, tuple[float, str]] = OrderedDict()
+        self.lock = threading.Lock()
+        self.loading: dict[ModelKey, threading.Lock] = {}
+        self.loads = 0  # models built since the process started (the load test reads it)
+
+    def get(self, key: ModelKey, load: Callable[[], Runner]) -> Runner:
+        with self.lock:
+            if key in self.models:
+                self.models.move_to_end(key)
+                return self.models[key]
+            key_lock = self.loading.setdefault(key, threading.Lock())
+        with key_lock:
+            with self.lock:
+                if key in self.models:
+                    return self.models[key]
+            runner = load()
+            with self.lock:
+                self.loads += 1
+                self.models[key] = runner
+                self._bound()
+                self.loading.pop(key, None)
+            return runner
+
+    def _bound(self) -> None:
+        """Under lock: the oldest random-weight models beyond MAX_RANDOM, then the oldest beyond
+        MAX_MODELS."""
+        randoms = [k for k in self.models if is_random(k)]
+        for key in randoms[: max(0, len(randoms) - MAX_RANDOM)]:
+            del self.models[key]
+        while len(self.models) > MAX_MODELS:
+            self.models.popitem(last=False)
+
+    def failed(self, key: ModelKey) -> str | None:
+        now = time.monotonic()
+        with self.lock:
+            for old in [k for k, (at, _) in self.failures.items() if now - at >= FAILED_LOAD_TTL_S]:
+                del self.failures[old]
+            hit = self.failures.get(key)
+            return None if hit is None else hit[1]
+
+    def remember_failure(self, key: ModelKey, message: str) -> None:
+        with self.lock:
+            self.failures[key] = (time.monotonic(), message[:500])
+            self.failures.move_to_end(key)
+            while len(self.failures) > MAX_FAILURES:
+                self.failures.popitem(last=False)
+
+
+REGISTRY = _Registry()
+_RESULTS: dict[tuple[int, int], ResultCache] = {}
+_RESULTS_LOCK = threading.Lock()
+
+
+def results(settings: Settings) -> ResultCache:
+    """The process-wide bounded cache of analysis results."""
+    size = (settings.cache_entries, settings.cache_mb * 2**20)
+    with _RESULTS_LOCK:
+        if size not in _RESULTS:
+            _RESULTS.clear()  # settings are read from the environment: one size per process
+            _RESULTS[size] = ResultCache(*size)
+        return _RESULTS[size]
+
+
+def load(name: str, device: str, max_tokens: int, opts: dict[str, object]) -> Runner:
+    start = time.perf_counter()
+    runner = load_model(name, device, max_tokens=max_tokens, **opts)  # type: ignore[arg-type]
+    LOG.warning("attnviz: loaded model %.80r on %s in %.1f s", name, runner.device, time.perf_counter() - start)
+    return runner

@@ -1,0 +1,108 @@
+"""Work that must stop when its session has gone: a watchdog over Streamlit's live sessions.
+
+A background job (a training run, a corpus run) registers a stop callback for its session with
+`watch`. One daemon thread looks every `CHECK_S` at which sessions Streamlit's runtime still
+has (`Runtime.instance().is_active_session`, the session manager's table: a closed tab leaves it
+at once, a reconnecting one comes back with the same id); a session absent for `GRACE_S` has
+gone, and its callbacks run. The thread exits when nothing is watched, so an idle server holds
+no thread of ours. Explanations in a page stop by themselves: Streamlit asks the script run of a
+closed session to stop, which happens at its next progress call (app/work.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+__all__ = ["CHECK_S", "GRACE_S", "alive", "set_alive", "unwatch", "watch", "watched"]
+
+LOG = logging.getLogger("attnviz")
+CHECK_S = 0.5
+GRACE_S = 3.0  # a websocket that drops and comes back within this keeps its jobs
+MAX_WATCHED = 4096
+
+
+def _runtime_alive(session: str) -> bool:
+    from streamlit.runtime import Runtime
+
+    if not Runtime.exists():
+        return True  # no server (tests, scripts): nothing can be said to have gone
+    return Runtime.instance().is_active_session(session)
+
+
+_ALIVE: list[Callable[[str], bool]] = [_runtime_alive]
+_WATCHED: dict[str, dict[str, Callable[[], None]]] = {}  # session -> {what: stop}
+_MISSING: dict[str, float] = {}  # session -> when it was first seen gone
+_COND = threading.Condition()
+_THREAD: list[threading.Thread] = []
+
+
+def set_alive(check: Callable[[str], bool]) -> Callable[[str], bool]:
+    """Replace how liveness is read (tests); returns the previous check."""
+    old, _ALIVE[0] = _ALIVE[0], check
+    return old
+
+
+def alive(session: str) -> bool:
+    try:
+        return bool(_ALIVE[0](session))
+    except Exception:  # never stop a visitor's work on a failed look
+        return True
+
+
+def watch(session: str, what: str, stop: Callable[[], None]) -> None:
+    """Call `stop()` once `session` has gone (replacing an earlier `what` of the session)."""
+    with _COND:
+        if session not in _WATCHED and len(_WATCHED) >= MAX_WATCHED:
+            return
+        _WATCHED.setdefault(session, {})[what] = stop
+        if not _THREAD or not _THREAD[0].is_alive():
+            _THREAD[:] = [threading.Thread(target=_loop, name="attnviz-sessions", daemon=True)]
+            _THREAD[0].start()
+        _COND.notify_all()
+
+
+def unwatch(session: str, what: str) -> None:
+    with _COND:
+        stops = _WATCHED.get(session)
+        if stops is not None:
+            stops.pop(what, None)
+            if not stops:
+                _WATCHED.pop(session, None)
+                _MISSING.pop(session, None)
+
+
+def watched() -> int:
+    with _COND:
+        return sum(len(v) for v in _WATCHED.values())
+
+
+def _gone_now() -> list[Callable[[], None]]:
+    now = time.monotonic()
+    with _COND:
+        sessions = list(_WATCHED)
+    gone = [s for s in sessions if not alive(s)]
+    stops: list[Callable[[], None]] = []
+    with _COND:
+        for session in sessions:
+            if session not in gone:
+                _MISSING.pop(session, None)
+            elif now - _MISSING.setdefault(session, now) >= GRACE_S:
+                stops += _WATCHED.pop(session, {}).values()
+                _MISSING.pop(session, None)
+    return stops
+
+
+def _loop() -> None:
+    while True:
+        with _COND:
+            if not _WATCHED:
+                _THREAD.clear()
+                return
+            _COND.wait(CHECK_S)
+        for stop in _gone_now():
+            with contextlib.suppress(Exception):
+                stop()

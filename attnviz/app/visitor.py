@@ -1,0 +1,111 @@
+"""Telling visitors apart, so that a visitor's sessions share one budget and one fair share.
+
+A visitor is, in order:
+- behind a trusted proxy (`ATTNVIZ_TRUST_PROXY=1`), the client address the proxy appended last to
+  `X-Forwarded-For` (or `X-Real-Ip`), else the websocket's own address;
+- else the random token in the `attnviz_visitor` cookie, which the app sets on a session's first
+  run with a one-line same-origin script (`st.html(..., unsafe_allow_javascript=True)`, Streamlit
+  1.67 runs it in the page itself, not an iframe); Streamlit hands the browser's cookies of the
+  websocket's opening request to `st.context.cookies`, so every later tab of that browser
+  arrives with it. The first session already counts under the token it is about to set;
+- a client that keeps no cookies gets a new token every session: it is told apart from nobody,
+  which the fair queues (attnviz/models/gate.py) bound, since a new visitor's pass goes ahead
+  of anyone who has spent more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import secrets
+from collections.abc import Iterator
+
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+from ..config import Settings
+from ..models import gate
+from . import budget
+from .state import t
+
+__all__ = ["COOKIE", "MAX_AGE_S", "identify", "session_id", "turn", "visitor"]
+
+COOKIE = "attnviz_visitor"
+MAX_AGE_S = 30 * 24 * 3600
+TOKEN = re.compile(r"[0-9a-f]{32}")
+ADDRESS = re.compile(r"[0-9A-Fa-f.:]{2,45}")  # an IPv4 or IPv6 address, nothing else kept
+
+
+def session_id() -> str:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    run = get_script_run_ctx()
+    return run.session_id if run is not None else "bare"
+
+
+def _script_visitor() -> str | None:
+    """The gate's resolver: the visitor of the script run on this thread, if any."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    run = get_script_run_ctx(suppress_warning=True)
+    return None if run is None else budget.visitor_of(run.session_id)
+
+
+def _proxy_address() -> str | None:
+    headers = st.context.headers
+    forwarded = [a.strip() for v in headers.get_all("X-Forwarded-For") for a in v.split(",") if a.strip()]
+    for candidate in (forwarded[-1] if forwarded else None, headers.get("X-Real-Ip"), st.context.ip_address):
+        if candidate and ADDRESS.fullmatch(candidate):
+            return candidate
+    return None
+
+
+def identify(settings: Settings) -> str:
+    """Once a run, in app.py: which visitor this session is; the memory budget for the gate."""
+    gate.configure(memory_mb=settings.memory_mb)
+    session = session_id()
+    ss = st.session_state
+    if settings.trust_proxy and (address := _proxy_address()) is not None:
+        key = f"ip:{address}"
+    else:
+        cookie = st.context.cookies.get(COOKIE)
+        if isinstance(cookie, str) and TOKEN.fullmatch(cookie):
+            key = f"c:{cookie}"
+        else:
+            token = ss.setdefault("_visitor_token", secrets.token_hex(16))
+            key = f"c:{token}"
+            if not ss.get("_visitor_cookie_sent"):
+                ss["_visitor_cookie_sent"] = True
+                # the token is 32 hex digits of ours: nothing of the visitor's reaches the script
+                st.sidebar.html(
+                    f"<script>document.cookie='{COOKIE}={token}; path=/; max-age={MAX_AGE_S}; SameSite=Lax'</script>",
+                    unsafe_allow_javascript=True,
+                )
+    budget.bind(session, key)
+    return key
+
+
+def visitor() -> str:
+    """This session's visitor."""
+    return budget.visitor_of(session_id())
+
+
+@contextlib.contextmanager
+def turn() -> Iterator[None]:
+    """Around a page run (app.py): at most budget.PER_VISITOR_RUNS runs of this visitor at once;
+    a tab over it says so and waits (a newer rerun of the tab ends the wait: the line is a
+    Streamlit call, where Streamlit stops a superseded run)."""
+    note: list[DeltaGenerator] = []
+
+    def waiting() -> None:
+        if not note:
+            note.append(st.empty())
+        note[0].caption(t("fair.other_tabs", n=budget.PER_VISITOR_RUNS))
+
+    with budget.page_turn(visitor(), waiting):
+        for line in note:
+            line.empty()
+        yield
+
+
+gate.configure(resolver=_script_visitor)

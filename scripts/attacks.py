@@ -1,0 +1,254 @@
+"""The hostile-visitor recipes of issue 26 for `scripts/loadtest.py --scenario ...`: attackers in
+real Chromium sessions against one `streamlit run app.py`, while new visitors ("victims") open
+the explorer. Each recipe prints the server's peak RSS (process and children, sampled every
+0.25 s) and every victim's wait until the explorer's four charts are drawn.
+
+- flood: ten sessions of ONE visitor (one browser context: one cookie) typing new 509-word
+  sentences again and again;
+- lab: sessions stepping the Lab's random seed (a model build each new seed);
+- flow: sessions asking Explain for attention flow of a new sentence each run;
+- training: sessions pressing Train again and again (who gets a run, a place, "busy");
+- closed: sessions that start training and an explanation, then close their tabs: the
+  server's CPU and threads in the seconds after;
+- bomb: a Parquet compression bomb (2,048 rows of one 1 MiB string, zstd + dictionary,
+  about 50 KB) uploaded on the Corpus page.
+Bounded in count and time; loopback only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tests.browser import CHROMIUM_ARGS, chromium_path
+
+WORDS = ["river", "bank", "money", "animal", "street", "tired", "wide", "dog", "man", "bites", "cat", "tree"]
+DRAWN_JS = """() => { const e = document.querySelector('.st-key-tokens code');
+  return !!e && [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')]
+    .filter(g => g._fullLayout).length >= 4; }"""
+IDLE_JS = """() => { const app = document.querySelector('[data-testid="stApp"]');
+  return !!app && app.dataset.testScriptState === 'notRunning'; }"""
+RECIPES = ("flood", "lab", "flow", "training", "closed", "bomb")
+
+
+@dataclass
+class AttackReport:
+    recipe: str
+    victim_waits: list[float] = field(default_factory=list)
+    peak_rss_mb: float = 0.0
+    start_rss_mb: float = 0.0
+    attacker_rounds: int = 0
+    notes: list[str] = field(default_factory=list)
+    outcomes: dict[str, int] = field(default_factory=dict)  # training: what each Train click got
+    failures: list[str] = field(default_factory=list)
+
+
+def _rss(pid: int) -> float:
+    proc = psutil.Process(pid)
+    return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 2**20
+
+
+class _Sampler(threading.Thread):
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.done = pid, 0.0, threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.25):
+            try:
+                self.peak = max(self.peak, _rss(self.pid))
+            except psutil.Error:
+                return
+
+
+def words(n: int, seed: int) -> str:
+    return " ".join(WORDS[(seed * 7 + i * (seed % 5 + 1)) % len(WORDS)] for i in range(n))
+
+
+def bomb_parquet(path: Path, rows: int = 2048, size: int = 2**20) -> Path:
+    """The 26.1 bomb: `rows` copies of one `size`-character string, zstd + dictionary (~50 KB)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    text = ("x" * (size - 4)) + "bomb"
+    pq.write_table(pa.table({"text": pa.array([text] * rows)}), path, compression="zstd", use_dictionary=True)
+    return path
+
+
+async def _new_page(context: Any) -> Any:
+    page = await context.new_page()
+    page.set_default_timeout(120_000)
+    return page
+
+
+async def _flood(page: Any, url: str, i: int, r: int) -> None:
+    if r == 0:
+        await page.goto(url)
+        await page.locator(".st-key-sentence_input textarea").wait_for(timeout=240_000)
+    box = page.locator(".st-key-sentence_input textarea")
+    await box.fill(f"attacker {i} round {r} " + words(505, i * 1000 + r))
+    await box.press("Control+Enter")
+    await page.wait_for_function(IDLE_JS, timeout=120_000)
+
+
+async def _lab(page: Any, url: str, i: int, r: int) -> None:
+    await page.goto(f"{url}/lab")
+    await page.wait_for_function(IDLE_JS, timeout=240_000)
+    toggle = page.locator(".st-key-lab_random input")
+    if not await toggle.is_checked():
+        await page.locator(".st-key-lab_random label").click()
+        await page.wait_for_function(IDLE_JS, timeout=120_000)
+    seed = page.locator(".st-key-lab_seed input")
+    await seed.fill(str(1000 * i + r + 1))
+    await seed.press("Enter")
+    await page.wait_for_function(IDLE_JS, timeout=120_000)
+
+
+async def _flow(page: Any, url: str, i: int, r: int) -> None:
+    text = f"flow {i} {r} " + words(80, i * 100 + r)  # under the one-row flow limit (96 tokens)
+    await page.goto(f"{url}/explain?" + urllib.parse.urlencode({"text": text}))
+    await page.wait_for_function(IDLE_JS, timeout=240_000)
+
+
+async def _train(page: Any, url: str, i: int, r: int, seen: dict[str, int]) -> None:
+    if r == 0:
+        await page.goto(f"{url}/training")
+        await page.locator(".st-key-train_start button").wait_for(timeout=240_000)
+    await page.locator(".st-key-train_start button").click()
+    await page.wait_for_function(IDLE_JS, timeout=120_000)
+    body = await page.locator('[data-testid="stMain"]').inner_text()
+    for word, kind in (("Queued", "queued"), ("busy", "busy"), ("already", "one per visitor"), ("Step", "training")):
+        if word in body:
+            seen[kind] = seen.get(kind, 0) + 1
+            break
+
+
+async def _victim(browser: Any, url: str, report: AttackReport) -> None:
+    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = await _new_page(context)
+    t0 = time.monotonic()
+    try:
+        await page.goto(url)
+        await page.wait_for_function(DRAWN_JS, timeout=180_000)
+        report.victim_waits.append(time.monotonic() - t0)
+    except Exception as exc:
+        report.failures.append(f"victim: {type(exc).__name__}")
+    await context.close()
+
+
+async def _attackers(browser: Any, url: str, recipe: str, n: int, rounds: int, report: AttackReport) -> list[Any]:
+    """Start the attackers; returns their tasks (they stop after `rounds` rounds each)."""
+    one = await browser.new_context(viewport={"width": 1200, "height": 900})  # flood: one visitor
+    seen = report.outcomes
+
+    async def attacker(i: int) -> None:
+        context = one if recipe == "flood" else await browser.new_context(viewport={"width": 1200, "height": 900})
+        page = await _new_page(context)
+        for r in range(rounds):
+            try:
+                if recipe == "flood":
+                    await _flood(page, url, i, r)
+                elif recipe == "lab":
+                    await _lab(page, url, i, r)
+                elif recipe == "flow":
+                    await _flow(page, url, i, r)
+                else:
+                    await _train(page, url, i, r, seen)
+                report.attacker_rounds += 1
+            except Exception as exc:
+                report.failures.append(f"attacker {i} round {r}: {type(exc).__name__}")
+
+    return [asyncio.create_task(attacker(i)) for i in range(n)]
+
+
+async def _closed(browser: Any, url: str, pid: int, n: int, report: AttackReport) -> None:
+    """n tabs start a training run and the Explain page's flow, then close; the server's CPU
+    and thread count are read over the 15 s after."""
+    contexts = []
+    for _ in range(n):
+        context = await browser.new_context()
+        page = await _new_page(context)
+        await page.goto(f"{url}/training")
+        await page.locator(".st-key-train_steps input").fill("2000")
+        await page.locator(".st-key-train_steps input").press("Enter")
+        await page.locator(".st-key-train_start button").click()
+        contexts.append(context)
+    proc = psutil.Process(pid)
+    before = proc.num_threads()
+    for context in contexts:
+        await context.close()
+    proc.cpu_percent(None)
+    for second in range(15):
+        await asyncio.sleep(1)
+        report.notes.append(f"t+{second + 1}s cpu {proc.cpu_percent(None):.0f}% threads {proc.num_threads()}")
+    report.notes.insert(0, f"threads while {n} tabs trained: {before}")
+
+
+async def _bomb(browser: Any, url: str, tmp: Path, report: AttackReport) -> None:
+    path = bomb_parquet(tmp / "bomb.parquet")
+    report.notes.append(f"bomb file: {path.stat().st_size / 1024:.1f} KB")
+    page = await _new_page(await browser.new_context())
+    await page.goto(f"{url}/corpus")
+    await page.wait_for_function(IDLE_JS, timeout=240_000)
+    await page.locator(".st-key-corpus_source label").filter(has_text="pload").click()
+    await page.wait_for_function(IDLE_JS, timeout=60_000)
+    await page.locator(".st-key-corpus_upload input[type=file]").set_input_files(str(path))
+    await page.wait_for_function(IDLE_JS, timeout=60_000)
+    await page.locator(".st-key-corpus_run button").click()
+    await page.wait_for_function(IDLE_JS, timeout=300_000)
+    report.notes.append(
+        "page: " + (await page.locator('[data-testid="stMain"]').inner_text())[-300:].replace("\n", " ")
+    )
+
+
+async def attack(url: str, pid: int, recipe: str, attackers: int, rounds: int, victims: int, tmp: Path) -> AttackReport:
+    from playwright.async_api import async_playwright
+
+    report = AttackReport(recipe)
+    sampler = _Sampler(pid)
+    report.start_rss_mb = _rss(pid)
+    sampler.start()
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            warm = await _new_page(await browser.new_context())  # the model loaded before anyone is timed
+            await warm.goto(url)
+            await warm.wait_for_function(DRAWN_JS, timeout=240_000)
+            report.start_rss_mb = _rss(pid)
+            steps: dict[str, Callable[[], Awaitable[None]]] = {
+                "closed": lambda: _closed(browser, url, pid, attackers, report),
+                "bomb": lambda: _bomb(browser, url, tmp, report),
+            }
+            if recipe in steps:
+                await steps[recipe]()
+                await _victim(browser, url, report)
+            else:
+                tasks = await _attackers(browser, url, recipe, attackers, rounds, report)
+                await asyncio.sleep(20)  # the attack under way: pages open, the first rounds sent
+                for _ in range(victims):
+                    await _victim(browser, url, report)
+                await asyncio.gather(*tasks)
+        finally:
+            await browser.close()
+            sampler.done.set()
+    report.peak_rss_mb = max(sampler.peak, report.start_rss_mb)
+    return report
+
+
+def print_report(report: AttackReport) -> None:
+    waits = ", ".join(f"{w:.1f}" for w in report.victim_waits) or "none"
+    print(f"recipe {report.recipe}: {report.attacker_rounds} attacker rounds")
+    print(f"server RSS: {report.start_rss_mb:.0f} MB before, peak {report.peak_rss_mb:.0f} MB")
+    print(f"new visitors' waits until the explorer was drawn (s): {waits}")
+    if report.outcomes:
+        print(f"Train clicks: {report.outcomes}")
+    for line in report.notes + report.failures[:20]:
+        print("  ", line)
