@@ -49,8 +49,8 @@ st.html(ROOT / "assets" / "style.css")
 # is created, and before st.navigation resolves the page a session's first run has another one,
 # so the first change of a sidebar widget (the model, the device) was lost.
 page = nav.navigation(state.lang())
-c = sidebar.sidebar(settings)
-st.session_state["_ctx"] = c
-charts.sync_url(c, on_explorer=nav.is_explorer(page))
+context = sidebar.sidebar(settings)
+st.session_state["_ctx"] = context
+charts.sync_url(context, on_explorer=nav.is_explorer(page))
 with visitor.turn():  # at most two runs of one visitor at once, whichever tabs
     page.run()

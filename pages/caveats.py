@@ -5,12 +5,12 @@ from attnviz.app import widgets
 from attnviz.app.sections import caveats as section
 from attnviz.app.sections import faithfulness, sinks
 
-c = widgets.page_header("caveats.title", "caveats.intro", markdown=True)
+context = widgets.page_header("caveats.title", "caveats.intro", markdown=True)
 section.points()
-subject = section.live_subject(c)
+subject = section.live_subject(context)
 if subject is not None:
-    section.sinks(c, subject)
-    sinks.sink_heads(c, subject)
-    section.agreement(c, subject)
-faithfulness.average_scoreboard(c)
+    section.sinks(context, subject)
+    sinks.sink_heads(context, subject)
+    section.agreement(context, subject)
+faithfulness.average_scoreboard(context)
 section.references()

@@ -8,19 +8,19 @@ from attnviz.app import runners, widgets
 from attnviz.app.sections import corpus as section
 from attnviz.app.sections import corpus_atlas as atlas
 
-c = widgets.page_header("corpus.title", "corpus.intro")
-choice = section.source(c)
-loaded = runners.load_runner(c)
+context = widgets.page_header("corpus.title", "corpus.intro")
+choice = section.source(context)
+loaded = runners.load_runner(context)
 if loaded is not None:
-    section.run_controls(c, loaded, choice)
+    section.run_controls(context, loaded, choice)
 section.progress()
 job = section.finished()
 if job is None:
     st.stop()
 
-if not section.summary(c, job):
+if not section.summary(context, job):
     st.stop()
-stat = section.grid(c, job)
+stat = section.grid(context, job)
 layer, head = atlas.head_pickers(job)
-section.typical(c, job, stat, layer, head)
-atlas.atlas(c, job, layer, head)
+section.typical(context, job, stat, layer, head)
+atlas.atlas(context, job, layer, head)

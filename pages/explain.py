@@ -7,19 +7,19 @@ from attnviz.app import widgets
 from attnviz.app.sections import ablation, faithfulness
 from attnviz.app.sections import explain as section
 
-c = widgets.page_header("explain.title", "explain.intro")
-subject = section.analysis(c)
+context = widgets.page_header("explain.title", "explain.intro")
+subject = section.analysis(context)
 if subject is None:
     st.stop()
 
 query, layer = section.pickers(subject)
-section.mixing_series(c, subject, query, layer)
-occlusion = section.attributions(c, subject, query)
-section.bars(c, subject, query, layer)
+section.mixing_series(context, subject, query, layer)
+occlusion = section.attributions(context, subject, query)
+section.bars(context, subject, query, layer)
 if occlusion is not None:
     section.agreement_table(subject, occlusion)
-faithfulness.contribution_section(c, subject, layer)
-faithfulness.scoreboard_section(c, subject, query)
-section.head_statistics(c, subject)
-ablation.importance(c, subject)
-section.minimal_pair(c, subject)
+faithfulness.contribution_section(context, subject, layer)
+faithfulness.scoreboard_section(context, subject, query)
+section.head_statistics(context, subject)
+ablation.importance(context, subject)
+section.minimal_pair(context, subject)

@@ -6,35 +6,35 @@ import streamlit as st
 
 from attnviz.app import widgets
 
-c = widgets.page_header("explorer.title", "explorer.intro")
-text = widgets.sentence_box(c)
+context = widgets.page_header("explorer.title", "explorer.intro")
+text = widgets.sentence_box(context)
 
 from attnviz.app.sections import ablation  # noqa: E402
 from attnviz.app.sections import explorer as section  # noqa: E402
 
-focus = section.analysis(c, text)
+focus = section.analysis(context, text)
 if focus is None:
     st.stop()
-focus = ablation.switch(c, focus)
-focus, draw_sinks_switch = section.sinks_switch(c, focus)
+focus = ablation.switch(context, focus)
+focus, draw_sinks_switch = section.sinks_switch(context, focus)
 
 st.divider()
 left, right = st.columns(2, gap="large")
 with left:
-    section.heatmap_view(c, focus)
+    section.heatmap_view(context, focus)
 with right:
-    section.grid_view(c, focus)
+    section.grid_view(context, focus)
 left, right = st.columns(2, gap="large")
 with left:
-    section.head_lines_view(c, focus)
+    section.head_lines_view(context, focus)
 with right:
-    section.graph_section(c, focus)
+    section.graph_section(context, focus)
 draw_sinks_switch()  # into its place above the views, once they are sent (a second forward pass)
-ablation.effect(c, focus)
+ablation.effect(context, focus)
 
 st.divider()
-section.token_focus_section(c, focus)
+section.token_focus_section(context, focus)
 st.divider()
-section.cost_section(c, focus)
+section.cost_section(context, focus)
 st.divider()
 section.numbers_section(focus)

@@ -6,12 +6,12 @@ import streamlit as st
 from attnviz.app import widgets
 from attnviz.app.sections import lab as section
 
-c = widgets.page_header("lab.title", "lab.intro")
+context = widgets.page_header("lab.title", "lab.intro")
 opts = section.switches()
-pair = section.analysis(c, opts)
+pair = section.analysis(context, opts)
 if pair is None:
     st.stop()
 
-section.side_by_side(c, pair)
-section.steps(c, pair)
-section.order_demo(c, pair)
+section.side_by_side(context, pair)
+section.steps(context, pair)
+section.order_demo(context, pair)

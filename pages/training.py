@@ -4,7 +4,7 @@ reverse, induction, or the next character of a pasted text); open it in the expl
 from attnviz.app import widgets
 from attnviz.app.sections import training as section
 
-c = widgets.page_header("train.title", "train.intro")
-section.controls(c)
-section.open_in_explorer(c)
-section.live(c)
+context = widgets.page_header("train.title", "train.intro")
+section.controls(context)
+section.open_in_explorer(context)
+section.live(context)

@@ -43,17 +43,17 @@ def highlight_from_chart(chart_key: str) -> None:
         st.session_state["highlight"] = token
 
 
-def _params(c: Ctx, on_explorer: bool) -> dict[str, str | None]:
-    ss = st.session_state
-    layer, head = (ss.get("layer"), ss.get("head")) if on_explorer else (None, None)
-    return urls.url_params(ss.get(SENTENCE, ""), c.model, EMBEDDED_MODEL, c.lang, layer, head)
+def _params(context: Ctx, on_explorer: bool) -> dict[str, str | None]:
+    session = st.session_state
+    layer, head = (session.get("layer"), session.get("head")) if on_explorer else (None, None)
+    return urls.url_params(session.get(SENTENCE, ""), context.model, EMBEDDED_MODEL, context.lang, layer, head)
 
 
-def sync_url(c: Ctx, on_explorer: bool) -> None:
+def sync_url(context: Ctx, on_explorer: bool) -> None:
     """Write the sentence, model, language and (on the explorer) layer/head into the URL, so a
     view can be shared; only what changed is written."""
     qp = st.query_params
-    for k, v in _params(c, on_explorer).items():
+    for k, v in _params(context, on_explorer).items():
         if v is None:
             if k in qp:
                 del qp[k]
@@ -61,11 +61,11 @@ def sync_url(c: Ctx, on_explorer: bool) -> None:
             qp[k] = v
 
 
-def open_in_explorer(c: Ctx, layer: int, head: int, sentence: str | None = None) -> None:
+def open_in_explorer(context: Ctx, layer: int, head: int, sentence: str | None = None) -> None:
     """Focus the explorer on one head (from a click on another page), with a shareable URL."""
-    ss = st.session_state
-    ss["layer"], ss["head"] = int(layer), int(head)
+    session = st.session_state
+    session["layer"], session["head"] = int(layer), int(head)
     if sentence is not None:
         set_sentence(sentence)
-    params = {k: v for k, v in _params(c, on_explorer=True).items() if v is not None}
-    st.switch_page(nav.alias(c.lang), query_params=params)
+    params = {k: v for k, v in _params(context, on_explorer=True).items() if v is not None}
+    st.switch_page(nav.alias(context.lang), query_params=params)

@@ -38,13 +38,13 @@ def image_export_problem() -> str | None:
         return _IMAGE_PROBLEM[0]
 
 
-def run_settings(c: Ctx, att: Attention, **extra: Any) -> dict[str, Any]:
+def run_settings(context: Ctx, att: Attention, **extra: Any) -> dict[str, Any]:
     """What produced a result, bundled into every export."""
     return {
         "text": att.text,
         "model": att.model,
         "device": att.device,
-        "max_tokens": c.max_tokens,
+        "max_tokens": context.max_tokens,
         "attnviz": __version__,
         **extra,
     }

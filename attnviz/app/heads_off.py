@@ -37,21 +37,21 @@ MODES: tuple[HeadMode, ...] = ("zero", "mean")
 
 def current(model: str, n_layers: int, n_heads: int) -> tuple[tuple[int, int], ...]:
     """The heads switched off for `model` (none after a change of model), within its shape."""
-    ss = st.session_state
-    if ss.get(OFF_MODEL) != model:
-        ss[OFF], ss[OFF_MODEL] = [], model
-    heads = {(int(a), int(b)) for a, b in ss.get(OFF, [])}
+    session = st.session_state
+    if session.get(OFF_MODEL) != model:
+        session[OFF], session[OFF_MODEL] = [], model
+    heads = {(int(a), int(b)) for a, b in session.get(OFF, [])}
     return tuple(sorted((a, b) for a, b in heads if 0 <= a < n_layers and 0 <= b < n_heads))
 
 
 def toggle(model: str, layer: int, head: int) -> None:
     """Switch (layer, head) of `model` off, or back on if it is off."""
-    ss = st.session_state
-    if ss.get(OFF_MODEL) != model:
-        ss[OFF], ss[OFF_MODEL] = [], model
-    heads = {(int(a), int(b)) for a, b in ss.get(OFF, [])}
+    session = st.session_state
+    if session.get(OFF_MODEL) != model:
+        session[OFF], session[OFF_MODEL] = [], model
+    heads = {(int(a), int(b)) for a, b in session.get(OFF, [])}
     heads ^= {(int(layer), int(head))}
-    ss[OFF] = [list(h) for h in sorted(heads)]
+    session[OFF] = [list(h) for h in sorted(heads)]
 
 
 def replace_with(model: str, heads: list[tuple[int, int]]) -> None:
@@ -71,12 +71,12 @@ def mode() -> HeadMode:
 def grid_click(chart_key: str) -> None:
     """on_select of the explorer's all-heads grid: switch the clicked head off or on when the
     visitor asked for that, otherwise focus it."""
-    ss = st.session_state
-    pick = views.model_view_pick(ss.get(chart_key))
+    session = st.session_state
+    pick = views.model_view_pick(session.get(chart_key))
     if pick is None:
         return
-    if ss.get(CLICK) and isinstance(ss.get(OFF_MODEL), str):
-        toggle(ss[OFF_MODEL], *pick)
+    if session.get(CLICK) and isinstance(session.get(OFF_MODEL), str):
+        toggle(session[OFF_MODEL], *pick)
     else:
         charts.focus_from_chart(chart_key)
 

@@ -22,11 +22,11 @@ def model_label(name: str) -> str:
     return t(key) if key else name
 
 
-def unknown_notice(c: Ctx, runner: Runner, text: str) -> None:
+def unknown_notice(context: Ctx, runner: Runner, text: str) -> None:
     """Nothing when every token is known; otherwise how many are not, what that does to the
     pictures and, above MAX_UNKNOWN_SHARE, the offered model that reads the text."""
     try:
-        found = unknown_tokens(runner.tokenizer, text, c.max_tokens)
+        found = unknown_tokens(runner.tokenizer, text, context.max_tokens)
     except (TypeError, KeyError, ValueError, NotImplementedError):  # a tokenizer without offsets or masks
         return
     if not found.unknown:
@@ -41,8 +41,8 @@ def unknown_notice(c: Ctx, runner: Runner, text: str) -> None:
     )
     reader = None
     if found.share > MAX_UNKNOWN_SHARE:
-        offered = [m for m in model_options(c.settings) if m != CUSTOM]
-        reader = reader_for(text, offered, runner.name, c.max_tokens)
+        offered = [m for m in model_options(context.settings) if m != CUSTOM]
+        reader = reader_for(text, offered, runner.name, context.max_tokens)
     if reader is not None:
         message += "\n\n" + t("unknown.reader", model=model_label(reader))
     elif found.share > MAX_UNKNOWN_SHARE:

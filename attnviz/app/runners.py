@@ -40,11 +40,11 @@ LOG = logging.getLogger("attnviz")
 T = TypeVar("T")
 
 
-def load_runner(c: Ctx, name: str | None = None, *, fallback: bool = True, **opts: object) -> Loaded | None:
+def load_runner(context: Ctx, name: str | None = None, *, fallback: bool = True, **opts: object) -> Loaded | None:
     """The runner for `name` (default: the sidebar's model) and its key, loaded once per
     process. A model that cannot be loaded gives a readable error and, with `fallback`, the
     embedded model instead; None only if even that fails."""
-    name = name or c.model
+    name = name or context.model
     if session_models.is_trained(name):  # trained in the Training lab: this session's own model
         runner = session_models.get(name)
         if runner is not None:
@@ -52,12 +52,12 @@ def load_runner(c: Ctx, name: str | None = None, *, fallback: bool = True, **opt
         falls_back = fallback and name != EMBEDDED_MODEL
         show_error(t("err.model_failed_fallback", model=t("model.minilm")) if falls_back else t("err.model_failed"),
                    t("train.gone"))  # fmt: skip
-        return load_runner(c, EMBEDDED_MODEL, fallback=False) if falls_back else None
+        return load_runner(context, EMBEDDED_MODEL, fallback=False) if falls_back else None
     if name != "scratch":
         opts = {}
-    key: ModelKey = (name, c.device, tuple(sorted(opts.items())))
+    key: ModelKey = (name, context.device, tuple(sorted(opts.items())))
     try:
-        c.settings.check_model(name)  # an allow-list and the name rules refuse before any loading
+        context.settings.check_model(name)  # an allow-list and the name rules refuse before any loading
         failed = REGISTRY.failed(key)
         if failed is not None:
             raise ModelLoadError(failed)
@@ -74,7 +74,7 @@ def load_runner(c: Ctx, name: str | None = None, *, fallback: bool = True, **opt
             with gate.heavy(who, wait=waiting), gate.charged(who):
                 for note in place:
                     note.empty()
-                return load(name, c.device, c.settings.max_tokens, opts)
+                return load(name, context.device, context.settings.max_tokens, opts)
 
         with st.spinner(t("spinner.loading", name=escape_md(name))):
             runner = REGISTRY.get(key, build)
@@ -90,39 +90,39 @@ def load_runner(c: Ctx, name: str | None = None, *, fallback: bool = True, **opt
     falls_back = fallback and name != EMBEDDED_MODEL
     message = t("err.model_failed_fallback", model=t("model.minilm")) if falls_back else t("err.model_failed")
     show_error(message, reason)
-    return load_runner(c, EMBEDDED_MODEL, fallback=False) if falls_back else None
+    return load_runner(context, EMBEDDED_MODEL, fallback=False) if falls_back else None
 
 
-def checked_text(c: Ctx, text: str | None) -> str | None:
+def checked_text(context: Ctx, text: str | None) -> str | None:
     """The text if it can be analysed; otherwise a readable error (limits named) and None."""
     text = text or ""
     if not text.strip():
         show_error(t("err.empty"))
         return None
-    if len(text) > c.settings.max_chars:
-        show_error(t("err.too_long", n=f"{len(text):,}", limit=f"{c.settings.max_chars:,}"))
+    if len(text) > context.settings.max_chars:
+        show_error(t("err.too_long", n=f"{len(text):,}", limit=f"{context.settings.max_chars:,}"))
         return None
     try:
-        return check_text(text, c.settings.max_chars)
+        return check_text(text, context.settings.max_chars)
     except ValueError as exc:
         show_error(t("err.bad_input"), str(exc))
         return None
 
 
-def cached(c: Ctx, loaded: Loaded, kind: str, text: str, *parts: Hashable, fn: Callable[[], T]) -> T:
+def cached(context: Ctx, loaded: Loaded, kind: str, text: str, *parts: Hashable, fn: Callable[[], T]) -> T:
     """`fn()` through the result cache, keyed by what produced it."""
-    return results(c.settings).get_or_compute((kind, loaded.key, text, c.max_tokens, *parts), fn)
+    return results(context.settings).get_or_compute((kind, loaded.key, text, context.max_tokens, *parts), fn)
 
 
 def analyse(
-    c: Ctx, loaded: Loaded, text: str, *, hide_special: bool = False, merge_words: bool = False
+    context: Ctx, loaded: Loaded, text: str, *, hide_special: bool = False, merge_words: bool = False
 ) -> Attention | None:
     """Attention of `text` from the bounded result cache (the model runs only on a miss), with
     special tokens hidden and word pieces merged on request. None after showing an error.
     A result computed on the CPU after the accelerator ran out of memory says so."""
     try:
         with st.spinner(t("spinner.running", n=f"{len(text):,}")):
-            att = cached(c, loaded, "attend", text, fn=lambda: loaded.runner.attend(text, c.max_tokens))
+            att = cached(context, loaded, "attend", text, fn=lambda: loaded.runner.attend(text, context.max_tokens))
     except torch.OutOfMemoryError:
         show_error(t("err.oom_cpu"))
         return None
@@ -145,4 +145,4 @@ def analyse(
         out = att.without_special() if hide_special else att
         return out.merge_words() if merge_words else out
 
-    return cached(c, loaded, "view", text, hide_special, merge_words, fn=derive)
+    return cached(context, loaded, "view", text, hide_special, merge_words, fn=derive)

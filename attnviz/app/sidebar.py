@@ -49,17 +49,17 @@ def available_devices() -> list[str]:
 
 def _on_language_change() -> None:
     """Keep an example sentence an example: swap it for the same example in the new language."""
-    ss = st.session_state
+    session = st.session_state
     for key in TRANSLATED_OPTIONS:
-        if key in ss:
-            ss[key] = ss[key]
-    old, new = ss.get("_lang_prev", i18n.DEFAULT_LANGUAGE), lang()
-    c = ss.get("_ctx")
-    if isinstance(c, Ctx):  # a language's own model (e5-small for Chinese) follows the language
-        options = model_options(c.settings)
-        if ss.get("model_choice") == model_for_language(old, options):
-            ss["model_choice"] = model_for_language(new, options)
-    current = str(ss.get(SENTENCE, ""))
+        if key in session:
+            session[key] = session[key]
+    old, new = session.get("_lang_prev", i18n.DEFAULT_LANGUAGE), lang()
+    context = session.get("_ctx")
+    if isinstance(context, Ctx):  # a language's own model (e5-small for Chinese) follows the language
+        options = model_options(context.settings)
+        if session.get("model_choice") == model_for_language(old, options):
+            session["model_choice"] = model_for_language(new, options)
+    current = str(session.get(SENTENCE, ""))
     if current.strip() == i18n.examples(old)["default"]:
         set_sentence(i18n.examples(new)["default"])
         return
@@ -83,12 +83,12 @@ def _model_labels(extra: tuple[str, ...]) -> Callable[[str], str]:
 
 
 def _model(settings: Settings) -> str:
-    ss = st.session_state
+    session = st.session_state
     options = model_options(settings)
     trained = session_models.names()  # this session's trained models, before the free-text choice
     options = [*options[:-1], *trained, options[-1]] if options[-1:] == [CUSTOM] else [*options, *trained]
-    if ss.get("model_choice") not in options:
-        ss["model_choice"] = options[0]
+    if session.get("model_choice") not in options:
+        session["model_choice"] = options[0]
     choice = st.selectbox(
         t("sidebar.model"),
         options,
@@ -111,7 +111,7 @@ def _model(settings: Settings) -> str:
 
 
 def sidebar(settings: Settings) -> Ctx:
-    ss = st.session_state
+    session = st.session_state
     with st.sidebar:
         st.radio(
             "Language / 语言",
@@ -123,10 +123,10 @@ def sidebar(settings: Settings) -> Ctx:
         )
         name = _model(settings)
         devices = available_devices()
-        if ss.get("device") not in devices:
-            ss["device"] = "auto"
+        if session.get("device") not in devices:
+            session["device"] = "auto"
         device = st.selectbox(t("sidebar.device"), devices, key="device", help=t("sidebar.device_help"))
-        ss["max_tokens"] = token_limit(ss.get("max_tokens"), settings.max_tokens)
+        session["max_tokens"] = token_limit(session.get("max_tokens"), settings.max_tokens)
         max_tokens = st.number_input(
             t("sidebar.max_tokens"),
             min_value=2,
@@ -141,6 +141,6 @@ def sidebar(settings: Settings) -> Ctx:
     try:
         name = name if session_models.owns(name) else settings.check_model(name)
     except ValueError as exc:
-        ss.setdefault("_notices", []).append((t("err.model_not_allowed"), str(exc)))
+        session.setdefault("_notices", []).append((t("err.model_not_allowed"), str(exc)))
         name = EMBEDDED_MODEL
     return Ctx(lang=lang(), settings=settings, model=name, device=str(device), max_tokens=int(max_tokens))

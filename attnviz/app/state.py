@@ -164,14 +164,14 @@ def set_sentence(text: str) -> None:
 def start_run(settings: Settings) -> None:
     """At the top of every run: defaults and the shared link on a session's first run, then
     keep what must survive a page switch."""
-    ss = st.session_state
-    if "_initialised" not in ss:
+    session = st.session_state
+    if "_initialised" not in session:
         _first_load(settings)
-        ss["_initialised"] = True
+        session["_initialised"] = True
     for kept in KEPT:
-        if kept.home in ss:
-            ss[kept.widget_key] = ss[kept.home]
-    ss["_lang_prev"] = lang()
+        if kept.home in session:
+            session[kept.widget_key] = session[kept.home]
+    session["_lang_prev"] = lang()
 
 
 def keep(widget: str) -> None:
@@ -204,15 +204,15 @@ def leave_legacy_pages_mode() -> None:
 
 def _first_load(settings: Settings) -> None:
     """Defaults for a new session, then whatever a shared link carries."""
-    ss = st.session_state
+    session = st.session_state
     link = urls.parse_link(st.query_params.to_dict(), settings.max_chars)
     language = link.lang or i18n.language_from_locale(_locale())
-    ss["lang"] = language
+    session["lang"] = language
     set_sentence(link.text or i18n.examples(language)["default"])
-    ss["model_choice"] = model_for_language(language, model_options(settings))  # e5-small for Chinese
-    ss["model_id"] = ""
-    ss["device"] = "auto"
-    ss["max_tokens"] = settings.max_tokens
+    session["model_choice"] = model_for_language(language, model_options(settings))  # e5-small for Chinese
+    session["model_id"] = ""
+    session["device"] = "auto"
+    session["max_tokens"] = settings.max_tokens
     notices: list[tuple[str, str]] = []
     if "text" in link.problems:
         notices.append((i18n.t("err.url_text", language, limit=settings.max_chars), ""))
@@ -221,24 +221,24 @@ def _first_load(settings: Settings) -> None:
     if link.model:
         _choose_model(settings, link.model, language, notices)
     if link.layer is not None:
-        ss["layer"] = link.layer
+        session["layer"] = link.layer
     if link.head is not None:
-        ss["head"] = link.head
-    ss["_notices"] = notices
+        session["head"] = link.head
+    session["_notices"] = notices
 
 
 def _choose_model(settings: Settings, model: str, language: str, notices: list[tuple[str, str]]) -> None:
-    ss = st.session_state
+    session = st.session_state
     try:
         model = settings.check_model(model)
     except ValueError as exc:  # refused before any loading
         notices.append((i18n.t("err.model_not_allowed", language), str(exc)))
         return
     if model in model_options(settings):
-        ss["model_choice"] = model
+        session["model_choice"] = model
     else:
-        ss["model_choice"] = CUSTOM
-        ss["model_id"] = model
+        session["model_choice"] = CUSTOM
+        session["model_id"] = model
 
 
 def _locale() -> str | None:

@@ -64,7 +64,7 @@ def identify(settings: Settings) -> str:
     """Once a run, in app.py: which visitor this session is; the memory budget for the gate."""
     gate.configure(memory_mb=settings.memory_mb)
     session = session_id()
-    ss = st.session_state
+    session_state = st.session_state
     if settings.trust_proxy and (address := _proxy_address()) is not None:
         key = f"ip:{address}"
     else:
@@ -72,10 +72,10 @@ def identify(settings: Settings) -> str:
         if isinstance(cookie, str) and TOKEN.fullmatch(cookie):
             key = f"c:{cookie}"
         else:
-            token = ss.setdefault("_visitor_token", secrets.token_hex(16))
+            token = session_state.setdefault("_visitor_token", secrets.token_hex(16))
             key = f"c:{token}"
-            if not ss.get("_visitor_cookie_sent"):
-                ss["_visitor_cookie_sent"] = True
+            if not session_state.get("_visitor_cookie_sent"):
+                session_state["_visitor_cookie_sent"] = True
                 # the token is 32 hex digits of ours: nothing of the visitor's reaches the script
                 st.sidebar.html(
                     f"<script>document.cookie='{COOKIE}={token}; path=/; max-age={MAX_AGE_S}; SameSite=Lax'</script>",

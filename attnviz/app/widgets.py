@@ -91,11 +91,11 @@ def page_header(title_key: str, intro_key: str, *, markdown: bool = False) -> Ct
     """The page's context, title and intro, and any notices from a shared link."""
     from .state import ctx
 
-    c = ctx()
+    context = ctx()
     st.title(t(title_key))
     (st.markdown if markdown else st.caption)(t(intro_key))
     show_notices()
-    return c
+    return context
 
 
 def show_notices() -> None:
@@ -136,7 +136,7 @@ def example_for(text: str, language: str | None = None) -> dict[str, str] | None
     return i18n.example_for(text, language or lang())
 
 
-def sentence_box(c: Ctx) -> str:
+def sentence_box(context: Ctx) -> str:
     """The shared sentence and the one-click examples (keys "ex_<id>"). Returns the sentence."""
     with st.container(key="sentence_box"):
         st.text_area(
@@ -145,9 +145,9 @@ def sentence_box(c: Ctx) -> str:
             height=80,
             on_change=keep,
             args=(SENTENCE_INPUT,),
-            help=t("sentence.help", limit=f"{c.settings.max_chars:,}", tokens=c.max_tokens),
+            help=t("sentence.help", limit=f"{context.settings.max_chars:,}", tokens=context.max_tokens),
         )
-        families = i18n.examples(c.lang)["families"]
+        families = i18n.examples(context.lang)["families"]
         for col, fam in zip(st.columns(len(families)), families, strict=True):
             with col:
                 st.caption(t(f"examples.{fam['id']}"))
@@ -176,12 +176,12 @@ def layer_head(
     n_layers: int, n_heads: int, layer_key: str = "layer", head_key: str = "head", *, allow_mean: bool = True
 ) -> tuple[int, int | None]:
     """Layer and head selectboxes; values are clamped when a new model has fewer of either."""
-    ss = st.session_state
-    if not isinstance(ss.get(layer_key), int) or not 0 <= ss[layer_key] < n_layers:
-        ss[layer_key] = min(max(int(ss.get(layer_key, 0) or 0), 0), n_layers - 1)
+    session = st.session_state
+    if not isinstance(session.get(layer_key), int) or not 0 <= session[layer_key] < n_layers:
+        session[layer_key] = min(max(int(session.get(layer_key, 0) or 0), 0), n_layers - 1)
     heads = ([MEAN] if allow_mean else []) + list(range(n_heads))
-    if ss.get(head_key) not in heads:
-        ss[head_key] = heads[0] if not allow_mean else 0
+    if session.get(head_key) not in heads:
+        session[head_key] = heads[0] if not allow_mean else 0
     a, b = st.columns(2)
     layer = a.selectbox(t("ctl.layer"), range(n_layers), key=layer_key, format_func=fmt_layer, help=t("ctl.layer_help"))
     head = b.selectbox(t("ctl.head"), heads, key=head_key, format_func=fmt_head, help=t("ctl.head_help"))

@@ -53,7 +53,7 @@ def _again(key: Hashable) -> None:
     st.session_state.setdefault("_cancelled", set()).discard(key)
 
 
-def run_long(c: Ctx, key: Hashable, label: str, fn: Callable[[Progress], T]) -> T | None:
+def run_long(context: Ctx, key: Hashable, label: str, fn: Callable[[Progress], T]) -> T | None:
     """Run `fn(progress)` in its turn, with its place while it waits, a progress bar and a
     Cancel button. None (with a message) when cancelled or not yet asked again after a cancel."""
     cancelled = st.session_state.setdefault("_cancelled", set())
@@ -62,7 +62,7 @@ def run_long(c: Ctx, key: Hashable, label: str, fn: Callable[[Progress], T]) -> 
         st.button(t("work.again"), key=f"again_{abs(hash(key))}", on_click=_again, args=(key,))
         return None
     who = visitor.visitor()
-    over = budget.left(c.settings.budget_s, who) <= 0
+    over = budget.left(context.settings.budget_s, who) <= 0
     bar = st.progress(0.0, text=label)
     stop = st.empty()
     stop.button(t("work.cancel"), key=f"cancel_{abs(hash(key))}", on_click=_cancel, args=(key,))
@@ -90,18 +90,24 @@ class _NotComputed(Exception):
 
 
 def cached_long(
-    c: Ctx, loaded: runners.Loaded, kind: str, text: str, *parts: Hashable, label: str, fn: Callable[[Progress], T]
+    context: Ctx,
+    loaded: runners.Loaded,
+    kind: str,
+    text: str,
+    *parts: Hashable,
+    label: str,
+    fn: Callable[[Progress], T],
 ) -> T | None:
     """`fn(progress)` through the result cache; on a miss it runs under `run_long`. None when
     it was cancelled (and then nothing is cached)."""
 
     def compute() -> T:
-        value = run_long(c, (kind, loaded.key, text, *parts), label, fn)
+        value = run_long(context, (kind, loaded.key, text, *parts), label, fn)
         if value is None:
             raise _NotComputed
         return value
 
     try:
-        return runners.cached(c, loaded, kind, text, *parts, fn=compute)
+        return runners.cached(context, loaded, kind, text, *parts, fn=compute)
     except _NotComputed:
         return None

@@ -41,16 +41,16 @@ def _supported(runner: Runner) -> bool:
     return True
 
 
-def _ablation(c: Ctx, loaded: Loaded, text: str, off: Heads, mode: HeadMode) -> explain.Ablation | None:
+def _ablation(context: Ctx, loaded: Loaded, text: str, off: Heads, mode: HeadMode) -> explain.Ablation | None:
     """The model with `off` switched off, through the result cache (progress, Cancel, budget)."""
     runner = loaded.runner
 
     def compute(progress: Progress) -> explain.Ablation:
-        return explain.ablate(runner, text, off, mode, max_tokens=c.max_tokens, progress=progress)
+        return explain.ablate(runner, text, off, mode, max_tokens=context.max_tokens, progress=progress)
 
     label = t("abl.computing", k=len(off))
     return widgets.attempt(
-        lambda: work.cached_long(c, loaded, "ablate", text, off, mode, label=label, fn=compute), "switching heads"
+        lambda: work.cached_long(context, loaded, "ablate", text, off, mode, label=label, fn=compute), "switching heads"
     )
 
 
@@ -58,18 +58,18 @@ def _head_list(off: Heads, lang: str) -> str:
     return "; ".join(views.head_label(layer, head, lang=lang) for layer, head in off)
 
 
-def _controls(c: Ctx, f: Focus, off: Heads) -> None:
-    model = f.att.model
+def _controls(context: Ctx, focus: Focus, off: Heads) -> None:
+    model = focus.att.model
     a, b, col, d = st.columns([3, 3, 3, 2])
-    if f.head is None:
+    if focus.head is None:
         a.caption(t("abl.pick_head"))
     else:
-        key = "abl.switch_on" if (f.layer, f.head) in off else "abl.switch_off"
+        key = "abl.switch_on" if (focus.layer, focus.head) in off else "abl.switch_off"
         a.button(
-            t(key, layer=f.layer, head=f.head),
+            t(key, layer=focus.layer, head=focus.head),
             key="abl_toggle",
             on_click=heads_off.toggle,
-            args=(model, f.layer, f.head),
+            args=(model, focus.layer, focus.head),
         )
     b.checkbox(
         t("abl.click_mode"),
@@ -90,12 +90,12 @@ def _controls(c: Ctx, f: Focus, off: Heads) -> None:
     )
     d.button(t("abl.all_on"), key="abl_all_on", on_click=heads_off.clear, disabled=not off)
     with st.container(key="abl_off_list"):
-        st.caption(t("abl.off_list", k=len(off), heads=_head_list(off, c.lang)) if off else t("abl.none_off"))
+        st.caption(t("abl.off_list", k=len(off), heads=_head_list(off, context.lang)) if off else t("abl.none_off"))
 
 
-def _derived(c: Ctx, f: Focus, result: explain.Ablation) -> Attention:
+def _derived(context: Ctx, focus: Focus, result: explain.Ablation) -> Attention:
     """The switched attention as the views draw it: specials hidden and words merged as asked."""
-    hide, merge = bool(f.settings.get("hide_special")), bool(f.settings.get("merge_words"))
+    hide, merge = bool(focus.settings.get("hide_special")), bool(focus.settings.get("merge_words"))
     if not (hide or merge):
         return result.attention
 
@@ -103,30 +103,32 @@ def _derived(c: Ctx, f: Focus, result: explain.Ablation) -> Attention:
         out = result.attention.without_special() if hide else result.attention
         return out.merge_words() if merge else out
 
-    return runners.cached(c, f.loaded, "ablate_view", f.text, result.heads, result.mode, hide, merge, fn=derive)
+    return runners.cached(
+        context, focus.loaded, "ablate_view", focus.text, result.heads, result.mode, hide, merge, fn=derive
+    )
 
 
-def switch(c: Ctx, f: Focus) -> Focus:
+def switch(context: Ctx, focus: Focus) -> Focus:
     """The explorer's switch: controls, then (with heads off) the effect numbers and the Focus
     of the switched model, whose maps the views draw; `f.base` keeps the whole model's."""
-    runner = f.loaded.runner
+    runner = focus.loaded.runner
     with st.container(key="ablation"):
         st.subheader(t("abl.title"))
         st.caption(t("abl.intro"))
         if not _supported(runner):
             st.caption(t("abl.unsupported"))
-            return f
-        off = heads_off.current(f.att.model, runner.n_layers, runner.n_heads)
-        _controls(c, f, off)
+            return focus
+        off = heads_off.current(focus.att.model, runner.n_layers, runner.n_heads)
+        _controls(context, focus, off)
         if not off:
-            return f
+            return focus
         mode = heads_off.mode()
-        result = _ablation(c, f.loaded, f.text, off, mode)
+        result = _ablation(context, focus.loaded, focus.text, off, mode)
         if result is None:
-            return f
+            return focus
         _numbers(result)
-    settings = {**f.settings, "heads_off": [list(h) for h in off], "ablation_mode": mode}
-    return replace(f, att=_derived(c, f, result), base=f.att, off=off, settings=settings)
+    settings = {**focus.settings, "heads_off": [list(h) for h in off], "ablation_mode": mode}
+    return replace(focus, att=_derived(context, focus, result), base=focus.att, off=off, settings=settings)
 
 
 def _numbers(result: explain.Ablation) -> None:
@@ -140,12 +142,12 @@ def _numbers(result: explain.Ablation) -> None:
         col.caption(widgets.escape_md(f"{i}: {result.attention.tokens[i]}"))
 
 
-def effect(c: Ctx, f: Focus) -> None:
+def effect(context: Ctx, focus: Focus) -> None:
     """Below the views, with heads off: how far each token moved, and how much each head's map
     changed (clickable: focus that head)."""
-    if not f.off or f.base is None:
+    if not focus.off or focus.base is None:
         return
-    result = _ablation(c, f.loaded, f.text, f.off, heads_off.mode())
+    result = _ablation(context, focus.loaded, focus.text, focus.off, heads_off.mode())
     if result is None:
         return
     with st.container(key="abl_effect"):
@@ -154,11 +156,11 @@ def effect(c: Ctx, f: Focus) -> None:
         left, right = st.columns(2, gap="large")
         with left:
             fig = views.ablation_effect(
-                result.attention.tokens, result.token_distance, result.sentence_distance, lang=c.lang
+                result.attention.tokens, result.token_distance, result.sentence_distance, lang=context.lang
             )
             charts.chart(fig, key="chart_abl_tokens")
         with right:
-            change = views.attention_change(f.base, f.att, off=f.off, lang=c.lang)
+            change = views.attention_change(focus.base, focus.att, off=focus.off, lang=context.lang)
             charts.chart(
                 change,
                 key="chart_abl_change",
@@ -171,7 +173,7 @@ def effect(c: Ctx, f: Focus) -> None:
 
 
 def _importance(
-    c: Ctx, s: Subject, limit: int, mode: HeadMode
+    context: Ctx, s: Subject, limit: int, mode: HeadMode
 ) -> tuple[HeadImportance, dict[str, PruningCurve]] | None:
     runner = s.loaded.runner
 
@@ -191,26 +193,26 @@ def _importance(
     n = min(s.att.n, limit)
     label = t("abl.computing_importance", heads=runner.n_layers * runner.n_heads, n=n)
     return widgets.attempt(
-        lambda: work.cached_long(c, s.loaded, "head_importance", s.fitted, mode, limit, label=label, fn=both),
+        lambda: work.cached_long(context, s.loaded, "head_importance", s.fitted, mode, limit, label=label, fn=both),
         "head importance",
     )
 
 
-def _wanted(c: Ctx, s: Subject, limit: int) -> bool:
+def _wanted(context: Ctx, s: Subject, limit: int) -> bool:
     """Computed at once for short texts, on request beyond AUTO_IMPORTANCE_N tokens."""
-    ss, n = st.session_state, min(s.att.n, limit)
+    session, n = st.session_state, min(s.att.n, limit)
     if s.att.n > limit:
         st.info(t("abl.capped", n=s.att.n, limit=limit), icon=":material/content_cut:")
     signature = (s.att.text, s.att.model, n)
-    if n > AUTO_IMPORTANCE_N and ss.get("_abl_importance") != signature:
+    if n > AUTO_IMPORTANCE_N and session.get("_abl_importance") != signature:
         st.caption(t("abl.on_request", n=n))
         if not st.button(t("abl.compute", n=n), key="abl_compute"):
             return False
-        ss["_abl_importance"] = signature
+        session["_abl_importance"] = signature
     return True
 
 
-def importance(c: Ctx, s: Subject) -> None:
+def importance(context: Ctx, s: Subject) -> None:
     """Head importance as a clickable grid (click: switch that head off), the rank agreement of
     the real effect and Michel et al.'s estimate, and the pruning curve."""
     with st.container(key="abl_importance"):
@@ -220,15 +222,15 @@ def importance(c: Ctx, s: Subject) -> None:
         if not _supported(runner):
             st.caption(t("abl.unsupported"))
             return
-        limit = token_limit(c.settings.explain_tokens, IMPORTANCE_MAX_TOKENS)
-        if not _wanted(c, s, limit):
+        limit = token_limit(context.settings.explain_tokens, IMPORTANCE_MAX_TOKENS)
+        if not _wanted(context, s, limit):
             return
-        result = _importance(c, s, limit, heads_off.mode())
+        result = _importance(context, s, limit, heads_off.mode())
         if result is None:
             return
         imp, curves = result
-        _importance_grid(c, s, imp)
-        charts.chart(views.pruning_curve(curves, lang=c.lang), key="chart_abl_curve")
+        _importance_grid(context, s, imp)
+        charts.chart(views.pruning_curve(curves, lang=context.lang), key="chart_abl_curve")
         st.caption(t("abl.curve_caption"))
         _switch_k(s, imp)
 
@@ -263,12 +265,12 @@ def _switch_k(s: Subject, imp: HeadImportance) -> None:
     )
 
 
-def _importance_grid(c: Ctx, s: Subject, imp: HeadImportance) -> None:
+def _importance_grid(context: Ctx, s: Subject, imp: HeadImportance) -> None:
     runner = s.loaded.runner
     which = _ranking_choice("abl.which", "x_importance")
     off = heads_off.current(s.att.model, runner.n_layers, runner.n_heads)
     values = imp.effect if which == "effect" else imp.gradient
-    fig = views.importance_grid(values, which, off=off, lang=c.lang)  # type: ignore[arg-type]
+    fig = views.importance_grid(values, which, off=off, lang=context.lang)  # type: ignore[arg-type]
     on_select = partial(heads_off.toggle_from_chart, "chart_abl_importance", s.att.model)
     charts.chart(fig, key="chart_abl_importance", on_select=on_select, selection_mode="points")
     a, b = st.columns(2)
@@ -276,7 +278,7 @@ def _importance_grid(c: Ctx, s: Subject, imp: HeadImportance) -> None:
     b.metric(t("abl.spearman"), f"{imp.spearman:.2f}", help=t("abl.agreement_help"))
     st.caption(t("abl.loss_note"))
     with st.container(key="abl_importance_off"):
-        st.caption(t("abl.off_list", k=len(off), heads=_head_list(off, c.lang)) if off else t("abl.none_off"))
+        st.caption(t("abl.off_list", k=len(off), heads=_head_list(off, context.lang)) if off else t("abl.none_off"))
         if off:
             st.button(t("abl.all_on"), key="abl_importance_all_on", on_click=heads_off.clear)
-            st.page_link(nav.page("explorer", c.lang), label=t("abl.see_explorer"), icon=":material/grid_on:")
+            st.page_link(nav.page("explorer", context.lang), label=t("abl.see_explorer"), icon=":material/grid_on:")

@@ -36,15 +36,16 @@ def points() -> None:
             st.caption(t(f"caveats.{name}.source"))
 
 
-def live_subject(c: Ctx) -> Subject | None:
+def live_subject(context: Ctx) -> Subject | None:
     st.subheader(t("caveats.live_title"))
-    return analysis(c)
+    return analysis(context)
 
 
-def sinks(c: Ctx, s: Subject) -> None:
+def sinks(context: Ctx, s: Subject) -> None:
     runner = s.loaded.runner
     norms = attempt(
-        s, lambda: runners.cached(c, s.loaded, "norms", s.fitted, fn=lambda: explain.norm_weights(runner, s.fitted))
+        s,
+        lambda: runners.cached(context, s.loaded, "norms", s.fitted, fn=lambda: explain.norm_weights(runner, s.fitted)),
     )
     usable = norms is not None and norms.per_head.shape == s.att.weights.shape
     shares = explain.sink_shares(s.att, norms if usable else None)
@@ -60,11 +61,11 @@ def sinks(c: Ctx, s: Subject) -> None:
         st.caption(t("caveats.sinks_note"))
 
 
-def agreement(c: Ctx, s: Subject) -> None:
+def agreement(context: Ctx, s: Subject) -> None:
     att = s.att
     with st.container(key="caveats_agreement"):
         st.markdown(f"**{t('caveats.agreement_live')}**")
-        if att.n > min(LIVE_ATTRIBUTION_N, c.settings.explain_tokens):
+        if att.n > min(LIVE_ATTRIBUTION_N, context.settings.explain_tokens):
             st.caption(t("caveats.agreement_skipped", n=att.n, limit=LIVE_ATTRIBUTION_N))
             return
         query = default_focus(att, widgets.example_for(att.text))[0]
@@ -75,11 +76,11 @@ def agreement(c: Ctx, s: Subject) -> None:
 
         label = t("explain.computing_attributions", n=att.n)
         occlusion = attempt(
-            s, lambda: work.cached_long(c, s.loaded, "occlusion", s.fitted, query, label=label, fn=occlude)
+            s, lambda: work.cached_long(context, s.loaded, "occlusion", s.fitted, query, label=label, fn=occlude)
         )
         if occlusion is None:
             return
-        rollout = runners.cached(c, s.loaded, "rollout", s.fitted, fn=lambda: explain.rollout(att))
+        rollout = runners.cached(context, s.loaded, "rollout", s.fitted, fn=lambda: explain.rollout(att))
         last = att.n_layers - 1
         taus = [
             explain.agreement(m[query], occlusion, keep=att)["kendall"] for m in (att.head(0), att.head(last), rollout)
@@ -91,7 +92,7 @@ def agreement(c: Ctx, s: Subject) -> None:
         b.metric(t("caveats.tau_last", layer=last), f"{taus[1]:.2f}")
         col.metric(t("caveats.tau_rollout"), f"{taus[2]:.2f}")
         st.caption(t("caveats.agreement_note"))
-    st.page_link(nav.page("explain", c.lang), label=t("caveats.to_explain"), icon=":material/insights:")
+    st.page_link(nav.page("explain", context.lang), label=t("caveats.to_explain"), icon=":material/insights:")
 
 
 def references() -> None:

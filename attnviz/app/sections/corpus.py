@@ -25,7 +25,7 @@ DOWNLOAD_MAX_BYTES = 4 << 20
 LABEL_CHARS = 90  # of a sentence on a button
 
 
-def source(c: Ctx) -> str:
+def source(context: Ctx) -> str:
     """The corpus to run: a bundled one or an upload (which is checked when the run starts)."""
     st.subheader(t("corpus.source_title"))
     choice = st.radio(
@@ -36,7 +36,7 @@ def source(c: Ctx) -> str:
         format_func=widgets.option_labels("corpus.src_{}"),
     )
     if choice == "upload":
-        limit = c.settings.corpus_upload_mb
+        limit = context.settings.corpus_upload_mb
         st.file_uploader(
             t("corpus.upload", mb=limit),
             type=[ext.lstrip(".") for ext in FORMATS],
@@ -47,7 +47,7 @@ def source(c: Ctx) -> str:
     return str(choice)
 
 
-def _input_for(c: Ctx, choice: str, folder: Path) -> tuple[Path, str] | None:
+def _input_for(context: Ctx, choice: str, folder: Path) -> tuple[Path, str] | None:
     """Where the chosen corpus is, as a file the run can read, and how to name it; None after
     an error (nothing uploaded, too large, a format this cannot read)."""
     if choice in ("en", "zh"):
@@ -66,23 +66,23 @@ def _input_for(c: Ctx, choice: str, folder: Path) -> tuple[Path, str] | None:
     if ext not in FORMATS:
         widgets.show_error(t("corpus.bad_format"), str(upload.name))
         return None
-    if upload.size > c.settings.corpus_upload_mb * 2**20:
-        widgets.show_error(t("corpus.too_big", mb=c.settings.corpus_upload_mb))
+    if upload.size > context.settings.corpus_upload_mb * 2**20:
+        widgets.show_error(t("corpus.too_big", mb=context.settings.corpus_upload_mb))
         return None
     path = folder / f"upload{ext}"  # never the visitor's file name on disk
     path.write_bytes(upload.getvalue())
     return path, str(upload.name)
 
 
-def run_controls(c: Ctx, loaded: Loaded, choice: str) -> None:
+def run_controls(context: Ctx, loaded: Loaded, choice: str) -> None:
     """How many lines to read and the Run button, which starts (or replaces) the job."""
-    cap = c.settings.corpus_sentences
-    ss = st.session_state
-    if not isinstance(ss.get("corpus_limit"), int) or not 1 <= ss["corpus_limit"] <= cap:
-        ss["corpus_limit"] = min(cap, 1000)
-    sizes = [n for n in TOKEN_CHOICES if n <= c.settings.max_tokens] or [c.settings.max_tokens]
-    if ss.get("corpus_tokens") not in sizes:
-        ss["corpus_tokens"] = min(sizes, key=lambda n: abs(n - corpus.DEFAULT_CORPUS_TOKENS))
+    cap = context.settings.corpus_sentences
+    session_state = st.session_state
+    if not isinstance(session_state.get("corpus_limit"), int) or not 1 <= session_state["corpus_limit"] <= cap:
+        session_state["corpus_limit"] = min(cap, 1000)
+    sizes = [n for n in TOKEN_CHOICES if n <= context.settings.max_tokens] or [context.settings.max_tokens]
+    if session_state.get("corpus_tokens") not in sizes:
+        session_state["corpus_tokens"] = min(sizes, key=lambda n: abs(n - corpus.DEFAULT_CORPUS_TOKENS))
     a, d, b = st.columns([3, 2, 1])
     limit = a.number_input(
         t("corpus.limit"),
@@ -98,18 +98,18 @@ def run_controls(c: Ctx, loaded: Loaded, choice: str) -> None:
     running = current is not None and current.active
     if not b.button(t("corpus.run"), key="corpus_run", type="primary", width="stretch", disabled=running):
         return
-    if work.budget_left(c.settings.budget_s) <= 0:
+    if work.budget_left(context.settings.budget_s) <= 0:
         st.warning(t("work.budget", minutes=int(work.BUDGET_WINDOW_S // 60)), icon="⏳")
         return
     folder = jobs.new_folder()
-    found = _input_for(c, choice, folder)
+    found = _input_for(context, choice, folder)
     if found is None:
         shutil.rmtree(folder, ignore_errors=True)
         return
     path, label = found
     job = jobs.Job(
         session=work.session_key(), folder=folder, input=path, label=label, runner=loaded.runner,
-        model_key=loaded.key, max_tokens=int(tokens), limit=int(limit), budget_s=float(c.settings.budget_s),
+        model_key=loaded.key, max_tokens=int(tokens), limit=int(limit), budget_s=float(context.settings.budget_s),
     )  # fmt: skip
     try:
         jobs.start(job)
@@ -122,11 +122,11 @@ def _cancel() -> None:
     jobs.cancel(work.session_key())
 
 
-def job_model(c: Ctx, job: jobs.Job) -> Loaded | None:
+def job_model(context: Ctx, job: jobs.Job) -> Loaded | None:
     """The model the job ran with, from the process-wide registry (loaded again if it was
     evicted since); None after an error message."""
     name, _device, opts = job.model_key
-    return runners.load_runner(c, str(name), fallback=False, **dict(opts))  # type: ignore[call-overload]
+    return runners.load_runner(context, str(name), fallback=False, **dict(opts))  # type: ignore[call-overload]
 
 
 def _resume() -> None:
@@ -187,7 +187,7 @@ def finished() -> jobs.Job | None:
     return job if job is not None and job.state == "done" and job.result is not None else None
 
 
-def summary(c: Ctx, job: jobs.Job) -> bool:
+def summary(context: Ctx, job: jobs.Job) -> bool:
     """What the run read, analysed and skipped, and its files; False when nothing was analysed."""
     result = _result(job)
     r = result.report
@@ -230,7 +230,7 @@ def _result(job: jobs.Job) -> corpus.CorpusResult:
     return job.result
 
 
-def grid(c: Ctx, job: jobs.Job) -> str:
+def grid(context: Ctx, job: jobs.Job) -> str:
     """The chosen statistic over the corpus, one cell a head with its spread; a click picks the
     head of the sentences and the atlas below. Returns the statistic."""
     result = _result(job)
@@ -244,7 +244,7 @@ def grid(c: Ctx, job: jobs.Job) -> str:
     zmin, zmax = STAT_RANGES.get(stat, (0.0, 1.0))
     fig = views.corpus_grid(
         result.grid(stat), result.grid(stat, "std"), minimum=result.grid(stat, "min"), maximum=result.grid(stat, "max"),
-        count=result.analysed, title=t("corpus.grid_fig", stat=t(f"corpus.stat_{stat}")), zmin=zmin, zmax=zmax, lang=c.lang,
+        count=result.analysed, title=t("corpus.grid_fig", stat=t(f"corpus.stat_{stat}")), zmin=zmin, zmax=zmax, lang=context.lang,
     )  # fmt: skip
     with st.container(key="corpus_grid"):
         charts.chart(
@@ -253,19 +253,21 @@ def grid(c: Ctx, job: jobs.Job) -> str:
     return str(stat)
 
 
-def _open(c: Ctx, layer: int, head: int, text: str) -> None:
-    charts.open_in_explorer(c, layer, head, sentence=text)
+def _open(context: Ctx, layer: int, head: int, text: str) -> None:
+    charts.open_in_explorer(context, layer, head, sentence=text)
 
 
-def typical(c: Ctx, job: jobs.Job, stat: str, layer: int, head: int) -> None:
+def typical(context: Ctx, job: jobs.Job, stat: str, layer: int, head: int) -> None:
     """The sentences where the head is closest to and farthest from its corpus mean; each
     opens in the explorer at that head."""
     result = _result(job)
-    st.subheader(t("corpus.typical_title", head=views.head_label(layer, head, lang=c.lang)))
+    st.subheader(t("corpus.typical_title", head=views.head_label(layer, head, lang=context.lang)))
     mean, std = result.grid(stat)[layer, head], result.grid(stat, "std")[layer, head]
     st.caption(t("corpus.typical_intro", stat=t(f"corpus.stat_{stat}"), mean=f"{mean:.3f}", std=f"{std:.3f}"))
     key = ("corpus_typical", str(job.out), stat, layer, head)
-    near, far = runners.results(c.settings).get_or_compute(key, lambda: result.typical(stat, layer, head, TYPICAL_K))
+    near, far = runners.results(context.settings).get_or_compute(
+        key, lambda: result.typical(stat, layer, head, TYPICAL_K)
+    )
     columns = st.columns(2)
     for col, rows, title, side in (
         (columns[0], near, "corpus.most_typical", "near"),
@@ -276,4 +278,4 @@ def typical(c: Ctx, job: jobs.Job, stat: str, layer: int, head: int) -> None:
             for i, row in enumerate(rows):
                 label = f"{row['value']:.3f} · {widgets.escape_md(row['text'], LABEL_CHARS)}"
                 if st.button(label, key=f"corpus_{side}_{i}", help=t("corpus.open_help"), width="stretch"):
-                    _open(c, layer, head, row["text"])
+                    _open(context, layer, head, row["text"])

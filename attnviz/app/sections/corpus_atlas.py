@@ -20,10 +20,10 @@ COLOURS = ("kind", "position")
 def head_pickers(job: jobs.Job) -> tuple[int, int]:
     """Layer and head of the sentences and the atlas (a click on the grid sets them too)."""
     assert job.result is not None
-    result, ss = job.result, st.session_state
+    result, session = job.result, st.session_state
     for key, n in (("corpus_layer", result.n_layers), ("corpus_head", result.n_heads)):
-        if not isinstance(ss.get(key), int) or not 0 <= ss[key] < n:
-            ss[key] = 0
+        if not isinstance(session.get(key), int) or not 0 <= session[key] < n:
+            session[key] = 0
     a, b = st.columns(2)
     layer = a.selectbox(t("ctl.layer"), range(result.n_layers), key="corpus_layer", format_func=widgets.fmt_layer)
     head = b.selectbox(t("ctl.head"), range(result.n_heads), key="corpus_head", format_func=widgets.fmt_head)
@@ -43,7 +43,7 @@ def _texts(result: corpus.CorpusResult, most: int) -> list[str]:
     return texts[:most]
 
 
-def _controls(c: Ctx) -> tuple[str, str, int]:
+def _controls(context: Ctx) -> tuple[str, str, int]:
     a, b, d = st.columns(3)
     method = a.radio(
         t("corpus.atlas_method"), corpus.methods(), key="corpus_atlas_method", horizontal=True,
@@ -53,10 +53,10 @@ def _controls(c: Ctx) -> tuple[str, str, int]:
         t("corpus.atlas_colour"), COLOURS, key="corpus_atlas_colour", horizontal=True,
         format_func=widgets.option_labels("corpus.colour_{}"),
     )  # fmt: skip
-    cap = POINTS_MAX_DEMO if c.settings.demo else POINTS_MAX
-    ss = st.session_state
-    if not isinstance(ss.get("corpus_atlas_points"), int) or not 100 <= ss["corpus_atlas_points"] <= cap:
-        ss["corpus_atlas_points"] = min(POINTS_DEFAULT, cap)
+    cap = POINTS_MAX_DEMO if context.settings.demo else POINTS_MAX
+    session = st.session_state
+    if not isinstance(session.get("corpus_atlas_points"), int) or not 100 <= session["corpus_atlas_points"] <= cap:
+        session["corpus_atlas_points"] = min(POINTS_DEFAULT, cap)
     points = d.number_input(
         t("corpus.atlas_points"), min_value=100, max_value=cap, step=1000, key="corpus_atlas_points",
         help=t("corpus.atlas_points_help", cap=f"{cap:,}"),
@@ -64,20 +64,20 @@ def _controls(c: Ctx) -> tuple[str, str, int]:
     return str(method), str(colour), int(points)
 
 
-def atlas(c: Ctx, job: jobs.Job, layer: int, head: int) -> None:
+def atlas(context: Ctx, job: jobs.Job, layer: int, head: int) -> None:
     """The atlas of (layer, head): drawn on request (then cached), points clickable."""
     assert job.result is not None
     result = job.result
-    st.subheader(t("corpus.atlas_title", head=views.head_label(layer, head, lang=c.lang)))
+    st.subheader(t("corpus.atlas_title", head=views.head_label(layer, head, lang=context.lang)))
     st.caption(t("corpus.atlas_intro"))
-    method, colour, points = _controls(c)
+    method, colour, points = _controls(context)
     wanted = (str(job.out), layer, head, method, points)
-    ss = st.session_state
-    if ss.get("_corpus_atlas") != wanted:
+    session = st.session_state
+    if session.get("_corpus_atlas") != wanted:
         if not st.button(t("corpus.atlas_draw"), key="corpus_atlas_draw"):
             return
-        ss["_corpus_atlas"] = wanted
-    loaded = job_model(c, job)
+        session["_corpus_atlas"] = wanted
+    loaded = job_model(context, job)
     if loaded is None:
         return
     runner = loaded.runner
@@ -88,23 +88,23 @@ def atlas(c: Ctx, job: jobs.Job, layer: int, head: int) -> None:
             runner, texts, layer, head, method=method, max_points=points, max_tokens=job.max_tokens, progress=progress
         )
 
-    label = t("corpus.atlas_computing", head=views.head_label(layer, head, lang=c.lang))
+    label = t("corpus.atlas_computing", head=views.head_label(layer, head, lang=context.lang))
     try:
         found = work.cached_long(
-            c, loaded, "corpus_atlas", str(job.out), layer, head, method, points,
+            context, loaded, "corpus_atlas", str(job.out), layer, head, method, points,
             label=label, fn=compute,
         )  # fmt: skip
     except (ValueError, IndexError) as exc:
         widgets.show_error(t("corpus.atlas_failed"), str(exc))
         return
     if found is not None:
-        _draw(c, found, colour)
+        _draw(context, found, colour)
 
 
-def _draw(c: Ctx, found: corpus.Atlas, colour: str) -> None:
+def _draw(context: Ctx, found: corpus.Atlas, colour: str) -> None:
     fig = views.query_key_atlas(
         found.xy, found.is_key, found.row, found.relative, found.tokens, found.texts,
-        layer=found.layer, head=found.head, method=found.method, colour_by=colour, lang=c.lang,
+        layer=found.layer, head=found.head, method=found.method, colour_by=colour, lang=context.lang,
     )  # fmt: skip
     with st.container(key="corpus_atlas"):
         event = charts.chart(fig, key="chart_atlas", on_select="rerun", selection_mode="points")
@@ -113,4 +113,4 @@ def _draw(c: Ctx, found: corpus.Atlas, colour: str) -> None:
         st.caption(t("corpus.atlas_click"))
     row = views.atlas_pick(event)
     if row is not None and 0 <= row < len(found.texts):
-        charts.open_in_explorer(c, found.layer, found.head, sentence=found.texts[row])
+        charts.open_in_explorer(context, found.layer, found.head, sentence=found.texts[row])

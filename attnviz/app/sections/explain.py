@@ -36,18 +36,18 @@ class Subject:
     notes: list[str] = field(default_factory=list)
 
 
-def analysis(c: Ctx) -> Subject | None:
-    text = widgets.sentence_box(c)
-    loaded = runners.load_runner(c)
-    clean = runners.checked_text(c, text)
+def analysis(context: Ctx) -> Subject | None:
+    text = widgets.sentence_box(context)
+    loaded = runners.load_runner(context)
+    clean = runners.checked_text(context, text)
     if loaded is None or clean is None:
         return None
-    att = runners.analyse(c, loaded, clean)
+    att = runners.analyse(context, loaded, clean)
     if att is None:
         return None
     truncation_notice(att)
     widgets.show_tokens(att.tokens)
-    return Subject(loaded, loaded.runner.fit(clean, c.max_tokens), att)
+    return Subject(loaded, loaded.runner.fit(clean, context.max_tokens), att)
 
 
 def attempt(s: Subject, compute: Callable[[], T | None]) -> T | None:
@@ -56,13 +56,13 @@ def attempt(s: Subject, compute: Callable[[], T | None]) -> T | None:
 
 
 def pickers(s: Subject) -> tuple[int, int]:
-    att, ss = s.att, st.session_state
+    att, session = s.att, st.session_state
     signature = (att.text, att.model, att.n)
-    if ss.get("_x_signature") != signature:
-        ss["_x_signature"] = signature
-        ss["x_query"] = default_focus(att, widgets.example_for(att.text))[0]
-    if ss.get("x_layer") not in range(att.n_layers):
-        ss["x_layer"] = att.n_layers - 1
+    if session.get("_x_signature") != signature:
+        session["_x_signature"] = signature
+        session["x_query"] = default_focus(att, widgets.example_for(att.text))[0]
+    if session.get("x_layer") not in range(att.n_layers):
+        session["x_layer"] = att.n_layers - 1
     st.subheader(t("explain.token_title"))
     a, b = st.columns(2)
     query = a.selectbox(t("explain.query"), range(att.n), key="x_query", format_func=widgets.token_format(att.tokens))
@@ -70,14 +70,14 @@ def pickers(s: Subject) -> tuple[int, int]:
     return int(query), int(layer)
 
 
-def mixing_series(c: Ctx, s: Subject, query: int, layer: int) -> None:
+def mixing_series(context: Ctx, s: Subject, query: int, layer: int) -> None:
     """Raw attention, rollout, flow (within its limit) and norm-based weights for one token."""
     att = s.att
     s.series[t("explain.raw", layer=layer)] = att.head(layer)[query]
-    rollout = runners.cached(c, s.loaded, "rollout", s.fitted, fn=lambda: explain.rollout(att))
+    rollout = runners.cached(context, s.loaded, "rollout", s.fitted, fn=lambda: explain.rollout(att))
     s.series[t("explain.rollout")] = rollout[query]
     if explain.flow_limit(att.n, row=query) is None:  # heavy: queued, with progress and Cancel
-        flow = work.cached_long(c, s.loaded, "flow", s.fitted, query, label=t("explain.computing_flow"),
+        flow = work.cached_long(context, s.loaded, "flow", s.fitted, query, label=t("explain.computing_flow"),
                                 fn=lambda _progress: explain.flow(att, row=query))  # fmt: skip
         if flow is not None:
             s.series[t("explain.flow")] = flow
@@ -88,27 +88,27 @@ def mixing_series(c: Ctx, s: Subject, query: int, layer: int) -> None:
         norms = attempt(
             s,
             lambda: runners.cached(
-                c, s.loaded, "norms", s.fitted, fn=lambda: explain.norm_weights(runner, s.fitted)
+                context, s.loaded, "norms", s.fitted, fn=lambda: explain.norm_weights(runner, s.fitted)
             ).layer_norms(layer),
         )
     if norms is not None:
         s.series[t("explain.norm", layer=layer)] = explain.share(norms[query])
 
 
-def attributions(c: Ctx, s: Subject, query: int) -> np.ndarray | None:
+def attributions(context: Ctx, s: Subject, query: int) -> np.ndarray | None:
     """Occlusion and input x gradient for one token: on request beyond AUTO_ATTRIBUTION_N tokens,
     not at all beyond the deployment's explanation limit, with progress and Cancel."""
-    att, ss = s.att, st.session_state
-    limit = c.settings.explain_tokens
+    att, session = s.att, st.session_state
+    limit = context.settings.explain_tokens
     if att.n > limit:
         s.notes.append(t("explain.attributions_capped", n=att.n, limit=limit))
         return None
     signature = (att.text, att.model, att.n)
-    if att.n > AUTO_ATTRIBUTION_N and ss.get("_x_attributions") != signature:
+    if att.n > AUTO_ATTRIBUTION_N and session.get("_x_attributions") != signature:
         if not st.button(t("explain.compute", n=att.n), key="x_compute"):
             s.notes.append(t("explain.attributions_on_request", n=att.n))
             return None
-        ss["_x_attributions"] = signature
+        session["_x_attributions"] = signature
     runner = s.loaded.runner
 
     def both(progress: Progress) -> tuple[np.ndarray, np.ndarray]:
@@ -116,7 +116,9 @@ def attributions(c: Ctx, s: Subject, query: int) -> np.ndarray | None:
         return occ, explain.input_x_gradient(runner, s.fitted, query)
 
     label = t("explain.computing_attributions", n=att.n)
-    result = attempt(s, lambda: work.cached_long(c, s.loaded, "attributions", s.fitted, query, label=label, fn=both))
+    result = attempt(
+        s, lambda: work.cached_long(context, s.loaded, "attributions", s.fitted, query, label=label, fn=both)
+    )
     if result is None:
         return None
     occlusion, gradient = result
@@ -125,14 +127,16 @@ def attributions(c: Ctx, s: Subject, query: int) -> np.ndarray | None:
     return occlusion
 
 
-def bars(c: Ctx, s: Subject, query: int, layer: int) -> None:
+def bars(context: Ctx, s: Subject, query: int, layer: int) -> None:
     with st.container(key="explain_bars"):
-        fig = views.token_bars(s.att.tokens, s.series, title=t("explain.bars_title"), highlight=query, lang=c.lang)
+        fig = views.token_bars(
+            s.att.tokens, s.series, title=t("explain.bars_title"), highlight=query, lang=context.lang
+        )
         charts.chart(fig, key="chart_explain_bars")
         for note in s.notes:
             st.caption(note)
         st.caption(t("explain.bars_note"))
-        downloads.figure_downloads(fig, "explain", downloads.run_settings(c, s.att, query=query, layer=layer))
+        downloads.figure_downloads(fig, "explain", downloads.run_settings(context, s.att, query=query, layer=layer))
 
 
 def agreement_table(s: Subject, occlusion: np.ndarray) -> None:
@@ -154,30 +158,32 @@ def agreement_table(s: Subject, occlusion: np.ndarray) -> None:
         st.caption(t("explain.agreement_note"))
 
 
-def head_statistics(c: Ctx, s: Subject) -> None:
+def head_statistics(context: Ctx, s: Subject) -> None:
     st.subheader(t("stats.title"))
     st.caption(t("stats.intro"))
-    stats = runners.cached(c, s.loaded, "stats", s.fitted, fn=lambda: explain.head_stats(s.att))
+    stats = runners.cached(context, s.loaded, "stats", s.fitted, fn=lambda: explain.head_stats(s.att))
     kinds = explain.head_kinds(stats)
     short = np.vectorize(lambda kind: t(f"stats.l_{kind}") if kind else "", otypes=[str])(kinds)
     stat = st.selectbox(t("stats.which"), STATS, key="x_stat", format_func=widgets.option_labels("stats.{}"))
-    fig = views.layer_head_grid(stats[stat], title=t(f"stats.{stat}"), labels=short, zmin=0.0, zmax=1.0, lang=c.lang)
+    fig = views.layer_head_grid(
+        stats[stat], title=t(f"stats.{stat}"), labels=short, zmin=0.0, zmax=1.0, lang=context.lang
+    )
     event = charts.chart(fig, key="chart_stats", on_select="rerun", selection_mode="points")
     pick = views.model_view_pick(event)
     if pick is not None:
-        charts.open_in_explorer(c, *pick)
+        charts.open_in_explorer(context, *pick)
     st.caption(t("stats.click"))
 
 
-def _pair_inputs(c: Ctx) -> tuple[str, str, str, str]:
-    ss = st.session_state
-    pair = i18n.examples(c.lang)["minimal_pair"]
-    foreign = i18n.examples("zh" if c.lang == "en" else "en")["minimal_pair"]
+def _pair_inputs(context: Ctx) -> tuple[str, str, str, str]:
+    session = st.session_state
+    pair = i18n.examples(context.lang)["minimal_pair"]
+    foreign = i18n.examples("zh" if context.lang == "en" else "en")["minimal_pair"]
     foreign_values = {foreign["a"], foreign["b"], foreign["query"], ", ".join(foreign["keys"])}
     defaults = {"mp_a": pair["a"], "mp_b": pair["b"], "mp_query": pair["query"], "mp_keys": ", ".join(pair["keys"])}
     for key, value in defaults.items():
-        if key not in ss or ss[key] in foreign_values:
-            ss[key] = value
+        if key not in session or session[key] in foreign_values:
+            session[key] = value
     a, b = st.columns(2)
     text_a, text_b = a.text_input(t("pair.a"), key="mp_a"), b.text_input(t("pair.b"), key="mp_b")
     a, b = st.columns(2)
@@ -186,13 +192,13 @@ def _pair_inputs(c: Ctx) -> tuple[str, str, str, str]:
     return text_a, text_b, query, keys
 
 
-def minimal_pair(c: Ctx, s: Subject) -> None:
+def minimal_pair(context: Ctx, s: Subject) -> None:
     st.subheader(t("pair.title"))
     st.caption(t("pair.intro"))
-    text_a, text_b, query_word, key_words = _pair_inputs(c)
-    ta, tb = runners.checked_text(c, text_a), runners.checked_text(c, text_b)
-    att_a = runners.analyse(c, s.loaded, ta) if ta is not None else None
-    att_b = runners.analyse(c, s.loaded, tb) if tb is not None else None
+    text_a, text_b, query_word, key_words = _pair_inputs(context)
+    ta, tb = runners.checked_text(context, text_a), runners.checked_text(context, text_b)
+    att_a = runners.analyse(context, s.loaded, ta) if ta is not None else None
+    att_b = runners.analyse(context, s.loaded, tb) if tb is not None else None
     if att_a is None or att_b is None or ta is None:
         return
     q_idx = find_token(att_a.tokens, query_word)
@@ -208,10 +214,10 @@ def minimal_pair(c: Ctx, s: Subject) -> None:
     if result is None:
         return
     with st.container(key="pair_result"):
-        fig = views.layer_head_grid(result.score, title=t("pair.grid_title"), lang=c.lang)
+        fig = views.layer_head_grid(result.score, title=t("pair.grid_title"), lang=context.lang)
         pick = views.model_view_pick(charts.chart(fig, key="chart_pair", on_select="rerun", selection_mode="points"))
         if pick is not None:
-            charts.open_in_explorer(c, *pick, sentence=ta)
+            charts.open_in_explorer(context, *pick, sentence=ta)
         st.dataframe(_pair_rows(att_a, att_b, result), hide_index=True, key="table_pair")
         st.caption(t("pair.note"))
 

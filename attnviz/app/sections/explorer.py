@@ -44,15 +44,15 @@ class Focus:
     base: Attention | None = None  # with heads off, the whole model's attention
 
 
-def analysis(c: Ctx, text: str | None = None) -> Focus | None:
+def analysis(context: Ctx, text: str | None = None) -> Focus | None:
     """Sentence box (unless the page drew it already and passes its `text`), model, layer/head
     and view switches, then the (cached) analysis."""
     for key, default in DEFAULTS:
         st.session_state.setdefault(key, default)
     if text is None:
-        text = widgets.sentence_box(c)
-    loaded = runners.load_runner(c)
-    clean = runners.checked_text(c, text)
+        text = widgets.sentence_box(context)
+    loaded = runners.load_runner(context)
+    clean = runners.checked_text(context, text)
     if loaded is None or clean is None:
         return None
     with st.container(key="controls"):
@@ -71,15 +71,15 @@ def analysis(c: Ctx, text: str | None = None) -> Focus | None:
                 horizontal=True,
                 help=t("ctl.color_range_help"),
             )
-    att = runners.analyse(c, loaded, clean, hide_special=hide, merge_words=merge)
+    att = runners.analyse(context, loaded, clean, hide_special=hide, merge_words=merge)
     if att is None:
         return None
     truncation_notice(att)
-    unknown_notice(c, loaded.runner, clean)
+    unknown_notice(context, loaded.runner, clean)
     widgets.show_tokens(att.tokens)
     _token_defaults(att, (att.text, att.model, att.n, hide, merge))
     opts = {"layer": layer, "head": head, "hide_special": hide, "merge_words": merge, "color_range": color_range}
-    return Focus(loaded, clean, att, layer, head, str(color_range), downloads.run_settings(c, att, **opts))
+    return Focus(loaded, clean, att, layer, head, str(color_range), downloads.run_settings(context, att, **opts))
 
 
 def truncation_notice(att: Attention) -> None:
@@ -91,17 +91,17 @@ def truncation_notice(att: Attention) -> None:
 
 def _token_defaults(att: Attention, signature: tuple[Any, ...]) -> None:
     """Token choices start again from sensible defaults when the tokens change."""
-    ss = st.session_state
-    if ss.get("_token_signature") == signature:
+    session = st.session_state
+    if session.get("_token_signature") == signature:
         return
-    ss["_token_signature"] = signature
+    session["_token_signature"] = signature
     example = widgets.example_for(att.text)
     query, key = default_focus(att, example)
-    ss["focus_query"], ss["focus_key"] = query, key
-    ss["highlight"] = query if example else -1
+    session["focus_query"], session["focus_key"] = query, key
+    session["highlight"] = query if example else -1
 
 
-def sinks_switch(c: Ctx, f: Focus) -> tuple[Focus, Callable[[], None]]:
+def sinks_switch(context: Ctx, focus: Focus) -> tuple[Focus, Callable[[], None]]:
     """The hide-sinks switch in its place above the views, and a function that draws it later.
 
     The switch's words need the value norms of the sentence, a second forward pass. Switched off
@@ -113,13 +113,13 @@ def sinks_switch(c: Ctx, f: Focus) -> tuple[Focus, Callable[[], None]]:
     slot = st.container()
     if st.session_state.get(sinks.STATE, False):
         with slot:
-            return sinks.hide_switch(c, f), _nothing
+            return sinks.hide_switch(context, focus), _nothing
 
     def later() -> None:
         with slot:
-            sinks.hide_switch(c, f)
+            sinks.hide_switch(context, focus)
 
-    return f, later
+    return focus, later
 
 
 def _nothing() -> None:
@@ -127,7 +127,7 @@ def _nothing() -> None:
 
 
 def _show(
-    f: Focus, fig: go.Figure, key: str, caveat: str, export: str, on_select: Callable[[str], None] | None = None
+    focus: Focus, fig: go.Figure, key: str, caveat: str, export: str, on_select: Callable[[str], None] | None = None
 ) -> None:
     """A view's chart (clickable when `on_select` is given), its caveat and its downloads."""
     clicks: dict[str, Any] = (
@@ -135,26 +135,28 @@ def _show(
     )
     charts.chart(fig, key=key, **clicks)
     widgets.caveat(caveat)
-    downloads.figure_downloads(fig, export, f.settings)
+    downloads.figure_downloads(fig, export, focus.settings)
 
 
-def heatmap_view(c: Ctx, f: Focus) -> None:
+def heatmap_view(context: Ctx, focus: Focus) -> None:
     with st.container(key="view_heatmap"):
         st.subheader(t("view.heatmap"))
-        fig = views.heatmap(f.att, f.layer, f.head, zmax=1.0 if f.color_range == "fixed" else None, lang=c.lang)
-        _show(f, fig, "chart_heatmap", "caveat.heatmap", "heatmap")
+        fig = views.heatmap(
+            focus.att, focus.layer, focus.head, zmax=1.0 if focus.color_range == "fixed" else None, lang=context.lang
+        )
+        _show(focus, fig, "chart_heatmap", "caveat.heatmap", "heatmap")
 
 
-def grid_view(c: Ctx, f: Focus) -> None:
+def grid_view(context: Ctx, focus: Focus) -> None:
     with st.container(key="view_grid"):
         st.subheader(t("view.grid"))
-        focus = None if f.head is None else (f.layer, f.head)
-        fig = mark_off(views.model_view(f.att, focus=focus, thumb=THUMB, lang=c.lang), f.off)
-        _show(f, fig, "chart_grid", "caveat.grid", "grid", on_select=heads_off.grid_click)
+        in_focus = None if focus.head is None else (focus.layer, focus.head)
+        fig = mark_off(views.model_view(focus.att, focus=in_focus, thumb=THUMB, lang=context.lang), focus.off)
+        _show(focus, fig, "chart_grid", "caveat.grid", "grid", on_select=heads_off.grid_click)
 
 
-def head_lines_view(c: Ctx, f: Focus) -> None:
-    att, ss = f.att, st.session_state
+def head_lines_view(context: Ctx, focus: Focus) -> None:
+    att, session = focus.att, st.session_state
     with st.container(key="view_head"):
         st.subheader(t("view.head"))
         h1, h2 = st.columns(2)
@@ -165,8 +167,8 @@ def head_lines_view(c: Ctx, f: Focus) -> None:
             format_func=widgets.fmt_head,
             placeholder=t("ctl.hv_heads_placeholder"),
         )
-        if ss.get("highlight") not in range(-1, att.n):
-            ss["highlight"] = -1
+        if session.get("highlight") not in range(-1, att.n):
+            session["highlight"] = -1
         highlight = h2.selectbox(
             t("ctl.highlight"),
             [-1, *range(att.n)],
@@ -174,23 +176,25 @@ def head_lines_view(c: Ctx, f: Focus) -> None:
             format_func=widgets.token_format(att.tokens, none="—"),
             help=t("ctl.highlight_help"),
         )
-        heads = sorted(chosen) if chosen else (None if f.head is None else [f.head])
-        fig = views.head_view(att, f.layer, heads=heads, highlight=None if highlight < 0 else highlight, lang=c.lang)
-        _show(f, fig, "chart_head_view", "caveat.head_view", "head-view", on_select=charts.highlight_from_chart)
+        heads = sorted(chosen) if chosen else (None if focus.head is None else [focus.head])
+        fig = views.head_view(
+            att, focus.layer, heads=heads, highlight=None if highlight < 0 else highlight, lang=context.lang
+        )
+        _show(focus, fig, "chart_head_view", "caveat.head_view", "head-view", on_select=charts.highlight_from_chart)
 
 
-def graph_section(c: Ctx, f: Focus) -> None:
+def graph_section(context: Ctx, focus: Focus) -> None:
     with st.container(key="view_graph"):
         st.subheader(t("view.graph"))
         threshold = st.slider(
             t("ctl.threshold"), min_value=0.0, max_value=1.0, step=0.01, key="threshold", help=t("ctl.threshold_help")
         )
-        fig = views.graph_view(f.att, f.layer, f.head, threshold=threshold, lang=c.lang)
-        _show(f, fig, "chart_graph", "caveat.graph", "graph")
+        fig = views.graph_view(focus.att, focus.layer, focus.head, threshold=threshold, lang=context.lang)
+        _show(focus, fig, "chart_graph", "caveat.graph", "graph")
 
 
-def token_focus_section(c: Ctx, f: Focus) -> None:
-    att, ss = f.att, st.session_state
+def token_focus_section(context: Ctx, focus: Focus) -> None:
+    att, session = focus.att, st.session_state
     with st.container(key="token_focus"):
         st.subheader(t("focus.title"))
         st.caption(t("focus.intro"))
@@ -198,18 +202,18 @@ def token_focus_section(c: Ctx, f: Focus) -> None:
         if not st.toggle(t("focus.open"), key="focus_open", help=t("focus.open_help")):
             return
         for key in ("focus_query", "focus_key"):
-            if ss.get(key) not in range(att.n):
-                ss[key] = 0
+            if session.get(key) not in range(att.n):
+                session[key] = 0
         a, b = st.columns(2)
         fmt = widgets.token_format(att.tokens)
         query = a.selectbox(t("focus.query"), range(att.n), key="focus_query", format_func=fmt)
         key_token = b.selectbox(t("focus.key"), range(att.n), key="focus_key", format_func=fmt)
-        fig = views.token_focus(att, query, key_token, top=12, lang=c.lang)
-        _show(f, fig, "chart_focus", "caveat.focus", "token-focus", on_select=charts.focus_from_chart)
+        fig = views.token_focus(att, query, key_token, top=12, lang=context.lang)
+        _show(focus, fig, "chart_focus", "caveat.focus", "token-focus", on_select=charts.focus_from_chart)
 
 
-def cost_section(c: Ctx, f: Focus) -> None:
-    att, ss = f.att, st.session_state
+def cost_section(context: Ctx, focus: Focus) -> None:
+    att, session = focus.att, st.session_state
     with st.container(key="cost"):
         st.subheader(t("cost.title"))
         numbers = att.n_layers * att.n_heads * att.n * att.n
@@ -220,22 +224,22 @@ def cost_section(c: Ctx, f: Focus) -> None:
         mb2 = f"{4 * numbers * 4 / 2**20:,.1f}"
         st.caption(t("cost.explain", L=att.n_layers, H=att.n_heads, n=att.n, n2=2 * att.n, mb2=mb2))
         if st.button(t("cost.measure"), key="cost_measure", help=t("cost.measure_help")):  # heavy: queued
-            sweep = work.run_long(c, ("cost", att.model, f.text), t("cost.measuring"),
-                                  lambda _progress: lab.cost_sweep(f.loaded.runner, f.text, c.max_tokens))  # fmt: skip
+            sweep = work.run_long(context, ("cost", att.model, focus.text), t("cost.measuring"),
+                                  lambda _progress: lab.cost_sweep(focus.loaded.runner, focus.text, context.max_tokens))  # fmt: skip
             if sweep is not None:
-                ss["_cost_rows"] = (att.model, sweep)
-        measured = ss.get("_cost_rows")
+                session["_cost_rows"] = (att.model, sweep)
+        measured = session.get("_cost_rows")
         if measured and measured[0] == att.model and len(measured[1]) > 1:
             rows = measured[1]
-            charts.chart(views.cost_sweep([vars(r) for r in rows], lang=c.lang), key="chart_cost")
+            charts.chart(views.cost_sweep([vars(r) for r in rows], lang=context.lang), key="chart_cost")
             ratio = rows[-1].mb / max(rows[0].mb, 1e-12)
             growth = (rows[-1].n / rows[0].n) ** 2
             st.caption(t("cost.sweep_note", ratio=f"{ratio:,.0f}", growth=f"{growth:,.0f}"))
 
 
-def numbers_section(f: Focus) -> None:
+def numbers_section(focus: Focus) -> None:
     with st.container(key="numbers"):
         st.subheader(t("export.title"))
         st.caption(t("export.intro"))
-        downloads.number_downloads(f.att, f.layer, f.head, f.settings)
+        downloads.number_downloads(focus.att, focus.layer, focus.head, focus.settings)
         downloads.image_export_note()

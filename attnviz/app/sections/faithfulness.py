@@ -45,39 +45,39 @@ def _labels() -> Callable[[str], str]:
     return lambda method: method_label(method, language)
 
 
-def _contributions(c: Ctx, s: Subject, method: str) -> Contributions | None:
+def _contributions(context: Ctx, s: Subject, method: str) -> Contributions | None:
     """The closed-form methods from one cached forward (with progress: ALTI at 512 tokens takes a
     while); Value Zeroing on at most the deployment's explanation length and its own cap, with a
     notice. Both with progress, Cancel and the visitor's budget."""
     runner = s.loaded.runner
     if method in CHEAP:
-        cap = c.settings.explain_tokens  # the deployment's bound on explanation work (demo: 128)
+        cap = context.settings.explain_tokens  # the deployment's bound on explanation work (demo: 128)
 
         def closed_form(progress: Progress) -> dict[str, Contributions]:
             return explain.contributions_all(runner, s.fitted, CHEAP, max_tokens=cap, progress=progress)
 
         label = t("cx.computing", n=min(s.att.n, cap))
         found = attempt(
-            s, lambda: work.cached_long(c, s.loaded, "contributions", s.fitted, cap, label=label, fn=closed_form)
+            s, lambda: work.cached_long(context, s.loaded, "contributions", s.fitted, cap, label=label, fn=closed_form)
         )
         if found is not None and found[method].truncated:
             st.info(t("cx.cut", kept=found[method].n, total=s.att.n), icon="✂️")
         return None if found is None else found[method]
-    limit = min(c.settings.explain_tokens, explain.VALUE_ZEROING_MAX_TOKENS)
+    limit = min(context.settings.explain_tokens, explain.VALUE_ZEROING_MAX_TOKENS)
 
     def zeroing(progress: Progress) -> Contributions:
         return explain.contributions(runner, s.fitted, "value_zeroing", max_tokens=limit, progress=progress)
 
     label = t("cx.computing_vz", n=min(s.att.n, limit))
     result = attempt(
-        s, lambda: work.cached_long(c, s.loaded, "value_zeroing", s.fitted, limit, label=label, fn=zeroing)
+        s, lambda: work.cached_long(context, s.loaded, "value_zeroing", s.fitted, limit, label=label, fn=zeroing)
     )
     if result is not None and result.truncated:
         st.info(t("cx.vz_cut", kept=result.n, total=s.att.n, limit=limit), icon="✂️")
     return result
 
 
-def contribution_section(c: Ctx, s: Subject, layer: int) -> None:
+def contribution_section(context: Ctx, s: Subject, layer: int) -> None:
     """One whole-layer method's map: the chosen layer's own mixing, or traced to the input."""
     with st.container(key="explain_contributions"):
         st.subheader(t("cx.title"))
@@ -91,11 +91,11 @@ def contribution_section(c: Ctx, s: Subject, layer: int) -> None:
             horizontal=True,
             format_func=widgets.option_labels("cx.view_{}"),
         )
-        contrib = _contributions(c, s, str(method))
+        contrib = _contributions(context, s, str(method))
         if contrib is None:
             return
         shown = None if view == "traced" else min(layer, contrib.n_layers - 1)
-        charts.chart(views.contribution_map(contrib, shown, lang=c.lang), key="chart_contributions")
+        charts.chart(views.contribution_map(contrib, shown, lang=context.lang), key="chart_contributions")
         st.caption(t(f"cx.about_{method}"))
 
 
@@ -117,8 +117,8 @@ def _output_choice(s: Subject, query: int, limit: int) -> int | None:
     return query
 
 
-def _board(c: Ctx, s: Subject, query: int) -> Scoreboard | None:
-    limit = min(c.settings.explain_tokens, explain.FAITHFULNESS_MAX_TOKENS)
+def _board(context: Ctx, s: Subject, query: int) -> Scoreboard | None:
+    limit = min(context.settings.explain_tokens, explain.FAITHFULNESS_MAX_TOKENS)
     target = _output_choice(s, query, limit)
     runner = s.loaded.runner
 
@@ -127,7 +127,7 @@ def _board(c: Ctx, s: Subject, query: int) -> Scoreboard | None:
 
     label = t("fx.computing", n=min(s.att.n, limit))
     board = attempt(
-        s, lambda: work.cached_long(c, s.loaded, "faithfulness", s.fitted, target, limit, label=label, fn=score)
+        s, lambda: work.cached_long(context, s.loaded, "faithfulness", s.fitted, target, limit, label=label, fn=score)
     )
     if board is not None and board.truncated:
         st.info(t("fx.cut", kept=len(board.tokens), total=board.n_input_tokens), icon="✂️")
@@ -150,19 +150,19 @@ def _table(board: Scoreboard) -> list[dict[str, Any]]:
     ]
 
 
-def scoreboard_section(c: Ctx, s: Subject, query: int) -> None:
+def scoreboard_section(context: Ctx, s: Subject, query: int) -> None:
     """Which picture of "where information comes from" tracks what the model does?"""
     with st.container(key="explain_scoreboard"):
         st.subheader(t("fx.title"))
         st.caption(t("fx.intro"))
-        board = _board(c, s, query)
+        board = _board(context, s, query)
         if board is None:
             return
         left, right = st.columns([2, 3], gap="large")
         with left:
             st.dataframe(_table(board), hide_index=True, key="table_scoreboard")
         with right:
-            fig = views.deletion_curves(board, highlight=board.best, lang=c.lang)
+            fig = views.deletion_curves(board, highlight=board.best, lang=context.lang)
             charts.chart(fig, key="chart_deletion")
         best = board.row(board.best)
         floor = board.row("random").aopc
@@ -174,7 +174,7 @@ def scoreboard_section(c: Ctx, s: Subject, query: int) -> None:
         ranked = board.best_by_rank
         if ranked is not None and ranked != board.best:
             st.markdown(t("fx.best_rank", method=_label(ranked), rho=f"{board.row(ranked).spearman:.2f}"))
-        charts.chart(views.layer_agreement(board, lang=c.lang), key="chart_layer_agreement")
+        charts.chart(views.layer_agreement(board, lang=context.lang), key="chart_layer_agreement")
         doubts()
 
 
@@ -194,7 +194,7 @@ def _average() -> dict[str, Any] | None:
     return data if isinstance(data.get("rows"), list) else None
 
 
-def average_scoreboard(c: Ctx) -> None:
+def average_scoreboard(context: Ctx) -> None:
     """The scoreboard averaged over the bundled sentences, from the file the benchmark writes."""
     with st.container(key="caveats_average"):
         st.subheader(t("fx.average_title"))
@@ -223,4 +223,4 @@ def average_scoreboard(c: Ctx) -> None:
             )
         )
         st.code(str(data.get("command", AVERAGE_COMMAND)), language="bash")
-        st.page_link(nav.page("explain", c.lang), label=t("fx.to_explain"), icon="📊")
+        st.page_link(nav.page("explain", context.lang), label=t("fx.to_explain"), icon="📊")

@@ -57,15 +57,15 @@ def switches() -> dict[str, Any]:
     }
 
 
-def analysis(c: Ctx, opts: dict[str, Any]) -> Pair | None:
-    text = widgets.sentence_box(c)
-    clean = runners.checked_text(c, text)
-    pretrained = runners.load_runner(c, EMBEDDED_MODEL, fallback=False)
-    scratch = runners.load_runner(c, "scratch", fallback=False, **opts)
+def analysis(context: Ctx, opts: dict[str, Any]) -> Pair | None:
+    text = widgets.sentence_box(context)
+    clean = runners.checked_text(context, text)
+    pretrained = runners.load_runner(context, EMBEDDED_MODEL, fallback=False)
+    scratch = runners.load_runner(context, "scratch", fallback=False, **opts)
     if clean is None or pretrained is None or scratch is None:
         return None
-    att_p = runners.analyse(c, pretrained, clean)
-    att_s = runners.analyse(c, scratch, clean)
+    att_p = runners.analyse(context, pretrained, clean)
+    att_s = runners.analyse(context, scratch, clean)
     if att_p is None or att_s is None:
         return None
     truncation_notice(att_p)
@@ -75,7 +75,7 @@ def analysis(c: Ctx, opts: dict[str, Any]) -> Pair | None:
     return Pair(clean, scratch, att_p, att_s, opts, layer, head)
 
 
-def side_by_side(c: Ctx, p: Pair) -> None:
+def side_by_side(context: Ctx, p: Pair) -> None:
     st.subheader(t("lab.side_by_side"))
     diff = lab.max_abs_diff(p.pretrained.weights, p.mine.weights)
     o = p.opts
@@ -91,23 +91,30 @@ def side_by_side(c: Ctx, p: Pair) -> None:
     with left:
         title = t("lab.pretrained_title", layer=p.layer, head=p.head)
         charts.chart(
-            views.heatmap(p.pretrained, p.layer, p.head, zmax=1.0, title=title, lang=c.lang), "chart_lab_pretrained"
+            views.heatmap(p.pretrained, p.layer, p.head, zmax=1.0, title=title, lang=context.lang),
+            "chart_lab_pretrained",
         )
     with right:
         title = t("lab.scratch_title", layer=p.layer, head=p.head)
-        fig = views.heatmap(p.mine, p.layer, p.head, zmax=1.0, title=title, lang=c.lang)
+        fig = views.heatmap(p.mine, p.layer, p.head, zmax=1.0, title=title, lang=context.lang)
         charts.chart(fig, "chart_lab_scratch")
-        settings = downloads.run_settings(c, p.mine, layer=p.layer, head=p.head, **p.opts)
+        settings = downloads.run_settings(context, p.mine, layer=p.layer, head=p.head, **p.opts)
         downloads.figure_downloads(fig, "lab-scratch", settings)
 
 
-def steps(c: Ctx, p: Pair) -> None:
+def steps(context: Ctx, p: Pair) -> None:
     """One head step by step: Q, K, QK^T, scaling, mask, softmax, V, the weighted sum."""
     st.subheader(t("lab.steps_title", layer=p.layer, head=p.head))
     runner = p.scratch.runner
     # the same token limit as the maps above, so the walk shows exactly the tokens they show
     walk = runners.cached(
-        c, p.scratch, "steps", p.text, p.layer, p.head, fn=lambda: runner.steps(p.text, p.layer, p.head, c.max_tokens)
+        context,
+        p.scratch,
+        "steps",
+        p.text,
+        p.layer,
+        p.head,
+        fn=lambda: runner.steps(p.text, p.layer, p.head, context.max_tokens),
     )
     tokens = p.mine.tokens
     n, hs = walk["q"].shape
@@ -132,7 +139,7 @@ def steps(c: Ctx, p: Pair) -> None:
             for col, (name, title, values, columns) in zip(st.columns(2), panels[i : i + 2], strict=True):
                 fmt = ".2f" if name == "weights" else ".1f"
                 with col:
-                    fig = views.matrix(values, rows, columns, title=title, fmt=fmt, lang=c.lang)
+                    fig = views.matrix(values, rows, columns, title=title, fmt=fmt, lang=context.lang)
                     charts.chart(fig, key=f"chart_step_{name}")
     match = lab.max_abs_diff(walk["weights"], p.mine.weights[p.layer, p.head])
     st.caption(t("lab.steps_match", diff=f"{match:.1e}"))
@@ -149,18 +156,18 @@ def scaling(walk: Steps) -> None:
         st.caption(t("lab.entropy_note", hs=walk["q"].shape[1]))
 
 
-def order_demo(c: Ctx, p: Pair) -> None:
+def order_demo(context: Ctx, p: Pair) -> None:
     """The same words in another order, with positions off and on."""
     st.subheader(t("lab.order_title"))
-    first, second = i18n.examples(c.lang)["order_pair"]
+    first, second = i18n.examples(context.lang)["order_pair"]
     st.caption(t("lab.order_intro"))
     st.code(f"A: {first}\nB: {second}", language=None)
     results = {}
     for positions in (False, True):
         opts = {"scale": True, "positions": positions, "causal": False, "weights": "pretrained", "seed": 0}
-        model = runners.load_runner(c, "scratch", fallback=False, **opts)
-        att_a = runners.analyse(c, model, first) if model else None
-        att_b = runners.analyse(c, model, second) if model else None
+        model = runners.load_runner(context, "scratch", fallback=False, **opts)
+        att_a = runners.analyse(context, model, first) if model else None
+        att_b = runners.analyse(context, model, second) if model else None
         if att_a is None or att_b is None:
             return
         result = lab.order_demo(att_a, att_b)
@@ -175,7 +182,9 @@ def order_demo(c: Ctx, p: Pair) -> None:
     left, right = st.columns(2)
     with left:
         title = t("lab.order_a", layer=p.layer, head=p.head)
-        charts.chart(views.heatmap(att_a, p.layer, p.head, zmax=1.0, title=title, lang=c.lang), "chart_order_a")
+        charts.chart(views.heatmap(att_a, p.layer, p.head, zmax=1.0, title=title, lang=context.lang), "chart_order_a")
     with right:
         title = t("lab.order_b", layer=p.layer, head=p.head)
-        charts.chart(views.heatmap(result.back, p.layer, p.head, zmax=1.0, title=title, lang=c.lang), "chart_order_b")
+        charts.chart(
+            views.heatmap(result.back, p.layer, p.head, zmax=1.0, title=title, lang=context.lang), "chart_order_b"
+        )

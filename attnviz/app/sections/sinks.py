@@ -25,12 +25,12 @@ TOGGLE = "sinks_toggle"  # the widget
 STATE = state.HIDE_SINKS  # its value: a plain key survives a visit to another page (state.KEPT)
 
 
-def _norms(c: Ctx, loaded: Loaded, text: str) -> NormWeights | None:
+def _norms(context: Ctx, loaded: Loaded, text: str) -> NormWeights | None:
     """Norm-based weights of the text as the views cut it (one cached forward), or None for a
     model whose layers cannot be taken apart."""
-    fitted = loaded.runner.fit(text, c.max_tokens)
+    fitted = loaded.runner.fit(text, context.max_tokens)
     try:
-        norms = runners.cached(c, loaded, "norms", fitted, fn=lambda: explain.norm_weights(loaded.runner, fitted))
+        norms = runners.cached(context, loaded, "norms", fitted, fn=lambda: explain.norm_weights(loaded.runner, fitted))
     except ValueError:
         return None
     return norms
@@ -46,25 +46,37 @@ def _quoted(att: Attention, columns: np.ndarray) -> str:
     return ", ".join(code(att.tokens[int(k)]) for k in columns)
 
 
-def _view(f: Focus) -> tuple[Any, ...]:
+def _view(focus: Focus) -> tuple[Any, ...]:
     """What decides the maps the views draw, for the cache keys: the token view and any heads
     switched off (the ablation switch runs before this one, so `f.att` may be the switched model's)."""
-    off = tuple(tuple(h) for h in f.settings.get("heads_off", ()))
-    return (f.settings.get("hide_special"), f.settings.get("merge_words"), off, f.settings.get("ablation_mode"))
+    off = tuple(tuple(h) for h in focus.settings.get("heads_off", ()))
+    return (
+        focus.settings.get("hide_special"),
+        focus.settings.get("merge_words"),
+        off,
+        focus.settings.get("ablation_mode"),
+    )
 
 
-def _scores(c: Ctx, f: Focus) -> SinkScores:
+def _scores(context: Ctx, focus: Focus) -> SinkScores:
     """Sink scores of what the views show (cached), with value norms when its tokens are the raw ones."""
-    norms = _norms(c, f.loaded, f.text)
-    usable = norms if norms is not None and norms.per_head.shape == f.att.weights.shape else None
-    return runners.cached(c, f.loaded, "sinks", f.text, *_view(f), fn=lambda: explain.sink_scores(f.att, norms=usable))
+    norms = _norms(context, focus.loaded, focus.text)
+    usable = norms if norms is not None and norms.per_head.shape == focus.att.weights.shape else None
+    return runners.cached(
+        context,
+        focus.loaded,
+        "sinks",
+        focus.text,
+        *_view(focus),
+        fn=lambda: explain.sink_scores(focus.att, norms=usable),
+    )
 
 
-def hide_switch(c: Ctx, f: Focus) -> Focus:
+def hide_switch(context: Ctx, focus: Focus) -> Focus:
     """The switch, what it hides and how much, and the caveat; the focus the views then draw.
     The hidden maps are made only while the switch is on; at 512 tokens they are a 75 MB copy in
     the byte-bounded result cache, which evicts the oldest entries to make room."""
-    scores = _scores(c, f)
+    scores = _scores(context, focus)
     columns = scores.parking()
     with st.container(key="sinks"):
         left, right = st.columns([1, 3])
@@ -75,28 +87,28 @@ def hide_switch(c: Ctx, f: Focus) -> Focus:
             args=(TOGGLE,),
             help=t("sinks.toggle_help", eps=scores.threshold),
         )
-        removed = explain.removed_share(f.att.weights[f.layer : f.layer + 1], columns)[0]  # (heads,)
-        share = float(removed.mean() if f.head is None else removed[f.head])
+        removed = explain.removed_share(focus.att.weights[focus.layer : focus.layer + 1], columns)[0]  # (heads,)
+        share = float(removed.mean() if focus.head is None else removed[focus.head])
         heads = int(scores.heads_on_any(columns).sum())  # every head above epsilon on one of them
         if not columns.size:
             right.caption(t("sinks.none", eps=scores.threshold))
         elif on:
-            right.markdown(t("sinks.hidden", tokens=_quoted(f.att, columns), share=f"{share:.0%}"))
+            right.markdown(t("sinks.hidden", tokens=_quoted(focus.att, columns), share=f"{share:.0%}"))
         else:
-            right.markdown(t("sinks.found", tokens=_quoted(f.att, columns), heads=heads, share=f"{share:.0%}"))
-        sink_caveat(c, f)
+            right.markdown(t("sinks.found", tokens=_quoted(focus.att, columns), heads=heads, share=f"{share:.0%}"))
+        sink_caveat(context, focus)
     if not (on and columns.size):
-        return f
+        return focus
     hidden = runners.cached(
-        c,
-        f.loaded,
+        context,
+        focus.loaded,
         "hidden_sinks",
-        f.text,
-        *_view(f),
+        focus.text,
+        *_view(focus),
         tuple(columns.tolist()),
-        fn=lambda: explain.hide_sinks(f.att, columns)[0],
+        fn=lambda: explain.hide_sinks(focus.att, columns)[0],
     )
-    return dataclasses.replace(f, att=hidden, settings={**f.settings, "hide_sinks": True})
+    return dataclasses.replace(focus, att=hidden, settings={**focus.settings, "hide_sinks": True})
 
 
 def strongest_sink(scores: SinkScores, norms: NormWeights | None, att: Attention) -> dict[str, Any] | None:
@@ -120,13 +132,13 @@ def strongest_sink(scores: SinkScores, norms: NormWeights | None, att: Attention
     return found
 
 
-def sink_caveat(c: Ctx, f: Focus) -> None:
+def sink_caveat(context: Ctx, focus: Focus) -> None:
     """The sinks caveat on the visitor's sentence (numbers from the raw analysis), linking the
     Caveats page."""
-    raw = runners.analyse(c, f.loaded, f.text)
+    raw = runners.analyse(context, focus.loaded, focus.text)
     if raw is None:
         return
-    norms = _norms(c, f.loaded, f.text)
+    norms = _norms(context, focus.loaded, focus.text)
     scores = explain.sink_scores(
         raw, norms=norms if norms is not None and norms.per_head.shape == raw.weights.shape else None
     )
@@ -139,13 +151,13 @@ def sink_caveat(c: Ctx, f: Focus) -> None:
         if "moved" in found:
             text += " " + t("sinks.caveat_norm", ratio=f"{found['ratio']:.2f}", moved=f"{found['moved']:.0%}")
         st.caption(text)
-    st.page_link(nav.page("caveats", c.lang), label=t("caveat.more"), icon="ℹ️")
+    st.page_link(nav.page("caveats", context.lang), label=t("caveat.more"), icon="ℹ️")
 
 
-def sink_heads(c: Ctx, s: Subject) -> None:
+def sink_heads(context: Ctx, s: Subject) -> None:
     """Caveats page: every token some head sinks on, how many heads, how much weight, and how
     long its value vectors are there next to the heads' average."""
-    norms = _norms(c, s.loaded, s.att.text or s.fitted)
+    norms = _norms(context, s.loaded, s.att.text or s.fitted)
     usable = norms if norms is not None and norms.per_head.shape == s.att.weights.shape else None
     scores = explain.sink_scores(s.att, norms=usable)
     with st.container(key="caveats_sink_heads"):

@@ -33,10 +33,10 @@ CONTROL_DEFAULTS = {"train_task": "induction", "train_layers": 2, "train_heads":
 def _value(key: str, default: Any = None) -> Any:
     """A control's value in a callback, whatever the client sent: a client may leave out any
     widget's state (issue 26.8: `KeyError 'train_task'` on Train)."""
-    ss = st.session_state
+    session_state = st.session_state
     if default is None:
         default = CONTROL_DEFAULTS.get(key)
-    return ss.get(key, ss.get(f"_kept_{key}", default))
+    return session_state.get(key, session_state.get(f"_kept_{key}", default))
 
 
 def _on_task() -> None:
@@ -45,17 +45,17 @@ def _on_task() -> None:
     st.session_state["train_steps"] = min(steps, int(st.session_state.get("_train_max_steps", 20_000)))
 
 
-def controls(c: Ctx) -> None:
+def controls(context: Ctx) -> None:
     """Task, text, size, steps, seed and the Train button (which starts a background run)."""
-    s = c.settings
-    ss = st.session_state
-    ss["_train_max_steps"] = s.train_max_steps
+    settings = context.settings
+    session_state = st.session_state
+    session_state["_train_max_steps"] = settings.train_max_steps
     _kept("train_task", "induction")
     _kept("train_text", t("train.default_text"))
     for key, default in (("train_layers", 2), ("train_heads", 2), ("train_d_model", 64), ("train_seed", 0)):
         _kept(key, default)
-    _kept("train_steps", min(DEFAULT_STEPS[ss["train_task"]], s.train_max_steps))
-    ss["train_steps"] = min(int(ss["train_steps"]), s.train_max_steps)
+    _kept("train_steps", min(DEFAULT_STEPS[session_state["train_task"]], settings.train_max_steps))
+    session_state["train_steps"] = min(int(session_state["train_steps"]), settings.train_max_steps)
     with st.container(key="train_controls"):
         task = st.selectbox(t("train.task"), TASKS, key="train_task", format_func=widgets.option_labels("train.task.{}"),
                             on_change=_on_task, help=t("train.task_help"))  # fmt: skip
@@ -63,76 +63,78 @@ def controls(c: Ctx) -> None:
         if task == "text":
             st.text_area(t("train.text"), key="train_text", height=110, max_chars=MAX_TEXT_CHARS,
                          help=t("train.text_help", min=MIN_TEXT_CHARS, max=f"{MAX_TEXT_CHARS:,}"))  # fmt: skip
-        _size_inputs(c)
-        st.caption(t("train.limits", steps=f"{s.train_max_steps:,}", layers=s.train_max_layers,
-                     heads=s.train_max_heads, d_model=s.train_max_d_model))  # fmt: skip
-        st.button(t("train.start"), key="train_start", type="primary", on_click=_start, args=(c,))
-    message = ss.pop("_train_message", None)
+        _size_inputs(context)
+        st.caption(t("train.limits", steps=f"{settings.train_max_steps:,}", layers=settings.train_max_layers,
+                     heads=settings.train_max_heads, d_model=settings.train_max_d_model))  # fmt: skip
+        st.button(t("train.start"), key="train_start", type="primary", on_click=_start, args=(context,))
+    message = session_state.pop("_train_message", None)
     if message is not None:
         (widgets.show_error if message[0] == "error" else st.warning)(*message[1:])
 
 
-def _size_inputs(c: Ctx) -> None:
-    s, ss = c.settings, st.session_state
+def _size_inputs(context: Ctx) -> None:
+    s, session_state = context.settings, st.session_state
     heads = [h for h in HEADS if h <= s.train_max_heads] or [1]
     widths = [w for w in WIDTHS if w <= s.train_max_d_model] or [s.train_max_d_model]
     for key, options in (("train_heads", heads), ("train_d_model", widths)):
-        if ss.get(key) not in options:
-            ss[key] = options[min(1, len(options) - 1)]
-    ss["train_layers"] = min(max(1, int(ss["train_layers"])), s.train_max_layers)
-    a, b, d, e, f = st.columns(5)
-    a.number_input(t("train.layers"), min_value=1, max_value=s.train_max_layers, step=1, key="train_layers")
-    b.selectbox(t("train.heads"), heads, key="train_heads")
-    d.selectbox(t("train.d_model"), widths, key="train_d_model")
-    e.number_input(t("train.steps"), min_value=10, max_value=max(10, s.train_max_steps), step=100, key="train_steps")
-    f.number_input(
+        if session_state.get(key) not in options:
+            session_state[key] = options[min(1, len(options) - 1)]
+    session_state["train_layers"] = min(max(1, int(session_state["train_layers"])), s.train_max_layers)
+    layers_col, heads_col, width_col, steps_col, seed_col = st.columns(5)
+    layers_col.number_input(t("train.layers"), min_value=1, max_value=s.train_max_layers, step=1, key="train_layers")
+    heads_col.selectbox(t("train.heads"), heads, key="train_heads")
+    width_col.selectbox(t("train.d_model"), widths, key="train_d_model")
+    steps_col.number_input(
+        t("train.steps"), min_value=10, max_value=max(10, s.train_max_steps), step=100, key="train_steps"
+    )
+    seed_col.number_input(
         t("train.seed"), min_value=0, max_value=2**31 - 1, step=1, key="train_seed", help=t("train.seed_help")
     )
 
 
-def _start(c: Ctx) -> None:
+def _start(context: Ctx) -> None:
     """Train button: check the limits, then queue the run (a worker thread trains it)."""
-    ss, s = st.session_state, c.settings
+    session_state, settings = st.session_state, context.settings
     try:
         task = str(_value("train_task"))
         steps = int(_value("train_steps", DEFAULT_STEPS.get(task, DEFAULT_STEPS["induction"])))
-        cfg = TrainConfig(task, min(steps, s.train_max_steps), int(_value("train_seed")), int(_value("train_layers")),
+        cfg = TrainConfig(task, min(steps, settings.train_max_steps), int(_value("train_seed")), int(_value("train_layers")),
                           int(_value("train_heads")), int(_value("train_d_model")))  # fmt: skip
-        s.check_training(cfg.steps, cfg.layers, cfg.heads, cfg.d_model)
+        settings.check_training(cfg.steps, cfg.layers, cfg.heads, cfg.d_model)
         text = str(_value("train_text", "")) if cfg.task == "text" else None
-        training_jobs.start(session_models.session_id(), cfg, text, float(s.budget_s))
+        training_jobs.start(session_models.session_id(), cfg, text, float(settings.budget_s))
     except (ValueError, TypeError, KeyError) as exc:
-        ss["_train_message"] = ("error", t("train.failed"), str(exc))
+        session_state["_train_message"] = ("error", t("train.failed"), str(exc))
     except training_jobs.Busy as exc:
         busy = str(exc) == "visitor"
-        ss["_train_message"] = ("warning", t("train.per_visitor") if busy else t("train.busy", n=str(exc)))
+        session_state["_train_message"] = ("warning", t("train.per_visitor") if busy else t("train.busy", n=str(exc)))
 
 
-def live(c: Ctx) -> None:
+def live(context: Ctx) -> None:
     """The live part: polled every POLL_S while this session's run trains, still otherwise."""
     job = training_jobs.get(session_models.session_id())
     running = job is not None and not job.finished
     st.session_state["_train_polling"] = running
-    st.fragment(_live, run_every=POLL_S if running else None)(c)
+    st.fragment(_live, run_every=POLL_S if running else None)(context)
 
 
-def _live(c: Ctx) -> None:
-    ss = st.session_state
+def _live(context: Ctx) -> None:
+    session_state = st.session_state
     job = training_jobs.get(session_models.session_id())
     if job is None or job.run is None:
         st.info(t("train.none"), icon="🌱")
         return
-    if job.finished and ss.get("_train_listed") != job.seq:  # once a run, even if it finished mid-run
-        ss["_train_polling"], ss["_train_listed"] = False, job.seq
+    if job.finished and session_state.get("_train_listed") != job.seq:  # once a run, even if it finished mid-run
+        session_state["_train_polling"], session_state["_train_listed"] = False, job.seq
         st.rerun()  # the whole page: polling stops, the sidebar lists the new model
     run = job.run
     snapshots = list(run.snapshots)
     _status(job, snapshots)
     if not snapshots:
         return
-    _curves(c, run, snapshots)
-    _grid(c, run, snapshots)
-    _scores(c, run, len(snapshots))
+    _curves(context, run, snapshots)
+    _grid(context, run, snapshots)
+    _scores(context, run, len(snapshots))
 
 
 def _status(job: training_jobs.Job, snapshots: list[Any]) -> None:
@@ -161,24 +163,24 @@ def _status(job: training_jobs.Job, snapshots: list[Any]) -> None:
             st.success(t("train.done", step=f"{step:,}", seconds=f"{run.seconds:.1f}", accuracy=accuracy), icon="✅")
 
 
-def _curves(c: Ctx, run: TrainingRun, snapshots: list[Any]) -> None:
+def _curves(context: Ctx, run: TrainingRun, snapshots: list[Any]) -> None:
     with st.container(key="train_curves"):
         st.subheader(t("train.curves"))
         held_out = [(s.step, s.loss, s.accuracy) for s in snapshots]
-        fig = views.training_curves(run.history[:], held_out, total_steps=run.config.steps, lang=c.lang)
+        fig = views.training_curves(run.history[:], held_out, total_steps=run.config.steps, lang=context.lang)
         charts.chart(fig, key="chart_train_curves")
 
 
-def _grid(c: Ctx, run: TrainingRun, snapshots: list[Any]) -> None:
+def _grid(context: Ctx, run: TrainingRun, snapshots: list[Any]) -> None:
     with st.container(key="train_grid"):
         st.subheader(t("train.snapshots"))
         st.caption(t("train.snapshots_help"))
         st.code(t("train.probe", text=run.probe.text), language=None, wrap_lines=True)
-        fig = views.snapshot_grid([s.attention for s in snapshots], [s.step for s in snapshots], lang=c.lang)
+        fig = views.snapshot_grid([s.attention for s in snapshots], [s.step for s in snapshots], lang=context.lang)
         charts.chart(fig, key="chart_train_grid")
 
 
-def _scores(c: Ctx, run: TrainingRun, count: int) -> None:
+def _scores(context: Ctx, run: TrainingRun, count: int) -> None:
     rows = run.snapshot_scores[:count]
     if len(rows) < count:
         return
@@ -187,7 +189,7 @@ def _scores(c: Ctx, run: TrainingRun, count: int) -> None:
         st.subheader(t("train.scores"))
         st.caption(t("train.scores_help"))
         steps = [s.step for s in run.snapshots[:count]]
-        charts.chart(views.head_score_curves(steps, scores, lang=c.lang), key="chart_train_scores")
+        charts.chart(views.head_score_curves(steps, scores, lang=context.lang), key="chart_train_scores")
         last = rows[-1]
         if "induction" in last and run.config.layers > 1:
             prev, ind = _best(last["previous"], first_layer=0), _best(last["induction"], first_layer=1)
@@ -216,7 +218,7 @@ def _choose(name: str) -> None:
     st.session_state["_train_open"] = name
 
 
-def open_in_explorer(c: Ctx) -> None:
+def open_in_explorer(context: Ctx) -> None:
     """After a run: its model is in this session's model list; one click shows it in the
     explorer, on the probe input, focused on the head that learned the task's pattern."""
     session = session_models.session_id()
@@ -232,4 +234,4 @@ def open_in_explorer(c: Ctx) -> None:
         run = job.run
         pattern = "induction" if "induction" in run.task.pattern_names else run.task.expected
         layer, head, _ = best_head(run.snapshot_scores[-1][pattern], 1 if pattern == "induction" else 0)
-        charts.open_in_explorer(replace(c, model=job.model_name, lang=lang()), layer, head, sentence=model.probe)
+        charts.open_in_explorer(replace(context, model=job.model_name, lang=lang()), layer, head, sentence=model.probe)
