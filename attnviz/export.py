@@ -11,7 +11,9 @@ Everything a visitor typed is hostile here, and every export is opened later, so
   ``>`` and ``/`` in the figure's own JSON. A Content-Security-Policy lets only the page's own
   scripts run (by SHA-256 hash) and forbids every network request.
 - CSV: every line goes through ``csv.writer``; a text cell that a spreadsheet would read as a
-  formula gets a leading ``'`` (see ``csv_cell``; undo with ``csv_uncell``).
+  formula gets a leading ``'`` (see ``csv_cell``; undo with ``csv_uncell``), also one that starts
+  with spaces or a full-width sign before the formula character. The text row is the analysed
+  text (control characters other than tab and newline turned into spaces, as the model saw it).
 - JSON: weights are written with at most 6 significant digits (see ``PRECISION``).
 """
 
@@ -33,6 +35,7 @@ from .result import Attention
 
 __all__ = [
     "CSV_FORMULA_CHARS",
+    "CSV_FORMULA_LOOKALIKES",
     "PRECISION",
     "SETTINGS_ELEMENT_ID",
     "ExportUnavailable",
@@ -56,6 +59,11 @@ SETTINGS_ELEMENT_ID = "attnviz-settings"
 # OWASP CSV injection (and ASVS 1.2.10): a cell starting with one of these is a formula to a
 # spreadsheet (tab, CR, LF and NUL because some strip them before looking).
 CSV_FORMULA_CHARS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
+# Also a formula to some spreadsheets: one of these after leading white space (" =1+1", a no-break
+# or ideographic space), or a full-width or small sign ("＝1+1", which an East Asian input method
+# types and a spreadsheet may fold to "="), the minus sign included.
+CSV_FORMULA_LOOKALIKES = ("=", "+", "-", "@", "＝", "＋", "－", "＠", "﹦", "﹢", "﹣", "﹫", "−")
+_CSV_INVISIBLE = "'\u200b\u200c\u200d\u2060\ufeff"  # skipped with white space before the sign
 CSV_HEADER_CELL = "query \\ key"
 
 
@@ -146,19 +154,31 @@ def figure_image(fig: go.Figure, fmt: str = "png", scale: float = 2.0) -> bytes:
 
 
 def csv_cell(text: str) -> str:
-    """A text cell a spreadsheet shows as text: a leading ' when it would start a formula.
+    """A text cell a spreadsheet shows as text: a leading ' when it would start a formula
+    (OWASP CSV injection: also after leading spaces, and a full-width "＝").
 
-    The rule is reversible: ' is added when the text, after any leading 's, starts with one of
-    CSV_FORMULA_CHARS; `csv_uncell` strips exactly one ' in that same case.
+    The rule is reversible: ' is added when `_csv_formula` says so, and `csv_uncell` strips
+    exactly one ' in that same case.
     """
-    return "'" + text if text.lstrip("'").startswith(CSV_FORMULA_CHARS) else text
+    return "'" + text if _csv_formula(text) else text
 
 
 def csv_uncell(cell: str) -> str:
     """The text `csv_cell` was given."""
-    if cell.startswith("'") and cell.lstrip("'").startswith(CSV_FORMULA_CHARS):
-        return cell[1:]
-    return cell
+    return cell[1:] if cell.startswith("'") and _csv_formula(cell) else cell
+
+
+def _csv_formula(text: str) -> bool:
+    """Whether a spreadsheet could read `text` as a formula: after any leading 's it starts
+    with one of CSV_FORMULA_CHARS, or after any leading 's, white space and zero-width
+    characters with one of CSV_FORMULA_LOOKALIKES. Both skip leading 's, so one more ' in
+    front never changes the answer (what makes `csv_uncell` exact)."""
+    if text.lstrip("'").startswith(CSV_FORMULA_CHARS):
+        return True
+    i = 0
+    while i < len(text) and (text[i].isspace() or text[i] in _CSV_INVISIBLE):
+        i += 1
+    return text.startswith(CSV_FORMULA_LOOKALIKES, i)
 
 
 def head_csv(att: Attention, layer: int, head: int | None, settings: Mapping[str, Any] | None = None) -> str:
