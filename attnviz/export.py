@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from .csv_cells import CSV_FORMULA_CHARS, CSV_FORMULA_LOOKALIKES, csv_cell, csv_uncell
 from .result import Attention
 
 __all__ = [
@@ -56,14 +57,6 @@ __all__ = [
 SIGNIFICANT_DIGITS = 6
 PRECISION = f"{SIGNIFICANT_DIGITS} significant digits"
 SETTINGS_ELEMENT_ID = "attnviz-settings"
-# OWASP CSV injection (and ASVS 1.2.10): a cell starting with one of these is a formula to a
-# spreadsheet (tab, CR, LF and NUL because some strip them before looking).
-CSV_FORMULA_CHARS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
-# Also a formula to some spreadsheets: one of these after leading white space (" =1+1", a no-break
-# or ideographic space), or a full-width or small sign ("＝1+1", which an East Asian input method
-# types and a spreadsheet may fold to "="), the minus sign included.
-CSV_FORMULA_LOOKALIKES = ("=", "+", "-", "@", "＝", "＋", "－", "＠", "﹦", "﹢", "﹣", "﹫", "−")
-_CSV_INVISIBLE = "'\u200b\u200c\u200d\u2060\ufeff"  # skipped with white space before the sign
 CSV_HEADER_CELL = "query \\ key"
 
 
@@ -151,34 +144,6 @@ def figure_image(fig: go.Figure, fmt: str = "png", scale: float = 2.0) -> bytes:
 
 
 # --- CSV --------------------------------------------------------------------------------------
-
-
-def csv_cell(text: str) -> str:
-    """A text cell a spreadsheet shows as text: a leading ' when it would start a formula
-    (OWASP CSV injection: also after leading spaces, and a full-width "＝").
-
-    The rule is reversible: ' is added when `_csv_formula` says so, and `csv_uncell` strips
-    exactly one ' in that same case.
-    """
-    return "'" + text if _csv_formula(text) else text
-
-
-def csv_uncell(cell: str) -> str:
-    """The text `csv_cell` was given."""
-    return cell[1:] if cell.startswith("'") and _csv_formula(cell) else cell
-
-
-def _csv_formula(text: str) -> bool:
-    """Whether a spreadsheet could read `text` as a formula: after any leading 's it starts
-    with one of CSV_FORMULA_CHARS, or after any leading 's, white space and zero-width
-    characters with one of CSV_FORMULA_LOOKALIKES. Both skip leading 's, so one more ' in
-    front never changes the answer (what makes `csv_uncell` exact)."""
-    if text.lstrip("'").startswith(CSV_FORMULA_CHARS):
-        return True
-    i = 0
-    while i < len(text) and (text[i].isspace() or text[i] in _CSV_INVISIBLE):
-        i += 1
-    return text.startswith(CSV_FORMULA_LOOKALIKES, i)
 
 
 def head_csv(att: Attention, layer: int, head: int | None, settings: Mapping[str, Any] | None = None) -> str:
