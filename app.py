@@ -27,13 +27,14 @@ _return_large_frees_to_the_os()
 
 import streamlit as st  # noqa: E402
 
-from attnviz.app import charts, nav, sidebar, state, warmup  # noqa: E402
+from attnviz.app import charts, client_guard, nav, sidebar, state, warmup  # noqa: E402
 from attnviz.config import settings_from_env  # noqa: E402
 
 state.leave_legacy_pages_mode()
 warmup.warm_up()
 st.set_page_config(page_title="attnviz", page_icon=str(nav.ICON), layout="wide")
 settings = settings_from_env()
+client_guard.install(settings)  # widget states that fit their widgets; one upload limit
 state.start_run(settings)
 st.html(ROOT / "assets" / "style.css")
 # Navigation before the sidebar's widgets: a widget's id includes the script hash active when it
