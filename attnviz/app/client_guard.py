@@ -8,10 +8,11 @@ deserializer, and a TypeError, IndexError or JSONDecodeError ends the run with a
 server log, on every later run of that session too, as the state is kept. `install` makes a
 value that does not fit its widget count as never sent: the widget shows its default or its last
 good value, and the run goes on. A frame that is not a BackMsg is logged in one line (Streamlit
-closes that socket, as before) instead of with a traceback. And it makes Streamlit's upload limit
-(`server.maxUploadSize`, read at each upload request) the app's own setting
-(`Settings.corpus_upload_mb`), so the number in the uploader's words, the browser's check, the
-server's 413 and the app's check are one.
+closes that socket, as before) instead of with a traceback. And it derives Streamlit's upload
+limit (`server.maxUploadSize`, read at each upload request) from the app's one setting,
+`ATTNVIZ_CORPUS_UPLOAD_MB` (`Settings.corpus_upload_mb`): the uploader's words, its check in the
+browser (`max_upload_size`) and the app's check use that number; the server's cap is one MB
+above it, room for the multipart framing, so no file the uploader takes meets a raw 413.
 
 `install` is called by app.py on every run; it patches once per process. A fresh server's very
 first run starts before app.py has been imported: that one run is unguarded (the pages' widgets
@@ -31,9 +32,12 @@ from streamlit.runtime.state import session_state as st_session_state
 
 from ..config import Settings
 
-__all__ = ["FRAME_LOGGER", "MAX_ID_CHARS", "fits", "install"]
+__all__ = ["FRAME_LOGGER", "MAX_ID_CHARS", "UPLOAD_FRAMING_MB", "fits", "install"]
 
 FRAME_LOGGER = "streamlit.web.server.starlette.starlette_websocket"
+# Streamlit refuses an upload whose Content-Length (the file plus its multipart framing) exceeds
+# server.maxUploadSize: at exactly the limit, a file the uploader accepts would get a raw 413.
+UPLOAD_FRAMING_MB = 1
 MAX_ID_CHARS = 400  # "$$ID-" + a 32-digit hash + "-" + the widget's key (ours are short)
 _LOCK = threading.Lock()
 _DONE: list[bool] = []
@@ -134,5 +138,6 @@ def install(settings: Settings) -> None:
             session.set_widgets_from_proto = _guarded_intake(session.set_widgets_from_proto)  # type: ignore[method-assign]
             logging.getLogger(FRAME_LOGGER).addFilter(_OneLine())
             _DONE.append(True)
-        if st_config.get_option("server.maxUploadSize") != settings.corpus_upload_mb:
-            st_config.set_option("server.maxUploadSize", settings.corpus_upload_mb)
+        server_mb = settings.corpus_upload_mb + UPLOAD_FRAMING_MB
+        if st_config.get_option("server.maxUploadSize") != server_mb:
+            st_config.set_option("server.maxUploadSize", server_mb)
