@@ -55,3 +55,14 @@ def test_what_a_link_carries_and_nothing_uses_is_removed_and_said() -> None:
     assert i18n.t("links.removed", "en", names=names) in shown, shown[:500]
     assert big not in shown
     assert at.text_area(key="sentence_input").value == "dog bites man"
+
+
+def test_an_oversized_parameter_reaches_streamlit_as_its_name_alone() -> None:
+    from attnviz.app.client_guard import QUERY_PARAM_MAX, bounded_query
+
+    small = "text=dog+bites+man&lang=zh&layer=3"
+    assert bounded_query(small) == small
+    big = "x" * (2 << 20)
+    assert bounded_query(f"text={big}&lang=zh&junk{big}={big}") == "text=&lang=zh&junk" + "x" * 60 + "="
+    kept = "text=" + "y" * (QUERY_PARAM_MAX - 5)
+    assert bounded_query(kept + "&" + "z" * (QUERY_PARAM_MAX + 1)) == kept + "&" + "z" * 64 + "="

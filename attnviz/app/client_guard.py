@@ -14,6 +14,10 @@ limit (`server.maxUploadSize`, read at each upload request) from the app's one s
 browser (`max_upload_size`) and the app's check use that number; the server's cap is one MB
 above it, room for the multipart framing, so no file the uploader takes meets a raw 413.
 
+A link's parameters longer than QUERY_PARAM_MAX reach Streamlit as their name alone
+(`bounded_query`), so neither the session nor a closed tab's session keeps them; the page says
+the value was refused and removes it from the link (urls.unused_params).
+
 `install` is called by app.py on every run; it patches once per process. A fresh server's very
 first run starts before app.py has been imported: that one run is unguarded (the pages' widgets
 have no registered metadata in a new session yet, so it can only break that session's first run).
@@ -27,18 +31,27 @@ from typing import Any
 
 from streamlit import config as st_config
 from streamlit.proto.WidgetStates_pb2 import WidgetStates
+from streamlit.runtime import app_session as st_app_session
 from streamlit.runtime.state import common as st_common
+from streamlit.runtime.state import query_params as st_query_params
 from streamlit.runtime.state import session_state as st_session_state
 
 from ..config import Settings
 
-__all__ = ["FRAME_LOGGER", "MAX_ID_CHARS", "UPLOAD_FRAMING_MB", "fits", "install"]
+__all__ = ["FRAME_LOGGER", "MAX_ID_CHARS", "QUERY_PARAM_MAX", "UPLOAD_FRAMING_MB", "bounded_query", "fits", "install"]
 
 FRAME_LOGGER = "streamlit.web.server.starlette.starlette_websocket"
 # Streamlit refuses an upload whose Content-Length (the file plus its multipart framing) exceeds
 # server.maxUploadSize: at exactly the limit, a file the uploader accepts would get a raw 413.
 UPLOAD_FRAMING_MB = 1
-MAX_ID_CHARS = 400  # "$$ID-" + a 32-digit hash + "-" + the widget's key (ours are short)
+MAX_ID_CHARS = 400
+# A link's query as Streamlit keeps it for the session (its ScriptRunContext holds the raw string,
+# up to 512 Ki characters, and a closed tab's session lives 120 s more): a parameter longer than
+# this is kept as its name with an empty value, so the page can say it was refused. A 50,000-
+# character text (ATTNVIZ_MAX_CHARS) fits even percent-encoded as ASCII; our own links write at
+# most 500 characters (urls.URL_TEXT_MAX).
+QUERY_PARAM_MAX = 64 * 1024
+QUERY_KEY_MAX = 64  # "$$ID-" + a 32-digit hash + "-" + the widget's key (ours are short)
 _LOCK = threading.Lock()
 _DONE: list[bool] = []
 
@@ -117,6 +130,23 @@ def _guarded_getitem(original: Any) -> Any:
     return __getitem__
 
 
+def bounded_query(query_string: str) -> str:
+    """The query with every parameter longer than QUERY_PARAM_MAX cut to its name (at most
+    QUERY_KEY_MAX characters) and an empty value; shorter ones as they are."""
+    if len(query_string) <= QUERY_PARAM_MAX:
+        return query_string
+    parts = query_string.split("&")
+    return "&".join(p if len(p) <= QUERY_PARAM_MAX else p.split("=", 1)[0][:QUERY_KEY_MAX] + "=" for p in parts)
+
+
+def _bounded_sanitizer(original: Any) -> Any:
+    def sanitize_query_string(query_string: str) -> str:
+        return original(bounded_query(query_string)) if isinstance(query_string, str) else original(query_string)
+
+    sanitize_query_string.__wrapped__ = original  # type: ignore[attr-defined]
+    return sanitize_query_string
+
+
 class _OneLine(logging.Filter):
     """A frame that is not a BackMsg: one warning line, no traceback."""
 
@@ -137,6 +167,8 @@ def install(settings: Settings) -> None:
             wstates.__getitem__ = _guarded_getitem(wstates.__getitem__)  # type: ignore[method-assign]
             session.set_widgets_from_proto = _guarded_intake(session.set_widgets_from_proto)  # type: ignore[method-assign]
             logging.getLogger(FRAME_LOGGER).addFilter(_OneLine())
+            for module in (st_app_session, st_query_params):  # where a rerun's query is read
+                module.sanitize_query_string = _bounded_sanitizer(module.sanitize_query_string)  # type: ignore[attr-defined]
             _DONE.append(True)
         server_mb = settings.corpus_upload_mb + UPLOAD_FRAMING_MB
         if st_config.get_option("server.maxUploadSize") != server_mb:
