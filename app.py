@@ -38,10 +38,11 @@ warmup.start(settings)
 # it must never find a half-imported pandas from another thread (app/warmup.py)
 warmup.warm_up()
 
-from attnviz.app import charts, nav, sidebar, state, visitor  # noqa: E402
+from attnviz.app import charts, client_guard, nav, sidebar, state, visitor  # noqa: E402
 
 state.leave_legacy_pages_mode()
 st.set_page_config(page_title="attnviz", page_icon=str(nav.ICON), layout="wide")
+client_guard.install(settings)  # widget states that fit their widgets; one upload limit
 state.start_run(settings)
 visitor.identify(settings)  # one budget per visitor, whichever of their tabs
 st.html(ROOT / "assets" / "style.css")

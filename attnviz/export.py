@@ -11,7 +11,9 @@ Everything a visitor typed is hostile here, and every export is opened later, so
   ``>`` and ``/`` in the figure's own JSON. A Content-Security-Policy lets only the page's own
   scripts run (by SHA-256 hash) and forbids every network request.
 - CSV: every line goes through ``csv.writer``; a text cell that a spreadsheet would read as a
-  formula gets a leading ``'`` (see ``csv_cell``; undo with ``csv_uncell``).
+  formula gets a leading ``'`` (see ``csv_cell``; undo with ``csv_uncell``), also one that starts
+  with spaces or a full-width sign before the formula character. The text row is the analysed
+  text (control characters other than tab and newline turned into spaces, as the model saw it).
 - JSON: weights are written with at most 6 significant digits (see ``PRECISION``).
 """
 
@@ -29,10 +31,12 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from .csv_cells import CSV_FORMULA_CHARS, CSV_FORMULA_LOOKALIKES, csv_cell, csv_uncell
 from .result import Attention
 
 __all__ = [
     "CSV_FORMULA_CHARS",
+    "CSV_FORMULA_LOOKALIKES",
     "PRECISION",
     "SETTINGS_ELEMENT_ID",
     "ExportUnavailable",
@@ -53,9 +57,6 @@ __all__ = [
 SIGNIFICANT_DIGITS = 6
 PRECISION = f"{SIGNIFICANT_DIGITS} significant digits"
 SETTINGS_ELEMENT_ID = "attnviz-settings"
-# OWASP CSV injection (and ASVS 1.2.10): a cell starting with one of these is a formula to a
-# spreadsheet (tab, CR, LF and NUL because some strip them before looking).
-CSV_FORMULA_CHARS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
 CSV_HEADER_CELL = "query \\ key"
 
 
@@ -143,22 +144,6 @@ def figure_image(fig: go.Figure, fmt: str = "png", scale: float = 2.0) -> bytes:
 
 
 # --- CSV --------------------------------------------------------------------------------------
-
-
-def csv_cell(text: str) -> str:
-    """A text cell a spreadsheet shows as text: a leading ' when it would start a formula.
-
-    The rule is reversible: ' is added when the text, after any leading 's, starts with one of
-    CSV_FORMULA_CHARS; `csv_uncell` strips exactly one ' in that same case.
-    """
-    return "'" + text if text.lstrip("'").startswith(CSV_FORMULA_CHARS) else text
-
-
-def csv_uncell(cell: str) -> str:
-    """The text `csv_cell` was given."""
-    if cell.startswith("'") and cell.lstrip("'").startswith(CSV_FORMULA_CHARS):
-        return cell[1:]
-    return cell
 
 
 def head_csv(att: Attention, layer: int, head: int | None, settings: Mapping[str, Any] | None = None) -> str:

@@ -83,3 +83,29 @@ def test_url_carries_short_text_and_only_non_default_model() -> None:
 def test_normalisation_does_not_sneak_digits_in() -> None:
     # NFKC turns "²" into "2": the parser must not normalise first
     assert unicodedata.normalize("NFKC", "²") == "2" and urls.parse_index("²") is None
+
+
+# --- issue 26: what a link carries and nothing uses; clamped values written back ---------------
+
+
+def test_unused_params_are_every_key_but_the_used_ones() -> None:
+    params = {"text": "a b", "model": "<script>", "lang": "xx", "layer": "²", "head": "3", "junk": "x" * 10}
+    link = urls.parse_link(params, max_chars=100)
+    assert urls.unused_params(params, link) == ["model", "lang", "layer", "junk"]
+    assert urls.unused_params({"embed": "true", "text": "a"}, urls.parse_link({"text": "a"}, 10)) == []
+    too_long = {"text": "y" * 101}
+    assert urls.unused_params(too_long, urls.parse_link(too_long, max_chars=100)) == ["text"]
+
+
+@given(st.dictionaries(st.text(max_size=8), st.text(max_size=8), max_size=6))
+def test_unused_params_never_raise_and_keep_only_what_the_link_uses(params: dict[str, str]) -> None:
+    link = urls.parse_link(params, max_chars=50)
+    kept = set(params) - set(urls.unused_params(params, link))
+    assert kept <= {*urls.LINK_KEYS, "embed", "embed_options"}
+
+
+def test_index_write_back_names_only_what_the_link_carries_and_differs() -> None:
+    assert urls.index_write_back({"layer": "12", "head": "40"}, 5, 0) == {"layer": "5", "head": "0"}
+    assert urls.index_write_back({"layer": "5"}, 5, None) == {}
+    assert urls.index_write_back({"head": "3"}, 2, None) == {"head": "mean"}
+    assert urls.index_write_back({}, 5, 3) == {}

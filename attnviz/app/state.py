@@ -224,7 +224,22 @@ def _first_load(settings: Settings) -> None:
         session["layer"] = link.layer
     if link.head is not None:
         session["head"] = link.head
+    _drop_unused(link, language, notices)
     session["_notices"] = notices
+
+
+def _drop_unused(link: urls.Link, language: str, notices: list[tuple[str, str]]) -> None:
+    """Remove what the link carried and nothing uses from the URL (and Streamlit's copy of it);
+    say so, naming our own keys (text and model have their notices above) and counting others."""
+    unused = urls.unused_params(st.query_params.to_dict(), link)
+    for key in unused:
+        del st.query_params[key]
+    names = [k for k in unused if k in urls.LINK_KEYS and k not in ("text", "model")]
+    others = sum(k not in urls.LINK_KEYS for k in unused)
+    if others:
+        names.append(i18n.t("links.others", language, n=others))
+    if names:
+        notices.append((i18n.t("links.removed", language, names=", ".join(names)), ""))
 
 
 def _choose_model(settings: Settings, model: str, language: str, notices: list[tuple[str, str]]) -> None:

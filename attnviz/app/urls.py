@@ -12,12 +12,25 @@ from dataclasses import dataclass, field
 from .. import i18n
 from ..models import check_model_name
 
-__all__ = ["MAX_INDEX_DIGITS", "URL_TEXT_MAX", "Link", "parse_index", "parse_link", "url_params"]
+__all__ = [
+    "LINK_KEYS",
+    "MAX_INDEX_DIGITS",
+    "URL_TEXT_MAX",
+    "Link",
+    "index_write_back",
+    "parse_index",
+    "parse_link",
+    "unused_params",
+    "url_params",
+]
 
 MAX_INDEX_DIGITS = 3  # layers and heads are counted in tens; "0001" is still four characters
 URL_TEXT_MAX = 500  # longer sentences stay out of the URL (browsers and proxies cap its length)
 MEAN = -1  # the head value that means "the mean over heads"
 _ASCII_DIGITS = frozenset("0123456789")
+LINK_KEYS = ("text", "model", "lang", "layer", "head")  # what a link may carry; any other key is dropped
+# Keys Streamlit itself reads from a link (embedding options): left alone.
+_STREAMLIT_KEYS = frozenset({"embed", "embed_options"})
 
 
 def parse_index(raw: object, max_digits: int = MAX_INDEX_DIGITS) -> int | None:
@@ -85,3 +98,26 @@ def url_params(
         if isinstance(head, int) and not isinstance(head, bool)
         else None,
     }
+
+
+def unused_params(params: Mapping[str, str], link: Link) -> list[str]:
+    """The keys of a link's query that nothing uses, so the page removes them from the URL (and
+    from what Streamlit keeps of it for the session): keys other than LINK_KEYS, and a value
+    `parse_link` refused or could not read (a text too long, a model refused, an unknown
+    language, a layer or head that is not a small number)."""
+    used = {
+        "text": link.text is not None,
+        "model": link.model is not None,
+        "lang": link.lang is not None,
+        "layer": link.layer is not None,
+        "head": link.head is not None,
+    }
+    return [k for k in params if k not in _STREAMLIT_KEYS and not used.get(k, False)]
+
+
+def index_write_back(params: Mapping[str, str], layer: int, head: int | None) -> dict[str, str]:
+    """The layer and head the page shows, for a link that names others (`layer=12` on a 6-layer
+    model is clamped to 5): the query values to write back so the URL says what is shown. Only
+    keys the link carries are written; `head` None is the mean."""
+    shown = {"layer": str(layer), "head": "mean" if head is None or head == MEAN else str(head)}
+    return {k: v for k, v in shown.items() if k in params and params[k] != v}

@@ -15,7 +15,7 @@ import numpy as np
 import streamlit as st
 
 from .. import i18n
-from . import nav
+from . import nav, urls
 from .state import MEAN, SENTENCE, SENTENCE_INPUT, Ctx, keep, lang, set_sentence, t
 
 __all__ = [
@@ -185,6 +185,8 @@ def layer_head(
     a, b = st.columns(2)
     layer = a.selectbox(t("ctl.layer"), range(n_layers), key=layer_key, format_func=fmt_layer, help=t("ctl.layer_help"))
     head = b.selectbox(t("ctl.head"), heads, key=head_key, format_func=fmt_head, help=t("ctl.head_help"))
+    if layer_key == "layer" and (back := urls.index_write_back(st.query_params.to_dict(), int(layer), head)):
+        st.query_params.update(back)  # the explorer's: a clamped value is written into the link at once
     return int(layer), (None if head == MEAN else int(head))
 
 

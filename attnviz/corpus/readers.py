@@ -1,7 +1,13 @@
 """Reading a corpus: one text a record from .txt, .csv, .jsonl or .parquet, streamed.
 
-Nothing here holds the whole file: text files are read a line at a time with a byte bound on
-each line, CSV in blocks through pyarrow's streaming reader, Parquet a batch of rows at a time.
+Nothing here holds more than it will keep: text files are read a line at a time with a byte
+bound on each line, CSV in blocks of CSV_BLOCK_BYTES through pyarrow's streaming reader, Parquet
+a small batch of rows at a time, in dictionary form (a value shared by many rows is held once).
+A value longer than the limit in bytes is skipped before it is decoded or copied out of Arrow,
+and every text is checked as valid Unicode (a lone surrogate from a JSON escape is skipped, not
+handed to the tokenizer). A Parquet file whose metadata declares far more text than its
+compressed bytes explain, or whose rows unpack to far more text than the file could hold as
+ordinary text, is refused with one sentence (a compression bomb): see `_parquet_sizes`.
 A record that cannot be analysed is still a record: it carries the reason it is skipped, so
 that the report lists every one.
 
@@ -36,13 +42,18 @@ FORMATS = {".txt": "txt", ".text": "txt", ".csv": "csv", ".jsonl": "jsonl", ".nd
 SKIP_REASONS = {
     "empty": "nothing but white space or control characters",
     "too_long": "longer than the character limit",
-    "not_text": "not text: undecodable bytes, or a value that is not a string",
+    "not_text": "not text: undecodable bytes, invalid Unicode, or a value that is not a string",
     "bad_record": "a line that is not a JSON object with a 'text' field, or a CSV row that does not parse",
     "no_tokens": "no token the model knows",
 }
 DEFAULT_MAX_CHARS = 10_000  # far beyond 512 tokens; a 1 MB line is skipped, never tokenised
-CSV_BLOCK_BYTES = 16 << 20  # one CSV row may be at most this long (pyarrow's streaming block)
-PARQUET_BATCH_ROWS = 1024
+CSV_BLOCK_BYTES = 4 << 20  # one CSV row may be at most this long (pyarrow's streaming block)
+PARQUET_BATCH_ROWS = 64
+# A Parquet column chunk is unpacked a page at a time; its declared uncompressed size bounds the
+# largest page. Ordinary text compresses 2-10 times: more than BOMB_RATIO, and above BOMB_FLOOR,
+# is a bomb. The same ratio, against the file's size, bounds the text its rows unpack to.
+BOMB_FLOOR_BYTES = 32 << 20
+BOMB_RATIO = 64
 TEXT_COLUMN = "text"
 
 
@@ -62,6 +73,7 @@ class Source:
         self.path = path
         self.kind = kind
         self.max_chars = max_chars
+        self.max_bytes = 4 * max_chars  # UTF-8 spends at most 4 bytes a character
         self.size = os.path.getsize(path)
         self._read = 0  # bytes (txt, jsonl, csv) or rows (parquet) consumed so far
         self._total = self.size
@@ -144,13 +156,13 @@ class Source:
             for batch in reader:
                 refused.extend(sorted(int(r.number) - 1 if r.number else -1 for r in bad))
                 bad.clear()
-                for value in batch.column(0).to_pylist():
+                for value, size in _arrow_values(batch.column(0), self.max_bytes):
                     row += 1
                     while refused and refused[0] == row:
                         yield from before(row)
                         row += 1
                     yield from before(row)
-                    yield self._check(row, *(_decode(value) if value is not None else ("", None)))
+                    yield self._check(row, *_sized(value, size))
         except pa.ArrowInvalid as exc:
             raise ValueError(f"{self.path.name}: CSV stopped parsing after row {row} ({_first_line(exc)})") from exc
         refused.extend(sorted(int(r.number) - 1 if r.number else -1 for r in bad))
@@ -160,32 +172,55 @@ class Source:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        try:
-            pf = pq.ParquetFile(self.path)
+        try:  # in dictionary form: a value repeated on many rows is held once, never once a row
+            pf = pq.ParquetFile(self.path, read_dictionary=[TEXT_COLUMN])
         except (pa.ArrowInvalid, OSError) as exc:
             raise ValueError(f"{self.path.name}: not a Parquet file ({_first_line(exc)})") from exc
-        field = pf.schema_arrow.field(TEXT_COLUMN) if TEXT_COLUMN in pf.schema_arrow.names else None
-        if field is None:
-            raise ValueError(
-                f"{self.path.name}: no '{TEXT_COLUMN}' column (columns: {', '.join(pf.schema_arrow.names)[:200]})"
-            )
-        if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
-            raise ValueError(f"{self.path.name}: column '{TEXT_COLUMN}' holds {field.type}, not text")
+        names = pf.schema_arrow.names
+        if TEXT_COLUMN not in names:
+            raise ValueError(f"{self.path.name}: no '{TEXT_COLUMN}' column (columns: {', '.join(names)[:200]})")
+        kind = pf.schema_arrow.field(TEXT_COLUMN).type
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            raise ValueError(f"{self.path.name}: column '{TEXT_COLUMN}' holds {kind}, not text")
+        self._parquet_sizes(pf.metadata)
         self._total = max(1, pf.metadata.num_rows)
-        row = 0
+        row, unpacked, most = 0, 0, max(BOMB_FLOOR_BYTES, BOMB_RATIO * self.size)
         for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=[TEXT_COLUMN]):
-            for value in batch.column(0).to_pylist():
+            for value, size in _arrow_values(batch.column(0), self.max_bytes):
                 row += 1
                 self._read = row
-                yield self._check(row, value or "", None)
+                unpacked += size
+                if unpacked > most:
+                    raise ValueError(_bomb(self.path.name, f"its first {row:,} rows unpack to", unpacked, self.size))
+                yield self._check(row, *_sized(value, size))
+
+    def _parquet_sizes(self, meta: Any) -> None:
+        """Refuse a file whose text column declares, in any row group, more uncompressed bytes
+        than BOMB_FLOOR_BYTES and BOMB_RATIO times its compressed bytes: checked in the footer,
+        before any page is unpacked (pyarrow unpacks a whole page at a time)."""
+        paths = [meta.schema.column(j).path for j in range(meta.num_columns)]
+        column = paths.index(TEXT_COLUMN)
+        for group in range(meta.num_row_groups):
+            chunk = meta.row_group(group).column(column)
+            size = int(chunk.total_uncompressed_size)
+            if size > BOMB_FLOOR_BYTES and size > BOMB_RATIO * max(1, int(chunk.total_compressed_size)):
+                raise ValueError(_bomb(self.path.name, f"row group {group + 1} declares", size, self.size))
 
     # --- what every record goes through -------------------------------------------------------
 
     def _check(self, number: int, text: str | None, reason: str | None) -> Record:
+        if reason == "too_long":
+            return Record(number, None, reason)
         if reason is not None or text is None:
             return Record(number, None, reason or "not_text")
         if len(text) > self.max_chars:
             return Record(number, None, "too_long")
+        try:
+            text.encode("utf-8")  # a lone surrogate (a JSON "\\ud800") is not text a tokenizer takes
+        except UnicodeEncodeError:
+            return Record(number, None, "not_text")
         if not clean_text(text).strip():
             return Record(number, None, "empty")
         return Record(number, text)
@@ -231,6 +266,40 @@ def _bounded_line(fh: IO[bytes], limit: int) -> tuple[bytes | None, bool]:
         rest = fh.readline(1 << 20)
         if not rest or rest.endswith(b"\n"):
             return b"", False
+
+
+def _arrow_values(array: Any, max_bytes: int) -> Iterator[tuple[Any, int]]:
+    """Each value of an Arrow string or binary array (dictionary-encoded or not) with its size
+    in bytes; a value longer than `max_bytes` comes as None, never copied out of Arrow (nor
+    a shared dictionary value expanded row by row). A null is (None, 0)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(array.type):
+        values, rows = array.dictionary, array.indices.to_pylist()
+    else:
+        values, rows = array, list(range(len(array)))
+    sizes = pc.binary_length(values).to_pylist()
+    for i in rows:
+        size = None if i is None else sizes[i]
+        if size is None:
+            yield None, 0
+        else:
+            yield (values[i].as_py() if size <= max_bytes else None), size
+
+
+def _bomb(name: str, what: str, unpacked: int, size: int) -> str:
+    return (
+        f"{name}: refused, {what} {unpacked / 2**20:,.0f} MB of text from a file of {size:,} bytes, "
+        f"far more than ordinary text packs into (a compression bomb)"
+    )
+
+
+def _sized(value: str | bytes | None, size: int) -> tuple[str | None, str | None]:
+    """A value from `_arrow_values` as (text, reason): a null is empty text."""
+    if value is None:
+        return ("", None) if size == 0 else (None, "too_long")
+    return (value, None) if isinstance(value, str) else _decode(value)
 
 
 def _decode(raw: bytes) -> tuple[str | None, str | None]:

@@ -1,0 +1,175 @@
+"""What any client may send, made harmless before Streamlit or a page reads it (issue 26).
+
+A browser sends each widget's value in the field its widget was registered with; a raw websocket
+client can send anything: a radio's value as text, a chart selection that is not JSON, an index
+past the end of a list. Streamlit 1.67 takes the field it is given (`WStates.__getitem__` even
+rewrites the widget's registered field to the one received), hands it to the widget's
+deserializer, and a TypeError, IndexError or JSONDecodeError ends the run with a traceback in the
+server log, on every later run of that session too, as the state is kept. `install` makes a
+value that does not fit its widget count as never sent: the widget shows its default or its last
+good value, and the run goes on. A frame that is not a BackMsg is logged in one line (Streamlit
+closes that socket, as before) instead of with a traceback. And it derives Streamlit's upload
+limit (`server.maxUploadSize`, read at each upload request) from the app's one setting,
+`ATTNVIZ_CORPUS_UPLOAD_MB` (`Settings.corpus_upload_mb`): the uploader's words, its check in the
+browser (`max_upload_size`) and the app's check use that number; the server's cap is one MB
+above it, room for the multipart framing, so no file the uploader takes meets a raw 413.
+
+A link's parameters longer than QUERY_PARAM_MAX reach Streamlit as their name alone
+(`bounded_query`), so neither the session nor a closed tab's session keeps them; the page says
+the value was refused and removes it from the link (urls.unused_params).
+
+`install` is called by app.py on every run; it patches once per process. A fresh server's very
+first run starts before app.py has been imported: that one run is unguarded (the pages' widgets
+have no registered metadata in a new session yet, so it can only break that session's first run).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from streamlit import config as st_config
+from streamlit.proto.WidgetStates_pb2 import WidgetStates
+from streamlit.runtime import app_session as st_app_session
+from streamlit.runtime.state import common as st_common
+from streamlit.runtime.state import query_params as st_query_params
+from streamlit.runtime.state import session_state as st_session_state
+
+from ..config import Settings
+
+__all__ = ["FRAME_LOGGER", "MAX_ID_CHARS", "QUERY_PARAM_MAX", "UPLOAD_FRAMING_MB", "bounded_query", "fits", "install"]
+
+FRAME_LOGGER = "streamlit.web.server.starlette.starlette_websocket"
+# Streamlit refuses an upload whose Content-Length (the file plus its multipart framing) exceeds
+# server.maxUploadSize: at exactly the limit, a file the uploader accepts would get a raw 413.
+UPLOAD_FRAMING_MB = 1
+MAX_ID_CHARS = 400
+# A link's query as Streamlit keeps it for the session (its ScriptRunContext holds the raw string,
+# up to 512 Ki characters, and a closed tab's session lives 120 s more): a parameter longer than
+# this is kept as its name with an empty value, so the page can say it was refused. A 50,000-
+# character text (ATTNVIZ_MAX_CHARS) fits even percent-encoded as ASCII; our own links write at
+# most 500 characters (urls.URL_TEXT_MAX).
+QUERY_PARAM_MAX = 64 * 1024
+QUERY_KEY_MAX = 64  # "$$ID-" + a 32-digit hash + "-" + the widget's key (ours are short)
+_LOCK = threading.Lock()
+_DONE: list[bool] = []
+
+
+def fits(proto: Any, metadata: Any) -> bool:
+    """Whether a widget state from a client is in the field its widget was registered with
+    (a cleared value, no field at all, always fits) and, for a widget of options (selectbox,
+    radio, multiselect, ...), names only its options. Streamlit hands an unknown option name
+    through as a plain string (for `accept_new_options`, which attnviz never uses), and a page
+    reading the key before its widget is drawn would get "zz" for a layer number."""
+    field = proto.WhichOneof("value")
+    if field is None:
+        return True
+    if field != metadata.value_type:
+        return False
+    names = _option_names(metadata)
+    if names is None:
+        return True
+    if field == "string_value":
+        return proto.string_value in names
+    if field == "string_array_value":
+        return all(v in names for v in proto.string_array_value.data)
+    return True
+
+
+def _option_names(metadata: Any) -> set[str] | None:
+    """The option names (as the browser sends them) of an options widget; None for others."""
+    serde = getattr(metadata.deserializer, "__self__", None)
+    for attr in ("formatted_option_to_option_index", "formatted_option_to_index", "formatted_options"):
+        names = getattr(serde, attr, None)
+        if isinstance(names, dict | list | tuple) and names:
+            return {str(n) for n in names}
+    return None
+
+
+def _well_formed(session: Any, proto: Any) -> bool:
+    """Whether a widget state may be kept at all: an element id (Streamlit reads any other key
+    as a session-state entry the app set, and fails on it), not too long, in the field its widget
+    was registered with when that is known."""
+    wid = proto.id
+    if not (isinstance(wid, str) and st_common.is_element_id(wid) and len(wid) <= MAX_ID_CHARS):
+        return False
+    metadata = session._new_widget_state.widget_metadata.get(wid)
+    return metadata is None or fits(proto, metadata)
+
+
+def _guarded_intake(original: Any) -> Any:
+    def set_widgets_from_proto(self: Any, widget_states: Any) -> None:
+        kept = WidgetStates()
+        kept.widgets.extend(s for s in widget_states.widgets if _well_formed(self, s))
+        original(self, kept)
+
+    set_widgets_from_proto.__wrapped__ = original  # type: ignore[attr-defined]
+    return set_widgets_from_proto
+
+
+def _guarded_getitem(original: Any) -> Any:
+    def __getitem__(self: Any, key: str) -> Any:  # replaces WStates.__getitem__
+        wstate = self.states.get(key)
+        if not isinstance(wstate, st_session_state.Serialized):
+            return original(self, key)
+        metadata = self.widget_metadata.get(key)
+        # A value that does not fit reads as absent (KeyError, as Streamlit's own missing
+        # metadata does); it is not deleted here, as callers iterate over the states, and the
+        # widget overwrites it with its default or last value when it registers.
+        if metadata is not None and not fits(wstate.value, metadata):
+            raise KeyError(key)
+        try:
+            return original(self, key)
+        except KeyError:
+            raise
+        except Exception as exc:  # the widget's deserializer refused the value
+            raise KeyError(key) from exc
+
+    __getitem__.__wrapped__ = original  # type: ignore[attr-defined]
+    return __getitem__
+
+
+def bounded_query(query_string: str) -> str:
+    """The query with every parameter longer than QUERY_PARAM_MAX cut to its name (at most
+    QUERY_KEY_MAX characters) and an empty value; shorter ones as they are."""
+    if len(query_string) <= QUERY_PARAM_MAX:
+        return query_string
+    parts = query_string.split("&")
+    return "&".join(p if len(p) <= QUERY_PARAM_MAX else p.split("=", 1)[0][:QUERY_KEY_MAX] + "=" for p in parts)
+
+
+def _bounded_sanitizer(original: Any) -> Any:
+    def sanitize_query_string(query_string: str) -> str:
+        return original(bounded_query(query_string)) if isinstance(query_string, str) else original(query_string)
+
+    sanitize_query_string.__wrapped__ = original  # type: ignore[attr-defined]
+    return sanitize_query_string
+
+
+class _OneLine(logging.Filter):
+    """A frame that is not a BackMsg: one warning line, no traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            record.msg = f"{record.getMessage()} ({type(record.exc_info[1]).__name__}; socket closed)"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def install(settings: Settings) -> None:
+    """Guard widget states and quiet malformed frames (once per process); set the upload limit."""
+    with _LOCK:
+        if not _DONE:
+            wstates, session = st_session_state.WStates, st_session_state.SessionState
+            wstates.__getitem__ = _guarded_getitem(wstates.__getitem__)  # type: ignore[method-assign]
+            session.set_widgets_from_proto = _guarded_intake(session.set_widgets_from_proto)  # type: ignore[method-assign]
+            logging.getLogger(FRAME_LOGGER).addFilter(_OneLine())
+            for module in (st_app_session, st_query_params):  # where a rerun's query is read
+                module.sanitize_query_string = _bounded_sanitizer(module.sanitize_query_string)  # type: ignore[attr-defined]
+            _DONE.append(True)
+        server_mb = settings.corpus_upload_mb + UPLOAD_FRAMING_MB
+        if st_config.get_option("server.maxUploadSize") != server_mb:
+            st_config.set_option("server.maxUploadSize", server_mb)

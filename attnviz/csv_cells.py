@@ -1,0 +1,44 @@
+"""CSV cells a spreadsheet shows as text (OWASP CSV injection, ASVS 1.2.10), reversibly:
+`csv_cell` adds a leading ' to a cell that would start a formula, `csv_uncell` takes it off.
+Re-exported by `attnviz.export`."""
+
+from __future__ import annotations
+
+__all__ = ["CSV_FORMULA_CHARS", "CSV_FORMULA_LOOKALIKES", "csv_cell", "csv_uncell"]
+
+# OWASP CSV injection (and ASVS 1.2.10): a cell starting with one of these is a formula to a
+# spreadsheet (tab, CR, LF and NUL because some strip them before looking).
+CSV_FORMULA_CHARS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
+# Also a formula to some spreadsheets: one of these after leading white space (" =1+1", a no-break
+# or ideographic space), or a full-width or small sign ("＝1+1", which an East Asian input method
+# types and a spreadsheet may fold to "="), the minus sign included.
+CSV_FORMULA_LOOKALIKES = ("=", "+", "-", "@", "＝", "＋", "－", "＠", "﹦", "﹢", "﹣", "﹫", "−")
+_CSV_INVISIBLE = "'\u200b\u200c\u200d\u2060\ufeff"  # skipped with white space before the sign
+
+
+def csv_cell(text: str) -> str:
+    """A text cell a spreadsheet shows as text: a leading ' when it would start a formula
+    (OWASP CSV injection: also after leading spaces, and a full-width "＝").
+
+    The rule is reversible: ' is added when `_csv_formula` says so, and `csv_uncell` strips
+    exactly one ' in that same case.
+    """
+    return "'" + text if _csv_formula(text) else text
+
+
+def csv_uncell(cell: str) -> str:
+    """The text `csv_cell` was given."""
+    return cell[1:] if cell.startswith("'") and _csv_formula(cell) else cell
+
+
+def _csv_formula(text: str) -> bool:
+    """Whether a spreadsheet could read `text` as a formula: after any leading 's it starts
+    with one of CSV_FORMULA_CHARS, or after any leading 's, white space and zero-width
+    characters with one of CSV_FORMULA_LOOKALIKES. Both skip leading 's, so one more ' in
+    front never changes the answer (what makes `csv_uncell` exact)."""
+    if text.lstrip("'").startswith(CSV_FORMULA_CHARS):
+        return True
+    i = 0
+    while i < len(text) and (text[i].isspace() or text[i] in _CSV_INVISIBLE):
+        i += 1
+    return text.startswith(CSV_FORMULA_LOOKALIKES, i)
