@@ -18,6 +18,7 @@ from .models import (
     load_model,
     resolve_device,
 )
+from .nextword import predict
 from .result import Attention
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "ScratchModel",
     "__version__",
     "load_model",
+    "predict",
     "resolve_device",
 ]
 

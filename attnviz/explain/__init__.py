@@ -14,6 +14,7 @@ Methods that run a model (take a Runner and a text; batches go through the backg
                      decompose.py, value_zeroing.py             Value Zeroing; norms, attention)
     scoreboard.py    faithfulness (the scoreboard)             (leave-one-out, deletion, AOPC)
                      removal.py: tokens replaced by [MASK], the output's change
+    logit_lens.py    logit_lens: each layer's next-token guess  (nostalgebraist 2020)
     sinks.py         sink_scores, hide_sinks                   (Gu et al. 2024; numpy only)
 Row i of every (n, n) map is where token i looks.
 """
@@ -27,6 +28,7 @@ from .context_mixing import METHODS as CONTRIBUTION_METHODS
 from .context_mixing import VALUE_ZEROING_MAX_TOKENS, Contributions, contributions, contributions_all
 from .flow import FLOW_MAX_N_ALL, FLOW_MAX_N_ROW, FlowTooLarge, flow, flow_limit
 from .heads import BROAD_ENTROPY, ENTROPY_SMOOTHING, LABEL_SHARE, head_labels, head_stats, sink_shares
+from .logit_lens import LogitLens, logit_lens
 from .norms import NormWeights, norm_reconstruction, norm_weights
 from .pairs import MinimalPair, find_token, minimal_pair
 from .rollout import rollout, rollout_layers
@@ -48,6 +50,7 @@ __all__ = [
     "Contributions",
     "FlowTooLarge",
     "HeadImportance",
+    "LogitLens",
     "MinimalPair",
     "NormWeights",
     "PruningCurve",
@@ -70,6 +73,7 @@ __all__ = [
     "input_x_gradient",
     "integrated_gradients",
     "kendall_tau",
+    "logit_lens",
     "minimal_pair",
     "norm_reconstruction",
     "norm_weights",
