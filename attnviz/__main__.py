@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--head", type=int, metavar="H", help="with --layer: only head H (--json writes n x n)")
     p.add_argument("--html", metavar="OUT", help="write the all-heads view as a self-contained HTML file")
     p.add_argument(
-        "--next", type=int, metavar="K", help="a decoder's K likeliest next tokens (--json adds them as \"next\")"
+        "--next", type=int, metavar="K", help='a decoder\'s K likeliest next tokens (--json adds them as "next")'
     )
     return p
 

@@ -69,3 +69,19 @@ def test_a_half_written_or_stale_folder_is_rebuilt(fake: tuple[Path, list[Path]]
     assert not smollm2.is_complete(folder)
     assert smollm2.ensure_cache(fake_gguf) == folder and len(calls) == 2
     assert smollm2.is_complete(folder) and (folder / "model.safetensors").stat().st_size == 100
+
+
+def test_a_failed_conversion_is_a_clear_load_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import attnviz
+
+    monkeypatch.setenv("ATTNVIZ_MODEL_CACHE", str(tmp_path / "cache"))
+
+    def convert(gguf: Path, out: Path) -> None:
+        (out / "model.safetensors").write_bytes(b"half")
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(smollm2, "_convert", convert)
+    with pytest.raises(attnviz.ModelLoadError, match="No space left") as info:
+        attnviz.load_model("smollm2", device="cpu")
+    assert str(tmp_path) not in info.value.public
+    assert list((tmp_path / "cache").iterdir()) == []  # nothing half-written left behind

@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ NAME = "smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MARKER = "attnviz-complete.json"
 _FORMAT = 1  # bump when what the cache folder holds changes
+_CONVERTING = threading.Lock()
 
 
 def gguf_path() -> Path:
@@ -99,21 +101,28 @@ def ensure_cache(gguf: Path | None = None) -> Path:
     folder = cached_folder(gguf)
     if is_complete(folder):
         return folder
+    with _CONVERTING:  # two visitors choosing the model at once convert it once
+        if not is_complete(folder):
+            _build(gguf, folder)
+    return folder
+
+
+def _build(gguf: Path, folder: Path) -> None:
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; an image built by root is run by another user
     try:
         _convert(gguf, tmp)
-        if folder.exists():  # a half-written or stale folder: replaced
-            shutil.rmtree(folder, ignore_errors=True)
+        if is_complete(folder):  # another process finished first: its folder may be in use
+            return
+        shutil.rmtree(folder, ignore_errors=True)  # a half-written or stale folder: replaced
         try:
             os.rename(tmp, folder)
-        except OSError:  # another process finished first
+        except OSError:  # another process renamed its own in between
             if not is_complete(folder):
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return folder
 
 
 def _convert(gguf: Path, out: Path) -> None:
@@ -145,10 +154,10 @@ def _convert(gguf: Path, out: Path) -> None:
 
 def load_causal_lm(device: torch.device) -> tuple[Any, Any]:
     """(causal LM, tokenizer) from the cache folder, float32, eager attention, eval mode."""
-    folder = ensure_cache()
     from .. import hub
 
     try:
+        folder = ensure_cache()
         with hub.prepare(str(folder)):
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -156,8 +165,14 @@ def load_causal_lm(device: torch.device) -> tuple[Any, Any]:
             model = AutoModelForCausalLM.from_pretrained(
                 str(folder), attn_implementation="eager", dtype=torch.float32, trust_remote_code=False
             )
-    except Exception as exc:
-        raise ModelLoadError(f"could not load model '{NAME}' from its cache folder: {exc}") from exc
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # a missing gguf package, a full disk, a damaged file...
+        reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise ModelLoadError(
+            f"could not load model '{NAME}' ({reason}); its cache is {cache_root()} (ATTNVIZ_MODEL_CACHE)",
+            public=f"could not load model '{NAME}' on this server",
+        ) from exc
     model.eval().to(device)
     return model, tokenizer
 
