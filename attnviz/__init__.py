@@ -18,6 +18,7 @@ from .result import Attention
 if TYPE_CHECKING:
     from .embedding import embed
     from .models import ModelLoadError, PretrainedModel, Runner, ScratchModel, load_model, resolve_device
+    from .nextword import predict
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -30,6 +31,7 @@ __all__ = [
     "__version__",
     "embed",
     "load_model",
+    "predict",
     "resolve_device",
 ]
 
@@ -53,6 +55,11 @@ def __getattr__(name: str) -> object:
 
         globals()[name] = embed
         return embed
+    if name == "predict":
+        from .nextword import predict
+
+        globals()[name] = predict
+        return predict
     if name in _SUBPACKAGES:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'attnviz' has no attribute {name!r}")

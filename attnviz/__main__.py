@@ -18,6 +18,7 @@ import sys
 from ._cli import Parser, guarded
 from .config import check_text, settings_from_env
 from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, ModelLoadError, load_model
+from .nextword import predict
 from .result import Attention
 
 
@@ -48,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--head", type=int, metavar="H", help="with --layer: only head H (--json writes n x n)")
     p.add_argument("--html", metavar="OUT", help="write the all-heads view as a self-contained HTML file")
+    p.add_argument(
+        "--next", type=int, metavar="K", help='a decoder\'s K likeliest next tokens (--json adds them as "next")'
+    )
     return p
 
 
@@ -92,6 +96,8 @@ def analyse(argv: list[str]) -> int:
             raise ValueError("--no-scale, --no-positions, --causal and --random-weights need --model scratch")
         if args.max_tokens < 2:
             raise ValueError("--max-tokens must be at least 2")
+        if args.next is not None and not 1 <= args.next <= 1000:
+            raise ValueError("--next must be between 1 and 1000")
         model = load_model(
             args.model,
             device=args.device,
@@ -104,13 +110,16 @@ def analyse(argv: list[str]) -> int:
         )
         att = model.attend(text)
         _check_range(att, args.layer, args.head)
+        following = None if args.next is None else predict(model, text, k=args.next, max_tokens=args.max_tokens)
         if att.truncated:
             print(f"attnviz: note: input truncated to {att.n} of {att.n_input_tokens} tokens", file=sys.stderr)
         for note in att.notes:  # e.g. the accelerator ran out of memory and the CPU answered
             print(f"attnviz: note: {note}", file=sys.stderr)
-        _write_outputs(att, args.json, args.html, args.layer, args.head)
+        _write_outputs(att, args.json, args.html, args.layer, args.head, following)
         if not args.json and not args.html:
             _print_summary(att, args.layer, args.head)
+            for token, p in following or []:
+                print(f"  next {token!r} {p:.3f}")
         return 0
 
     return guarded("attnviz", body, (ValueError, ModelLoadError, OSError))
@@ -124,12 +133,21 @@ def _check_range(att: Attention, layer: int | None, head: int | None) -> None:
 
 
 def _write_outputs(
-    att: Attention, json_out: str | None, html_out: str | None, layer: int | None = None, head: int | None = None
+    att: Attention,
+    json_out: str | None,
+    html_out: str | None,
+    layer: int | None = None,
+    head: int | None = None,
+    following: list[tuple[str, float]] | None = None,
 ) -> None:
     from .export import figure_html, weights_json  # plotly loads only when something is written
 
     if json_out:
         payload = weights_json(att, layer=layer, head=head)
+        if following is not None:  # the document is one object: "next" goes in before its closing brace
+            body = payload.rstrip()
+            pairs = json.dumps([[t, round(p, 6)] for t, p in following], ensure_ascii=True)
+            payload = body[:-1] + b', "next": ' + pairs.encode("ascii") + b"}"
         if json_out == "-":
             out = getattr(sys.stdout, "buffer", None)
             if out is None:  # a text-only stream (e.g. io.StringIO in a notebook)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["OOM_CPU", "Attention", "Note", "merge_word_matrix", "note_key"]
+__all__ = ["OOM_CPU", "Attention", "Note", "char_groups", "merge_word_matrix", "note_key"]
 
 OOM_CPU = "oom_cpu"  # Note.key: the accelerator ran out of memory and the CPU computed the result
 
@@ -45,6 +45,10 @@ class Attention:
     n_input_tokens: tokens the full text would have had before truncation (specials included).
     notes:    notices for the viewer (e.g. "cuda ran out of memory: computed on the CPU"); each a
               `Note` when it comes from attnviz, whose `key` says which notice it is.
+    causal:   True for a decoder (token i sees tokens 0..i only).
+    kv_heads: int array (heads,): the key/value head each query head reads (grouped-query
+              attention shares one among several query heads), or None when not known.
+    spans:    each token's character offsets (start, end) in `text` (empty when not known).
     """
 
     tokens: list[str]
@@ -58,6 +62,8 @@ class Attention:
     causal: bool = False
     n_input_tokens: int = 0
     notes: tuple[str, ...] = ()  # things the viewer must be told, e.g. a fallback to the CPU
+    kv_heads: np.ndarray | None = None
+    spans: list[tuple[int, int]] = field(default_factory=list)  # each token's (start, end) in text
 
     def __post_init__(self) -> None:
         w = np.asarray(self.weights)
@@ -80,6 +86,11 @@ class Attention:
                 word_ids.append(-1 if s else word)
                 word += 0 if s else 1
             object.__setattr__(self, "word_ids", word_ids)
+        if self.kv_heads is not None:
+            kv = np.asarray(self.kv_heads, dtype=np.int64)
+            if kv.shape != (w.shape[1],):
+                raise ValueError(f"kv_heads must have shape ({w.shape[1]},), got {kv.shape}")
+            object.__setattr__(self, "kv_heads", kv)
         if not self.n_input_tokens:
             object.__setattr__(self, "n_input_tokens", n)
 
@@ -123,6 +134,7 @@ class Attention:
             weights=w.astype(np.float32),
             special=self.special[idx],
             word_ids=[self.word_ids[i] for i in idx],
+            spans=[self.spans[i] for i in idx] if len(self.spans) == self.n else [],
         )
 
     def merge_words(self) -> Attention:
@@ -133,10 +145,64 @@ class Attention:
         if len(groups) == self.n:
             return self
         w = merge_word_matrix(self.weights, groups)
-        tokens = [_join_pieces([self.tokens[i] for i in g]) for g in groups]
+        tokens = [self._word_text(g) for g in groups]
         special = np.array([bool(self.special[g[0]]) for g in groups])
         word_ids = [self.word_ids[g[0]] for g in groups]
-        return replace(self, tokens=tokens, weights=w, special=special, word_ids=word_ids)
+        return replace(
+            self, tokens=tokens, weights=w, special=special, word_ids=word_ids, spans=self._group_spans(groups)
+        )
+
+    def merge_characters(self) -> Attention:
+        """Merge the tokens that share a character into one, by their offsets: a byte-level
+        tokenizer (GPT-2, Llama, SmolLM2) cuts 我 or an emoji into byte pieces that are no text
+        on their own. Weights merge as `merge_words` merges word pieces; each merged token shows
+        its span of the text, and the merged spans, joined, give the text back."""
+        if len(self.spans) != self.n or not self.text:
+            return self
+        groups = char_groups(self.spans, self.special)
+        if len(groups) == self.n:
+            return self
+        spans = self._group_spans(groups)
+        tokens = [
+            self.tokens[g[0]] if len(g) == 1 else (self.text[a:b].strip() or "\u2423")
+            for g, (a, b) in zip(groups, spans, strict=True)
+        ]
+        return replace(
+            self,
+            tokens=tokens,
+            weights=merge_word_matrix(self.weights, groups),
+            special=np.array([bool(self.special[g[0]]) for g in groups]),
+            word_ids=[self.word_ids[g[0]] for g in groups],
+            spans=spans,
+        )
+
+    def _word_text(self, group: list[int]) -> str:
+        """The pieces joined; a word with byte pieces of one character shows its span of the text."""
+        known = len(group) > 1 and len(self.spans) == self.n and bool(self.text)
+        if known and len(char_groups([self.spans[i] for i in group], self.special[group])) < len(group):
+            a, b = self.spans[group[0]][0], self.spans[group[-1]][1]
+            return self.text[a:b].strip() or "\u2423"
+        return _join_pieces([self.tokens[i] for i in group])
+
+    def _group_spans(self, groups: list[list[int]]) -> list[tuple[int, int]]:
+        if len(self.spans) != self.n:
+            return []
+        return [(min(self.spans[i][0] for i in g), max(self.spans[i][1] for i in g)) for g in groups]
+
+
+def char_groups(spans: list[tuple[int, int]], special: np.ndarray) -> list[list[int]]:
+    """Consecutive tokens whose character spans overlap (the byte pieces of one character);
+    special tokens and empty spans stay alone."""
+    groups: list[list[int]] = []
+    end = -1
+    for i, (a, b) in enumerate(spans):
+        if groups and not special[i] and not special[groups[-1][-1]] and b > a and a < end:
+            groups[-1].append(i)
+            end = max(end, b)
+        else:
+            groups.append([i])
+            end = b
+    return groups
 
 
 def word_groups(word_ids: list[int]) -> list[list[int]]:

@@ -14,6 +14,7 @@ Methods that run a model (take a Runner and a text; batches go through the backg
                      decompose.py, value_zeroing.py             Value Zeroing; norms, attention)
     scoreboard.py    faithfulness (the scoreboard)             (leave-one-out, deletion, AOPC)
                      removal.py: tokens replaced by [MASK], the output's change
+    logit_lens.py    logit_lens: each layer's next-token guess  (nostalgebraist 2020)
     sinks.py         sink_scores, hide_sinks                   (Gu et al. 2024; numpy only)
 Row i of every (n, n) map is where token i looks.
 """
@@ -36,6 +37,7 @@ from .heads import (
     head_stats,
     sink_shares,
 )
+from .logit_lens import LogitLens, logit_lens
 from .norms import NormWeights, norm_reconstruction, norm_weights
 from .pairs import MinimalPair, find_token, minimal_pair
 from .rollout import rollout, rollout_layers
@@ -58,6 +60,7 @@ __all__ = [
     "Contributions",
     "FlowTooLarge",
     "HeadImportance",
+    "LogitLens",
     "MinimalPair",
     "NormWeights",
     "PruningCurve",
@@ -81,6 +84,7 @@ __all__ = [
     "input_x_gradient",
     "integrated_gradients",
     "kendall_tau",
+    "logit_lens",
     "minimal_pair",
     "norm_reconstruction",
     "norm_weights",

@@ -71,6 +71,7 @@ class Encoded:
     n_input_tokens: int
     text: str = ""
     extra: dict[str, object] = field(default_factory=dict)
+    spans: list[tuple[int, int]] = field(default_factory=list)  # each token's character offsets in text
 
 
 @runtime_checkable
@@ -108,6 +109,14 @@ class Runner(Protocol):
 
     def result(self, enc: Encoded, weights: np.ndarray) -> Attention: ...
 
+    def next_token_logits(self, text: str, max_tokens: int | None = None) -> np.ndarray: ...
+
+    def residual_logits(
+        self, text: str, position: int = -1, max_tokens: int | None = None
+    ) -> tuple[Encoded, np.ndarray]: ...
+
+    def vocab_strings(self, ids: list[int]) -> list[str]: ...
+
     def steps(self, text: str, layer: int = 0, head: int = 0, max_tokens: int | None = None) -> Steps: ...
 
     def trace(self, inputs: Inputs) -> tuple[np.ndarray, list[dict[str, torch.Tensor]]]: ...
@@ -126,6 +135,7 @@ class RunnerBase:
     n_layers: int
     n_heads: int
     causal: bool = False
+    kv_heads: np.ndarray | None = None  # (heads,) the key/value head each query head reads
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, device: torch.device, max_tokens: int, model_limit: int):
         self.tokenizer = tokenizer
@@ -156,6 +166,22 @@ class RunnerBase:
     def input_embeddings(self) -> torch.nn.Embedding:
         """The word-embedding table (vocab, d)."""
         raise NotImplementedError
+
+    def next_token_logits(self, text: str, max_tokens: int | None = None) -> np.ndarray:
+        """A causal LM's logits (vocab,) for the token after `text`. ValueError without an LM head."""
+        raise ValueError(f"model '{self.name}' has no language-model head: the next word needs a decoder")
+
+    def residual_logits(
+        self, text: str, position: int = -1, max_tokens: int | None = None
+    ) -> tuple[Encoded, np.ndarray]:
+        """The logit lens: the final norm and the unembedding applied to each layer's output
+        (the residual stream) at `position`, (layers, vocab) float32; the last row is the
+        model's own logits there. ValueError without an LM head."""
+        raise ValueError(f"model '{self.name}' has no language-model head: the logit lens needs a decoder")
+
+    def vocab_strings(self, ids: list[int]) -> list[str]:
+        """Vocabulary entries as text, for predictions."""
+        return [str(self.tokenizer.decode([int(i)])) for i in ids]
 
     def layers(self) -> list[LayerParts]:
         """Each layer's parts, for methods that decompose or recompute a layer. ValueError when
@@ -191,6 +217,7 @@ class RunnerBase:
             truncated=n_input > len(ids),
             n_input_tokens=max(n_input, len(ids)),
             text=text,
+            spans=[(int(a), int(b)) for a, b in offsets] if offsets is not None else [],
         )
 
     def fit(self, text: str, max_tokens: int | None = None) -> str:
@@ -225,6 +252,8 @@ class RunnerBase:
             word_ids=enc.word_ids,
             text=enc.text,
             causal=self.causal,
+            kv_heads=self.kv_heads,
+            spans=enc.spans,
             n_input_tokens=enc.n_input_tokens,
         )
 

@@ -7,6 +7,8 @@ This is the only module that knows a Hugging Face model's module tree (`layers()
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import operator
 import threading
 from typing import TYPE_CHECKING, Any
@@ -15,7 +17,7 @@ import numpy as np
 import torch
 
 from ..scratch import LayerParts, scaled_dot_product_attention
-from .base import Inputs, ModelLoadError, RunnerBase
+from .base import Encoded, Inputs, ModelLoadError, RunnerBase
 from .tokens import model_limit
 
 if TYPE_CHECKING:
@@ -31,7 +33,13 @@ class PretrainedModel(RunnerBase):
     """A Hugging Face encoder or decoder."""
 
     def __init__(
-        self, name: str, hf_model: HFModel, tokenizer: PreTrainedTokenizerBase, device: torch.device, max_tokens: int
+        self,
+        name: str,
+        hf_model: HFModel,
+        tokenizer: PreTrainedTokenizerBase,
+        device: torch.device,
+        max_tokens: int,
+        lm_head: torch.nn.Module | None = None,
     ):
         cfg = hf_model.config
         super().__init__(tokenizer, device, max_tokens, model_limit(tokenizer, cfg))
@@ -41,6 +49,8 @@ class PretrainedModel(RunnerBase):
         self.n_layers = int(_first_attr(cfg, "num_hidden_layers", "n_layer", "n_layers"))
         self.n_heads = int(_first_attr(cfg, "num_attention_heads", "n_head", "n_heads"))
         self.causal = bool(getattr(cfg, "is_decoder", False)) or cfg.model_type in CAUSAL_TYPES
+        self.kv_heads = kv_heads_of(cfg, self.n_heads)
+        self.lm_head = lm_head  # the unembedding of a causal LM (hf_model is then its base model)
         self.writes_in_place = _use_in_place_attention(hf_model)
         self._layers: list[LayerParts] | None = None
 
@@ -77,10 +87,93 @@ class PretrainedModel(RunnerBase):
         assert isinstance(table, torch.nn.Embedding)
         return table
 
+    def residual_logits(
+        self, text: str, position: int = -1, max_tokens: int | None = None
+    ) -> tuple[Encoded, np.ndarray]:
+        enc = self.encode(text, max_tokens)
+        norm, blocks = self._lens_parts()
+        n = int(enc.inputs["input_ids"].shape[1])
+        if not -n <= position < n:
+            raise IndexError(f"position {position} out of range for {n} tokens")
+        pos = position % n
+        owner = threading.get_ident()
+        rows: list[torch.Tensor] = []
+
+        def keep(_m: torch.nn.Module, _args: tuple[Any, ...], out: Any) -> None:
+            if threading.get_ident() == owner:
+                rows.append((out[0] if isinstance(out, tuple) else out)[0, pos])
+
+        with self.gate.interactive(), torch.inference_mode(), contextlib.ExitStack() as stack:
+            for block in blocks:
+                stack.callback(block.register_forward_hook(keep).remove)
+            self.hf_model(**enc.inputs, return_dict=True)
+            if len(rows) != self.n_layers:
+                raise ModelLoadError(f"model '{self.name}' did not run each of its {self.n_layers} layers once")
+            assert self.lm_head is not None
+            logits = self.lm_head(norm(torch.stack(rows)))  # (L, vocab)
+        return enc, logits.float().cpu().numpy()
+
+    def next_token_logits(self, text: str, max_tokens: int | None = None) -> np.ndarray:
+        enc = self.encode(text, max_tokens)
+        if self.lm_head is None:
+            raise ValueError(_NO_HEAD.format(name=self.name))
+        with self.gate.interactive(), torch.inference_mode():
+            hidden = self.hf_model(**enc.inputs, return_dict=True).last_hidden_state[0, -1]
+            return self.lm_head(hidden).float().cpu().numpy()
+
+    def vocab_strings(self, ids: list[int]) -> list[str]:
+        return [vocab_string(self.tokenizer, i) for i in ids]
+
+    def _lens_parts(self) -> tuple[torch.nn.Module, list[torch.nn.Module]]:
+        """The final norm and the decoder blocks of a causal LM's base model."""
+        base = self.hf_model
+        norm = next((getattr(base, a) for a in ("norm", "ln_f", "final_layer_norm") if hasattr(base, a)), None)
+        blocks = next((getattr(base, a) for a in ("layers", "h") if hasattr(base, a)), None)
+        if self.lm_head is None or norm is None or blocks is None:
+            raise ValueError(_NO_HEAD.format(name=self.name))
+        return norm, list(blocks)[: self.n_layers]
+
     def layers(self) -> list[LayerParts]:
         if self._layers is None:
             self._layers = _layer_parts(self.hf_model, self.name)
         return self._layers
+
+
+_NO_HEAD = "model '{name}' has no language-model head: the next word needs a decoder such as 'smollm2'"
+
+
+def kv_heads_of(cfg: Any, n_heads: int) -> np.ndarray:
+    """The key/value head each query head reads: h // (H / KV), as transformers' repeat_kv
+    lays grouped heads out; arange(H) when every head has its own keys and values."""
+    n_kv = getattr(cfg, "num_key_value_heads", None) or n_heads
+    if n_heads % int(n_kv):
+        raise ModelLoadError(f"{n_heads} query heads cannot share {n_kv} key/value heads evenly")
+    return np.arange(n_heads) // (n_heads // int(n_kv))
+
+
+def vocab_string(tokenizer: Any, token_id: int) -> str:
+    """A vocabulary entry as text; one that holds part of a character shows its bytes (<0xE4>)."""
+    s = str(tokenizer.decode([int(token_id)]))
+    if "\ufffd" not in s:
+        return s
+    raw = tokenizer.convert_ids_to_tokens(int(token_id))
+    table = _byte_decoder()
+    if isinstance(raw, str) and all(c in table for c in raw):
+        return "".join(f"<0x{table[c]:02X}>" for c in raw)
+    return s
+
+
+@functools.cache
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-level alphabet: the printable character that stands for each byte."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("\xa1"), ord("\xac") + 1), *range(ord("\xae"), 256)]
+    chars, extra = list(keep), 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(keep, chars, strict=True)}
 
 
 def _layer_parts(hf: Any, name: str) -> list[LayerParts]:

@@ -7,7 +7,7 @@ import re
 from dataclasses import replace
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
@@ -19,6 +19,8 @@ from .gate import gate_for
 from .huggingface import PretrainedModel
 from .names import EMBEDDED_MODEL, MODEL_NAME_MAX, check_model_name
 from .scratch_runner import ScratchModel
+from .smollm2 import NAME as SMOLLM2_MODEL
+from .smollm2 import load_smollm2
 from .tokens import DEFAULT_MAX_TOKENS
 
 __all__ = [
@@ -96,6 +98,8 @@ def load_model(
         runner = _load_hf(str(embedded_model_dir()), dev, max_tokens, display_name=EMBEDDED_MODEL)
     elif name == E5_MODEL:
         runner = load_e5_runner(dev, max_tokens)
+    elif name == SMOLLM2_MODEL:
+        runner = load_smollm2(dev, max_tokens)
     else:
         runner = _load_hf(name, dev, max_tokens, display_name=name)
     # one gate per model and device for the life of the process, whoever loads it again
@@ -125,7 +129,7 @@ def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_nam
 
             config = AutoConfig.from_pretrained(source, trust_remote_code=False)
             tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
-            model = AutoModel.from_pretrained(
+            model = _model_class(config, AutoModel).from_pretrained(
                 source, config=config, attn_implementation="eager", trust_remote_code=False, dtype=torch.float32
             )
     except Exception as exc:  # transformers raises OSError, ValueError, HF hub errors...
@@ -136,7 +140,19 @@ def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_nam
     if getattr(tokenizer, "pad_token", None) is None and getattr(tokenizer, "eos_token", None) is not None:
         tokenizer.pad_token = tokenizer.eos_token  # GPT-2 style: only needed for batching
     model.eval().to(device)
-    return PretrainedModel(display_name, model, tokenizer, device, max_tokens)
+    lm_head = None
+    if model is not model.base_model:  # a causal LM: attention from its base, the next word from its head
+        lm_head, model = model.get_output_embeddings(), model.base_model
+    return PretrainedModel(display_name, model, tokenizer, device, max_tokens, lm_head=lm_head)
+
+
+def _model_class(config: object, auto_model: Any) -> Any:
+    """AutoModelForCausalLM for a checkpoint saved with its language-model head, else AutoModel."""
+    if any(str(a).endswith(("ForCausalLM", "LMHeadModel")) for a in getattr(config, "architectures", None) or ()):
+        from transformers import AutoModelForCausalLM
+
+        return AutoModelForCausalLM
+    return auto_model
 
 
 def _not_loadable(name: str) -> str:

@@ -1,0 +1,45 @@
+"""The logit lens (nostalgebraist 2020): what a decoder would write next if it stopped after
+each layer. The model's final norm and unembedding are applied to the residual stream that
+leaves every layer at one position; the last layer's row is the model's own prediction.
+
+The model runs behind the Runner (`residual_logits`); everything here is numpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..models import Runner
+from ..nextword import top_k
+
+__all__ = ["LogitLens", "logit_lens"]
+
+
+@dataclass(frozen=True)
+class LogitLens:
+    """tokens[l] the k likeliest next tokens after layer l, best first; probs (layers, k) their
+    probabilities; ids (layers, k) their vocabulary ids; position the token read (0-based);
+    token that token as displayed."""
+
+    tokens: list[list[str]]
+    probs: np.ndarray
+    ids: np.ndarray
+    position: int
+    token: str
+
+
+def logit_lens(model: Runner, text: str, position: int = -1, k: int = 5, max_tokens: int | None = None) -> LogitLens:
+    """The k likeliest next tokens after every layer at `position` (default: the last token).
+    ValueError for a model without a language-model head (an encoder)."""
+    enc, logits = model.residual_logits(text, position, max_tokens)  # (layers, vocab)
+    ids, probs = top_k(logits, k)
+    pos = position % len(enc.tokens)
+    return LogitLens(
+        tokens=[model.vocab_strings([int(i) for i in row]) for row in ids],
+        probs=probs.astype(np.float32),
+        ids=ids,
+        position=pos,
+        token=enc.tokens[pos],
+    )

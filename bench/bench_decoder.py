@@ -1,0 +1,121 @@
+"""What SmolLM2 (the embedded decoder) costs: warm load, memory, and `attend` next to a plain
+transformers eager forward.
+
+    .venv/bin/python bench/bench_decoder.py [--tokens 128] [--repeat 5] [--loads 3] [--out FILE]
+
+- warm load: `attnviz.load_model("smollm2")` in a fresh process, the float32 cache already
+  filled (the first call fills it); the time of the call alone, and of the whole process
+  (imports included). Goal: <= 5 s for the call.
+- peak RSS of that process after the load, and after one attend (goal of issue 19: a server with MiniLM and SmolLM2
+  loaded <= 1.6 GB).
+- `attend` at --tokens tokens against the same base model's plain forward with
+  output_attentions=True (eager), both under inference mode, alternating: best and median of --repeat runs each,
+  and the ratio of the bests (goal: <= 1.5).
+Prints a markdown table and writes it, with the command, to --out (bench/results_decoder.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import attnviz  # noqa: E402
+from bench.bench_explain import cpu_name  # noqa: E402
+
+TEXT = (
+    "The animal didn't cross the street because it was tired. I deposited money in the bank, "
+    "then sat by the river bank and watched the water; unbelievably, nobody else came. "
+)
+LOAD = """
+import json, resource, time
+t0 = time.perf_counter()
+import attnviz
+t1 = time.perf_counter()
+model = attnviz.load_model("smollm2", device="cpu")
+t2 = time.perf_counter()
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+model.attend("The capital of France is Paris. " * 16)
+print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "rss_mb": rss,
+                  "rss_attend_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def warm_load() -> dict[str, float]:
+    attnviz.models.smollm2.ensure_cache()  # the cold conversion is not what is measured
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", LOAD], capture_output=True, text=True, check=True, cwd=ROOT)
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row["process_s"] = time.perf_counter() - t
+    return row
+
+
+def timed_pair(first: Callable[[], object], second: Callable[[], object], repeat: int) -> list[tuple[float, float]]:
+    """(best, median) seconds of each, runs alternating so a shared machine's load falls on both."""
+    times: list[list[float]] = [[], []]
+    for _ in range(repeat):
+        for k, fn in enumerate((first, second)):
+            t = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t)
+    return [(min(ts), statistics.median(ts)) for ts in times]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--tokens", type=int, default=128)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--loads", type=int, default=3)
+    p.add_argument("--out", default=str(ROOT / "bench" / "results_decoder.md"))
+    args = p.parse_args()
+    loads = [warm_load() for _ in range(args.loads)]
+    model = attnviz.load_model("smollm2", device="cpu")
+    assert isinstance(model, attnviz.PretrainedModel)
+    text = model.fit(TEXT * 20, args.tokens)
+    enc = model.encode(text)
+    n = int(enc.inputs["input_ids"].shape[1])
+
+    def plain() -> None:
+        with torch.inference_mode():
+            out = model.hf_model(**enc.inputs, output_attentions=True)
+            torch.stack([a[0] for a in out.attentions]).numpy()
+
+    plain()
+    model.attend(text)
+    eager, attend = timed_pair(plain, lambda: model.attend(text), args.repeat)
+    load_best = min(r["load_s"] for r in loads)
+    rows = [
+        "| measure | best | median | goal |",
+        "|---|---|---|---|",
+        f"| warm load_model('smollm2') in a new process (s) | {load_best:.2f} | "
+        f"{statistics.median(r['load_s'] for r in loads):.2f} | <= 5 |",
+        f"| whole new process: python + import attnviz + load (s) | {min(r['process_s'] for r in loads):.2f} | "
+        f"{statistics.median(r['process_s'] for r in loads):.2f} | |",
+        f"| RSS after the load (MB) | {min(r['rss_mb'] for r in loads):.0f} | "
+        f"{statistics.median(r['rss_mb'] for r in loads):.0f} | |",
+        f"| peak RSS after one attend of 16 short sentences (MB) | {min(r['rss_attend_mb'] for r in loads):.0f} | "
+        f"{statistics.median(r['rss_attend_mb'] for r in loads):.0f} | |",
+        f"| transformers eager forward, {n} tokens (s) | {eager[0]:.3f} | {eager[1]:.3f} | |",
+        f"| attend, {n} tokens (s) | {attend[0]:.3f} | {attend[1]:.3f} | |",
+        f"| attend / eager (best) | {attend[0] / eager[0]:.2f} | {attend[1] / eager[1]:.2f} | <= 1.5 |",
+    ]
+    command = "python bench/bench_decoder.py " + shlex.join(sys.argv[1:])
+    head = f"`{command}` on {cpu_name()}, torch {torch.__version__}, {torch.get_num_threads()} threads\n\n"
+    table = "\n".join(rows)
+    print(head + table)
+    Path(args.out).write_text("# SmolLM2 costs\n\n" + head + table + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
