@@ -35,11 +35,14 @@ Run = Callable[..., Ran]
 
 
 @pytest.fixture
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Run:
+def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], load_once: Callable[..., object]) -> Run:
     """`run(*args, stdin=None)`: the command in this process, as the shell would see it. The
-    environment holds none of the deployment's ATTNVIZ_* settings (as a fresh shell would not)."""
+    environment holds none of the deployment's ATTNVIZ_* settings (as a fresh shell would not).
+    A model the command loads by name is loaded once for the test run (conftest `load_once`:
+    the same arguments reach load_model; loading itself is tested in tests/test_models.py)."""
     for key in [k for k in os.environ if k.startswith("ATTNVIZ_")]:
         monkeypatch.delenv(key)
+    monkeypatch.setattr("attnviz.__main__.load_model", load_once)
 
     def ran(*args: str, stdin: str | None = None) -> Ran:
         monkeypatch.setattr(sys, "stdin", io.StringIO("" if stdin is None else stdin))
