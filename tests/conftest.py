@@ -1,11 +1,12 @@
-"""Shared fixtures: the embedded model and the scratch encoder, loaded once per test run; and for
-the browser tests a chromium, an app server and a fresh browser session (one browser and one
+"""Shared fixtures: the embedded model and the scratch encoder, loaded once per test run (and
+`load_once`, load_model by name with the same memory, for command lines that load their own);
+and for the browser tests a chromium, an app server and a fresh browser session (one browser and one
 server per test module; a module may define its own, as test_hostile.py does)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -35,6 +36,31 @@ def minilm() -> attnviz.PretrainedModel:
 @pytest.fixture(scope="session")
 def scratch() -> attnviz.ScratchModel:
     return attnviz.load_model("scratch", device="cpu")
+
+
+@pytest.fixture(scope="session")
+def _loaded_by_name() -> dict[tuple[object, ...], attnviz.PretrainedModel | attnviz.ScratchModel]:
+    return {}
+
+
+@pytest.fixture
+def load_once(
+    _loaded_by_name: dict[tuple[object, ...], attnviz.PretrainedModel | attnviz.ScratchModel],
+) -> Callable[..., attnviz.PretrainedModel | attnviz.ScratchModel]:
+    """`attnviz.load_model` with a memory for the test run: each (name, device, options) is
+    loaded once and shared (0.3 s a load after the first); a load that fails is not kept and
+    fails again. For tests that monkeypatch it into a command line (tests/test_cli.py); nothing
+    run through it may change the model."""
+
+    def load(
+        name: str = "minilm", device: str = "auto", **options: Any
+    ) -> attnviz.PretrainedModel | attnviz.ScratchModel:
+        key = (name, device, tuple(sorted(options.items())))
+        if key not in _loaded_by_name:
+            _loaded_by_name[key] = attnviz.load_model(name, device, **options)
+        return _loaded_by_name[key]
+
+    return load
 
 
 @pytest.fixture(scope="session")

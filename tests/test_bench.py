@@ -1,11 +1,16 @@
 """The benchmarks run at 16 tokens as a smoke test: they must keep working and print their
-tables. No timing is asserted (timings are figures to read, not to test)."""
+tables. No timing is asserted (timings are figures to read, not to test). Each starts a new
+interpreter and a model: `slow`, out of `scripts/check --fast`, in CI."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 

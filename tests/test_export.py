@@ -168,6 +168,7 @@ def test_attention_json_is_compact_and_can_select_a_layer_or_head(tired: Attenti
         attention_json(tired, layer=0, head=-1)
 
 
+@pytest.mark.slow  # a benchmark in a new interpreter
 def test_export_benchmark_smoke() -> None:
     """bench/bench_export.py keeps working: at 16 tokens the compact JSON is less than half the
     old size and reads back within 6 significant digits (sizes are deterministic; no timing)."""

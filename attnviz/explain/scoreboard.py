@@ -6,9 +6,11 @@ For every method, over the ordinary tokens (special tokens are never removed):
 - rank agreement with leave-one-out (Spearman, Kendall): the output change when each token
   alone is replaced by [MASK] (removal.py), the reference ranking;
 - a deletion curve: remove tokens in the method's order, most important first, and measure the
-  output change after each step; its mean over the steps is the AOPC (area over the
-  perturbation curve: Samek et al. 2017; "comprehensiveness" in DeYoung et al. 2020, ERASER).
-  Random orders give the floor;
+  output change after each step; its mean over the points of the curve is the AOPC (area over
+  the perturbation curve: Samek et al. 2017; "comprehensiveness" in DeYoung et al. 2020, ERASER).
+  As in Samek et al.'s definition, AOPC = 1/(L+1) sum_{k=0..L} (f(x) - f(x_k)), the mean
+  includes the k = 0 point (nothing removed, change 0): with the 11 points 0%, 10%, ..., 100%
+  it is 10/11 of the mean over the ten removal steps. Random orders give the floor;
 - per layer, for the whole-layer methods: the agreement of the map traced back through layer l
   (and of layer l's own map) with leave-one-out measured at layer l's output.
 
@@ -48,7 +50,9 @@ class ScoreRow:
     """One method's line of the scoreboard.
 
     scores: (n,) the method's token scores for the output (NaN for the random floor).
-    curve: (steps + 1,) output change after removing `Scoreboard.removed[k]` tokens in its order.
+    curve: (steps + 1,) output change after removing `Scoreboard.removed[k]` tokens in its order
+    (curve[0] = 0: nothing removed).
+    aopc: curve.mean(), the k = 0 point included (Samek et al. 2017's 1/(L+1) sum over k = 0..L).
     layer_rolled / layer_single: (L,) Spearman with leave-one-out at each layer's output, of the
     map traced back through that layer / of that layer's own map (None for other methods)."""
 
