@@ -21,7 +21,7 @@ def _until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
     pause = threading.Event()
     deadline = time.monotonic() + timeout
     while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for: {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for: {what} (threads: {_ours()})"
         pause.wait(0.01)
 
 
@@ -37,6 +37,10 @@ def _ours() -> list[str]:
 def closed() -> Iterator[set[str]]:
     """Sessions in this set have gone, as Streamlit's runtime would say."""
     gone: set[str] = set()
+    for session in list(training_jobs._JOBS):  # what earlier tests (AppTest sessions never close) left
+        training_jobs.forget(session)
+    sessions.clear()
+    _until(lambda: not _ours(), "threads of earlier tests ended before the test")
     old = sessions.set_alive(lambda s: s not in gone)
     yield gone
     for session in list(training_jobs._JOBS):

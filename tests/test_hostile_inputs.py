@@ -18,7 +18,7 @@ import pytest
 
 from .browser import ARTIFACTS, streamlit_server
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.browser]  # a real `streamlit run` server (tests/test_markers.py)
 
 PAGES = ["", "explain", "lab", "caveats", "corpus", "training"]
 TRIGGERS = {"trigger_value", "string_trigger_value", "json_trigger_value"}

@@ -41,6 +41,7 @@ def _until_finished(ws: object, deadline: float) -> list[object]:
     raise AssertionError("the script run did not finish in time")
 
 
+@pytest.mark.browser  # a real `streamlit run` server (tests/test_markers.py)
 def test_a_train_click_without_the_other_widget_states_is_no_crash() -> None:
     from streamlit.proto.WidgetStates_pb2 import WidgetState
     from websockets.sync.client import connect

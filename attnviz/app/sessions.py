@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["CHECK_S", "GRACE_S", "alive", "set_alive", "unwatch", "watch", "watched"]
+__all__ = ["CHECK_S", "GRACE_S", "alive", "clear", "set_alive", "unwatch", "watch", "watched"]
 
 LOG = logging.getLogger("attnviz")
 CHECK_S = 0.5
@@ -73,6 +73,15 @@ def unwatch(session: str, what: str) -> None:
             if not stops:
                 _WATCHED.pop(session, None)
                 _MISSING.pop(session, None)
+
+
+def clear() -> None:
+    """Forget every watch (tests: sessions of an AppTest never close, so their watches would
+    keep the thread alive into the next test); the thread then ends at its next look."""
+    with _COND:
+        _WATCHED.clear()
+        _MISSING.clear()
+        _COND.notify_all()
 
 
 def watched() -> int:
