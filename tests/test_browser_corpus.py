@@ -47,7 +47,10 @@ def _explorer_sentence(s: Session) -> str:
         "() => ['', '/explorer'].includes(location.pathname.replace(/\\/+$/, ''))", timeout=WAIT_MS
     )
     s.wait_views()
-    return str(s.page.locator(".st-key-sentence_input textarea").input_value())
+    # the box is drawn before the views (cold-start order): wait for the opened sentence in it
+    box = ".st-key-sentence_input textarea"
+    s.page.wait_for_function(f"() => document.querySelector({box!r})?.value.trim()", timeout=WAIT_MS)
+    return str(s.page.locator(box).input_value())
 
 
 def test_a_bundled_run_draws_the_grid_and_the_atlas_and_opens_sentences(session: Session) -> None:
