@@ -89,7 +89,9 @@ def test_the_scoreboard_draws_its_table_curves_and_best_method(
     legend = " ".join(s.svg_texts("chart_deletion"))
     assert "GlobEnc" in legend and "random order" in legend
     container = s.page.locator(".st-key-explain_scoreboard")
-    assert container.locator('[data-testid="stDataFrame"]').count() == 1  # the table beside the curves
+    table = container.locator('[data-testid="stDataFrame"]')
+    table.first.wait_for(timeout=FIRST_LOAD_MS)  # the grid is drawn after the curves; CI once read it before
+    assert table.count() == 1  # the table beside the curves
     text = container.inner_text()
     best = i18n.t(f"method.{board.best}", "en")
     assert f"Best for this sentence: {best}" in text or f"Closest to the model here: {best}" in text
