@@ -98,6 +98,6 @@ def test_the_scoreboard_draws_its_table_curves_and_best_method(
     assert "These numbers are themselves debated" in text
     agreement = s.page.evaluate(TRACES_JS, "chart_layer_agreement")
     assert agreement is not None and [rows for _, rows in agreement] == [len(explain.CONTRIBUTION_METHODS)] * 2
-    assert s.page.locator(".st-key-explain_contributions .js-plotly-plot .main-svg").count() >= 1
+    s.page.locator(".st-key-explain_contributions .js-plotly-plot .main-svg").first.wait_for(timeout=FIRST_LOAD_MS)
     assert not s.crashed and s.page.locator('[data-testid="stException"]').count() == 0
     s.shot("scoreboard", key="explain_scoreboard")
