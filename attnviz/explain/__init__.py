@@ -8,6 +8,7 @@ Methods on an `Attention` or an array, numpy in and out (heads.py computes with 
     pairs.py         minimal_pair, find_token
 Methods that run a model (take a Runner and a text; batches go through the background lane):
     norms.py         norm_weights, norm_reconstruction        (Kobayashi et al. 2020)
+    value_norms.py   value_norms, moved_share                 (the same, no (n, n) maps kept)
     attributions.py  occlusion, input_x_gradient, integrated_gradients, completeness_gap
     ablation.py      ablate, head_importance, pruning_curves     (Michel et al. 2019)
     context_mixing.py contributions, contributions_all         (whole layers: GlobEnc, ALTI,
@@ -43,6 +44,7 @@ from .pairs import MinimalPair, find_token, minimal_pair
 from .rollout import rollout, rollout_layers
 from .scoreboard import FAITHFULNESS_MAX_TOKENS, SCOREBOARD_METHODS, Scoreboard, ScoreRow, faithfulness
 from .sinks import SINK_THRESHOLD, SinkScores, hide_sinks, removed_share, sink_scores
+from .value_norms import moved_share, value_norms
 
 __all__ = [
     "BROAD_ENTROPY",
@@ -86,6 +88,7 @@ __all__ = [
     "kendall_tau",
     "logit_lens",
     "minimal_pair",
+    "moved_share",
     "norm_reconstruction",
     "norm_weights",
     "occlusion",
@@ -97,4 +100,5 @@ __all__ = [
     "sink_scores",
     "sink_shares",
     "spearman_rho",
+    "value_norms",
 ]

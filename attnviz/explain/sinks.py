@@ -110,11 +110,12 @@ def received(att: AttentionLike, causal: bool | None = None) -> np.ndarray:
 def sink_scores(
     att: AttentionLike,
     threshold: float = SINK_THRESHOLD,
-    norms: NormWeights | None = None,
+    norms: NormWeights | np.ndarray | None = None,
     *,
     causal: bool | None = None,
 ) -> SinkScores:
     """Which heads sink, on which tokens, and how much those tokens' value vectors carry.
+    `norms`: a NormWeights or its value norms alone, (layers, heads, n) (`value_norms`).
     `causal`: whether query i sees only tokens up to i, so alpha_k averages column k over the
     n - k queries that see it; None takes an `Attention`'s own flag (a plain array: False)."""
     if not 0.0 < threshold < 1.0:
@@ -125,10 +126,11 @@ def sink_scores(
     value_norms = np.full(got.shape, np.nan)
     mean_norm = np.full(share.shape, np.nan)
     if norms is not None:
-        if norms.value_norms.shape != got.shape:
-            raise ValueError(f"value norms {norms.value_norms.shape} do not match attention {got.shape}")
-        value_norms = norms.value_norms.astype(np.float64)
-        mean_norm = norms.value_norms.mean(-1, dtype=np.float64)
+        given = norms if isinstance(norms, np.ndarray) else norms.value_norms
+        if given.shape != got.shape:
+            raise ValueError(f"value norms {given.shape} do not match attention {got.shape}")
+        value_norms = given.astype(np.float64)
+        mean_norm = given.mean(-1, dtype=np.float64)
     value_norm = np.take_along_axis(value_norms, token[..., None], -1)[..., 0]
     return SinkScores(share, token, share > threshold, value_norm, mean_norm, float(threshold), got, value_norms)
 

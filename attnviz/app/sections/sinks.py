@@ -36,6 +36,23 @@ def _norms(context: Ctx, loaded: Loaded, text: str) -> NormWeights | None:
     return norms
 
 
+def _value_norms(context: Ctx, loaded: Loaded, text: str) -> np.ndarray | None:
+    """||f_h(x_j)|| (layers, heads, n) of the text as the views cut it (one cached forward that keeps
+    no maps: the explorer's result cache then holds its own 75 MB result at 512 tokens, not a
+    second one beside it), or None for a model whose layers cannot be taken apart."""
+    fitted = loaded.runner.fit(text, context.max_tokens)
+    try:
+        return runners.cached(
+            context, loaded, "value_norms", fitted, fn=lambda: explain.value_norms(loaded.runner, fitted)
+        )
+    except ValueError:
+        return None
+
+
+def _fits(norms: np.ndarray | None, att: Attention) -> np.ndarray | None:
+    return norms if norms is not None and norms.shape == att.weights.shape[:3] else None
+
+
 def _quoted(att: Attention, columns: np.ndarray) -> str:
     """Tokens as Markdown code spans: literal inside (no links, HTML, math or directives), with
     backticks swapped out so none can close the span, and colons kept from emoji shortcodes."""
@@ -60,8 +77,7 @@ def _view(focus: Focus) -> tuple[Any, ...]:
 
 def _scores(context: Ctx, focus: Focus) -> SinkScores:
     """Sink scores of what the views show (cached), with value norms when its tokens are the raw ones."""
-    norms = _norms(context, focus.loaded, focus.text)
-    usable = norms if norms is not None and norms.per_head.shape == focus.att.weights.shape else None
+    usable = _fits(_value_norms(context, focus.loaded, focus.text), focus.att)
     return runners.cached(
         context,
         focus.loaded,
@@ -111,9 +127,10 @@ def hide_switch(context: Ctx, focus: Focus) -> Focus:
     return dataclasses.replace(focus, att=hidden, settings={**focus.settings, "hide_sinks": True})
 
 
-def strongest_sink(scores: SinkScores, norms: NormWeights | None, att: Attention) -> dict[str, Any] | None:
-    """The head that sinks hardest, its token, and (with norms) how much the token moves there:
-    the norm-based share (||alpha f||, rows normalised) of that column beside the attention share."""
+def strongest_sink(scores: SinkScores, norms: np.ndarray | None, att: Attention) -> dict[str, Any] | None:
+    """The head that sinks hardest, its token, and (with the value norms, (layers, heads, n)) how
+    much the token moves there: the norm-based share (||alpha f||, rows normalised) of that column
+    beside the attention share."""
     if not scores.is_sink.any():
         return None
     layer, head = np.unravel_index(int(np.where(scores.is_sink, scores.share, -1).argmax()), scores.share.shape)
@@ -124,10 +141,9 @@ def strongest_sink(scores: SinkScores, norms: NormWeights | None, att: Attention
         "token": att.tokens[k],
         "share": float(scores.share[layer, head]),
     }
-    if norms is not None and norms.per_head.shape == att.weights.shape:
-        rows = norms.per_head[layer, head]
-        moved = rows / np.maximum(rows.sum(-1, keepdims=True), np.finfo(np.float32).tiny)
-        found["moved"] = float(moved[:, k].mean())
+    if _fits(norms, att) is not None:
+        assert norms is not None
+        found["moved"] = explain.moved_share(att.weights[layer, head], norms[layer, head], k)
         found["ratio"] = float(scores.value_norm[layer, head] / max(scores.mean_value_norm[layer, head], 1e-12))
     return found
 
@@ -138,10 +154,8 @@ def sink_caveat(context: Ctx, focus: Focus) -> None:
     raw = runners.analyse(context, focus.loaded, focus.text)
     if raw is None:
         return
-    norms = _norms(context, focus.loaded, focus.text)
-    scores = explain.sink_scores(
-        raw, norms=norms if norms is not None and norms.per_head.shape == raw.weights.shape else None
-    )
+    norms = _fits(_value_norms(context, focus.loaded, focus.text), raw)
+    scores = explain.sink_scores(raw, norms=norms)
     found = strongest_sink(scores, norms, raw)
     if found is None:
         st.caption(t("sinks.caveat_none"))
