@@ -24,7 +24,7 @@ from ...views import decoder as views
 from .. import charts, runners
 from ..runners import Loaded
 from ..state import Ctx, t
-from ..widgets import show_error
+from ..widgets import escape_md, show_error
 
 __all__ = ["has_byte_pieces", "notices", "panel", "whole_characters"]
 
@@ -99,6 +99,9 @@ def _next_word(context: Ctx, focus: FocusLike) -> None:
         LOG.warning("attnviz: next word failed: %s: %.300s", type(exc).__name__, exc)
         show_error(t("dec.failed"), type(exc).__name__)
         return
+    if pairs:
+        best, p = pairs[0]
+        st.markdown(t("dec.top", token=escape_md(views.visible(best)), p=f"{p:.0%}"))
     prob = t("dec.probability")
     st.dataframe(
         views.next_rows(pairs, lang=context.lang),
