@@ -11,6 +11,7 @@ import torch
 
 import attnviz
 from attnviz.explain.rotary import by_distance, rotary_distance, rotary_scores
+from attnviz.views.decoder import rotary_chart
 
 from .decoder_reference import _rope, layer_inputs
 from .tiny_models import _byte_bpe
@@ -89,6 +90,9 @@ def test_the_profile_is_the_mean_of_each_diagonal(llama: attnviz.PretrainedModel
     with_first = rotary_distance(llama, TEXT, layer=1, head=3, skip_first=False)
     assert with_first.distances.size == n and with_first.mean[n - 1] == pytest.approx(s[n - 1, 0], abs=1e-5)
     assert by_distance(np.array([[1.0, np.nan], [2.0, 4.0]]), skip_first=False)[1].tolist() == [2.5, 2.0]
+    fig = rotary_chart(profile, lang="zh")  # the view draws these numbers, words in the visitor's language
+    assert [list(tr.y) for tr in fig.data] == [profile.mean.tolist(), profile.unrotated.tolist()]
+    assert list(fig.data[0].x) == profile.distances.tolist() and "键/值头 1" in fig.layout.title.text
 
 
 def test_a_model_without_rotary_positions_says_so(minilm: attnviz.PretrainedModel) -> None:
