@@ -13,6 +13,11 @@ a decoder send it most of their attention (a sink, Xiao et al. 2024) whatever th
 
 The softmax of the recorded scores, masked causally, is the head's attention
 (tests/test_decoder_app_rotary.py holds it to `attend`), so these are the scores the model used.
+
+One exception to the rule that explain/ sees a model only through the Runner protocol: the
+recording reaches the Hugging Face module tree (`hf_model.layers[l].self_attn`, found with
+getattr, so any other runner gets a ValueError). A Runner method returning one layer's
+queries and keys would remove it.
 """
 
 from __future__ import annotations
