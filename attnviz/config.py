@@ -23,6 +23,8 @@ ATTNVIZ_TRAIN_MAX_HEADS=N    most heads a layer (default 8, demo 4)
 ATTNVIZ_MEMORY_MB=N          the server's memory budget: past it, new heavy work (explanations, flow,
                              training, corpus runs, model builds) waits in the queue (default 0: none,
                              demo 1500)
+ATTNVIZ_MODELS_MB=N          megabytes of model weights kept loaded: past it the least recently used models
+                             are dropped (default 0: no limit but the count, demo 1024; SmolLM2 is 540 MB)
 ATTNVIZ_TRUST_PROXY=1        the app is behind a reverse proxy: a visitor is told apart by the client
                              address the proxy appends to X-Forwarded-For (default: by a cookie)
 """
@@ -34,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .cache import DEFAULT_CACHE_ENTRIES, DEFAULT_CACHE_MB
-from .models.names import E5_MODEL, EMBEDDED_MODEL, check_model_name
+from .models.names import E5_MODEL, EMBEDDED_MODEL, SMOLLM2_MODEL, check_model_name
 from .models.tokens import DEFAULT_MAX_TOKENS
 
 __all__ = ["DEFAULT_MAX_CHARS", "Settings", "check_text", "settings_from_env"]
@@ -42,7 +44,8 @@ __all__ = ["DEFAULT_MAX_CHARS", "Settings", "check_text", "settings_from_env"]
 # 3,000 words of English is about 18,000 characters and must still be accepted (then truncated
 # to 512 tokens); a 1 MB paste is refused before it costs any tokenising time.
 DEFAULT_MAX_CHARS = 50_000
-BUILTIN_MODELS = (EMBEDDED_MODEL, E5_MODEL, "scratch")  # e5-small: the multilingual one (reads Chinese)
+# e5-small: the multilingual one (reads Chinese); smollm2: the decoder, loaded only when chosen
+BUILTIN_MODELS = (EMBEDDED_MODEL, E5_MODEL, "scratch", SMOLLM2_MODEL)
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,7 @@ class Settings:
     train_max_layers: int = 4
     train_max_heads: int = 8
     memory_mb: int = 0
+    models_mb: int = 0
     trust_proxy: bool = False
 
     @property
@@ -120,6 +124,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         train_max_layers=_int(env, "ATTNVIZ_TRAIN_MAX_LAYERS", 2 if demo else 4, 1),
         train_max_heads=_int(env, "ATTNVIZ_TRAIN_MAX_HEADS", 4 if demo else 8, 1),
         memory_mb=_int(env, "ATTNVIZ_MEMORY_MB", 1500 if demo else 0, 0),
+        models_mb=_int(env, "ATTNVIZ_MODELS_MB", 1024 if demo else 0, 0),
         trust_proxy=env.get("ATTNVIZ_TRUST_PROXY", "").strip().lower() in ("1", "true", "yes", "on"),
     )
 

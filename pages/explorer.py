@@ -9,7 +9,7 @@ from attnviz.app import widgets
 context = widgets.page_header("explorer.title", "explorer.intro")
 text = widgets.sentence_box(context)
 
-from attnviz.app.sections import ablation  # noqa: E402
+from attnviz.app.sections import ablation, decoder  # noqa: E402
 from attnviz.app.sections import explorer as section  # noqa: E402
 
 focus = section.analysis(context, text)
@@ -31,6 +31,7 @@ with right:
     section.graph_section(context, focus)
 draw_sinks_switch()  # into its place above the views, once they are sent (a second forward pass)
 ablation.effect(context, focus)
+decoder.panel(context, focus)  # a decoder: the next word, the logit lens, rotary positions
 
 st.divider()
 section.token_focus_section(context, focus)

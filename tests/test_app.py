@@ -346,6 +346,7 @@ def test_demo_mode_hides_the_model_id_box_and_refuses_other_ids(monkeypatch: pyt
         "MiniLM-L6 (pretrained BERT, offline)",
         "e5-small (multilingual, reads Chinese, offline)",
         "From-scratch encoder (same weights)",
+        "SmolLM2-135M (decoder, writes the next word, offline)",  # loaded only when chosen
     ]
     assert not [w for w in at.text_input if w.key == "model_id"]
     errors = _messages(at, "error")

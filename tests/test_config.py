@@ -21,7 +21,7 @@ def test_local_settings_allow_any_model() -> None:
 
 def test_demo_mode_restricts_models_before_loading() -> None:
     s = settings_from_env({"ATTNVIZ_DEMO": "1"})
-    assert s.demo and not s.free_model_ids and s.allowed_models == ("minilm", "e5-small", "scratch")
+    assert s.demo and not s.free_model_ids and s.allowed_models == ("minilm", "e5-small", "scratch", "smollm2")
     assert s.check_model("minilm") == "minilm"
     with pytest.raises(ValueError, match="not available here"):
         s.check_model("bert-base-uncased")
@@ -30,9 +30,16 @@ def test_demo_mode_restricts_models_before_loading() -> None:
 
 
 def test_model_choices_list_builtins_extras_and_the_allow_list() -> None:
-    assert settings_from_env({}).model_choices == ("minilm", "e5-small", "scratch")
+    assert settings_from_env({}).model_choices == ("minilm", "e5-small", "scratch", "smollm2")
     baked = settings_from_env({"ATTNVIZ_EXTRA_MODELS": "bert-base-uncased distilbert-base-uncased"})
-    assert baked.model_choices == ("minilm", "e5-small", "scratch", "bert-base-uncased", "distilbert-base-uncased")
+    assert baked.model_choices == (
+        "minilm",
+        "e5-small",
+        "scratch",
+        "smollm2",
+        "bert-base-uncased",
+        "distilbert-base-uncased",
+    )
     demo = settings_from_env({"ATTNVIZ_ALLOWED_MODELS": "minilm,gpt2", "ATTNVIZ_EXTRA_MODELS": "bert-base-uncased"})
     assert demo.model_choices == ("minilm", "gpt2")
 

@@ -18,7 +18,12 @@ _SHOWN_CHARACTERS = 12
 
 def model_label(name: str) -> str:
     """The display name of a built-in model in this run's language (the name itself otherwise)."""
-    key = {"minilm": "model.minilm", "e5-small": "model.e5", "scratch": "model.scratch"}.get(name)
+    key = {
+        "minilm": "model.minilm",
+        "e5-small": "model.e5",
+        "scratch": "model.scratch",
+        "smollm2": "model.smollm2",
+    }.get(name)
     return t(key) if key else name
 
 

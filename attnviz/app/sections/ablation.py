@@ -23,6 +23,7 @@ from ...result import Attention
 from .. import charts, heads_off, nav, runners, widgets, work
 from ..runners import Loaded
 from ..state import Ctx, keep, t
+from .decoder import has_byte_pieces
 
 if TYPE_CHECKING:
     from .explain import Subject
@@ -96,12 +97,13 @@ def _controls(context: Ctx, focus: Focus, off: Heads) -> None:
 def _derived(context: Ctx, focus: Focus, result: explain.Ablation) -> Attention:
     """The switched attention as the views draw it: specials hidden and words merged as asked."""
     hide, merge = bool(focus.settings.get("hide_special")), bool(focus.settings.get("merge_words"))
-    if not (hide or merge):
+    if not (hide or merge or has_byte_pieces(result.attention)):
         return result.attention
 
     def derive() -> Attention:
         out = result.attention.without_special() if hide else result.attention
-        return out.merge_words() if merge else out
+        out = out.merge_words() if merge else out
+        return out.merge_characters()  # byte pieces as whole characters, as the explorer shows them
 
     return runners.cached(
         context, focus.loaded, "ablate_view", focus.text, result.heads, result.mode, hide, merge, fn=derive

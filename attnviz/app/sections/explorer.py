@@ -13,11 +13,13 @@ import streamlit as st
 from ... import lab, views
 from ...focus import default_focus
 from ...result import Attention
+from ...views import decoder as decoder_views
 from ...views.ablation import mark_off
 from .. import charts, downloads, heads_off, runners, widgets, work
 from ..readers import unknown_notice
 from ..runners import Loaded
 from ..state import Ctx, t
+from . import decoder
 
 THUMB = 32  # model-view thumbnails of at most 32 x 32 cells: 72 heads at 512 tokens stay ~0.5 MB
 DEFAULTS: tuple[tuple[str, object], ...] = (
@@ -74,6 +76,9 @@ def analysis(context: Ctx, text: str | None = None) -> Focus | None:
     att = runners.analyse(context, loaded, clean, hide_special=hide, merge_words=merge)
     if att is None:
         return None
+    whole = decoder.whole_characters(context, loaded, clean, att, hide, merge)  # byte pieces -> characters
+    decoder.notices(loaded, merged=whole is not att)
+    att = whole
     truncation_notice(att)
     unknown_notice(context, loaded.runner, clean)
     widgets.show_tokens(att.tokens)
@@ -144,6 +149,7 @@ def heatmap_view(context: Ctx, focus: Focus) -> None:
         fig = views.heatmap(
             focus.att, focus.layer, focus.head, zmax=1.0 if focus.color_range == "fixed" else None, lang=context.lang
         )
+        fig = decoder_views.note_group(fig, focus.att, focus.head, lang=context.lang)  # grouped heads
         _show(focus, fig, "chart_heatmap", "caveat.heatmap", "heatmap")
 
 
@@ -151,7 +157,9 @@ def grid_view(context: Ctx, focus: Focus) -> None:
     with st.container(key="view_grid"):
         st.subheader(t("view.grid"))
         in_focus = None if focus.head is None else (focus.layer, focus.head)
-        fig = mark_off(views.model_view(focus.att, focus=in_focus, thumb=THUMB, lang=context.lang), focus.off)
+        thumb = decoder_views.grid_thumb(focus.att, THUMB)  # 270 heads of SmolLM2 keep the payload of 72
+        fig = mark_off(views.model_view(focus.att, focus=in_focus, thumb=thumb, lang=context.lang), focus.off)
+        fig = decoder_views.mark_groups(fig, focus.att, lang=context.lang)
         _show(focus, fig, "chart_grid", "caveat.grid", "grid", on_select=heads_off.grid_click)
 
 

@@ -1,0 +1,164 @@
+"""Rotary positions on the visitor's own sentence: how one head's score between two tokens
+changes with their distance, measured from the model's own queries and keys.
+
+With rotary positions (Su et al. 2021; Llama, Qwen, Mistral, SmolLM2) a head's score of query i
+against key j is (R_i q_i) . (R_j k_j) = q_i . R_(j-i) k_j: the rotation leaves only the distance
+i - j in the score. We do not draw that from the formula. One real forward of the sentence is
+recorded at one layer (hooks on its query and key projections, and on the attention module for
+the cos/sin tables it receives), the queries and keys are rotated with the model's own rotary
+function, and the pre-softmax score q_i . k_j * scaling is averaged over every pair the same
+distance apart (j <= i: a decoder's query sees no later key). The same pairs without the
+rotation show what the positions add. The first token is left out by default: most heads of
+a decoder send it most of their attention (a sink, Xiao et al. 2024) whatever the distance.
+
+The softmax of the recorded scores, masked causally, is the head's attention
+(tests/test_decoder_app_rotary.py holds it to `attend`), so these are the scores the model used.
+
+One exception to the rule that explain/ sees a model only through the Runner protocol: the
+recording reaches the Hugging Face module tree (`hf_model.layers[l].self_attn`, found with
+getattr, so any other runner gets a ValueError). A Runner method returning one layer's
+queries and keys would remove it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..models import Runner
+
+__all__ = ["RotaryProfile", "by_distance", "rotary_distance", "rotary_scores"]
+
+
+@dataclass(frozen=True)
+class RotaryProfile:
+    """One head's pre-softmax score by distance on one sentence.
+
+    distances (m,) 0, 1, ...; mean (m,) the mean score of the pairs that far apart, with the
+    rotary positions; unrotated (m,) the same queries and keys without them; count (m,) pairs
+    at each distance; scores (n, n) the head's pre-softmax scores (NaN above the diagonal);
+    skip_first: whether pairs with the first token as key were left out."""
+
+    layer: int
+    head: int
+    kv_head: int
+    tokens: list[str]
+    distances: np.ndarray
+    mean: np.ndarray
+    unrotated: np.ndarray
+    count: np.ndarray
+    scores: np.ndarray
+    skip_first: bool
+
+
+def _attention_module(model: Runner, layer: int) -> tuple[Any, Any, Any]:
+    """(the Hugging Face base model, its attention module at `layer`, the rotary function of its
+    modelling file); ValueError when there is no such thing."""
+    hf = getattr(model, "hf_model", None)
+    blocks = getattr(hf, "layers", None)
+    if blocks is None or not 0 <= layer < len(blocks):
+        raise ValueError(f"model '{model.name}' has no rotary positions to show (no decoder layer {layer})")
+    attn = getattr(blocks[layer], "self_attn", None)
+    rotate = getattr(sys.modules.get(type(attn).__module__), "apply_rotary_pos_emb", None)
+    if attn is None or rotate is None or not all(hasattr(attn, p) for p in ("q_proj", "k_proj", "head_dim")):
+        raise ValueError(f"model '{model.name}' has no rotary positions to show")
+    return hf, attn, rotate
+
+
+def rotary_scores(
+    model: Runner, text: str, layer: int, max_tokens: int | None = None
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(tokens, rotated, unrotated): every query head's pre-softmax scores (H, n, n) float64 at
+    `layer`, NaN above the diagonal, from the model's own queries and keys of one forward;
+    `unrotated` the same without the rotary positions. ValueError for a model without them."""
+    hf, attn, rotate = _attention_module(model, layer)
+    enc = model.encode(text, max_tokens)
+    seen: dict[str, Any] = {}
+    owner = threading.get_ident()  # another visitor's pass meanwhile must not write our record
+
+    def keep(name: str) -> Any:
+        def hook(_m: torch.nn.Module, _args: tuple[Any, ...], out: torch.Tensor) -> None:
+            if threading.get_ident() == owner:
+                seen[name] = out
+
+        return hook
+
+    def tables(_m: torch.nn.Module, _args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if threading.get_ident() == owner:
+            seen["cos_sin"] = kwargs.get("position_embeddings")
+
+    with model.gate.interactive(), torch.inference_mode(), contextlib.ExitStack() as stack:
+        stack.callback(attn.register_forward_pre_hook(tables, with_kwargs=True).remove)
+        stack.callback(attn.q_proj.register_forward_hook(keep("q")).remove)
+        stack.callback(attn.k_proj.register_forward_hook(keep("k")).remove)
+        hf(**enc.inputs, return_dict=True)
+        if not {"q", "k"} <= seen.keys() or seen.get("cos_sin") is None:
+            raise ValueError(f"model '{model.name}' has no rotary positions to show")
+        q, k = (_heads(attn, seen[p], p) for p in ("q", "k"))  # (1, H, n, d), (1, KV, n, d)
+        cos, sin = seen["cos_sin"]
+        q_rot, k_rot = rotate(q, k, cos, sin)
+        scaling = float(getattr(attn, "scaling", attn.head_dim**-0.5))
+        rotated = _scores(q_rot[0], k_rot[0], scaling)
+        plain = _scores(q[0], k[0], scaling)
+    return list(enc.tokens), rotated, plain
+
+
+def _heads(attn: Any, projected: torch.Tensor, which: str) -> torch.Tensor:
+    """(1, n, heads * d) -> (1, heads, n, d), through the module's per-head norm if it has one
+    (Qwen3 and Gemma 3 normalise queries and keys before the rotation)."""
+    x = projected.view(*projected.shape[:-1], -1, attn.head_dim)
+    norm = getattr(attn, f"{which}_norm", None)
+    if isinstance(norm, torch.nn.Module):
+        x = norm(x)
+    return x.transpose(1, 2)
+
+
+def _scores(q: torch.Tensor, k: torch.Tensor, scaling: float) -> np.ndarray:
+    """(H, n, d) queries and (KV, n, d) keys -> (H, n, n) float64 scores, query head h reading
+    key head h // (H / KV) (transformers' repeat_kv), NaN above the diagonal."""
+    k = k.repeat_interleave(q.shape[0] // k.shape[0], dim=0)
+    s = (q.double() @ k.double().transpose(-1, -2) * scaling).cpu().numpy()
+    n = s.shape[-1]
+    s[:, np.triu(np.ones((n, n), dtype=bool), 1)] = np.nan
+    return s
+
+
+def by_distance(scores: np.ndarray, skip_first: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(distances, mean, count) of an (n, n) causal score matrix: mean over the pairs (i, i - d)
+    for each distance d; without the first token as key when `skip_first` (then at most n - 1
+    distances, each with at least one pair)."""
+    n = scores.shape[-1]
+    first = 1 if skip_first and n > 1 else 0
+    distances = np.arange(n - first)
+    mean = np.array([np.diagonal(scores, -d)[first:].mean() for d in distances])
+    count = np.array([n - d - first for d in distances])
+    return distances, mean, count
+
+
+def rotary_distance(
+    model: Runner, text: str, layer: int, head: int, *, skip_first: bool = True, max_tokens: int | None = None
+) -> RotaryProfile:
+    """One head's mean pre-softmax score by distance on `text` (see the module's docstring)."""
+    if not 0 <= head < model.n_heads:
+        raise IndexError(f"head {head} outside 0..{model.n_heads - 1}")
+    tokens, rotated, plain = rotary_scores(model, text, layer, max_tokens)
+    distances, mean, count = by_distance(rotated[head], skip_first)
+    kv = getattr(model, "kv_heads", None)
+    return RotaryProfile(
+        layer=layer,
+        head=head,
+        kv_head=int(kv[head]) if kv is not None else head,
+        tokens=tokens,
+        distances=distances,
+        mean=mean,
+        unrotated=by_distance(plain[head], skip_first)[1],
+        count=count,
+        scores=rotated[head],
+        skip_first=skip_first,
+    )

@@ -1,0 +1,154 @@
+"""What a decoder adds to the views: which query heads share keys and values (marks on the
+all-heads grid, a note on the heatmap), the rotary distance chart, and the next-word and logit
+lens tables as plain rows (the app shows them as tables; tokens are data, never markup).
+
+Grouped-query attention (Ainslie et al. 2023): query head h reads key/value head
+`att.kv_heads[h]`. In the grid each group's columns are outlined in one colour and every head's
+tick names its key/value head."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..i18n import DEFAULT_LANGUAGE, t
+from ..result import Attention
+from ._base import HEAD_COLORS, Json, figure, head_label, layout_title
+
+if TYPE_CHECKING:  # the explain package imports torch; views do not
+    from ..explain.logit_lens import LogitLens
+    from ..explain.rotary import RotaryProfile
+
+__all__ = ["grid_thumb", "groups", "lens_rows", "mark_groups", "next_rows", "note_group", "rotary_chart"]
+
+GRID_PIXELS = 72 * 32 * 32  # the mosaic budget of 72 heads at 32 x 32 (views/grid.py): ~0.5 MB at 512 tokens
+
+
+def groups(att: Attention) -> list[list[int]]:
+    """The query heads of each key/value head, in order; [] when every head has its own."""
+    kv = att.kv_heads
+    if kv is None or len(set(kv.tolist())) == att.n_heads:
+        return []
+    return [np.flatnonzero(kv == g).tolist() for g in sorted(set(kv.tolist()))]
+
+
+def grid_thumb(att: Attention, largest: int = 32) -> int:
+    """Thumbnail size of the all-heads grid: `largest`, smaller for models with many heads so
+    the mosaic keeps the pixel budget of 72 heads at 32 x 32 (SmolLM2's 270 heads: 16)."""
+    fit = int((GRID_PIXELS / max(1, att.n_layers * att.n_heads)) ** 0.5)
+    return max(4, min(largest, fit))
+
+
+def mark_groups(fig: go.Figure, att: Attention, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
+    """Outline each key/value group's columns of a `model_view` / `layer_head_grid` figure in
+    its own colour, and name each head's key/value head under its number. Unchanged for a model
+    whose heads each have their own keys and values."""
+    found = groups(att)
+    if not found:
+        return fig
+    shapes: list[Json] = []
+    ticks = [""] * att.n_heads
+    for g, heads in enumerate(found):
+        colour = HEAD_COLORS[g % len(HEAD_COLORS)]
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "y",
+                "x0": min(heads) - 0.48,
+                "x1": max(heads) + 0.48,
+                "y0": -0.5,
+                "y1": att.n_layers - 0.5,
+                "line": {"color": colour, "width": 2},
+                "fillcolor": "rgba(0,0,0,0)",
+            }
+        )
+        for h in heads:
+            ticks[h] = f"{h}<br><span style='color:{colour}'>{t('dec.kv_short', lang, kv=g)}</span>"
+    note = t("dec.grouped", lang, heads=att.n_heads, kv=len(found), per=att.n_heads // len(found))
+    title = fig.layout.title.text or ""
+    fig.update_layout(
+        shapes=[*fig.layout.shapes, *shapes],
+        xaxis={"ticktext": ticks, "tickvals": list(range(att.n_heads))},
+        title={"text": f"{title}<br><sup>{note}</sup>"},
+    )
+    return fig
+
+
+def note_group(fig: go.Figure, att: Attention, head: int | None, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
+    """Under a one-head heatmap's title: the key/value head it reads and the heads sharing it."""
+    found = groups(att)
+    if not found or head is None:
+        return fig
+    kv = int(np.asarray(att.kv_heads)[head])
+    others = ", ".join(str(h) for h in found[kv] if h != head)
+    title = fig.layout.title.text or ""
+    fig.update_layout(title={"text": f"{title}<br><sup>{t('dec.shares', lang, kv=kv, others=others)}</sup>"})
+    return fig
+
+
+def rotary_chart(profile: RotaryProfile, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
+    """Mean pre-softmax score by distance, with and without the rotary positions."""
+    hover = t("dec.rotary_hover", lang, d="%{x}", s="%{y:.3f}", n="%{customdata}")
+    lines: list[Json] = [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "x": profile.distances,
+            "y": profile.mean,
+            "customdata": profile.count,
+            "name": t("dec.rotary_with", lang),
+            "line": {"color": HEAD_COLORS[0]},
+            "hovertemplate": hover,
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": profile.distances,
+            "y": profile.unrotated,
+            "customdata": profile.count,
+            "name": t("dec.rotary_without", lang),
+            "line": {"color": HEAD_COLORS[1], "dash": "dot"},
+            "hovertemplate": hover,
+        },
+    ]
+    title = t("dec.rotary_chart", lang, head=head_label(profile.layer, profile.head, lang=lang), kv=profile.kv_head)
+    note = t("dec.rotary_note_first" if profile.skip_first else "dec.rotary_note", lang)
+    layout: Json = {
+        "title": layout_title(title, note),
+        "xaxis": {"title": {"text": t("dec.rotary_x", lang)}},
+        "yaxis": {"title": {"text": t("dec.rotary_y", lang)}},
+        "legend": {"orientation": "h", "y": -0.25},
+        "height": 380,
+        "margin": {"t": 80},
+    }
+    return figure(lines, layout)
+
+
+def next_rows(pairs: Sequence[tuple[str, float]], *, lang: str = DEFAULT_LANGUAGE) -> list[dict[str, object]]:
+    """The next-word table: rank (1-based), token (spaces made visible), probability."""
+    return [
+        {t("dec.rank", lang): i, t("dec.next_token", lang): visible(tok), t("dec.probability", lang): p}
+        for i, (tok, p) in enumerate(pairs, start=1)
+    ]
+
+
+def lens_rows(lens: LogitLens, *, lang: str = DEFAULT_LANGUAGE) -> list[dict[str, str]]:
+    """The logit lens as a table: one row per layer (0-based, as the widgets), one column per
+    rank, each cell "token (probability)"."""
+    rows = []
+    for layer, (tokens, probs) in enumerate(zip(lens.tokens, lens.probs.tolist(), strict=True)):
+        row = {t("dec.lens_layer", lang): str(layer)}
+        for rank, (tok, p) in enumerate(zip(tokens, probs, strict=True), start=1):
+            row[f"{t('dec.rank', lang)} {rank}"] = t("dec.lens_cell", lang, token=visible(tok), p=f"{p:.1%}")
+        rows.append(row)
+    return rows
+
+
+def visible(token: str) -> str:
+    """A token as a table shows it: a leading space as ␣, newlines and tabs as \\n and \\t."""
+    out = token.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+    return "\u2423" + out[1:] if out.startswith(" ") else (out or "\u2423")
