@@ -4,6 +4,7 @@ tokens holding one attention-sized result, not two, so a layer or head change re
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ from attnviz.app import registry
 from attnviz.config import settings_from_env
 
 TEXT = "The animal didn't cross the street because it was tired."
-APP = str(__import__("pathlib").Path(__file__).with_name("app_entry.py"))
+APP = str(Path(__file__).with_name("app_entry.py"))
 
 
 @pytest.mark.parametrize("which", ["minilm", "scratch"])
@@ -61,7 +62,7 @@ def test_a_head_change_at_512_tokens_reruns_no_model(monkeypatch: pytest.MonkeyP
         return original(self, text, max_tokens)
 
     monkeypatch.setattr(attnviz.PretrainedModel, "attend", counting)
-    words = "river bank money animal street tired wide dog man bites cat tree".split()
+    words = ["river", "bank", "money", "animal", "street", "tired", "wide", "dog", "man", "bites", "cat", "tree"]
     text = " ".join(words[(i * 7) % len(words)] + str(i % 3) for i in range(400))  # past 512 tokens
     at = AppTest.from_file(APP, default_timeout=300)
     at.query_params["text"] = text
