@@ -71,7 +71,13 @@ class PreNormRecord:
     f: torch.Tensor  # (H, n, d) f_h(x_j): the value vector head h reads, through its W_O slice
     attn_out: torch.Tensor  # (n, d) what o_proj returned
     mid: torch.Tensor  # (n, d) x + attn_out: the attention block's output with its residual
-    out: torch.Tensor  # (n, d) mid + mlp(norm_ff(mid)): the layer's output
+
+    @cached_property
+    def out(self) -> torch.Tensor:
+        """(n, d) mid + mlp(norm_ff(mid)): the layer's output (computed on first use: only Value
+        Zeroing needs it, and at SmolLM2's size it costs a third of a forward pass)."""
+        with torch.inference_mode():
+            return rest_of_layer(self.parts, self.mid)
 
     @property
     def n(self) -> int:
@@ -159,9 +165,7 @@ def record_prenorm_layers(model: Runner, enc: Encoded) -> Iterator[PreNormRecord
             weights = torch.from_numpy(np.ascontiguousarray(alpha)).to(x.device).tril()  # exact zeros
             attn_out = rec["attn_out"].float()
             mid = x + attn_out
-            yield PreNormRecord(
-                p, x, weights, transformed(p, rec["values"].float()), attn_out, mid, rest_of_layer(p, mid)
-            )
+            yield PreNormRecord(p, x, weights, transformed(p, rec["values"].float()), attn_out, mid)
 
 
 @torch.inference_mode()
@@ -211,7 +215,7 @@ def value_zeroing_prenorm_map(model: Runner, r: PreNormRecord, progress: Progres
     block is rerun on the result. Lower triangular: a later token is invisible to i."""
     n = r.n
     out = torch.zeros(n, n, dtype=r.x.dtype, device=r.x.device)
-    base = rest_of_layer(r.parts, r.mid)  # the same path as the reruns: "nothing zeroed" gives 0
+    base = r.out  # the same path as the reruns: "nothing zeroed" gives 0
     for part in in_batches(model, n, n, progress=progress):
         lo = part.start  # positions before the first zeroed token cannot see it: not rerun (half the work)
         lost = r.alpha_by_key[part, lo:] @ r.f_by_key[part]  # (b_j, n_i - lo, d)
