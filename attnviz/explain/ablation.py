@@ -15,6 +15,11 @@ and u = p(1) / ||p(1)|| held fixed: the length of the sentence embedding along i
 direction, the same objective the token attributions use (attributions._objective). Its
 first-order Taylor term F(1) - F(head h off) ~ dF/d xi_h is what the estimate ranks; comparing
 that ranking with the real single-head effect is the point (Michel et al., section 4.2).
+
+Pre-norm decoders (Llama family, grouped heads): a query head's slice of o_proj's input is
+switched (query heads that share a key/value head are switched one by one), the same measures
+are taken on the final hidden states (after the final norm), each variant runs the whole model,
+and only "zero" is offered (a mean over positions would reach later tokens).
 """
 
 from __future__ import annotations
@@ -30,8 +35,9 @@ import torch
 from ..models import Encoded, HeadMode, Progress, Runner
 from ..result import Attention
 from ..scratch import post_ln_layer
-from ._model import in_batches, with_gradients
+from ._model import expand, in_batches, with_gradients
 from .agreement import agreement
+from .prenorm import is_prenorm
 
 __all__ = [
     "CURVE_POINTS",
@@ -173,7 +179,7 @@ def ablate(
     if mode not in ("zero", "mean"):
         raise ValueError("mode must be 'zero' or 'mean'")
     off = _heads(model, heads)
-    model.layers()  # a clear ValueError for other architectures, before any work
+    decoder = _checked_mode(model, mode)
     enc = model.encode(text, max_tokens)
     inputs, n = enc.inputs, int(enc.inputs["input_ids"].shape[1])
     out: dict[str, Any] = {}
@@ -183,7 +189,10 @@ def ablate(
 
     def switched() -> None:
         with model.switch_heads(off, mode):
-            out["weights"], out["final"] = _attend_final(model, inputs)
+            if decoder:  # the final norm is not among a decoder's layer parts: two passes
+                out["weights"], out["final"] = model.attention_array(inputs), model.last_hidden(inputs)
+            else:
+                out["weights"], out["final"] = _attend_final(model, inputs)
 
     passes: list[Callable[[], None]] = [base, switched]
     with torch.inference_mode():
@@ -229,9 +238,11 @@ def _sweep(
     rows: list[list[Head]],
     mode: HeadMode,
     progress: Progress | None,
+    decoder_inputs: dict[str, torch.Tensor] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-token-mean and sentence distances for each row's set of heads off, in batches of
-    the background lane. A row with no head off is 0 without a pass."""
+    the background lane. A row with no head off is 0 without a pass. With `decoder_inputs` (a
+    pre-norm decoder, whose layers are not recomputed here) each row runs the whole model."""
     L, H, n = model.n_layers, model.n_heads, int(states[0].shape[1])
     token_mean, sentence = np.zeros(len(rows)), np.zeros(len(rows))
     todo = sorted((min(lay for lay, _ in row), r) for r, row in enumerate(rows) if row)
@@ -243,7 +254,11 @@ def _sweep(
         for b, (_, r) in enumerate(chunk):
             for lay, hd in rows[r]:
                 gates[b, lay, hd] = 0.0
-        final = _run_rows(model, states, mask, gates, [s for s, _ in chunk], mode)
+        if decoder_inputs is None:
+            final = _run_rows(model, states, mask, gates, [s for s, _ in chunk], mode)
+        else:
+            with model.switch_heads(gates=gates, mode=mode):
+                final = model.last_hidden(expand(decoder_inputs, len(chunk)))
         tokens, pooled = _distances(states[-1][0], final, mask)
         for b, (_, r) in enumerate(chunk):
             token_mean[r], sentence[r] = tokens[b].mean(), pooled[b]
@@ -265,12 +280,24 @@ def _gradient(model: Runner, inputs: dict[str, torch.Tensor], mode: HeadMode) ->
     return grad.abs().double().cpu().numpy()
 
 
-def _states(model: Runner, text: str, max_tokens: int) -> tuple[Encoded, list[torch.Tensor]]:
-    model.layers()  # a clear ValueError for other architectures, before any work
+def _checked_mode(model: Runner, mode: str) -> bool:
+    """Whether the model is a pre-norm decoder (ValueError for other architectures, before any
+    work). A causal model refuses "mean": a mean over positions would hand each position what
+    later tokens computed."""
+    decoder = is_prenorm(model)
+    if decoder and mode == "mean":
+        raise ValueError("a causal model takes mode 'zero' only: the mean over positions includes later tokens")
+    return decoder
+
+
+def _states(model: Runner, text: str, max_tokens: int, mode: str) -> tuple[Encoded, list[torch.Tensor], bool]:
+    """The encoding, the hidden states (L + 1 of (1, n, d); the last is the final output) and
+    whether the model is a pre-norm decoder (ValueError for other architectures, before any work)."""
+    decoder = _checked_mode(model, mode)
     enc = model.encode(text, max_tokens)
     with torch.inference_mode(), model.gate.background():
-        states = model.hidden_states(enc.inputs)  # L + 1 of (1, n, d)
-    return enc, states
+        states = model.hidden_states(enc.inputs)
+    return enc, states, decoder
 
 
 def head_importance(
@@ -287,13 +314,13 @@ def head_importance(
     `max_tokens` tokens are cut first (`capped`)."""
     if mode not in ("zero", "mean"):
         raise ValueError("mode must be 'zero' or 'mean'")
-    enc, states = _states(model, text, max_tokens)
+    enc, states, decoder = _states(model, text, max_tokens, mode)
     mask = enc.inputs.get("attention_mask")
     L, H = model.n_layers, model.n_heads
     gradient = _gradient(model, enc.inputs, mode)
     rows = [[(lay, hd)] for lay in range(L) for hd in range(H)]
     with torch.inference_mode():
-        token_mean, sentence = _sweep(model, states, mask, rows, mode, progress)
+        token_mean, sentence = _sweep(model, states, mask, rows, mode, progress, enc.inputs if decoder else None)
     effect = sentence.reshape(L, H)
     agree = agreement(effect.ravel(), gradient.ravel())
     return HeadImportance(
@@ -324,7 +351,7 @@ def pruning_curves(
     al.'s pruning curve for this sentence. Same text and cap as the `importance` given."""
     if points < 2:
         raise ValueError("points must be at least 2")
-    enc, states = _states(model, text, max_tokens)
+    enc, states, decoder = _states(model, text, max_tokens, importance.mode)
     if int(enc.inputs["input_ids"].shape[1]) != importance.n_tokens or importance.shape != (
         model.n_layers,
         model.n_heads,
@@ -335,7 +362,8 @@ def pruning_curves(
     rankings = {order: importance.ranking(order, seed) for order in orders}
     rows = [ranking[:k] for ranking in rankings.values() for k in ks]
     with torch.inference_mode():
-        token_mean, sentence = _sweep(model, states, enc.inputs.get("attention_mask"), rows, importance.mode, progress)
+        mask, inputs = enc.inputs.get("attention_mask"), enc.inputs if decoder else None
+        token_mean, sentence = _sweep(model, states, mask, rows, importance.mode, progress, inputs)
     m = len(ks)
     return {
         order: PruningCurve(

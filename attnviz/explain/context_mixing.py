@@ -33,12 +33,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
-from ..models import Progress, Runner
+from ..models import Encoded, Progress, Runner
 from .decompose import LayerRecord, alti_map, globenc_map, norm_map, record_layers
+from .prenorm import (
+    PRENORM_METHODS,
+    alti_prenorm_map,
+    is_prenorm,
+    norm_prenorm_map,
+    record_prenorm_layers,
+    value_zeroing_prenorm_map,
+)
 from .rollout import rollout_layers
 from .value_zeroing import value_zeroing_map
 
@@ -145,6 +154,11 @@ _MAPS: dict[str, Callable[[LayerRecord], torch.Tensor]] = {
     "globenc": globenc_map,
     "alti": alti_map,
 }
+_PRENORM_MAPS: dict[str, Callable[[Any], torch.Tensor]] = {
+    "attention": lambda r: r.alpha.mean(0).tril(),
+    "norm": norm_prenorm_map,
+    "alti": alti_prenorm_map,
+}
 
 
 def _check(methods: Iterable[str]) -> list[str]:
@@ -168,8 +182,9 @@ def contributions_all(
 
     The text is cut to `max_tokens` (default: the model's limit, or VALUE_ZEROING_MAX_TOKENS
     when Value Zeroing is among the methods; the result says so in `notes`). Works for the
-    scratch encoder and BERT-family encoders (ValueError for other layouts). `progress(fraction)`
-    is called after each layer and between batches of Value Zeroing, and may raise to cancel.
+    scratch encoder, BERT-family encoders and Llama-family decoders (explain/prenorm.py: attention,
+    norm, ALTI and Value Zeroing, every map 0 above the diagonal; ValueError for other layouts).
+    `progress(fraction)` is called after each layer and between batches of Value Zeroing, and may raise to cancel.
     `globenc_rollout` (GLOBENC_ROLLOUTS): see the module docstring."""
     chosen = _check(methods)
     if globenc_rollout not in GLOBENC_ROLLOUTS:
@@ -177,28 +192,14 @@ def contributions_all(
     cap = max_tokens
     if cap is None and "value_zeroing" in chosen:
         cap = VALUE_ZEROING_MAX_TOKENS
-    model.layers()  # ValueError now for a model whose layers cannot be taken apart
+    decoder = is_prenorm(model)  # ValueError now for a model whose layers cannot be taken apart
+    if decoder and set(chosen) - set(PRENORM_METHODS):
+        raise ValueError(f"for a decoder choose from {', '.join(PRENORM_METHODS)} (GlobEnc is for post-LN encoders)")
     enc = model.encode(text, cap)
     notes: tuple[str, ...] = ()
     if max_tokens is None and cap is not None and enc.truncated:
         notes = (CUT_NOTE.format(kept=len(enc.tokens), total=enc.n_input_tokens),)
-    maps: dict[str, list[np.ndarray]] = {m: [] for m in chosen}
-    raw_globenc: list[np.ndarray] = []  # the unnormalised norms, for the authors' rollout
-    n_layers = model.n_layers
-    for layer, record in enumerate(record_layers(model, enc)):
-        with torch.inference_mode():
-            for method in chosen:
-                if method == "value_zeroing":
-                    step = None if progress is None else _within(progress, layer, n_layers)
-                    m = value_zeroing_map(model, record, step)
-                else:
-                    m = _MAPS[method](record)
-                if method == "globenc" and globenc_rollout == "raw":
-                    raw_globenc.append(m.float().cpu().numpy())
-                maps[method].append(normalise_rows(m.double().cpu().numpy()))  # float32 kept: at 512
-                # tokens a float64 stack of 4 methods x 6 layers and its normalising copies were 0.2 GB
-        if progress is not None:
-            progress((layer + 1) / n_layers)  # also for the closed-form maps: ALTI at 512 tokens takes a while
+    maps, raw_globenc = _layer_maps(model, enc, chosen, decoder, progress, globenc_rollout == "raw")
     out = {}
     for method in chosen:
         per_layer = np.stack(maps[method])
@@ -214,6 +215,33 @@ def contributions_all(
             notes=notes if method == "value_zeroing" else (),
         )
     return out
+
+
+def _layer_maps(
+    model: Runner, enc: Encoded, chosen: list[str], decoder: bool, progress: Progress | None, raw: bool
+) -> tuple[dict[str, list[np.ndarray]], list[np.ndarray]]:
+    """Each method's rows-normalised map of every layer, from one recorded forward, and (with
+    `raw`) GlobEnc's unnormalised norms for the authors' rollout."""
+    maps: dict[str, list[np.ndarray]] = {m: [] for m in chosen}
+    raw_globenc: list[np.ndarray] = []
+    n_layers = model.n_layers
+    records: Iterable[Any] = record_prenorm_layers(model, enc) if decoder else record_layers(model, enc)
+    for layer, record in enumerate(records):
+        with torch.inference_mode():
+            for method in chosen:
+                if method == "value_zeroing":
+                    step = None if progress is None else _within(progress, layer, n_layers)
+                    zeroing = value_zeroing_prenorm_map if decoder else value_zeroing_map
+                    m = zeroing(model, record, step)
+                else:
+                    m = (_PRENORM_MAPS if decoder else _MAPS)[method](record)
+                if method == "globenc" and raw:
+                    raw_globenc.append(m.float().cpu().numpy())
+                maps[method].append(normalise_rows(m.double().cpu().numpy()))  # float32 kept: at 512
+                # tokens a float64 stack of 4 methods x 6 layers and its normalising copies were 0.2 GB
+        if progress is not None:
+            progress((layer + 1) / n_layers)  # also for the closed-form maps: ALTI at 512 tokens takes a while
+    return maps, raw_globenc
 
 
 def _rolled(method: str, per_layer: np.ndarray, raw_globenc: list[np.ndarray]) -> np.ndarray:

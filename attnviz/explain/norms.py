@@ -11,9 +11,12 @@ import numpy as np
 import torch
 
 from ..models import Encoded, Runner
+from ..prenorm import PreNormParts
 from ..result import Attention
 from ..scratch import LayerParts
 from ._arrays import read_only_view
+from .prenorm import is_prenorm, prenorm_trace
+from .prenorm import transformed as prenorm_transformed
 
 __all__ = ["NormWeights", "norm_reconstruction", "norm_weights"]
 
@@ -67,19 +70,27 @@ class NormWeights:
 _NORM_BLOCK = 64  # query rows per block in NormWeights.layer_norms (measured: 64 is fastest at n=512)
 
 
-def _capture(model: Runner, text: str) -> tuple[Encoded, list[LayerParts], np.ndarray, list[dict[str, torch.Tensor]]]:
-    """One recorded forward (Runner.trace): the encoding, the layers, alpha (L, H, n, n) and,
-    per layer, the value projection x W_V + b_V and the output projection's result."""
-    parts = model.layers()
+Parts = list[LayerParts | PreNormParts]
+
+
+def _capture(model: Runner, text: str) -> tuple[Encoded, Parts, np.ndarray, list[dict[str, torch.Tensor]]]:
+    """One recorded forward (Runner.trace, or the decoder's own hooks): the encoding, the
+    layers, alpha (L, H, n, n) and, per layer, the value projection x W_V + b_V and the output
+    projection's result."""
+    decoder = is_prenorm(model)
+    parts: Parts = [*(model.prenorm_layers() if decoder else model.layers())]
     enc = model.encode(text)
     with model.gate.background(), torch.inference_mode():
-        alphas, records = model.trace(enc.inputs)
+        alphas, records = prenorm_trace(model, enc.inputs) if decoder else model.trace(enc.inputs)
     return enc, parts, alphas, records
 
 
-def _transformed(p: LayerParts, v: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+def _transformed(p: LayerParts | PreNormParts, v: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """f_h(x_j) = (x_j W_V + b_V)_h W_O[h-slice] from v = x W_V + b_V (n, H * hs): (H, n, d),
-    output bias excluded. `out` is reused across layers: fresh pages of a large tensor cost time."""
+    output bias excluded. `out` is reused across layers: fresh pages of a large tensor cost time.
+    A decoder's query head reads the key/value head it shares (explain/prenorm.py)."""
+    if isinstance(p, PreNormParts):
+        return prenorm_transformed(p, v)
     v = v.view(v.shape[0], p.n_heads, p.head_dim).transpose(0, 1)  # (H, n, hs)
     w_o = p.output.weight.view(-1, p.n_heads, p.head_dim).permute(1, 2, 0).to(v.dtype)  # (H, hs, d)
     return torch.matmul(v, w_o, out=out)  # (H, n, d)
@@ -88,8 +99,8 @@ def _transformed(p: LayerParts, v: torch.Tensor, out: torch.Tensor | None = None
 def norm_weights(model: Runner, text: str) -> NormWeights:
     """Norm-based weights ||alpha f(x)|| of every layer and head (Kobayashi et al. 2020).
 
-    Works for the scratch encoder and Hugging Face BERT-family encoders; other layouts raise
-    ValueError. Runs its own forward pass under inference mode.
+    Works for the scratch encoder, Hugging Face BERT-family encoders and Llama-family decoders
+    (each query head through the key/value head it reads); other layouts raise ValueError. Runs its own forward pass under inference mode.
     """
     enc, parts, alphas, records = _capture(model, text)
     values = [r["values"] for r in records]
@@ -99,7 +110,7 @@ def norm_weights(model: Runner, text: str) -> NormWeights:
     with torch.inference_mode():
         f = torch.empty(H, n, parts[0].output.weight.shape[0], device=values[0].device)
         for layer, (p, v) in enumerate(zip(parts, values, strict=True)):
-            _transformed(p, v.float(), out=f)  # (H, n, d)
+            f = _transformed(p, v.float(), out=f)  # (H, n, d)
             fj = f.transpose(0, 1)  # (n, H, d)
             gram = fj @ fj.transpose(1, 2)  # (n, H, H): <f_h(x_j), f_g(x_j)>
             f_norm = torch.diagonal(gram, dim1=1, dim2=2).sqrt()  # (n, H): ||f_h(x_j)||

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..models import Encoded, Progress, Runner
-from ._model import check_query
 from .agreement import kendall_tau, spearman_rho
 from .context_mixing import METHODS, contributions_all
 from .removal import gradient_scores, removal_effects
+from .removal_lm import LmTarget, is_lm, lm_gradient_scores, lm_removal_effects, scored_encoding
 
 __all__ = ["FAITHFULNESS_MAX_TOKENS", "SCOREBOARD_METHODS", "ScoreRow", "Scoreboard", "faithfulness"]
 
@@ -82,6 +82,8 @@ class Scoreboard:
     truncated: bool = False
     n_input_tokens: int = 0
     notes: tuple[str, ...] = ()
+    output: str = "cosine distance"  # what loo and the curves measure: "log-probability drop" for a decoder
+    target: str = ""  # a decoder's target: the next token or the continuation scored
 
     def row(self, method: str) -> ScoreRow:
         return next(r for r in self.rows if r.method == method)
@@ -151,7 +153,13 @@ class _Scores:
 
 
 def _method_scores(
-    model: Runner, enc: Encoded, query: int | None, methods: list[str], cap: int, progress: Progress | None
+    model: Runner,
+    enc: Encoded,
+    query: int | None,
+    methods: list[str],
+    cap: int,
+    progress: Progress | None,
+    target: LmTarget | None = None,
 ) -> _Scores:
     wanted = [m for m in METHODS if m in methods or (m == "attention" and "attention_last" in methods)]
     out = _Scores({}, {})
@@ -159,6 +167,8 @@ def _method_scores(
         found = contributions_all(model, enc.text, wanted, max_tokens=cap, progress=progress)
 
         def rows(m: np.ndarray) -> np.ndarray:  # (..., n, n) -> (..., n): the output's row
+            if target is not None:  # a decoder: the rows that predict the target
+                return m[..., target.positions, :].mean(axis=-2)
             return m.mean(axis=-2) if query is None else m[..., query, :]
 
         for method, c in found.items():
@@ -171,7 +181,10 @@ def _method_scores(
         if "attention_last" in methods:
             out.tokens["attention_last"] = rows(found["attention"].per_layer[-1]).astype(np.float64)
     if "gradient" in methods:
-        out.tokens["gradient"] = gradient_scores(model, enc, query)
+        found_gradient = (
+            gradient_scores(model, enc, query) if target is None else lm_gradient_scores(model, enc, target)
+        )
+        out.tokens["gradient"] = found_gradient
     return out
 
 
@@ -200,37 +213,38 @@ def faithfulness(
     random_orders: int = 4,
     seed: int = 0,
     progress: Progress | None = None,
+    continuation: str | None = None,
 ) -> Scoreboard:
     """Score each method (SCOREBOARD_METHODS: "attention_last" is the last layer's raw
     attention, "attention" its rollout, "gradient" |input x gradient|) against leave-one-out
     and deletion, for token `query`'s final vector or (None) the mean-pooled sentence embedding.
-
+    A causal LM (Llama family) is scored on a log-probability (removal_lm.py): of `continuation`
+    after the text, else of the text's token after `query`, else of the model's next-token
+    choice; maps are read at the rows that predict it; GlobEnc is left out by default.
     extra: your own token scores {name: (n,)} for the same tokens, ranked alongside.
     The text is cut to `max_tokens` (None: the model's limit) with a note. `progress(fraction)`
     is called between batches and may raise to cancel."""
-    chosen = _checked(methods, extra, steps, random_orders)
+    lm = is_lm(model)
+    chosen = _checked(_for_model(methods, lm), extra, steps, random_orders)
     cap = model.max_tokens if max_tokens is None else max_tokens
-    enc = model.encode(text, cap)
+    enc, target = scored_encoding(model, text, query, continuation, cap, lm)
     n = len(enc.tokens)
-    if query is not None:
-        check_query(query, n)
     first = None if progress is None else (lambda f: progress(f * (1 - _FORWARD_SHARE)))
-    found = _method_scores(model, enc, query, chosen, cap, first)
+    found = _method_scores(model, enc, query, chosen, cap, first, target)
     names = [*chosen, *_add_extra(found, extra, n)]
     keep = ~enc.special
+    keep[n if target is None else target.start :] = False  # a continuation is never removed
     removed = _steps(int(keep.sum()), steps)
-    rng = np.random.default_rng(seed)
-    randoms = [rng.permutation(np.flatnonzero(keep)) for _ in range(random_orders)]
+    randoms = _random_orders(keep, random_orders, seed)
     masks, where = _masks(n, keep, [*(_order(found.tokens[m], keep) for m in names), *randoms], removed)
     rest = None if progress is None else (lambda f: progress(1 - _FORWARD_SHARE + f * _FORWARD_SHARE))
-    effects = removal_effects(model, enc, masks, query, progress=rest)  # (B, L)
-    loo_layers = np.zeros((model.n_layers, n))
-    loo_layers[:, keep] = effects[: int(keep.sum())].T
-    curves = np.concatenate([np.zeros((len(where), 1)), effects[where, -1]], axis=1)  # (orders, steps + 1)
-    rows = [_row(m, found.tokens[m], curves[k], loo_layers, keep, found.layers.get(m)) for k, m in enumerate(names)]
+    loo_layers, loo, output = _effects(model, enc, masks, keep, query, target, rest)
+    curves = np.concatenate([np.zeros((len(where), 1)), output[where]], axis=1)  # (orders, steps + 1)
+    rows = [
+        _row(m, found.tokens[m], curves[k], loo, loo_layers, keep, found.layers.get(m)) for k, m in enumerate(names)
+    ]
     floor = curves[len(names) :]
     rows.append(ScoreRow("random", math.nan, math.nan, float(floor.mean()), floor.mean(0), np.full(n, np.nan)))
-    cut = (CUT_NOTE.format(kept=n, total=enc.n_input_tokens),) if enc.truncated else ()
     return Scoreboard(
         tokens=enc.tokens,
         special=enc.special,
@@ -238,13 +252,52 @@ def faithfulness(
         model=model.name,
         rows=tuple(rows),
         removed=removed,
-        loo=loo_layers[-1].copy(),
+        loo=loo,
         loo_layers=loo_layers,
         random_aopc_std=float(floor.mean(axis=1).std()),
         truncated=enc.truncated,
         n_input_tokens=enc.n_input_tokens,
-        notes=cut + tuple(dict.fromkeys(found.notes)),
+        notes=_notes(enc, found),
+        output="cosine distance" if target is None else "log-probability drop",
+        target="" if target is None else target.text,
     )
+
+
+def _for_model(methods: Iterable[str], lm: bool) -> Iterable[str]:
+    """The default list without GlobEnc for a decoder (it is defined for post-LN encoders)."""
+    return [m for m in SCOREBOARD_METHODS if m != "globenc"] if lm and methods is SCOREBOARD_METHODS else methods
+
+
+def _effects(
+    model: Runner,
+    enc: Encoded,
+    masks: np.ndarray,
+    keep: np.ndarray,
+    query: int | None,
+    target: LmTarget | None,
+    rest: Progress | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Leave-one-out at each layer (L, n) and on the output (n,) (0 where a token is kept),
+    and the output's change for every mask (B,): the first masks remove one token each."""
+    if target is None:
+        layer_effects = removal_effects(model, enc, masks, query, progress=rest)  # (B, L)
+        output = layer_effects[:, -1]
+    else:
+        layer_effects, output = lm_removal_effects(model, enc, masks, target, progress=rest)
+    k, n = int(keep.sum()), keep.shape[0]
+    loo_layers, loo = np.zeros((model.n_layers, n)), np.zeros(n)
+    loo_layers[:, keep], loo[keep] = layer_effects[:k].T, output[:k]
+    return loo_layers, loo, output
+
+
+def _random_orders(keep: np.ndarray, k: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.permutation(np.flatnonzero(keep)) for _ in range(k)]
+
+
+def _notes(enc: Encoded, found: _Scores) -> tuple[str, ...]:
+    cut = (CUT_NOTE.format(kept=len(enc.tokens), total=enc.n_input_tokens),) if enc.truncated else ()
+    return cut + tuple(dict.fromkeys(found.notes))
 
 
 def _add_extra(found: _Scores, extra: Mapping[str, np.ndarray] | None, n: int) -> list[str]:
@@ -285,11 +338,11 @@ def _row(
     method: str,
     scores: np.ndarray,
     curve: np.ndarray,
+    loo: np.ndarray,
     loo_layers: np.ndarray,
     keep: np.ndarray,
     layer_rows: tuple[np.ndarray, np.ndarray] | None,
 ) -> ScoreRow:
-    loo = loo_layers[-1]
 
     def rho(a: np.ndarray, b: np.ndarray) -> float:
         return spearman_rho(a[keep], b[keep])

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from ..prenorm import PreNormParts
 from ..result import OOM_CPU, Attention, Note
 from ..scratch import LayerParts, causal_mask, post_ln_layer, scaled_dot_product_attention
+from .decoder_runner import DecoderDefaults
 from .gate import ForwardGate, gate_for
-from .switching import HeadMode, head_switch, heads_by_layer
+from .switching import HeadMode, head_switch, heads_by_layer, projection_parts
 from .tokens import clean_text, count_tokens, readable_tokens, token_limit, tokenize
 
 if TYPE_CHECKING:
@@ -105,6 +107,10 @@ class Runner(Protocol):
 
     def layers(self) -> list[LayerParts]: ...
 
+    def prenorm_layers(self) -> list[PreNormParts]: ...
+
+    def unembed(self, hidden: torch.Tensor) -> torch.Tensor: ...
+
     def hidden_states(self, inputs: Inputs) -> list[torch.Tensor]: ...
 
     def result(self, enc: Encoded, weights: np.ndarray) -> Attention: ...
@@ -128,7 +134,7 @@ class Runner(Protocol):
     ) -> contextlib.AbstractContextManager[None]: ...
 
 
-class RunnerBase:
+class RunnerBase(DecoderDefaults):
     """What the pretrained and the scratch runner share."""
 
     name: str
@@ -379,11 +385,10 @@ class RunnerBase:
         (L, H), or (B, L, H) for one set per batch row, sets every head's slice to
         base + gate * (slice - base), base 0 ("zero") or the slice's mean over positions
         ("mean"): gate 1 keeps a head, 0 switches it off, and gradients reach the gates.
-        Hooks on the output projections, for the calling thread only (a visitor's pass running
-        meanwhile in another thread sees the whole model); removed on leaving. One switch at a
-        time per model."""
+        Hooks on the output projections (a decoder's o_proj), for the calling thread only (a visitor's
+        pass meanwhile in another thread sees the whole model); removed on leaving. One at a time."""
         off = heads_by_layer(heads, self.n_layers, self.n_heads, mode)
-        parts = self.layers()
+        parts = projection_parts(self)
         with self._switch_lock, contextlib.ExitStack() as stack:
             for layer, p in enumerate(parts):
                 if layer in off or gates is not None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from ..prenorm import PreNormParts
 from ..scratch import LayerParts, scaled_dot_product_attention
 from .base import Encoded, Inputs, ModelLoadError, RunnerBase
 from .tokens import model_limit
@@ -121,6 +122,11 @@ class PretrainedModel(RunnerBase):
             hidden = self.hf_model(**enc.inputs, return_dict=True).last_hidden_state[0, -1]
             return self.lm_head(hidden).float().cpu().numpy()
 
+    def unembed(self, hidden: torch.Tensor) -> torch.Tensor:
+        if self.lm_head is None:
+            raise ValueError(_NO_HEAD.format(name=self.name))
+        return self.lm_head(hidden)
+
     def vocab_strings(self, ids: list[int]) -> list[str]:
         return [vocab_string(self.tokenizer, i) for i in ids]
 
@@ -137,6 +143,11 @@ class PretrainedModel(RunnerBase):
         if self._layers is None:
             self._layers = _layer_parts(self.hf_model, self.name)
         return self._layers
+
+    def prenorm_layers(self) -> list[PreNormParts]:
+        from .decoder_layers import prenorm_parts  # the Llama-family module tree lives there
+
+        return prenorm_parts(self.hf_model, self.name)
 
 
 _NO_HEAD = "model '{name}' has no language-model head: the next word needs a decoder such as 'smollm2'"

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
+from ..prenorm import PreNormParts
 from ..scratch import LayerParts
 
-__all__ = ["HeadMode", "head_switch", "heads_by_layer", "switch_slices"]
+__all__ = ["HeadMode", "head_switch", "heads_by_layer", "projection_parts", "switch_slices"]
 
 HeadMode = Literal["zero", "mean"]
 
@@ -40,8 +41,21 @@ def switch_slices(split: torch.Tensor, heads: list[int], mode: HeadMode) -> torc
     return split
 
 
+def projection_parts(runner: Any) -> list[LayerParts | PreNormParts]:
+    """The layers whose output projection takes the heads side by side: a post-LN encoder's
+    `layers()`, else a pre-norm decoder's `prenorm_layers()` (its o_proj; with grouped heads the
+    input still holds one slice per query head). ValueError when the runner has neither."""
+    try:
+        return list(runner.layers())
+    except ValueError as not_an_encoder:
+        try:
+            return list(runner.prenorm_layers())
+        except ValueError:
+            raise not_an_encoder from None
+
+
 def head_switch(
-    p: LayerParts, heads: list[int], mode: HeadMode, gate: torch.Tensor | None
+    p: LayerParts | PreNormParts, heads: list[int], mode: HeadMode, gate: torch.Tensor | None
 ) -> Callable[[torch.nn.Module, tuple[torch.Tensor, ...]], tuple[torch.Tensor, ...] | None]:
     """A forward pre-hook on layer p's output projection that switches `heads` off (or scales
     every head by `gate`), for the calling thread only."""

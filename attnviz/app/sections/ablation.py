@@ -18,6 +18,7 @@ import streamlit as st
 from ... import explain, views
 from ...explain.ablation import IMPORTANCE_MAX_TOKENS, HeadImportance, PruningCurve
 from ...models import HeadMode, Progress, Runner
+from ...models.switching import projection_parts
 from ...models.tokens import token_limit
 from ...result import Attention
 from .. import charts, heads_off, nav, runners, widgets, work
@@ -36,7 +37,7 @@ MODE_WIDGET, CLICK_WIDGET = "_abl_mode", "_abl_click"  # their values live in he
 
 def _supported(runner: Runner) -> bool:
     try:
-        runner.layers()
+        projection_parts(runner)  # a post-LN encoder's layers or a Llama-family decoder's
     except ValueError:
         return False
     return True

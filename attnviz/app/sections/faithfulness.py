@@ -53,8 +53,10 @@ def _contributions(context: Ctx, s: Subject, method: str) -> Contributions | Non
     if method in CHEAP:
         cap = context.settings.explain_tokens  # the deployment's bound on explanation work (demo: 128)
 
+        cheap = [m for m in CHEAP if m != "globenc" or method == m or not runner.causal]  # a decoder: no GlobEnc
+
         def closed_form(progress: Progress) -> dict[str, Contributions]:
-            return explain.contributions_all(runner, s.fitted, CHEAP, max_tokens=cap, progress=progress)
+            return explain.contributions_all(runner, s.fitted, cheap, max_tokens=cap, progress=progress)
 
         label = t("cx.computing", n=min(s.att.n, cap))
         found = attempt(

@@ -1,0 +1,224 @@
+"""One pre-norm decoder layer taken apart (Llama family: RMSNorm before each block, grouped
+heads, causal): what each earlier position j puts into position i's attention-block output.
+
+The attention block of layer l writes mid = x + o_proj(attention(RMSNorm(x))). Its output is
+linear in the value vectors, so with alpha the attention weights, kv(h) the key/value head
+query head h reads and W_O^h the slice of o_proj that takes query head h,
+
+    mid_i = x_i + sum_j sum_h alpha[h,i,j] f_h(x_j) + b_O,    f_h(x_j) = v_kv(h)(x_j) W_O^h
+
+(v includes v_proj's bias). Nothing else mixes positions in the layer: the feed-forward block
+works on each position alone, so the token-to-token map of the whole layer is the map of its
+attention block. This is the decomposition of Ferrando and Voita 2024 ("Information flow
+routes", EMNLP) as facebookresearch/llm-transparency-tool implements it:
+`models/tlens_model.py` `decomposed_attn` (values repeated over the query heads that share them,
+`repeat_interleave`, b_V in, each head through its W_O slice, b_O in no part) and
+`routes/contributions.py` `get_attention_contributions` (the parts are every (j, h) vector and
+the residual x_i; the whole is mid_i; proximity ||mid_i||_1 - ||mid_i - part||_1, ALTI's with
+the L1 norm, then normalised over all parts). A token's share is the sum of its heads' shares,
+the residual's goes to the diagonal. One difference: the tool clips each proximity at 1e-5, so
+tokens a query cannot see still get 1e-5 before normalising; here it is clipped at 0 (ALTI's
+max(0, .)), and nothing flows from a later token: every map is exactly 0 above the diagonal.
+
+    attention   mean over query heads of alpha
+    norm        ||sum_h alpha[h,i,j] f_h(x_j)|| (Kobayashi et al. 2020), no residual
+    alti        the proximities above (per head and token, plus the residual on the diagonal)
+    value_zeroing  token j's value vector zeroed in every key/value head (so in every query head
+                that reads it), the rest of the layer rerun (mid - lost, then + mlp(norm(.))),
+                cosine distance of each position's layer output (Mohebbi et al. 2023)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import torch
+
+from ..models import Encoded, Progress, Runner
+from ..prenorm import PreNormParts
+from ._model import in_batches
+from .decompose import head_sum_norms
+from .value_zeroing import cosine_distance
+
+__all__ = [
+    "PRENORM_METHODS",
+    "PreNormRecord",
+    "alti_prenorm_map",
+    "is_prenorm",
+    "norm_prenorm_map",
+    "prenorm_trace",
+    "record_prenorm_layers",
+    "source_vectors",
+    "value_zeroing_prenorm_map",
+]
+
+PRENORM_METHODS = ("attention", "norm", "alti", "value_zeroing")
+_PART_BUDGET = 2**22  # floats in one (rows, n_j, H, d) block of ALTI's parts: 16 MB
+
+
+@dataclass(frozen=True, eq=False)
+class PreNormRecord:
+    """One decoder layer of one recorded forward, batch of one: n tokens, d width, H query heads."""
+
+    parts: PreNormParts
+    x: torch.Tensor  # (n, d) the layer's input (the residual stream)
+    alpha: torch.Tensor  # (H, n, n) attention weights, 0 above the diagonal
+    f: torch.Tensor  # (H, n, d) f_h(x_j): the value vector head h reads, through its W_O slice
+    attn_out: torch.Tensor  # (n, d) what o_proj returned
+    mid: torch.Tensor  # (n, d) x + attn_out: the attention block's output with its residual
+
+    @cached_property
+    def out(self) -> torch.Tensor:
+        """(n, d) mid + mlp(norm_ff(mid)): the layer's output (computed on first use: only Value
+        Zeroing needs it, and at SmolLM2's size it costs a third of a forward pass)."""
+        with torch.inference_mode():
+            return rest_of_layer(self.parts, self.mid)
+
+    @property
+    def n(self) -> int:
+        return int(self.x.shape[0])
+
+    @cached_property
+    def alpha_by_key(self) -> torch.Tensor:
+        """(n_j, n_i, H) contiguous (see decompose.LayerRecord.alpha_by_key)."""
+        return self.alpha.permute(2, 1, 0).contiguous()
+
+    @cached_property
+    def f_by_key(self) -> torch.Tensor:
+        """(n_j, H, d) contiguous."""
+        return self.f.transpose(0, 1).contiguous()
+
+    @property
+    def bias(self) -> torch.Tensor:
+        """(d,) o_proj's bias (zeros without one)."""
+        b = self.parts.output.bias
+        return torch.zeros_like(self.x[0]) if b is None else b.detach().to(self.x)
+
+
+def is_prenorm(model: Runner) -> bool:
+    """True for a pre-norm decoder (Llama family), False for a post-LN encoder; `layers()`'s
+    ValueError when the model is neither."""
+    try:
+        model.layers()
+        return False
+    except ValueError as not_an_encoder:
+        try:
+            model.prenorm_layers()
+        except ValueError:
+            raise not_an_encoder from None
+        return True
+
+
+def transformed(p: PreNormParts, values: torch.Tensor) -> torch.Tensor:
+    """f_h(x_j) from values = v_proj(norm(x)) (n, KV * hs): (H, n, d), each query head reading
+    its key/value head (repeat_kv's layout) through its own slice of o_proj."""
+    n = values.shape[0]
+    v = values.view(n, p.n_kv_heads, p.head_dim)[:, p.kv_heads].transpose(0, 1).contiguous()  # (H, n, hs)
+    w_o = p.output.weight.view(-1, p.n_heads, p.head_dim).permute(1, 2, 0).to(v.dtype).contiguous()  # (H, hs, d)
+    return torch.matmul(v, w_o)
+
+
+def rest_of_layer(p: PreNormParts, mid: torch.Tensor) -> torch.Tensor:
+    """The feed-forward block with its residual on (..., n, d): mid + mlp(norm_ff(mid))."""
+    return mid + p.mlp(p.norm_ff(mid))
+
+
+def prenorm_trace(model: Runner, inputs: dict[str, torch.Tensor]) -> tuple[np.ndarray, list[dict[str, torch.Tensor]]]:
+    """One real forward with hooks on each layer's parts (`Runner.trace` for a decoder): the
+    weights (L, H, n, n) and, per layer, "x" (the norm's input), "values" (v_proj's output,
+    n x KV * hs) and "attn_out" (o_proj's output). Caller picks the grad mode."""
+    parts = model.prenorm_layers()
+    records: list[dict[str, torch.Tensor]] = [{} for _ in parts]
+    owner = threading.get_ident()
+
+    def keep(record: dict[str, torch.Tensor], name: str, from_input: bool) -> Callable[..., None]:
+        def hook(_m: torch.nn.Module, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
+            if threading.get_ident() == owner:
+                record[name] = (args[0] if from_input else out)[0]
+
+        return hook
+
+    with contextlib.ExitStack() as stack:
+        for p, rec in zip(parts, records, strict=True):
+            stack.callback(p.norm_attention.register_forward_hook(keep(rec, "x", True)).remove)
+            stack.callback(p.value.register_forward_hook(keep(rec, "values", False)).remove)
+            stack.callback(p.output.register_forward_hook(keep(rec, "attn_out", False)).remove)
+        weights = model.attention_array(inputs)
+    if weights.shape[0] != len(parts) or any(len(r) != 3 for r in records):
+        raise ValueError(f"model '{model.name}' did not run each of its {len(parts)} layers once")
+    return weights, records
+
+
+def record_prenorm_layers(model: Runner, enc: Encoded) -> Iterator[PreNormRecord]:
+    """One recorded forward of `enc` (background lane), then each layer's record in turn."""
+    parts = model.prenorm_layers()
+    with model.gate.background(), torch.inference_mode():
+        alphas, traces = prenorm_trace(model, enc.inputs)
+    for p, alpha, rec in zip(parts, alphas, traces, strict=True):
+        with torch.inference_mode():
+            x = rec["x"].float()
+            weights = torch.from_numpy(np.ascontiguousarray(alpha)).to(x.device).tril()  # exact zeros
+            attn_out = rec["attn_out"].float()
+            mid = x + attn_out
+            yield PreNormRecord(p, x, weights, transformed(p, rec["values"].float()), attn_out, mid)
+
+
+@torch.inference_mode()
+def source_vectors(r: PreNormRecord) -> torch.Tensor:
+    """(n_i, n_j, d): sum_h alpha[h,i,j] f_h(x_j), what position j puts into position i's
+    attention-block output. Summed over j, plus x_i and o_proj's bias, it is mid_i."""
+    return torch.einsum("hij,hjd->ijd", r.alpha, r.f)
+
+
+@torch.inference_mode()
+def norm_prenorm_map(r: PreNormRecord) -> torch.Tensor:
+    """Kobayashi et al. 2020 on a decoder layer: ||sum_h alpha f_h(x_j)||, (n, n), lower triangular."""
+    return head_sum_norms(r.alpha, r.f).tril()
+
+
+@torch.inference_mode()
+def alti_prenorm_map(r: PreNormRecord) -> torch.Tensor:
+    """Ferrando and Voita 2024 (llm-transparency-tool `get_attention_contributions`, L1): per
+    (j, h) part alpha[h,i,j] f_h(x_j) and the residual x_i, proximity max(0, ||mid_i||_1 -
+    ||mid_i - part||_1); the heads summed per token, the residual's on the diagonal. (n, n),
+    not normalised, exactly 0 above the diagonal."""
+    n, (H, _, d) = r.n, r.f.shape
+    y = r.mid
+    y_l1 = y.abs().sum(-1)  # (n,)
+    out = torch.zeros(n, n, dtype=y.dtype, device=y.device)
+    block = max(1, _PART_BUDGET // max(1, n * H * d))
+    f_j = r.f_by_key  # (n_j, H, d)
+    for i0 in range(0, n, block):
+        rows = slice(i0, min(n, i0 + block))
+        a = r.alpha_by_key[: rows.stop, rows].transpose(0, 1)  # (b, j <= last row, H)
+        parts = a[..., None] * f_j[None, : rows.stop]  # (b, n_j, H, d)
+        dist = (y[rows, None, None, :] - parts).abs().sum(-1)  # (b, n_j, H)
+        prox = (y_l1[rows, None, None] - dist).clamp_min(0).sum(-1)  # (b, n_j)
+        out[rows, : rows.stop] = prox
+    residual = (y_l1 - (y - r.x).abs().sum(-1)).clamp_min(0)  # (n,)
+    idx = torch.arange(n, device=y.device)
+    out[idx, idx] += residual
+    return out.tril()
+
+
+@torch.inference_mode()
+def value_zeroing_prenorm_map(model: Runner, r: PreNormRecord, progress: Progress | None = None) -> torch.Tensor:
+    """Value Zeroing of one decoder layer, (n, n) not normalised: [i, j] = cosine distance
+    between position i's layer output and its output with token j's value vector zeroed in
+    every key/value head (so every query head that reads it loses it). The weights do not use
+    values, so position i loses exactly sum_h alpha[h,i,j] f_h(x_j) from mid_i; the feed-forward
+    block is rerun on the result. Lower triangular: a later token is invisible to i."""
+    n = r.n
+    out = torch.zeros(n, n, dtype=r.x.dtype, device=r.x.device)
+    base = r.out  # the same path as the reruns: "nothing zeroed" gives 0
+    for part in in_batches(model, n, n, progress=progress):
+        lo = part.start  # positions before the first zeroed token cannot see it: not rerun (half the work)
+        lost = r.alpha_by_key[part, lo:] @ r.f_by_key[part]  # (b_j, n_i - lo, d)
+        zeroed = rest_of_layer(r.parts, r.mid[None, lo:] - lost)
+        out[lo:, part] = cosine_distance(zeroed, base[None, lo:]).T
+    return out.tril()

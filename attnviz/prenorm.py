@@ -1,0 +1,39 @@
+"""The parts of one pre-norm decoder layer (Llama, Mistral, Qwen2: RMSNorm before each block),
+handed out by `Runner.prenorm_layers()` so that explanation methods and head switches never
+reach into a model's own module tree (as `scratch.LayerParts` does for post-LN encoders):
+
+    mid = x + o_proj(attention(norm_attention(x)))          the attention block and its residual
+    out = mid + mlp(norm_ff(mid))                            the feed-forward block and its residual
+
+Grouped-query attention (Ainslie et al. 2023): the value projection has `n_kv_heads` heads and
+query head h reads key/value head h // (n_heads / n_kv_heads), as transformers' `repeat_kv`
+lays them out. The output projection's input holds the `n_heads` query heads side by side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import nn
+
+__all__ = ["PreNormParts"]
+
+
+@dataclass(frozen=True, eq=False)
+class PreNormParts:
+    norm_attention: nn.Module  # RMSNorm on the layer's input (Llama: input_layernorm)
+    query: nn.Linear  # d -> n_heads * head_dim
+    key: nn.Linear  # d -> n_kv_heads * head_dim
+    value: nn.Linear  # d -> n_kv_heads * head_dim
+    output: nn.Linear  # n_heads * head_dim -> d
+    norm_ff: nn.Module  # RMSNorm before the feed-forward (Llama: post_attention_layernorm)
+    mlp: nn.Module  # the feed-forward block on (..., d)
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+
+    @property
+    def kv_heads(self) -> list[int]:
+        """The key/value head each query head reads."""
+        group = self.n_heads // self.n_kv_heads
+        return [h // group for h in range(self.n_heads)]
