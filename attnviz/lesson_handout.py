@@ -64,7 +64,7 @@ def heatmap_svg(weights: np.ndarray, tokens: Sequence[str], mark: tuple[int, int
     n = len(tokens)
     cell, pad = max(10, min(28, 560 // max(n, 1))), 110
     size = pad + n * cell + 4
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" viewBox="0 0 {size} {size}">']
+    parts = [f'<svg width="{size}" height="{size}" viewBox="0 0 {size} {size}">']
     for i, tok in enumerate(tokens):
         y = pad + i * cell + cell * 0.7
         x = pad + i * cell + cell * 0.7
@@ -101,7 +101,7 @@ def bars_svg(
     top = max((float(np.max(v)) for _, v, _ in series), default=1.0)
     top = max(top, line[0] if line else 0.0, 1e-9)
     height = 30 + n * row + 20 * k
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{pad + width + 70}" height="{height}">']
+    parts = [f'<svg width="{pad + width + 70}" height="{height}">']
     for i, tok in enumerate(tokens):
         y = 20 + i * row
         weight = ' font-weight="bold"' if i == highlight else ""
@@ -187,10 +187,11 @@ def handout_html(facts: Facts, *, lang: str, text: str, model: str, answers: Map
     fields = {name: _e(value) for name, value in step_fields(facts, lang).items()}
     sections = []
     for i, step in enumerate(STEPS, start=1):
-        title = i18n.t("lesson.step_title", lang, i=i, total=len(STEPS), title=i18n.t(f"lesson.{step}.title", lang))
+        name = i18n.t(f"lesson.{step}.title", lang, **fields)  # fields escaped, the template trusted
+        title = i18n.t("lesson.step_title", lang, i=i, total=len(STEPS), title=name)
         sections.append(
             "<section>"
-            f"<h2>{_e(title)}</h2>"
+            f"<h2>{title}</h2>"
             f'<p class="look">{i18n.t(f"lesson.{step}.look", lang, **fields)}</p>'
             f"{_figure(step, facts, lang)}"
             f"<p><b>{i18n.t(f'lesson.{step}.question', lang, **fields)}</b></p>"

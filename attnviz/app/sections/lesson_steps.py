@@ -83,7 +83,7 @@ def steps(context: Ctx, run: Lesson) -> Lesson:
     """Draw the six steps in order; returns the lesson with what steps 5 and 6 computed."""
     att, facts, lang = run.att, run.facts, context.lang
     p = facts.pick
-    _step(1, "tokens", context, run, lambda: widgets.show_tokens(att.tokens), _count)
+    _step(1, "tokens", context, run, lambda: _tokens(att.tokens), _count)
     heat = views.heatmap(att, p.layer, p.head, zmax=1.0, lang=lang)
     _step(2, "one_head", context, run, lambda: charts.chart(heat, key="lesson_chart_one_head"), _pick_token(facts))
     grid = views.model_view(att, focus=(p.layer, p.head), thumb=THUMB, lang=lang)
@@ -96,6 +96,12 @@ def steps(context: Ctx, run: Lesson) -> Lesson:
     run = with_norms(context, run)
     _step(6, "limits", context, run, lambda: _limits_picture(context, run), _pick_option(LIMIT_OPTIONS))
     return run
+
+
+def _tokens(tokens: list[str]) -> None:
+    """The tokens as literal text (st.code renders nothing), without their count: step 1 asks it."""
+    with st.container(key="tokens"):
+        st.code(widgets.TOKEN_SEPARATOR.join(tokens), language=None, wrap_lines=True)
 
 
 def _switch_picture(context: Ctx, run: Lesson) -> None:
