@@ -102,8 +102,9 @@ def test_the_lesson_in_chinese_points_to_a_head_linking_ta_to_dongwu(
     s.wait_idle()
     s.shot("lesson-zh", key="lesson_step_pronoun")
 
+    s.wait_idle()
     with s.page.expect_download(timeout=WAIT_MS) as download:
-        s.page.locator(".st-key-lesson_handout button").click()
+        s.page.locator('.st-key-lesson_handout [data-testid="stDownloadButton"] button').first.click()
     handout = Path(download.value.path()).read_text(encoding="utf-8")
     assert download.value.suggested_filename == "attnviz-lesson.html"
     assert SENTENCE in handout and label in handout
