@@ -64,7 +64,7 @@ def test_the_english_lesson_points_to_the_head_linking_it_to_animal_and_checks_a
     name = escape_md(lesson.head_name(pick.layer, pick.head, "en"))  # as Markdown carries it
     assert any(name in m.value and "“animal”" in m.value for m in at.markdown)
     np.testing.assert_allclose(_heatmap_z(at, "lesson_chart_one_head"), att.head(pick.layer, pick.head), atol=1e-4)
-    assert len(at.get("plotly_chart")) == 5  # one head, all heads, the ranking, the switch, weight vs norm
+    assert len(at.get("plotly_chart")) == 6  # the tokens, one head, all heads, the ranking, the switch, weight vs norm
 
     _ok(at.selectbox(key="lesson_a_pronoun").set_value(pick.layer * att.n_heads + pick.head).run())
     assert [s.value for s in at.success] and name in at.success[0].value and "Right." in at.success[0].value

@@ -26,7 +26,7 @@ from ..runners import Loaded
 from ..state import CUSTOM, Ctx, model_options, t
 from ..widgets import escape_md
 
-__all__ = ["ANSWER_KEYS", "Lesson", "handout", "lesson_model", "prepare"]
+__all__ = ["ANSWER_KEYS", "Lesson", "handout", "lesson_model", "pair_note", "prepare"]
 
 ANSWER_KEYS = {step: f"lesson_a_{step}" for step in lesson.STEPS}  # one answer widget a step
 SIGNATURE = "_lesson_signature"
@@ -68,13 +68,18 @@ def prepare(context: Ctx, text: str) -> Lesson | None:
     pick = lesson.find_head(att, query, key)
     facts = Facts.of(att, pick)
     _forget_answers((clean, att.model, context.lang, context.max_tokens))
-    with st.container(key="lesson_pair"):
-        if not found:
-            st.info(t("lesson.no_pronoun", q=escape_md(att.tokens[query], limit=60)), icon=":material/info:")
-        key_text = "lesson.pair" if pick.above_uniform else "lesson.pair_below"
-        st.markdown(t(key_text, **fields(facts, context.lang)))
     unknown_notice(context, loaded.runner, clean)
     return Lesson(loaded, clean, att, facts, found)
+
+
+def pair_note(context: Ctx, run: Lesson) -> None:
+    """Which pronoun and word the lesson follows, and the head the app found for them."""
+    facts = run.facts
+    with st.container(key="lesson_pair"):
+        if not run.pronoun_found:
+            st.info(t("lesson.no_pronoun", q=escape_md(facts.query_token, limit=60)), icon=":material/info:")
+        key_text = "lesson.pair" if facts.pick.above_uniform else "lesson.pair_below"
+        st.markdown(t(key_text, **fields(facts, context.lang)))
 
 
 def _forget_answers(signature: tuple[object, ...]) -> None:

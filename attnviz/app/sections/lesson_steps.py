@@ -8,14 +8,17 @@ from __future__ import annotations
 import html
 from collections.abc import Callable
 
+import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
 from ... import lesson, views
 from ...lesson import LIMIT_OPTIONS, SAME_OPTIONS, STEPS, Facts
+from ...result import Attention
 from .. import charts, widgets
 from ..state import Ctx, t
 from ..widgets import escape_md
-from .lesson import ANSWER_KEYS, Lesson, fields, with_norms, with_switch
+from .lesson import ANSWER_KEYS, Lesson, fields, pair_note, with_norms, with_switch
 
 __all__ = ["steps"]
 
@@ -25,6 +28,9 @@ Widget = Callable[[str, str], object]  # (label, key) -> the answer, None until 
 
 def _heading(i: int, step: str, f: dict[str, str]) -> None:
     st.subheader(t("lesson.step_title", i=i, total=len(STEPS), title=t(f"lesson.{step}.title", **f)))
+
+
+def _look(step: str, f: dict[str, str]) -> None:
     st.markdown(f"**{t('lesson.look_label')}** · {t(f'lesson.{step}.look', **f)}")
 
 
@@ -74,8 +80,19 @@ def _count(label: str, key: str) -> object:
 
 def _step(i: int, step: str, context: Ctx, run: Lesson, picture: Callable[[], object], widget: Widget) -> None:
     with st.container(key=f"lesson_step_{step}", border=True):
-        _heading(i, step, fields(run.facts, context.lang))
-        picture()
+        f = fields(run.facts, context.lang)
+        _heading(i, step, f)
+        if step == "tokens":  # the first screen: the text beside its picture
+            left, right = st.columns([3, 2])
+            with left:
+                _look(step, f)
+            with right:
+                picture()
+        else:
+            _look(step, f)
+            picture()
+        if step == "tokens":
+            _tokens(run.att.tokens)
         _ask(context, step, run.facts, widget)
 
 
@@ -83,9 +100,9 @@ def steps(context: Ctx, run: Lesson) -> Lesson:
     """Draw the six steps in order; returns the lesson with what steps 5 and 6 computed."""
     att, facts, lang = run.att, run.facts, context.lang
     p = facts.pick
-    _step(1, "tokens", context, run, lambda: _tokens(att.tokens), _count)
+    _step(1, "tokens", context, run, lambda: _tokens_picture(context, att), _count)
     heat = views.heatmap(att, p.layer, p.head, zmax=1.0, lang=lang)
-    _step(2, "one_head", context, run, lambda: charts.chart(heat, key="lesson_chart_one_head"), _pick_token(facts))
+    _step(2, "one_head", context, run, lambda: _one_head_picture(context, run, heat), _pick_token(facts))
     grid = views.model_view(att, focus=(p.layer, p.head), thumb=THUMB, lang=lang)
     _step(3, "all_heads", context, run, lambda: charts.chart(grid, key="lesson_chart_all_heads"),
           _pick_option(SAME_OPTIONS))  # fmt: skip
@@ -96,6 +113,23 @@ def steps(context: Ctx, run: Lesson) -> Lesson:
     run = with_norms(context, run)
     _step(6, "limits", context, run, lambda: _limits_picture(context, run), _pick_option(LIMIT_OPTIONS))
     return run
+
+
+def _one_head_picture(context: Ctx, run: Lesson, heat: go.Figure) -> None:
+    pair_note(context, run)
+    charts.chart(heat, key="lesson_chart_one_head")
+
+
+def _tokens_picture(context: Ctx, att: Attention) -> None:
+    """How many characters of the text each token holds (for step 1, beside what to look for)."""
+    if len(att.spans) != att.n:
+        return
+    chars = np.array([max(end - start, 0) for start, end in att.spans], dtype=np.float64)
+    fig = views.token_bars(
+        att.tokens, {t("lesson.fig.chars_name"): chars}, title=t("lesson.fig.chars"), lang=context.lang
+    )
+    fig.update_layout(height=260, showlegend=False, margin={"t": 40})
+    charts.chart(fig, key="lesson_chart_tokens")
 
 
 def _tokens(tokens: list[str]) -> None:
