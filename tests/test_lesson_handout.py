@@ -89,5 +89,7 @@ def test_the_handout_carries_every_step_the_figures_and_the_answers() -> None:
     text = "".join(parsed.text)
     assert "Right." in text and "Not answered yet." in text
     assert f"uniform 1/{n}" in text
+    assert "{" not in page.split("</style>", 1)[1]  # every step title and text got its fields ("“it” finds “animal”")
+    assert f"“it” finds “{tokens[facts.pick.key]}”" in text
     zh = handout_html(facts, lang="zh", text="动物没有过马路，因为它太累了。", model="e5-small", answers={})
     assert "动物没有过马路，因为它太累了。" in zh and "还没有回答。" in zh and 'lang="zh"' in zh
