@@ -223,7 +223,7 @@ async def _cold(url: str) -> list[tuple[str, float, str]]:
     async def visit(browser: object, path: str) -> tuple[str, float, str]:
         page = await (await browser.new_context()).new_page()  # type: ignore[attr-defined]
         t0 = time.monotonic()
-        await page.goto(f"{url}/{path}")
+        await page.goto(f"{url}/{path}", timeout=240_000)  # on a busy machine the load event alone took > 30 s
         try:
             await page.wait_for_function(IDLE_JS, timeout=300_000)
         except Exception as exc:

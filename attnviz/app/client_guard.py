@@ -53,6 +53,10 @@ MAX_ID_CHARS = 400
 QUERY_PARAM_MAX = 64 * 1024
 QUERY_KEY_MAX = 64  # "$$ID-" + a 32-digit hash + "-" + the widget's key (ours are short)
 _LOCK = threading.Lock()
+# Streamlit registers every number_input as "double_value", while its browser sends an integer
+# input's value as "int_value" (frontend NumberInput: setIntValue for DataType.INT); its serde
+# takes either. Without this every integer number input was dropped as a misfit.
+_SAME_FIELD = frozenset({("int_value", "double_value")})
 _DONE: list[bool] = []
 
 
@@ -65,7 +69,7 @@ def fits(proto: Any, metadata: Any) -> bool:
     field = proto.WhichOneof("value")
     if field is None:
         return True
-    if field != metadata.value_type:
+    if field != metadata.value_type and (field, metadata.value_type) not in _SAME_FIELD:
         return False
     names = _option_names(metadata)
     if names is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import replace
 from functools import lru_cache, partial
 from pathlib import Path
@@ -66,6 +67,19 @@ def resolve_device(device: str = "auto") -> torch.device:
         raise ValueError(f"unknown device {device!r}: use auto, cpu, cuda or mps") from exc
 
 
+_IMPORT_LOCK = threading.Lock()
+
+
+def _import_transformers() -> None:
+    """transformers' first import is not thread-safe: two loads at once (the warm-up's MiniLM and
+    a Chinese page's e5-small) made one fail with "cannot import name 'BertModel'". One at a time."""
+    with _IMPORT_LOCK:
+        import transformers
+
+        for name in ("AutoConfig", "AutoModel", "AutoTokenizer", "BertConfig", "BertModel"):
+            getattr(transformers, name)
+
+
 def load_model(
     name: str = EMBEDDED_MODEL,
     device: str = "auto",
@@ -91,6 +105,7 @@ def load_model(
     if weights not in ("pretrained", "random"):
         raise ValueError("weights must be 'pretrained' or 'random'")
     options = {"scale": scale, "positions": positions, "causal": causal, "weights": weights, "seed": seed}
+    _import_transformers()
     runner: PretrainedModel | ScratchModel
     if name == "scratch":
         runner = _load_scratch(dev, scale, positions, causal, weights, seed, max_tokens)

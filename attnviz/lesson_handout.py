@@ -1,0 +1,210 @@
+"""The lesson's printable handout: one self-contained HTML page (no script, no network) with the
+visitor's sentence, each step's text, their own figures drawn as inline SVG and their answers
+with the checks. Every visitor string (the sentence, tokens, answers, the model name) is escaped
+with `html.escape` where it lands; a Content-Security-Policy forbids scripts and every request.
+
+    html = handout_html(facts, lang="zh", text=sentence, model="e5-small", answers={...})
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import i18n
+from .lesson import STEPS, Facts, Verdict, step_fields
+
+__all__ = ["CSP", "MAX_MAP_TOKENS", "Answer", "handout_html"]
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+MAX_MAP_TOKENS = 64  # the one-head map is drawn up to this many tokens (beyond: its row only)
+BLUE, GREY, RED = "#3b6fd8", "#9aa0a6", "#d9482b"
+_STYLE = """
+body { font-family: system-ui, "Noto Sans CJK SC", "PingFang SC", sans-serif; max-width: 52em; margin: 2em auto;
+       padding: 0 1em; color: #222; line-height: 1.5; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { font-size: 1.2em; margin-top: 1.6em; }
+.meta, .look { color: #444; } .tokens { font-family: monospace; background: #f4f4f4; padding: 0.4em; }
+.right { color: #1a7f37; } .wrong { color: #b42318; } .open { color: #666; }
+section { break-inside: avoid; page-break-inside: avoid; border-top: 1px solid #ddd; }
+table.tops { border-collapse: collapse; font-size: 11px; } .tops td, .tops th { border: 1px solid #ddd;
+       padding: 1px 3px; text-align: center; }
+svg { max-width: 100%; height: auto; } svg text { font-size: 12px; fill: #222; }
+"""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the visitor chose, as they saw it on the page, and its check."""
+
+    label: str
+    verdict: Verdict
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _label(token: str, limit: int = 16) -> str:
+    token = " ".join(token.split()) or "␣"
+    return token if len(token) <= limit else token[: limit - 1] + "…"
+
+
+def _shade(value: float) -> str:
+    """White (0) to deep blue (1)."""
+    v = float(np.clip(value, 0.0, 1.0))
+    r, g, b = (round(255 + (c - 255) * v) for c in (24, 64, 160))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def heatmap_svg(weights: np.ndarray, tokens: Sequence[str], mark: tuple[int, int] | None = None) -> str:
+    """An n x n map (rows: queries, columns: keys) with token labels; `mark` outlines one cell."""
+    n = len(tokens)
+    cell, pad = max(10, min(28, 560 // max(n, 1))), 110
+    size = pad + n * cell + 4
+    parts = [f'<svg width="{size}" height="{size}" viewBox="0 0 {size} {size}">']
+    for i, tok in enumerate(tokens):
+        y = pad + i * cell + cell * 0.7
+        x = pad + i * cell + cell * 0.7
+        parts.append(f'<text x="{pad - 4}" y="{y:.1f}" text-anchor="end">{_e(_label(tok))}</text>')
+        parts.append(f'<text transform="translate({x:.1f},{pad - 4}) rotate(-60)">{_e(_label(tok))}</text>')
+    for i in range(n):
+        for j in range(n):
+            w = float(weights[i, j])
+            parts.append(
+                f'<rect x="{pad + j * cell}" y="{pad + i * cell}" width="{cell}" height="{cell}" '
+                f'fill="{_shade(w)}"><title>{_e(_label(tokens[i]))} → {_e(_label(tokens[j]))}: {w:.3f}</title></rect>'
+            )
+    if mark is not None:
+        i, j = mark
+        parts.append(
+            f'<rect x="{pad + j * cell}" y="{pad + i * cell}" width="{cell}" height="{cell}" '
+            f'fill="none" stroke="{RED}" stroke-width="3"/>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def bars_svg(
+    tokens: Sequence[str],
+    series: Sequence[tuple[str, np.ndarray, str]],
+    *,
+    line: tuple[float, str] | None = None,
+    highlight: int | None = None,
+) -> str:
+    """Horizontal bars, one row per token and one bar per series (name, values, colour); `line`
+    draws a dashed vertical line at a value with its label; `highlight` marks a token in bold."""
+    n, k = len(tokens), max(len(series), 1)
+    row, pad, width = 8 + 8 * k, 130, 360
+    top = max((float(np.max(v)) for _, v, _ in series), default=1.0)
+    top = max(top, line[0] if line else 0.0, 1e-9)
+    height = 30 + n * row + 20 * k
+    parts = [f'<svg width="{pad + width + 70}" height="{height}">']
+    for i, tok in enumerate(tokens):
+        y = 20 + i * row
+        weight = ' font-weight="bold"' if i == highlight else ""
+        parts.append(f'<text x="{pad - 6}" y="{y + row * 0.6:.1f}" text-anchor="end"{weight}>{_e(_label(tok))}</text>')
+        for s, (_, values, colour) in enumerate(series):
+            v = float(values[i])
+            w = width * max(v, 0.0) / top
+            parts.append(f'<rect x="{pad}" y="{y + 2 + s * 8}" width="{w:.1f}" height="7" fill="{colour}"/>')
+            if s == 0:
+                parts.append(f'<text x="{pad + w + 4:.1f}" y="{y + 9}">{v:.2f}</text>')
+    if line is not None:
+        x = pad + width * line[0] / top
+        parts.append(
+            f'<line x1="{x:.1f}" y1="14" x2="{x:.1f}" y2="{20 + n * row}" stroke="{GREY}" stroke-dasharray="4 3"/>'
+        )
+        parts.append(f'<text x="{x + 3:.1f}" y="12">{_e(line[1])}</text>')
+    for s, (name, _, colour) in enumerate(series):
+        y = 36 + n * row + 16 * s
+        parts.append(f'<rect x="{pad}" y="{y - 9}" width="10" height="10" fill="{colour}"/>')
+        parts.append(f'<text x="{pad + 14}" y="{y}">{_e(name)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _tops_table(facts: Facts, lang: str) -> str:
+    """Layers x heads: the token each head's row for the query weighs most, shaded by that weight."""
+    L, H = facts.tops.shape
+    head = "".join(f"<th>{h}</th>" for h in range(H))
+    rows = []
+    for layer in range(L):
+        cells = []
+        for h in range(H):
+            w = float(facts.top_weights[layer, h])
+            ink = "#fff" if w > 0.55 else "#222"
+            tok = _e(_label(facts.tokens[int(facts.tops[layer, h])], 6))
+            cells.append(f'<td style="background:{_shade(w)};color:{ink}" title="{w:.2f}">{tok}</td>')
+        rows.append(f"<tr><th>{layer}</th>{''.join(cells)}</tr>")
+    caption = _e(i18n.t("lesson.handout.tops", lang, q=facts.query_token))
+    return f'<table class="tops"><caption>{caption}</caption><tr><th></th>{head}</tr>{"".join(rows)}</table>'
+
+
+def _figure(step: str, facts: Facts, lang: str) -> str:
+    p, tokens = facts.pick, list(facts.tokens)
+    if step == "tokens":
+        return f'<p class="tokens">{" · ".join(_e(tok) for tok in tokens)}</p>'
+    if step == "one_head":
+        if facts.n > MAX_MAP_TOKENS:
+            return bars_svg(tokens, [(i18n.t("lesson.handout.weight", lang), facts.row, BLUE)], highlight=p.key)
+        return heatmap_svg(facts.head_map, tokens, mark=(p.query, p.key))
+    if step == "all_heads":
+        return _tops_table(facts, lang)
+    if step == "pronoun":
+        uniform = (p.uniform, i18n.t("lesson.handout.uniform", lang, n=p.n))
+        return bars_svg(
+            tokens, [(i18n.t("lesson.handout.weight", lang), facts.row, BLUE)], line=uniform, highlight=p.key
+        )
+    if step == "switch_off":
+        if facts.distances is None:
+            return ""
+        return bars_svg(tokens, [(i18n.t("lesson.handout.distance", lang), facts.distances, RED)])
+    if facts.norm_row is None:
+        return ""
+    series = [
+        (i18n.t("lesson.handout.weight", lang), facts.row, BLUE),
+        (i18n.t("lesson.handout.norm", lang), facts.norm_row, GREY),
+    ]
+    return bars_svg(tokens, series, highlight=p.key)
+
+
+def _answer(answer: Answer | None, lang: str) -> str:
+    if answer is None:
+        return f'<p class="open">{_e(i18n.t("lesson.handout.unanswered", lang))}</p>'
+    mark, cls = ("lesson.right", "right") if answer.verdict.right else ("lesson.wrong", "wrong")
+    said = _e(i18n.t("lesson.handout.answer", lang))
+    return (
+        f"<p>{said} <b>{_e(answer.label)}</b></p>"
+        f'<p class="{cls}"><b>{_e(i18n.t(mark, lang))}</b> {answer.verdict.why(lang, _e)}</p>'
+    )
+
+
+def handout_html(facts: Facts, *, lang: str, text: str, model: str, answers: Mapping[str, Answer]) -> str:
+    """The handout page: the sentence, then each step's text, figure, question and answer."""
+    fields = {name: _e(value) for name, value in step_fields(facts, lang).items()}
+    sections = []
+    for i, step in enumerate(STEPS, start=1):
+        name = i18n.t(f"lesson.{step}.title", lang, **fields)  # fields escaped, the template trusted
+        title = i18n.t("lesson.step_title", lang, i=i, total=len(STEPS), title=name)
+        sections.append(
+            "<section>"
+            f"<h2>{title}</h2>"
+            f'<p class="look">{i18n.t(f"lesson.{step}.look", lang, **fields)}</p>'
+            f"{_figure(step, facts, lang)}"
+            f"<p><b>{i18n.t(f'lesson.{step}.question', lang, **fields)}</b></p>"
+            f"{_answer(answers.get(step), lang)}"
+            "</section>"
+        )
+    meta = i18n.t("lesson.handout.meta", lang, model=_e(model), n=facts.n)
+    return (
+        f'<!DOCTYPE html>\n<html lang="{_e(lang)}">\n<head>\n<meta charset="utf-8" />\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}" />\n'
+        f"<title>{_e(i18n.t('lesson.handout.title', lang))}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
+        f"<h1>{_e(i18n.t('lesson.handout.title', lang))}</h1>\n"
+        f'<p class="meta">{_e(i18n.t("lesson.handout.sentence", lang))} <b>{_e(text)}</b><br />{meta}</p>\n'
+        + "\n".join(sections)
+        + "\n</body>\n</html>\n"
+    )
