@@ -1,7 +1,8 @@
 """The `Attention` result: tokens plus a float32 (layers, heads, n, n) array, and numpy helpers.
 
 Everything after the model forward is numpy, so an `Attention` is cheap to cache and to test.
-Row i of every (n, n) map is where token i looks; rows sum to 1.
+Row i of every (n, n) map is where token i looks; rows sum to 1. A cross-attention result has
+`key_tokens` of its own: (layers, heads, n_q, n_k), queries from one text, keys from another.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ class Attention:
     kv_heads: int array (heads,): the key/value head each query head reads (grouped-query
               attention shares one among several query heads), or None when not known.
     spans:    each token's character offsets (start, end) in `text` (empty when not known).
+    key_tokens: the tokens the rows attend over, when they differ from `tokens` (cross-attention:
+              queries from X, keys from Y); weights are then (layers, heads, n_q, n_k). Empty
+              (the default): the keys are `tokens` and every map is square.
     """
 
     tokens: list[str]
@@ -64,12 +68,20 @@ class Attention:
     notes: tuple[str, ...] = ()  # things the viewer must be told, e.g. a fallback to the CPU
     kv_heads: np.ndarray | None = None
     spans: list[tuple[int, int]] = field(default_factory=list)  # each token's (start, end) in text
+    key_tokens: tuple[str, ...] = ()  # the keys' tokens when they are not `tokens` (cross-attention)
 
     def __post_init__(self) -> None:
         w = np.asarray(self.weights)
-        if w.ndim != 4 or w.shape[2] != w.shape[3]:
+        object.__setattr__(self, "key_tokens", tuple(self.key_tokens))
+        if self.key_tokens:
+            if w.ndim != 4 or w.shape[3] != len(self.key_tokens):
+                raise ValueError(
+                    f"weights must have shape (layers, heads, n_q, {len(self.key_tokens)}) "
+                    f"for {len(self.key_tokens)} key tokens, got {w.shape}"
+                )
+        elif w.ndim != 4 or w.shape[2] != w.shape[3]:
             raise ValueError(f"weights must have shape (layers, heads, n, n), got {w.shape}")
-        n = w.shape[-1]
+        n = w.shape[2]
         if len(self.tokens) != n:
             raise ValueError(f"{len(self.tokens)} tokens for attention maps of size {n}")
         if w.dtype != np.float32:
@@ -104,10 +116,36 @@ class Attention:
 
     @property
     def n(self) -> int:
+        """Query tokens (rows); equal to `n_keys` unless the result is `cross`."""
+        return int(self.weights.shape[-2])
+
+    @property
+    def n_keys(self) -> int:
+        """Key tokens (columns)."""
         return int(self.weights.shape[-1])
 
+    @property
+    def cross(self) -> bool:
+        """True when the rows attend over other tokens than their own (`key_tokens` given)."""
+        return bool(self.key_tokens)
+
+    @property
+    def keys(self) -> list[str]:
+        """The tokens of the columns: `key_tokens`, or `tokens` for self-attention."""
+        return list(self.key_tokens) if self.key_tokens else list(self.tokens)
+
+    def require_square(self, what: str) -> None:
+        """ValueError naming `what` when this is a cross-attention result: a view or method that
+        reads rows and columns as the same tokens (a token's own weight, rollout through the
+        layers, word merging on both axes) has no meaning for queries from one text over another."""
+        if self.key_tokens:
+            raise ValueError(
+                f"{what} needs self-attention (every token attending over the same tokens); this is "
+                f"cross-attention, {self.n} query tokens over {self.n_keys} other key tokens"
+            )
+
     def head(self, layer: int, head: int | None = None) -> np.ndarray:
-        """The (n, n) map of one head, or the mean over heads when `head` is None."""
+        """The (n_q, n_k) map of one head, or the mean over heads when `head` is None."""
         if not 0 <= layer < self.n_layers:
             raise IndexError(f"layer {layer} out of range 0..{self.n_layers - 1}")
         if head is None:
@@ -125,6 +163,7 @@ class Attention:
         keep = ~self.special
         if keep.all() or not keep.any():
             return self
+        self.require_square("dropping special tokens")
         idx = np.flatnonzero(keep)
         w = self.weights[:, :, idx][:, :, :, idx]
         w = w / np.maximum(w.sum(-1, keepdims=True), np.finfo(np.float32).tiny)
@@ -144,6 +183,7 @@ class Attention:
         groups = word_groups(self.word_ids)
         if len(groups) == self.n:
             return self
+        self.require_square("merging word pieces")
         w = merge_word_matrix(self.weights, groups)
         tokens = [self._word_text(g) for g in groups]
         special = np.array([bool(self.special[g[0]]) for g in groups])
@@ -162,6 +202,7 @@ class Attention:
         groups = char_groups(self.spans, self.special)
         if len(groups) == self.n:
             return self
+        self.require_square("merging characters")
         spans = self._group_spans(groups)
         tokens = [
             self.tokens[g[0]] if len(g) == 1 else (self.text[a:b].strip() or "\u2423")
