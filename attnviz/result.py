@@ -53,6 +53,8 @@ class Attention:
     key_tokens: the tokens the rows attend over, when they differ from `tokens` (cross-attention:
               queries from X, keys from Y); weights are then (layers, heads, n_q, n_k). Empty
               (the default): the keys are `tokens` and every map is square.
+    segments: for a sentence pair ("[CLS] A [SEP] B [SEP]"), each token's text: 0 for A, 1 for B,
+              -1 for special tokens; empty for a single text.
     """
 
     tokens: list[str]
@@ -69,6 +71,7 @@ class Attention:
     kv_heads: np.ndarray | None = None
     spans: list[tuple[int, int]] = field(default_factory=list)  # each token's (start, end) in text
     key_tokens: tuple[str, ...] = ()  # the keys' tokens when they are not `tokens` (cross-attention)
+    segments: tuple[int, ...] = ()  # sentence pairs: 0 = text A, 1 = text B, -1 = special; () for one text
 
     def __post_init__(self) -> None:
         w = np.asarray(self.weights)
@@ -105,6 +108,9 @@ class Attention:
             object.__setattr__(self, "kv_heads", kv)
         if not self.n_input_tokens:
             object.__setattr__(self, "n_input_tokens", n)
+        object.__setattr__(self, "segments", tuple(int(s) for s in self.segments))
+        if self.segments and len(self.segments) != n:
+            raise ValueError(f"{len(self.segments)} segment ids for {n} tokens")
 
     @property
     def n_layers(self) -> int:
@@ -174,6 +180,7 @@ class Attention:
             special=self.special[idx],
             word_ids=[self.word_ids[i] for i in idx],
             spans=[self.spans[i] for i in idx] if len(self.spans) == self.n else [],
+            segments=tuple(self.segments[i] for i in idx) if self.segments else (),
         )
 
     def merge_words(self) -> Attention:
@@ -189,7 +196,13 @@ class Attention:
         special = np.array([bool(self.special[g[0]]) for g in groups])
         word_ids = [self.word_ids[g[0]] for g in groups]
         return replace(
-            self, tokens=tokens, weights=w, special=special, word_ids=word_ids, spans=self._group_spans(groups)
+            self,
+            tokens=tokens,
+            weights=w,
+            special=special,
+            word_ids=word_ids,
+            spans=self._group_spans(groups),
+            segments=self._group_segments(groups),
         )
 
     def merge_characters(self) -> Attention:
@@ -215,6 +228,7 @@ class Attention:
             special=np.array([bool(self.special[g[0]]) for g in groups]),
             word_ids=[self.word_ids[g[0]] for g in groups],
             spans=spans,
+            segments=self._group_segments(groups),
         )
 
     def _word_text(self, group: list[int]) -> str:
@@ -224,6 +238,9 @@ class Attention:
             a, b = self.spans[group[0]][0], self.spans[group[-1]][1]
             return self.text[a:b].strip() or "\u2423"
         return _join_pieces([self.tokens[i] for i in group])
+
+    def _group_segments(self, groups: list[list[int]]) -> tuple[int, ...]:
+        return tuple(self.segments[g[0]] for g in groups) if self.segments else ()
 
     def _group_spans(self, groups: list[list[int]]) -> list[tuple[int, int]]:
         if len(self.spans) != self.n:
