@@ -25,6 +25,7 @@ PAIR_EXAMPLES = {  # model inputs: MiniLM reads English
     "translation": ("The weather is nice today.", "今天天气很好。"),
 }
 S2S_TASKS = ("reverse", "copy", "sort", "date")
+S2S_STEPS = {"reverse": 100, "copy": 100, "sort": 1000, "date": 200}  # enough for each on a shared 2-core machine
 S2S_MAX_STEPS = 2000
 
 
@@ -146,10 +147,12 @@ def seq2seq(context: Ctx) -> None:
     st.subheader(t("s2s.title"))
     st.caption(t("s2s.intro"))
     limit = max(10, min(S2S_MAX_STEPS, context.settings.train_max_steps))
-    st.session_state.setdefault("s2s_steps", min(200, limit))
+    st.session_state["_s2s_limit"] = limit
+    st.session_state.setdefault("s2s_steps", min(S2S_STEPS["reverse"], limit))
     with st.container(key="s2s_controls"):
         task_col, steps_col, seed_col = st.columns(3)
-        task_col.selectbox(t("s2s.task"), S2S_TASKS, key="s2s_task", format_func=widgets.option_labels("s2s.task.{}"))
+        task_col.selectbox(t("s2s.task"), S2S_TASKS, key="s2s_task", format_func=widgets.option_labels("s2s.task.{}"),
+                           on_change=_on_s2s_task)  # fmt: skip
         steps_col.number_input(t("s2s.steps"), min_value=10, max_value=limit, step=50, key="s2s_steps")
         seed_col.number_input(t("s2s.seed"), min_value=0, max_value=2**31 - 1, step=1, key="s2s_seed")
         start = st.button(t("s2s.start"), key="s2s_start")
@@ -160,11 +163,16 @@ def seq2seq(context: Ctx) -> None:
         _s2s_views(context, run)
 
 
+def _on_s2s_task() -> None:
+    steps = S2S_STEPS.get(str(st.session_state.get("s2s_task", "reverse")), 100)
+    st.session_state["s2s_steps"] = min(steps, int(st.session_state.get("_s2s_limit", S2S_MAX_STEPS)))
+
+
 def _train_now(context: Ctx, limit: int) -> None:
     from ...training import train
 
     task, seed = str(st.session_state.get("s2s_task", "reverse")), int(st.session_state.get("s2s_seed", 0))
-    steps = min(int(st.session_state.get("s2s_steps", 200)), limit)
+    steps = min(int(st.session_state.get("s2s_steps", S2S_STEPS["reverse"])), limit)
     bar = st.progress(0.0, text=t("s2s.training"))
     run = widgets.attempt(
         lambda: train(task=task, arch="seq2seq", steps=steps, seed=seed,
@@ -191,7 +199,9 @@ def _s2s_views(context: Ctx, run: Any) -> None:
     best = int(np.argmax(np.nan_to_num(snap.heads[-1])))
     layer = snap.cross.n_layers - 1
     title = t("s2s.cross_title", step=snap.step)
-    charts.chart(views.heatmap(snap.cross, layer, best, zmax=1.0, title=title, lang=context.lang), "chart_s2s_cross")
+    with st.container(key="s2s_cross"):
+        fig = views.heatmap(snap.cross, layer, best, zmax=1.0, title=title, lang=context.lang)
+        charts.chart(fig, "chart_s2s_cross")
     charts.chart(alignment_curves(run.steps, run.alignment, run.exact, lang=lang()), "chart_s2s_curves")
     _try_source(context, run)
 
