@@ -84,3 +84,7 @@ def test_a_model_without_layers_says_why() -> None:
 
     with pytest.raises(ValueError, match="does not expose its layers"):
         cross_attention(NoLayers(), X, Y)  # type: ignore[arg-type]
+
+
+def test_the_lab_is_reachable_from_import_attnviz() -> None:
+    assert attnviz.lab.cross_attention is cross_attention
