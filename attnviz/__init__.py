@@ -39,7 +39,7 @@ __version__ = "0.1.0"
 
 
 _MODELS = ("ModelLoadError", "PretrainedModel", "Runner", "ScratchModel", "load_model", "resolve_device")
-_SUBPACKAGES = ("views", "explain", "i18n", "corpus", "training")
+_SUBPACKAGES = ("views", "explain", "i18n", "corpus", "training", "lab")
 
 
 def __getattr__(name: str) -> object:

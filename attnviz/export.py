@@ -161,7 +161,7 @@ def head_csv(att: Attention, layer: int, head: int | None, settings: Mapping[str
     for key, value in _settings(att, settings, layer=layer, head=head).items():
         cell = csv_cell(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=_jsonable)
         w.writerow([csv_cell(f"# {key}"), cell])
-    w.writerow([CSV_HEADER_CELL, *map(csv_cell, att.tokens)])
+    w.writerow([CSV_HEADER_CELL, *map(csv_cell, att.keys)])
     for tok, row in zip(att.tokens, m, strict=True):
         w.writerow([csv_cell(tok), *(f"{x:.6g}" for x in row)])
     return out.getvalue()
@@ -186,13 +186,12 @@ def read_head_csv(text: str) -> tuple[dict[str, str], list[str], np.ndarray]:
 def attention_npz(att: Attention, settings: Mapping[str, Any] | None = None) -> bytes:
     """weights (layers, heads, n, n) float32, tokens, special, and settings as a JSON string."""
     buf = io.BytesIO()
-    np.savez_compressed(
-        buf,
-        weights=att.weights,
-        tokens=np.array(att.tokens, dtype=str),
-        special=att.special,
-        settings=np.array(json.dumps(_settings(att, settings), ensure_ascii=False, default=_jsonable)),
-    )
+    arrays: dict[str, np.ndarray] = {"weights": att.weights, "tokens": np.array(att.tokens, dtype=str)}
+    if att.cross:  # cross-attention: the columns' own tokens
+        arrays["key_tokens"] = np.array(att.keys, dtype=str)
+    arrays["special"] = att.special
+    arrays["settings"] = np.array(json.dumps(_settings(att, settings), ensure_ascii=False, default=_jsonable))
+    np.savez_compressed(buf, **arrays)  # type: ignore[arg-type]
     return buf.getvalue()
 
 
@@ -219,6 +218,8 @@ def weights_json(
         raise ValueError("a head needs a layer")
     doc: dict[str, Any] = {} if settings is None else {"settings": dict(settings)}
     doc.update(model=att.model, device=att.device, tokens=att.tokens, truncated=att.truncated)
+    if att.cross:  # cross-attention: the columns are these tokens, not `tokens`
+        doc["key_tokens"] = att.keys
     weights = att.weights
     if layer is not None:
         if not 0 <= layer < att.n_layers:

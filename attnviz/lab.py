@@ -8,10 +8,21 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .cross import cross_attention, cross_steps
 from .models import Runner, Steps
 from .result import Attention
 
-__all__ = ["CostRow", "OrderResult", "cost_sweep", "max_abs_diff", "order_demo", "permutation", "row_entropy"]
+__all__ = [
+    "CostRow",
+    "OrderResult",
+    "cost_sweep",
+    "cross_attention",
+    "cross_steps",
+    "max_abs_diff",
+    "order_demo",
+    "permutation",
+    "row_entropy",
+]
 
 SWEEP_SIZES = (16, 32, 64, 128, 256, 512)
 

@@ -1,7 +1,8 @@
 """The `Attention` result: tokens plus a float32 (layers, heads, n, n) array, and numpy helpers.
 
 Everything after the model forward is numpy, so an `Attention` is cheap to cache and to test.
-Row i of every (n, n) map is where token i looks; rows sum to 1.
+Row i of every (n, n) map is where token i looks; rows sum to 1. A cross-attention result has
+`key_tokens` of its own: (layers, heads, n_q, n_k), queries from one text, keys from another.
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ class Attention:
     kv_heads: int array (heads,): the key/value head each query head reads (grouped-query
               attention shares one among several query heads), or None when not known.
     spans:    each token's character offsets (start, end) in `text` (empty when not known).
+    key_tokens: the tokens the rows attend over, when they differ from `tokens` (cross-attention:
+              queries from X, keys from Y); weights are then (layers, heads, n_q, n_k). Empty
+              (the default): the keys are `tokens` and every map is square.
+    segments: for a sentence pair ("[CLS] A [SEP] B [SEP]"), each token's text: 0 for A, 1 for B,
+              -1 for special tokens; empty for a single text.
     """
 
     tokens: list[str]
@@ -64,12 +70,21 @@ class Attention:
     notes: tuple[str, ...] = ()  # things the viewer must be told, e.g. a fallback to the CPU
     kv_heads: np.ndarray | None = None
     spans: list[tuple[int, int]] = field(default_factory=list)  # each token's (start, end) in text
+    key_tokens: tuple[str, ...] = ()  # the keys' tokens when they are not `tokens` (cross-attention)
+    segments: tuple[int, ...] = ()  # sentence pairs: 0 = text A, 1 = text B, -1 = special; () for one text
 
     def __post_init__(self) -> None:
         w = np.asarray(self.weights)
-        if w.ndim != 4 or w.shape[2] != w.shape[3]:
+        object.__setattr__(self, "key_tokens", tuple(self.key_tokens))
+        if self.key_tokens:
+            if w.ndim != 4 or w.shape[3] != len(self.key_tokens):
+                raise ValueError(
+                    f"weights must have shape (layers, heads, n_q, {len(self.key_tokens)}) "
+                    f"for {len(self.key_tokens)} key tokens, got {w.shape}"
+                )
+        elif w.ndim != 4 or w.shape[2] != w.shape[3]:
             raise ValueError(f"weights must have shape (layers, heads, n, n), got {w.shape}")
-        n = w.shape[-1]
+        n = w.shape[2]
         if len(self.tokens) != n:
             raise ValueError(f"{len(self.tokens)} tokens for attention maps of size {n}")
         if w.dtype != np.float32:
@@ -93,6 +108,9 @@ class Attention:
             object.__setattr__(self, "kv_heads", kv)
         if not self.n_input_tokens:
             object.__setattr__(self, "n_input_tokens", n)
+        object.__setattr__(self, "segments", tuple(int(s) for s in self.segments))
+        if self.segments and len(self.segments) != n:
+            raise ValueError(f"{len(self.segments)} segment ids for {n} tokens")
 
     @property
     def n_layers(self) -> int:
@@ -104,10 +122,36 @@ class Attention:
 
     @property
     def n(self) -> int:
+        """Query tokens (rows); equal to `n_keys` unless the result is `cross`."""
+        return int(self.weights.shape[-2])
+
+    @property
+    def n_keys(self) -> int:
+        """Key tokens (columns)."""
         return int(self.weights.shape[-1])
 
+    @property
+    def cross(self) -> bool:
+        """True when the rows attend over other tokens than their own (`key_tokens` given)."""
+        return bool(self.key_tokens)
+
+    @property
+    def keys(self) -> list[str]:
+        """The tokens of the columns: `key_tokens`, or `tokens` for self-attention."""
+        return list(self.key_tokens) if self.key_tokens else list(self.tokens)
+
+    def require_square(self, what: str) -> None:
+        """ValueError naming `what` when this is a cross-attention result: a view or method that
+        reads rows and columns as the same tokens (a token's own weight, rollout through the
+        layers, word merging on both axes) has no meaning for queries from one text over another."""
+        if self.key_tokens:
+            raise ValueError(
+                f"{what} needs self-attention (every token attending over the same tokens); this is "
+                f"cross-attention, {self.n} query tokens over {self.n_keys} other key tokens"
+            )
+
     def head(self, layer: int, head: int | None = None) -> np.ndarray:
-        """The (n, n) map of one head, or the mean over heads when `head` is None."""
+        """The (n_q, n_k) map of one head, or the mean over heads when `head` is None."""
         if not 0 <= layer < self.n_layers:
             raise IndexError(f"layer {layer} out of range 0..{self.n_layers - 1}")
         if head is None:
@@ -125,6 +169,7 @@ class Attention:
         keep = ~self.special
         if keep.all() or not keep.any():
             return self
+        self.require_square("dropping special tokens")
         idx = np.flatnonzero(keep)
         w = self.weights[:, :, idx][:, :, :, idx]
         w = w / np.maximum(w.sum(-1, keepdims=True), np.finfo(np.float32).tiny)
@@ -135,6 +180,7 @@ class Attention:
             special=self.special[idx],
             word_ids=[self.word_ids[i] for i in idx],
             spans=[self.spans[i] for i in idx] if len(self.spans) == self.n else [],
+            segments=tuple(self.segments[i] for i in idx) if self.segments else (),
         )
 
     def merge_words(self) -> Attention:
@@ -144,12 +190,19 @@ class Attention:
         groups = word_groups(self.word_ids)
         if len(groups) == self.n:
             return self
+        self.require_square("merging word pieces")
         w = merge_word_matrix(self.weights, groups)
         tokens = [self._word_text(g) for g in groups]
         special = np.array([bool(self.special[g[0]]) for g in groups])
         word_ids = [self.word_ids[g[0]] for g in groups]
         return replace(
-            self, tokens=tokens, weights=w, special=special, word_ids=word_ids, spans=self._group_spans(groups)
+            self,
+            tokens=tokens,
+            weights=w,
+            special=special,
+            word_ids=word_ids,
+            spans=self._group_spans(groups),
+            segments=self._group_segments(groups),
         )
 
     def merge_characters(self) -> Attention:
@@ -162,6 +215,7 @@ class Attention:
         groups = char_groups(self.spans, self.special)
         if len(groups) == self.n:
             return self
+        self.require_square("merging characters")
         spans = self._group_spans(groups)
         tokens = [
             self.tokens[g[0]] if len(g) == 1 else (self.text[a:b].strip() or "\u2423")
@@ -174,6 +228,7 @@ class Attention:
             special=np.array([bool(self.special[g[0]]) for g in groups]),
             word_ids=[self.word_ids[g[0]] for g in groups],
             spans=spans,
+            segments=self._group_segments(groups),
         )
 
     def _word_text(self, group: list[int]) -> str:
@@ -183,6 +238,9 @@ class Attention:
             a, b = self.spans[group[0]][0], self.spans[group[-1]][1]
             return self.text[a:b].strip() or "\u2423"
         return _join_pieces([self.tokens[i] for i in group])
+
+    def _group_segments(self, groups: list[list[int]]) -> tuple[int, ...]:
+        return tuple(self.segments[g[0]] for g in groups) if self.segments else ()
 
     def _group_spans(self, groups: list[list[int]]) -> list[tuple[int, int]]:
         if len(self.spans) != self.n:

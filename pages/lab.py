@@ -4,6 +4,7 @@ one head step by step, and the order demo (no positions, no order)."""
 import streamlit as st
 
 from attnviz.app import widgets
+from attnviz.app.sections import cross
 from attnviz.app.sections import lab as section
 
 context = widgets.page_header("lab.title", "lab.intro")
@@ -15,3 +16,5 @@ if pair is None:
 section.side_by_side(context, pair)
 section.steps(context, pair)
 section.order_demo(context, pair)
+cross.cross_lab(context, pair)
+cross.pairs(context)

@@ -6,6 +6,7 @@ Methods on an `Attention` or an array, numpy in and out (heads.py computes with 
     heads.py         head_stats, head_kinds, head_labels, sink_shares     (Clark et al. 2019)
     agreement.py     kendall_tau, spearman_rho, agreement     (Jain & Wallace 2019)
     pairs.py         minimal_pair, find_token
+    sentence_pairs.py pair_blocks, across_share: how much A reads B and B reads A
 Methods that run a model (take a Runner and a text; batches go through the background lane):
     norms.py         norm_weights, norm_reconstruction        (Kobayashi et al. 2020)
     value_norms.py   value_norms, moved_share                 (the same, no (n, n) maps kept)
@@ -43,6 +44,7 @@ from .norms import NormWeights, norm_reconstruction, norm_weights
 from .pairs import MinimalPair, find_token, minimal_pair
 from .rollout import rollout, rollout_layers
 from .scoreboard import FAITHFULNESS_MAX_TOKENS, SCOREBOARD_METHODS, Scoreboard, ScoreRow, faithfulness
+from .sentence_pairs import across_share, pair_blocks, pair_segments
 from .sinks import SINK_THRESHOLD, SinkScores, hide_sinks, removed_share, sink_scores
 from .value_norms import moved_share, value_norms
 
@@ -70,6 +72,7 @@ __all__ = [
     "Scoreboard",
     "SinkScores",
     "ablate",
+    "across_share",
     "agreement",
     "completeness_gap",
     "contributions",
@@ -92,6 +95,8 @@ __all__ = [
     "norm_reconstruction",
     "norm_weights",
     "occlusion",
+    "pair_blocks",
+    "pair_segments",
     "pruning_curves",
     "removed_share",
     "rollout",

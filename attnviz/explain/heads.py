@@ -49,6 +49,7 @@ def head_stats(att: Attention) -> dict[str, np.ndarray]:
     / ln n), shares of attention to "cls", "sep", "punct", "self", "prev" (A[i, i-1], rows
     i >= 1) and "next" (A[i, i+1], rows i < n-1). Each value is a (layers, heads) float64 array.
     """
+    att.require_square("head statistics")
     w = read_only_view(att.weights)  # (L, H, n, n)
     n = att.n
     with torch.inference_mode():

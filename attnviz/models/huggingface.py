@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ..prenorm import PreNormParts
+from ..result import Attention
 from ..scratch import LayerParts, scaled_dot_product_attention
 from .base import Encoded, Inputs, ModelLoadError, RunnerBase
 from .tokens import model_limit
@@ -54,6 +55,15 @@ class PretrainedModel(RunnerBase):
         self.lm_head = lm_head  # the unembedding of a causal LM (hf_model is then its base model)
         self.writes_in_place = _use_in_place_attention(hf_model)
         self._layers: list[LayerParts] | None = None
+
+    def attend(self, text: str, max_tokens: int | None = None, *, pair: str | None = None) -> Attention:
+        """As `RunnerBase.attend`; `pair`: a second text B, read with `text` as "[CLS] A [SEP] B [SEP]"
+        with segment ids (an encoder only; the result's `segments` says which text a token is in)."""
+        if pair is None:
+            return super().attend(text, max_tokens)
+        from .pairs import attend_pair
+
+        return attend_pair(self, text, pair, max_tokens)
 
     def attention_maps(self, inputs: Inputs) -> list[torch.Tensor]:
         out = self.hf_model(**inputs, output_attentions=True, return_dict=True)

@@ -13,22 +13,30 @@ scores.py  head scores: mean attention where a pattern says a row should look
 loop.py    the seeded loop: chunks through the background lane, snapshots, stop and keep
 runner.py  the trained model behind the Runner seam, with its own fast tokenizer
 cli.py     python -m attnviz train ... (main(argv))
+seq2seq*.py an encoder-decoder: train(task="reverse", arch="seq2seq"), snapshot.cross
 """
 
 from __future__ import annotations
 
-from .loop import LIMITS, Snapshot, TrainConfig, TrainingRun, prepare, resume, train
+from typing import Any, Literal, overload
+
+from .loop import LIMITS, Snapshot, TrainConfig, TrainingRun, prepare, resume
+from .loop import train as _train_decoder
 from .model import DecoderConfig, TinyDecoder
 from .runner import TrainedModel, build_tokenizer
 from .scores import SCORES, induction_cols, pattern_score, previous_cols, score_attention
+from .seq2seq import SEQ2SEQ_TASKS, Seq2SeqRun, Seq2SeqSnapshot, train_seq2seq
 from .tasks import TASKS, Probe, Task, make_task, symbol
 
 __all__ = [
     "LIMITS",
     "SCORES",
+    "SEQ2SEQ_TASKS",
     "TASKS",
     "DecoderConfig",
     "Probe",
+    "Seq2SeqRun",
+    "Seq2SeqSnapshot",
     "Snapshot",
     "Task",
     "TinyDecoder",
@@ -45,4 +53,19 @@ __all__ = [
     "score_attention",
     "symbol",
     "train",
+    "train_seq2seq",
 ]
+
+
+@overload
+def train(*args: Any, arch: Literal["seq2seq"], **kwargs: Any) -> Seq2SeqRun: ...
+@overload
+def train(*args: Any, arch: Literal["decoder"] = "decoder", **kwargs: Any) -> TrainingRun: ...
+def train(*args: Any, arch: str = "decoder", **kwargs: Any) -> TrainingRun | Seq2SeqRun:
+    """loop.train (a tiny decoder), or with arch="seq2seq" an encoder-decoder on copy, reverse,
+    sort or date (seq2seq.train_seq2seq: snapshots with encoder, decoder and cross-attention)."""
+    if arch == "seq2seq":
+        return train_seq2seq(*args, **kwargs)
+    if arch != "decoder":
+        raise ValueError(f"unknown arch {arch!r}: choose decoder or seq2seq")
+    return _train_decoder(*args, **kwargs)

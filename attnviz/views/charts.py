@@ -77,9 +77,9 @@ def token_focus(
     A dotted line marks 1/n, what a head that looks everywhere equally would give.
     `title` replaces the heading, not the note.
     """
-    n = att.n
-    if not (0 <= query < n and 0 <= key < n):
-        raise IndexError(f"query {query} / key {key} outside 0..{n - 1}")
+    n = att.n_keys
+    if not (0 <= query < att.n and 0 <= key < n):
+        raise IndexError(f"query {query} / key {key} outside 0..{att.n - 1} / 0..{n - 1}")
     flat = att.weights[:, :, query, key].ravel()  # (L*H,)
     order = np.argsort(-flat, kind="stable")
     if top is not None:
@@ -94,7 +94,7 @@ def token_focus(
         "marker": {"color": EDGE_COLOR},
         "hovertemplate": t("fig.hover_value", lang, label="%{y}", value="%{x:.4f}") + "<extra></extra>",
     }
-    q, k = escape(att.tokens[query]), escape(att.tokens[key])
+    q, k = escape(att.tokens[query]), escape(att.keys[key])
     if title is None:
         title = t("fig.focus_title", lang, q=q, qi=query, k=k, ki=key)
     shown = t("fig.all_heads", lang) if top is None else t("fig.top_heads", lang, k=len(order), total=flat.size)

@@ -75,6 +75,7 @@ def graph_view(
     the heading, not the note. Arrow heads carry customdata [i, j] and show the weight on
     hover; nodes carry [i] (see `token_pick`).
     """
+    att.require_square("the graph view")
     m = att.head(layer, head)  # (n, n)
     edges = _edges(m, threshold, max_edges)
     geo = _geometry(att.n, edges)

@@ -53,6 +53,7 @@ def head_view(
     are kept, and the note under the title says so. `title` replaces the heading, not the note.
     Token markers carry customdata [i] (see `token_pick`).
     """
+    att.require_square("the head view")
     sel = _select(att, layer, heads, highlight, max_links)
     tokens = [escape(tok) for tok in att.tokens]
     data = _link_traces(att, sel, lang) + _token_traces(tokens, highlight, lang)

@@ -35,11 +35,12 @@ def heatmap(
 ) -> go.Figure:
     """One head's (n, n) map at full resolution (head=None: the mean of the layer's heads).
 
-    Query tokens down the side (row 0 at the top), key tokens across. z is `att.head(layer, head)`
+    Query tokens down the side (row 0 at the top), key tokens across (`att.keys`: a cross-attention
+    map is n_q x n_k, cells still square). z is `att.head(layer, head)`
     itself (float32). zmax=None lets the colour range follow the data; a float fixes it to [0, zmax].
     `title` replaces the default "layer 2, head 5"; every other word is in `lang`.
     """
-    z = np.array(att.head(layer, head), dtype=np.float32)  # (n, n), row i = query i; a copy, not a view
+    z = np.array(att.head(layer, head), dtype=np.float32)  # (n_q, n_k), row i = query i; a copy, not a view
     keys, axis = token_axis(att.tokens)
     hover = t("fig.hover_heatmap", lang, q="%{y}", k="%{x}", w="%{z:.6f}")
     trace = token_map_trace(z, keys, t("fig.weight", lang), hover) | {"zauto": zmax is None}
@@ -47,7 +48,13 @@ def heatmap(
         trace |= {"zmin": 0.0, "zmax": float(zmax)}
     if title is None:
         title = t("fig.layer_which", lang, layer=layer, which=which_head(head, att.n_heads, lang))
-    layout = square_map_layout(layout_title(title), att.n, axis, t("axis.key", lang), t("axis.query", lang))
+    layout = square_map_layout(
+        layout_title(title), max(att.n, att.n_keys), axis, t("axis.key", lang), t("axis.query", lang)
+    )
+    if att.cross:  # queries from one text down the side, keys from the other across
+        cols, col_axis = token_axis(att.keys)
+        trace["x"] = cols
+        layout["xaxis"] = col_axis | {"title": {"text": t("axis.key", lang)}, "constrain": "domain"}
     return figure([trace], layout)
 
 

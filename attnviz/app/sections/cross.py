@@ -1,0 +1,222 @@
+"""Cross-attention in the app (issue 21): X asks Y in the from-scratch lab (with the Y = X switch
+that shows self-attention is the special case), sentence pairs through the pretrained encoder
+(which heads read across), and the encoder-decoder trained live in the Training lab."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from ... import explain, lab, views
+from ...models import EMBEDDED_MODEL
+from ...result import Attention
+from ...views._base import head_label
+from ...views.cross import alignment_curves
+from .. import charts, runners, widgets
+from ..state import Ctx, lang, t
+from .lab import SAME, SHOW_TOKENS, Pair
+
+Y_DEFAULT = "The cat sat on the mat because it was tired."
+PAIR_EXAMPLES = {  # model inputs: MiniLM reads English
+    "qa": ("Where did the cat sleep last night?", "The cat slept on the warm mat by the kitchen door."),
+    "nli": ("A man is playing a guitar on a busy street.", "Someone is making music outdoors."),
+    "translation": ("The weather is nice today.", "今天天气很好。"),
+}
+S2S_TASKS = ("reverse", "copy", "sort", "date")
+S2S_STEPS = {"reverse": 100, "copy": 100, "sort": 1000, "date": 200}  # enough for each on a shared 2-core machine
+S2S_MAX_STEPS = 2000
+
+
+def cross_lab(context: Ctx, p: Pair) -> None:
+    """X (the lab's sentence) asks Y through the scratch encoder's layers; Y = X is self-attention."""
+    st.subheader(t("cross.title"))
+    st.caption(t("cross.intro"))
+    st.session_state.setdefault("cross_y", Y_DEFAULT)
+    with st.container(key="cross_controls"):
+        same = st.toggle(t("cross.same"), key="cross_same", help=t("cross.same_help"))
+        typed = st.text_input(t("cross.y"), key="cross_y", disabled=same, max_chars=2000)
+    y = p.text if same else runners.checked_text(context, typed)
+    if y is None:
+        return
+    runner = p.scratch.runner
+    att = widgets.attempt(
+        lambda: runners.cached(context, p.scratch, "cross", p.text, y,
+                               fn=lambda: lab.cross_attention(runner, p.text, y, context.max_tokens)),
+        "cross-attention", message=t("cross.failed"),
+    )  # fmt: skip
+    if att is None:
+        return
+    with st.container(key="cross_note"):
+        if same:
+            diff = lab.max_abs_diff(att.weights, p.mine.weights)
+            heads = att.n_layers * att.n_heads
+            if diff < SAME:
+                st.success(t("cross.same_equal", diff=f"{diff:.1e}", heads=heads), icon=":material/check:")
+            else:
+                st.warning(t("cross.same_differs", diff=f"{diff:.3f}"))
+        st.caption(t("cross.shape", nx=att.n, ny=att.n_keys))
+    title = t("cross.map_title", head=head_label(p.layer, p.head, lang=context.lang))
+    charts.chart(views.heatmap(att, p.layer, p.head, zmax=1.0, title=title, lang=context.lang), "chart_cross_lab")
+    _cross_walk(context, p, y, att)
+
+
+def _cross_walk(context: Ctx, p: Pair, y: str, att: Attention) -> None:
+    """The step-by-step walk's cross case: Q from X, K from Y, their scores and the softmax."""
+    runner = p.scratch.runner
+    walk = widgets.attempt(
+        lambda: runners.cached(context, p.scratch, "cross_steps", p.text, y, p.layer, p.head,
+                               fn=lambda: lab.cross_steps(runner, p.text, y, p.layer, p.head, context.max_tokens)),
+        "cross steps", message=t("cross.failed"),
+    )  # fmt: skip
+    if walk is None:
+        return
+    st.markdown(f"**{t('cross.walk_title')}**")
+    rows, cols = att.tokens[:SHOW_TOKENS], att.keys[:SHOW_TOKENS]
+    if att.n > SHOW_TOKENS or att.n_keys > SHOW_TOKENS:
+        st.caption(t("cross.walk_cut", rows=len(rows), nx=att.n, cols=len(cols), ny=att.n_keys))
+    r, c = len(rows), len(cols)
+    with st.container(key="cross_steps"):
+        left, right = st.columns(2)
+        with left:
+            fig = views.matrix(walk["scores"][:r, :c], rows, cols, title=t("cross.walk_scores"), fmt=".1f", lang=context.lang)  # fmt: skip
+            charts.chart(fig, "chart_cross_scores")
+        with right:
+            fig = views.matrix(walk["weights"][:r, :c], rows, cols, title=t("cross.walk_softmax"), lang=context.lang)
+            charts.chart(fig, "chart_cross_softmax")
+
+
+def pairs(context: Ctx) -> None:
+    """Two texts through the pretrained encoder: the heads that read across most."""
+    st.subheader(t("pairs.title"))
+    st.caption(t("pairs.intro"))
+    with st.container(key="pairs_controls"):
+        example = st.selectbox(t("pairs.example"), list(PAIR_EXAMPLES), key="pairs_example",
+                               format_func=widgets.option_labels("pairs.example.{}"), on_change=_fill_pair)  # fmt: skip
+        if "pairs_a" not in st.session_state:
+            _fill_pair()
+        left, right = st.columns(2)
+        a = left.text_area(t("pairs.a"), key="pairs_a", height=80, max_chars=2000)
+        b = right.text_area(t("pairs.b"), key="pairs_b", height=80, max_chars=2000)
+    if example == "translation":
+        st.caption(t("pairs.translation_note"))
+    loaded = runners.load_runner(context, EMBEDDED_MODEL, fallback=False)
+    a_clean, b_clean = runners.checked_text(context, a), runners.checked_text(context, b)
+    if loaded is None or a_clean is None or b_clean is None:
+        return
+    runner: Any = loaded.runner  # a PretrainedModel: attend takes pair=
+    att = widgets.attempt(
+        lambda: runners.cached(context, loaded, "pair", a_clean, b_clean,
+                               fn=lambda: runner.attend(a_clean, context.max_tokens, pair=b_clean)),
+        "sentence pair", message=t("pairs.failed"),
+    )  # fmt: skip
+    if att is not None:
+        _pair_views(context, att)
+
+
+def _fill_pair() -> None:
+    a, b = PAIR_EXAMPLES.get(str(st.session_state.get("pairs_example", "qa")), PAIR_EXAMPLES["qa"])
+    st.session_state["pairs_a"], st.session_state["pairs_b"] = a, b
+
+
+def _pair_views(context: Ctx, att: Attention) -> None:
+    blocks = explain.pair_blocks(att)  # (L, H, 2, 2)
+    across = explain.across_share(blocks)
+    layer, head = (int(i) for i in np.unravel_index(int(np.argmax(across)), across.shape))
+    label = head_label(layer, head, lang=context.lang)
+    labels = np.vectorize(lambda v: f"{v:.0%}")(across)
+    grid = views.layer_head_grid(across, title=t("pairs.grid_title"), labels=labels, zmin=0.0, lang=context.lang)
+    charts.chart(grid, "chart_pairs_grid")
+    with st.container(key="pairs_top"):
+        st.info(t("pairs.top", head=label, share=f"{across[layer, head]:.0%}"), icon=":material/swap_horiz:")
+        b = blocks[layer, head]
+        table = {
+            "": [t("pairs.row_a"), t("pairs.row_b")],
+            t("pairs.col_a"): [f"{b[0, 0]:.1%}", f"{b[1, 0]:.1%}"],
+            t("pairs.col_b"): [f"{b[0, 1]:.1%}", f"{b[1, 1]:.1%}"],
+            t("pairs.col_special"): [f"{1 - b[0].sum():.1%}", f"{1 - b[1].sum():.1%}"],
+        }
+        st.caption(t("pairs.blocks", head=label))
+        st.dataframe(table, hide_index=True)
+    charts.chart(views.heatmap(att, layer, head, zmax=1.0, lang=context.lang), "chart_pairs_head")
+
+
+def seq2seq(context: Ctx) -> None:
+    """Train the encoder-decoder here (seconds) and step through its cross-attention snapshots."""
+    st.subheader(t("s2s.title"))
+    st.caption(t("s2s.intro"))
+    limit = max(10, min(S2S_MAX_STEPS, context.settings.train_max_steps))
+    st.session_state["_s2s_limit"] = limit
+    st.session_state.setdefault("s2s_steps", min(S2S_STEPS["reverse"], limit))
+    with st.container(key="s2s_controls"):
+        task_col, steps_col, seed_col = st.columns(3)
+        task_col.selectbox(t("s2s.task"), S2S_TASKS, key="s2s_task", format_func=widgets.option_labels("s2s.task.{}"),
+                           on_change=_on_s2s_task)  # fmt: skip
+        steps_col.number_input(t("s2s.steps"), min_value=10, max_value=limit, step=50, key="s2s_steps")
+        seed_col.number_input(t("s2s.seed"), min_value=0, max_value=2**31 - 1, step=1, key="s2s_seed")
+        start = st.button(t("s2s.start"), key="s2s_start")
+    if start:
+        _train_now(context, limit)
+    run = st.session_state.get("_s2s_run")
+    if run is not None:
+        _s2s_views(context, run)
+
+
+def _on_s2s_task() -> None:
+    steps = S2S_STEPS.get(str(st.session_state.get("s2s_task", "reverse")), 100)
+    st.session_state["s2s_steps"] = min(steps, int(st.session_state.get("_s2s_limit", S2S_MAX_STEPS)))
+
+
+def _train_now(context: Ctx, limit: int) -> None:
+    from ...training import train
+
+    task, seed = str(st.session_state.get("s2s_task", "reverse")), int(st.session_state.get("s2s_seed", 0))
+    steps = min(int(st.session_state.get("s2s_steps", S2S_STEPS["reverse"])), limit)
+    bar = st.progress(0.0, text=t("s2s.training"))
+    run = widgets.attempt(
+        lambda: train(task=task, arch="seq2seq", steps=steps, seed=seed,
+                      progress=lambda f: bar.progress(min(1.0, max(0.0, f)), text=t("s2s.training"))),
+        "seq2seq training", message=t("s2s.failed"),
+    )  # fmt: skip
+    bar.empty()
+    if run is not None:
+        st.session_state["_s2s_run"] = run
+        st.session_state["s2s_snapshot"] = len(run.snapshots) - 1
+
+
+def _s2s_views(context: Ctx, run: Any) -> None:
+    last = run.snapshots[-1]
+    with st.container(key="s2s_result"):
+        st.success(t("s2s.result", steps=last.step, seconds=f"{run.seconds:.1f}", exact=f"{last.exact:.0%}",
+                     alignment=f"{last.alignment:.2f}"), icon=":material/check:")  # fmt: skip
+    n = len(run.snapshots)
+    if st.session_state.get("s2s_snapshot", n - 1) >= n:
+        st.session_state["s2s_snapshot"] = n - 1
+    i = st.slider(t("s2s.snapshot"), 0, n - 1, key="s2s_snapshot", format="%d",
+                  help=t("s2s.alignment_help")) if n > 1 else 0  # fmt: skip
+    snap = run.snapshots[int(i)]
+    best = int(np.argmax(np.nan_to_num(snap.heads[-1])))
+    layer = snap.cross.n_layers - 1
+    title = t("s2s.cross_title", step=snap.step)
+    with st.container(key="s2s_cross"):
+        fig = views.heatmap(snap.cross, layer, best, zmax=1.0, title=title, lang=context.lang)
+        charts.chart(fig, "chart_s2s_cross")
+    charts.chart(alignment_curves(run.steps, run.alignment, run.exact, lang=lang()), "chart_s2s_curves")
+    _try_source(context, run)
+
+
+def _try_source(context: Ctx, run: Any) -> None:
+    task = run.task
+    if task.name == "date":
+        hint, default = t("s2s.try_help_date"), "3 May 2026"
+    else:
+        default = " ".join(task.tokens(run.probe[0]))
+        hint = t("s2s.try_help_symbols", n=task.src_len, example=default)
+    typed = st.text_input(t("s2s.try"), value=default, key=f"s2s_try_{task.name}", help=hint, max_chars=400)
+    out = widgets.attempt(lambda: run.translate(typed), "seq2seq translate")
+    if out is None:
+        return
+    st.markdown(t("s2s.output", output=widgets.escape_md(" ".join(out.output))))
+    last = out.cross.n_layers - 1
+    charts.chart(views.heatmap(out.cross, last, None, zmax=1.0, lang=context.lang), "chart_s2s_try")
