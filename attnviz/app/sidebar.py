@@ -15,7 +15,7 @@ from ..models.names import E5_MODEL
 from ..models.tokens import token_limit
 from ..unknown import model_for_language
 from . import session_models
-from .state import CUSTOM, SENTENCE, Ctx, lang, model_options, set_sentence, t
+from .state import CUSTOM, SENTENCE, Ctx, keep, lang, model_options, set_sentence, t
 
 __all__ = ["LANGUAGE_NAMES", "available_devices", "sidebar"]
 
@@ -50,6 +50,7 @@ def available_devices() -> list[str]:
 def _on_language_change() -> None:
     """Keep an example sentence an example: swap it for the same example in the new language."""
     session = st.session_state
+    keep("lang")  # the one place the language changes (state.LANG_HOME)
     for key in TRANSLATED_OPTIONS:
         if key in session:
             session[key] = session[key]
