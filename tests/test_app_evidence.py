@@ -165,7 +165,7 @@ def test_caveats_show_the_sink_heads_and_the_average_scoreboard(tired: attnviz.A
     )
     table = _table(at, "fx.col_best")
     assert len(table) == len(average["rows"])
-    assert any("bench_faithfulness.py" in str(c.value) for c in at.code)
+    assert not any("bench_faithfulness.py" in str(c.value) for c in at.code)  # developer text stays off (issue 23.8)
 
 
 # --- Chinese --------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from ..unknown import model_for_language
 from . import session_models
 from .state import CUSTOM, SENTENCE, Ctx, keep, lang, model_options, set_sentence, t
 
-__all__ = ["LANGUAGE_NAMES", "available_devices", "sidebar"]
+__all__ = ["LANGUAGE_NAMES", "available_devices", "model_label", "sidebar"]
 
 LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 # Widgets whose option labels change with the language. The browser reports a choice by its
@@ -81,6 +81,11 @@ def _model_labels(extra: tuple[str, ...]) -> Callable[[str], str]:
                 "train.model_label", task=t(f"train.task.{m.task}"), layers=m.layers, heads=m.heads, step=m.step
             )
     return lambda name: labels.get(name, name)
+
+
+def model_label(name: str) -> str:
+    """A model's name as the sidebar shows it, in this run's language (a raw id stays as it is)."""
+    return _model_labels(())(name)
 
 
 def _model(settings: Settings) -> str:
