@@ -457,7 +457,9 @@ def test_figure_notes_and_legends_follow_the_language(tired: Attention) -> None:
     assert "请调低阈值" in graph.layout.title.text
     focus = views.token_focus(tired, 10, 2, top=5, lang="zh")
     assert "72 个头中的前 5 个" in focus.layout.title.text
-    assert any(trace.name == "第 4 个头" for trace in views.head_view(tired, 0, lang="zh").data)  # head 3, counted from 1
+    assert any(
+        trace.name == "第 4 个头" for trace in views.head_view(tired, 0, lang="zh").data
+    )  # head 3, counted from 1
 
 
 # --- words: every word on a figure comes from the catalogue, in the language asked for ------
