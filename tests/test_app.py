@@ -343,9 +343,9 @@ def test_demo_mode_hides_the_model_id_box_and_refuses_other_ids(monkeypatch: pyt
     monkeypatch.setattr(attnviz, "load_model", spy)
     at = _ok(_app(model="bert-base-uncased"))
     assert at.selectbox(key="model_choice").options == [
-        "MiniLM-L6 (pretrained BERT, offline)",
-        "e5-small (multilingual, reads Chinese, offline)",
-        "From-scratch encoder (same weights)",
+        i18n.t("model.minilm", "en"),
+        i18n.t("model.e5", "en"),
+        i18n.t("model.scratch", "en"),
     ]
     assert not [w for w in at.text_input if w.key == "model_id"]
     errors = _messages(at, "error")
