@@ -162,7 +162,7 @@ def _heading(att: Attention, sel: _Selection, tokens: list[str], lang: str) -> s
     elif len(sel.heads) == 1:
         which = t("fig.head_n", lang, h=sel.heads[0])
     else:
-        which = t("fig.heads_n", lang, heads=", ".join(map(str, sel.heads)))
+        which = t("fig.heads_n", lang, heads=", ".join(t("fig.head_index", lang, h=h) for h in sel.heads))
     if sel.highlight is None:
         return t("fig.layer_which", lang, layer=sel.layer, which=which)
     token = tokens[sel.highlight]
