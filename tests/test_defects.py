@@ -26,10 +26,10 @@ _ALLOWED = """
     Face Hub attnviz auto bert-base-uncased config float inf ln softmax csv txt jsonl parquet
     json text small e5-small d_model br MiniLM-L6 all-MiniLM-L6-v2 SmolLM2 float32 d_k W_Q W_K W_V L1
     Abnar Brunner Clark Edin Ferrando Gu Hooker Jain Kobayashi Michel Modarressi Mohebbi Olsson
-    Pinter Wallace Wiegreffe Xiao Zuidema AttentionViz
+    Pinter Wallace Wiegreffe Xiao Zuidema AttentionViz cpu cuda mps
 """
 ALLOWED_LATIN = frozenset(_ALLOWED.split())
-LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_\-']*")
+LATIN_WORD = re.compile(r"(?<![0-9])[A-Za-z][A-Za-z0-9_\-']*")  # not the e of 1.3e-06
 # Traditional-only forms (their simplified forms in comments are what the corpus now uses).
 TRADITIONAL = "東樹愛國學書們這來長馬見風車門語歲萬華會鳥島橋難歷張陳師葉韓"  # 东树爱国学书们这来长马见风车门语岁万华会鸟岛桥难历张陈师叶韩
 
