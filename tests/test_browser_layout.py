@@ -15,14 +15,27 @@ from .test_browser import FIRST_LOAD_MS, WAIT_MS, Session, _session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-# Text cut by the page's CSS (an ellipsis or hidden overflow on a text-only element) that is on screen.
-CUT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] *, [data-testid="stSidebar"] *')]
-  .filter(el => el instanceof HTMLElement).filter(el => {
-    const s = getComputedStyle(el), r = el.getBoundingClientRect();
-    const clips = s.textOverflow === 'ellipsis' || s.overflowX === 'hidden' || s.overflowX === 'clip';
-    return clips && el.children.length === 0 && el.innerText.trim() && r.width > 0 && r.right > 0
-      && el.scrollWidth > el.clientWidth + 1;
-  }).map(el => el.innerText.trim())"""
+# Text cut by the page's CSS (an ellipsis or hidden overflow on a text-only element) that is on
+# screen, and Plotly titles that run past their figure's edge.
+CUT_JS = """() => {
+  const cut = [...document.querySelectorAll('[data-testid="stMain"] *, [data-testid="stSidebar"] *')]
+    .filter(el => el instanceof HTMLElement).filter(el => {
+      const s = getComputedStyle(el), r = el.getBoundingClientRect();
+      const clips = s.textOverflow === 'ellipsis' || s.overflowX === 'hidden' || s.overflowX === 'clip';
+      return clips && el.children.length === 0 && el.innerText.trim() && r.width > 0 && r.right > 0
+        && el.scrollWidth > el.clientWidth + 1;
+    }).map(el => el.innerText.trim());
+  for (const gd of document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')) {
+    const svg = gd.querySelector('.main-svg');
+    if (!svg) continue;
+    const edge = svg.getBoundingClientRect();
+    for (const title of gd.querySelectorAll('.gtitle')) {
+      const r = title.getBoundingClientRect();
+      if (r.width > 0 && (r.left < edge.left - 1 || r.right > edge.right + 1)) cut.push('title: ' + title.textContent);
+    }
+  }
+  return cut;
+}"""
 
 TOP_JS = """(sel) => { const el = document.querySelector(sel); return el ? el.getBoundingClientRect().top : null; }"""
 
@@ -86,6 +99,7 @@ def test_on_a_phone_the_head_view_legend_leaves_the_tokens_alone(phone: Session)
 
     assert [t for t in boxes["tokens"] if overlaps(t)] == []
     s.shot("layout-head-view-phone", key="view_head")
+    assert _cut(s) == []  # no label and no figure title cut on a phone either
 
 
 def test_opening_a_trained_model_keeps_the_chinese_interface(wide: Session) -> None:
