@@ -15,21 +15,25 @@ from attnviz.app.sections import explorer as section  # noqa: E402
 focus = section.analysis(context, text)
 if focus is None:
     st.stop()
-focus = ablation.switch(context, focus)
-focus, draw_sinks_switch = section.sinks_switch(context, focus)
-
+# The pictures come first on the screen; the switches that change them (heads off, after Michel
+# et al.; hidden sinks) are read before the views are drawn but shown below them (issue 23.4).
+pictures = st.container()
 st.divider()
-left, right = st.columns(2, gap="large")
-with left:
-    section.heatmap_view(context, focus)
-with right:
-    section.grid_view(context, focus)
-left, right = st.columns(2, gap="large")
-with left:
-    section.head_lines_view(context, focus)
-with right:
-    section.graph_section(context, focus)
-draw_sinks_switch()  # into its place above the views, once they are sent (a second forward pass)
+with st.container():
+    focus = ablation.switch(context, focus)
+    focus, draw_sinks_switch = section.sinks_switch(context, focus)
+with pictures:
+    left, right = st.columns(2, gap="large")
+    with left:
+        section.heatmap_view(context, focus)
+    with right:
+        section.grid_view(context, focus)
+    left, right = st.columns(2, gap="large")
+    with left:
+        section.head_lines_view(context, focus)
+    with right:
+        section.graph_section(context, focus)
+draw_sinks_switch()  # into its place under the views, once they are sent (a second forward pass)
 ablation.effect(context, focus)
 decoder.panel(context, focus)  # a decoder: the next word, the logit lens, rotary positions
 

@@ -343,10 +343,10 @@ def test_demo_mode_hides_the_model_id_box_and_refuses_other_ids(monkeypatch: pyt
     monkeypatch.setattr(attnviz, "load_model", spy)
     at = _ok(_app(model="bert-base-uncased"))
     assert at.selectbox(key="model_choice").options == [
-        "MiniLM-L6 (pretrained BERT, offline)",
-        "e5-small (multilingual, reads Chinese, offline)",
-        "From-scratch encoder (same weights)",
-        "SmolLM2-135M (decoder, writes the next word, offline)",  # loaded only when chosen
+        i18n.t("model.minilm", "en"),
+        i18n.t("model.e5", "en"),
+        i18n.t("model.scratch", "en"),
+        i18n.t("model.smollm2", "en"),  # loaded only when chosen
     ]
     assert not [w for w in at.text_input if w.key == "model_id"]
     errors = _messages(at, "error")

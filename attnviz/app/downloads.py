@@ -15,7 +15,6 @@ import streamlit as st
 from .. import __version__, export
 from ..result import Attention
 from .state import Ctx, t
-from .widgets import escape_md
 
 __all__ = ["figure_downloads", "image_export_note", "number_downloads", "run_settings"]
 
@@ -79,7 +78,8 @@ def figure_downloads(fig: go.Figure, name: str, settings: dict[str, Any]) -> Non
 def image_export_note() -> None:
     problem = image_export_problem()
     if problem is not None:
-        st.caption(t("export.no_image", reason=escape_md(problem, limit=200)))
+        # the reason in the page's words, without the install commands of export.py's message
+        st.caption(t("export.no_image", reason=t("export.no_engine")))
 
 
 def number_downloads(att: Attention, layer: int, head: int | None, settings: dict[str, Any]) -> None:

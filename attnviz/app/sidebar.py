@@ -15,9 +15,9 @@ from ..models.names import E5_MODEL, SMOLLM2_MODEL
 from ..models.tokens import token_limit
 from ..unknown import model_for_language
 from . import session_models
-from .state import CUSTOM, SENTENCE, Ctx, lang, model_options, set_sentence, t
+from .state import CUSTOM, SENTENCE, Ctx, keep, lang, model_options, set_sentence, t
 
-__all__ = ["LANGUAGE_NAMES", "available_devices", "sidebar"]
+__all__ = ["LANGUAGE_NAMES", "available_devices", "model_label", "sidebar"]
 
 LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 # Widgets whose option labels change with the language. The browser reports a choice by its
@@ -50,6 +50,7 @@ def available_devices() -> list[str]:
 def _on_language_change() -> None:
     """Keep an example sentence an example: swap it for the same example in the new language."""
     session = st.session_state
+    keep("lang")  # the one place the language changes (state.LANG_HOME)
     for key in TRANSLATED_OPTIONS:
         if key in session:
             session[key] = session[key]
@@ -81,6 +82,11 @@ def _model_labels(extra: tuple[str, ...]) -> Callable[[str], str]:
                 "train.model_label", task=t(f"train.task.{m.task}"), layers=m.layers, heads=m.heads, step=m.step
             )
     return lambda name: labels.get(name, name)
+
+
+def model_label(name: str) -> str:
+    """A model's name as the sidebar shows it, in this run's language (a raw id stays as it is)."""
+    return _model_labels(())(name)
 
 
 def _model(settings: Settings) -> str:

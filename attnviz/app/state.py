@@ -56,6 +56,7 @@ MEAN = urls.MEAN  # head choice: the mean over heads
 ABLATION_MODE = "ablation_mode"  # "zero" | "mean": what a switched-off head gives
 ABLATION_CLICK = "ablation_click"  # bool: a click in the all-heads grid switches heads off
 HIDE_SINKS = "hide_sinks_on"  # bool: the explorer's "hide sinks" switch
+LANG_HOME = "ui_lang"  # the language; the sidebar's radio ("lang") copies itself here on change
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,10 @@ KEPT: tuple[Kept, ...] = (
     Kept(ABLATION_MODE, "_abl_mode"),
     Kept(ABLATION_CLICK, "_abl_click"),
     Kept(HIDE_SINKS, "sinks_toggle"),
+    # A browser can send the sidebar's language radio back as its first option (English) when a
+    # page switches the page itself (the Training lab's "open in the explorer" did: lang=en in
+    # the link while the radio showed 中文); only a real change (on_change) moves the home.
+    Kept(LANG_HOME, "lang"),
     *(
         Kept(key)
         for key in (
@@ -207,7 +212,7 @@ def _first_load(settings: Settings) -> None:
     session = st.session_state
     link = urls.parse_link(st.query_params.to_dict(), settings.max_chars)
     language = link.lang or i18n.language_from_locale(_locale())
-    session["lang"] = language
+    session["lang"] = session[LANG_HOME] = language
     set_sentence(link.text or i18n.examples(language)["default"])
     session["model_choice"] = model_for_language(language, model_options(settings))  # e5-small for Chinese
     session["model_id"] = ""

@@ -163,7 +163,7 @@ def _heading(att: Attention, sel: _Selection, tokens: list[str], lang: str) -> s
     elif len(sel.heads) == 1:
         which = t("fig.head_n", lang, h=sel.heads[0])
     else:
-        which = t("fig.heads_n", lang, heads=", ".join(map(str, sel.heads)))
+        which = t("fig.heads_n", lang, heads=", ".join(t("fig.head_index", lang, h=h) for h in sel.heads))
     if sel.highlight is None:
         return t("fig.layer_which", lang, layer=sel.layer, which=which)
     token = tokens[sel.highlight]
@@ -181,8 +181,17 @@ def _layout(n: int, title: Json, lang: str) -> Json:
         "title": title,
         "height": int(np.clip(120 + 22 * n, 420, 1400)),
         "hovermode": "closest",
-        "margin": {"l": 110, "r": 110},
-        "legend": {"title": {"text": t("fig.head", lang)}},
+        "margin": {"l": 110, "r": 110, "b": 60},
+        # under the two token columns, not beside them: on the right it covered the key tokens
+        # (in the right margin with them), at 390 px most of them (issue 23.8)
+        "legend": {
+            "title": {"text": t("fig.head", lang)},
+            "orientation": "h",
+            "x": 0.5,
+            "xanchor": "center",
+            "y": 0,
+            "yanchor": "top",
+        },
         "xaxis": {"visible": False, "range": [-0.35, 1.35], "fixedrange": True},
         "yaxis": {"visible": False, "range": [n - 0.5, -0.5]},
     }

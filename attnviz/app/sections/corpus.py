@@ -14,6 +14,7 @@ from ... import corpus, views
 from ...corpus.readers import FORMATS
 from .. import charts, jobs, nav, runners, widgets, work
 from ..runners import Loaded
+from ..sidebar import model_label
 from ..state import Ctx, ctx, t
 
 BUNDLED = nav.ROOT / "assets" / "corpus"
@@ -194,7 +195,7 @@ def summary(context: Ctx, job: jobs.Job) -> bool:
     label = widgets.escape_md(job.label, 80)
     st.subheader(t("corpus.result_title"))
     st.markdown(
-        t("corpus.summary", label=label, model=widgets.escape_md(r["settings"]["model"]), read=f"{r['lines_read']:,}",
+        t("corpus.summary", label=label, model=widgets.escape_md(model_label(str(r["settings"]["model"]))), read=f"{r['lines_read']:,}",
           analysed=f"{r['analysed']:,}", truncated=f"{r['truncated']:,}", tokens=r["settings"]["max_tokens"])
     )  # fmt: skip
     if r["skipped"]:

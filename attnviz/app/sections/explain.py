@@ -17,7 +17,7 @@ from ...models import Progress
 from ...result import Attention
 from .. import charts, downloads, runners, widgets, work
 from ..runners import Loaded
-from ..state import Ctx, t
+from ..state import Ctx, lang, t
 from .explorer import truncation_notice
 
 T = TypeVar("T")
@@ -225,7 +225,7 @@ def minimal_pair(context: Ctx, s: Subject) -> None:
 def _pair_rows(att_a: Attention, att_b: Attention, result: explain.MinimalPair) -> list[dict[str, Any]]:
     rows = []
     for lay, hd in result.ranked[:5]:
-        row: dict[str, Any] = {t("pair.col_head"): views.head_label(lay, hd)}
+        row: dict[str, Any] = {t("pair.col_head"): views.head_label(lay, hd, lang=lang())}
         for k in result.keys:
             row[f"A → {att_a.tokens[k]}"] = round(float(att_a.weights[lay, hd, result.query, k]), 3)
             row[f"B → {att_b.tokens[k]}"] = round(float(att_b.weights[lay, hd, result.query, k]), 3)

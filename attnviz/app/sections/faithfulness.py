@@ -17,6 +17,7 @@ from ...explain import Contributions, Scoreboard
 from ...models import Progress
 from ...views.evidence import method_label
 from .. import charts, nav, widgets, work
+from ..sidebar import model_label
 from ..state import Ctx, lang, t
 from .explain import Subject, attempt
 
@@ -136,9 +137,15 @@ def _board(context: Ctx, s: Subject, query: int) -> Scoreboard | None:
     return board
 
 
+def _number(v: object) -> str:
+    """A table cell: three decimals, or a dash where there is no value (never Python's None)."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v):
+        return "—"
+    return f"{v:.3f}" if isinstance(v, float) else f"{v:,}"
+
+
 def _table(board: Scoreboard) -> list[dict[str, Any]]:
-    def r3(v: float) -> float | None:
-        return None if math.isnan(v) else round(v, 3)
+    r3 = _number
 
     return [
         {
@@ -160,12 +167,10 @@ def scoreboard_section(context: Ctx, s: Subject, query: int) -> None:
         board = _board(context, s, query)
         if board is None:
             return
-        left, right = st.columns([2, 3], gap="large")
-        with left:
-            st.dataframe(_table(board), hide_index=True, key="table_scoreboard")
-        with right:
-            fig = views.deletion_curves(board, highlight=board.best, lang=context.lang)
-            charts.chart(fig, key="chart_deletion")
+        # the table across the page (its five columns and Chinese values are not cut), the curves under it
+        st.dataframe(_table(board), hide_index=True, key="table_scoreboard")
+        fig = views.deletion_curves(board, highlight=board.best, lang=context.lang)
+        charts.chart(fig, key="chart_deletion")
         best = board.row(board.best)
         floor = board.row("random").aopc
         key = "fx.best" if best.aopc > floor + board.random_aopc_std else "fx.best_weak"
@@ -196,6 +201,11 @@ def _average() -> dict[str, Any] | None:
     return data if isinstance(data.get("rows"), list) else None
 
 
+def _output_label(output: str) -> str:
+    """The benchmark file names its output in English; the page says it in the page's language."""
+    return t("fx.output_sentence") if output.startswith("sentence embedding") else output
+
+
 def average_scoreboard(context: Ctx) -> None:
     """The scoreboard averaged over the bundled sentences, from the file the benchmark writes."""
     with st.container(key="caveats_average"):
@@ -208,10 +218,10 @@ def average_scoreboard(context: Ctx) -> None:
         rows = [
             {
                 t("fx.col_method"): _label(str(r["method"])),
-                t("fx.col_spearman"): r.get("spearman"),
-                t("fx.col_aopc"): r.get("aopc"),
-                t("fx.col_over_random"): r.get("aopc_over_random"),
-                t("fx.col_best"): r.get("best_count"),
+                t("fx.col_spearman"): _number(r.get("spearman")),
+                t("fx.col_aopc"): _number(r.get("aopc")),
+                t("fx.col_over_random"): _number(r.get("aopc_over_random")),
+                t("fx.col_best"): _number(r.get("best_count")),
             }
             for r in data["rows"]
         ]
@@ -220,9 +230,8 @@ def average_scoreboard(context: Ctx) -> None:
             t(
                 "fx.average_note",
                 n=data.get("sentences", 0),
-                model=data.get("model", "?"),
-                output=data.get("output", "?"),
+                model=model_label(str(data.get("model", "?"))),
+                output=_output_label(str(data.get("output", "?"))),
             )
-        )
-        st.code(str(data.get("command", AVERAGE_COMMAND)), language="bash")
+        )  # how to recompute it (the benchmark's command) is for developers: bench/README.md
         st.page_link(nav.page("explain", context.lang), label=t("fx.to_explain"), icon="📊")

@@ -81,13 +81,14 @@ def side_by_side(context: Ctx, p: Pair) -> None:
     o = p.opts
     defaults = o["scale"] and o["positions"] and not o["causal"] and o["weights"] == "pretrained"
     heads = p.mine.n_layers * p.mine.n_heads
-    with st.container(key="lab_compare_note"):
+    left, right = st.columns(2)  # the two maps first, the verdict on them under them (issue 23.4)
+    note = st.container(key="lab_compare_note")
+    with note:
         if diff < SAME:
             st.success(t("lab.identical", diff=f"{diff:.1e}", heads=heads), icon=":material/check:")
         else:
             key = "lab.different_unexpected" if defaults else "lab.different_expected"
             st.info(t(key, diff=f"{diff:.3f}"), icon=":material/compare_arrows:")
-    left, right = st.columns(2)
     with left:
         title = t("lab.pretrained_title", layer=p.layer, head=p.head)
         charts.chart(
