@@ -87,6 +87,14 @@ _IMAGES_JS = """(() => {
 })();""".replace("ROOM", str(CAPTION_ROOM)).replace("FONT", json.dumps(CAPTION_FONT))
 
 
+_IMAGES_CSS = (
+    ".attnviz-images{display:flex;gap:.5rem;flex-wrap:wrap}"
+    ".attnviz-images button{font:inherit;font-size:.875rem;padding:.2rem .75rem;cursor:pointer;"
+    "border:1px solid rgba(128,128,128,.35);border-radius:.5rem;background:transparent;color:inherit}"
+    ".attnviz-images button:hover{border-color:currentColor}"
+)
+
+
 def _height(fig: go.Figure) -> int:
     height = fig.layout.height
     return int(min(max(height, 300), 2400)) if isinstance(height, int | float) else SLIDE_HEIGHT
@@ -129,6 +137,7 @@ def image_buttons(fig: go.Figure, key: str, name: str, caption: str) -> None:
         for fmt in ("png", "svg")
     )
     st.html(
+        f"<style>{_IMAGES_CSS}</style>"
         f'<div class="attnviz-images" data-images-for="{html.escape(key, quote=True)}">{buttons}</div>'
         f"<script>{_IMAGES_JS}</script>",
         unsafe_allow_javascript=True,
