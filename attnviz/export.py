@@ -93,21 +93,20 @@ def script_json(value: Any) -> str:
 # The all-heads grid (views.model_view: layout.meta.thumb, cells carry customdata [layer, head])
 # offline: a click on a head zooms on its map, a click on the same head zooms back out.
 _GRID_CLICK_JS = """(() => {
-  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
-    const meta = gd.layout && gd.layout.meta;
-    if (!meta || meta.thumb === undefined || !gd.on) continue;
-    const home = {x: gd.layout.xaxis.range.slice(), y: gd.layout.yaxis.range.slice()};
-    let focused = null;
-    gd.on('plotly_click', (event) => {
-      const point = event.points.find((p) => Array.isArray(p.customdata));
-      if (!point) return;
-      const [layer, head] = point.customdata, key = layer + '.' + head;
-      focused = focused === key ? null : key;
-      Plotly.relayout(gd, focused === null ? {'xaxis.range': home.x, 'yaxis.range': home.y}
-        : {'xaxis.range': [head - 0.5, head + 0.5], 'yaxis.range': [layer + 0.5, layer - 0.5]});
-    });
-  }
-})();"""
+  const gd = document.getElementById('{plot_id}');
+  const meta = gd && gd.layout && gd.layout.meta;
+  if (!meta || meta.thumb === undefined) return;
+  const home = {x: gd.layout.xaxis.range.slice(), y: gd.layout.yaxis.range.slice()};
+  let focused = null;
+  gd.on('plotly_click', (event) => {
+    const point = event.points.find((p) => Array.isArray(p.customdata));
+    if (!point) return;
+    const [layer, head] = point.customdata, key = layer + '.' + head;
+    focused = focused === key ? null : key;
+    Plotly.relayout(gd, focused === null ? {'xaxis.range': home.x, 'yaxis.range': home.y}
+      : {'xaxis.range': [head - 0.5, head + 0.5], 'yaxis.range': [layer + 0.5, layer - 0.5]});
+  });
+})();"""  # run by plotly after the plot is drawn (to_html's post_script), inside its own script
 TITLE_CHARS = 80
 
 
@@ -124,9 +123,13 @@ def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None, *, la
     settings = dict(settings or {})
     text, model = (_shown(settings.get(k)) for k in ("text", "model"))
     shown = captioned(fig, slide_caption(text or None, model or None))
-    div = shown.to_html(include_plotlyjs=True, full_html=False, config={"displaylogo": False})
-    if isinstance(fig.layout.meta, dict) and "thumb" in fig.layout.meta:
-        div += f"\n<script>{_GRID_CLICK_JS}</script>"
+    grid = isinstance(fig.layout.meta, dict) and "thumb" in fig.layout.meta
+    div = shown.to_html(
+        include_plotlyjs=True,
+        full_html=False,
+        config={"displaylogo": False},
+        post_script=_GRID_CLICK_JS if grid else None,
+    )
     hashes = " ".join(
         "'sha256-" + base64.b64encode(hashlib.sha256(s.encode("utf-8")).digest()).decode("ascii") + "'"
         for s in _INLINE_SCRIPT.findall(div)
