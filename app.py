@@ -52,6 +52,7 @@ st.html(ROOT / "assets" / "style.css")
 page = nav.navigation(state.lang())
 context = sidebar.sidebar(settings)
 st.session_state["_ctx"] = context
-charts.sync_url(context, on_explorer=nav.is_explorer(page))
+charts.sync_url(context, on_explorer=nav.is_explorer(page), page=page.url_path)
 with visitor.turn():  # at most two runs of one visitor at once, whichever tabs
     page.run()
+charts.share_link(context, on_explorer=nav.is_explorer(page))  # values the page clamped, and the copy box

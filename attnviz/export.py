@@ -4,12 +4,15 @@ produced them (text, model, layer, head, options).
 
 Everything a visitor typed is hostile here, and every export is opened later, somewhere else:
 
-- HTML: the settings travel as JSON in ``<script type="application/json" id="attnviz-settings">``
+- HTML: the model and the sentence are in the page's title and under the plot (`captioned`), the
+  settings are shown in a folded block (text, escaped) and travel as JSON in
+  ``<script type="application/json" id="attnviz-settings">``
   with ``<``, ``>``, ``&``, U+2028 and U+2029 written as ``\\u003c`` etc., so no text can close
   the element or open a comment; read them back with ``settings_from_html`` or, in the page,
   ``JSON.parse(document.getElementById("attnviz-settings").textContent)``. Plotly escapes ``<``,
   ``>`` and ``/`` in the figure's own JSON. A Content-Security-Policy lets only the page's own
-  scripts run (by SHA-256 hash) and forbids every network request.
+  scripts run (by SHA-256 hash) and forbids every network request. The all-heads grid works
+  offline as its note says: a click on a head zooms on its map, a second click zooms back.
 - CSV: every line goes through ``csv.writer``; a text cell that a spreadsheet would read as a
   formula gets a leading ``'`` (see ``csv_cell``; undo with ``csv_uncell``), also one that starts
   with spaces or a full-width sign before the formula character. The text row is the analysed
@@ -22,6 +25,7 @@ from __future__ import annotations
 import base64
 import csv
 import hashlib
+import html
 import io
 import json
 import re
@@ -31,8 +35,11 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from . import i18n
 from .csv_cells import CSV_FORMULA_CHARS, CSV_FORMULA_LOOKALIKES, csv_cell, csv_uncell
+from .json_numbers import SIGNIFICANT_DIGITS, json_numbers
 from .result import Attention
+from .views.charts import captioned, slide_caption
 
 __all__ = [
     "CSV_FORMULA_CHARS",
@@ -54,7 +61,6 @@ __all__ = [
     "weights_json",
 ]
 
-SIGNIFICANT_DIGITS = 6
 PRECISION = f"{SIGNIFICANT_DIGITS} significant digits"
 SETTINGS_ELEMENT_ID = "attnviz-settings"
 CSV_HEADER_CELL = "query \\ key"
@@ -84,15 +90,46 @@ def script_json(value: Any) -> str:
     return _utf8(json.dumps(value, ensure_ascii=False, default=_jsonable)).decode("utf-8").translate(_SCRIPT_JSON)
 
 
-def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None) -> str:
+# The all-heads grid (views.model_view: layout.meta.thumb, cells carry customdata [layer, head])
+# offline: a click on a head zooms on its map, a click on the same head zooms back out.
+_GRID_CLICK_JS = """(() => {
+  const gd = document.getElementById('{plot_id}');
+  const meta = gd && gd.layout && gd.layout.meta;
+  if (!meta || meta.thumb === undefined) return;
+  const home = {x: gd.layout.xaxis.range.slice(), y: gd.layout.yaxis.range.slice()};
+  let focused = null;
+  gd.on('plotly_click', (event) => {
+    const point = event.points.find((p) => Array.isArray(p.customdata));
+    if (!point) return;
+    const [layer, head] = point.customdata, key = layer + '.' + head;
+    focused = focused === key ? null : key;
+    Plotly.relayout(gd, focused === null ? {'xaxis.range': home.x, 'yaxis.range': home.y}
+      : {'xaxis.range': [head - 0.5, head + 0.5], 'yaxis.range': [layer + 0.5, layer - 0.5]});
+  });
+})();"""  # run by plotly after the plot is drawn (to_html's post_script), inside its own script
+TITLE_CHARS = 80
+
+
+def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None, *, lang: str = i18n.DEFAULT_LANGUAGE) -> str:
     """A complete HTML page with plotly.js inlined: opens with no network at all.
 
-    `settings` ride as JSON in <script type="application/json" id="attnviz-settings"> (never in a
-    comment or a script that runs). A Content-Security-Policy allows exactly the page's own
-    scripts (by hash; eval too only for WebGL traces, which need it), no network and no plugins,
-    so even markup that slipped in could not run.
+    The model and the sentence (`settings` "model" and "text") are in the page's title and under
+    the plot; the settings are shown in a folded block and ride as JSON in
+    <script type="application/json" id="attnviz-settings"> (never in a comment or a script that
+    runs). A Content-Security-Policy allows exactly the page's own scripts (by hash; eval too
+    only for WebGL traces, which need it), no network and no plugins, so even markup that
+    slipped in could not run. An all-heads grid zooms on a head when it is clicked.
     """
-    div = fig.to_html(include_plotlyjs=True, full_html=False, config={"displaylogo": False})
+    settings = dict(settings or {})
+    text, model = (_shown(settings.get(k)) for k in ("text", "model"))
+    shown = captioned(fig, slide_caption(text or None, model or None))
+    grid = isinstance(fig.layout.meta, dict) and "thumb" in fig.layout.meta
+    div = shown.to_html(
+        include_plotlyjs=True,
+        full_html=False,
+        config={"displaylogo": False},
+        post_script=_GRID_CLICK_JS if grid else None,
+    )
     hashes = " ".join(
         "'sha256-" + base64.b64encode(hashlib.sha256(s.encode("utf-8")).digest()).decode("ascii") + "'"
         for s in _INLINE_SCRIPT.findall(div)
@@ -103,18 +140,39 @@ def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None) -> st
         f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data: blob:; "
         "font-src data:; base-uri 'none'; form-action 'none'"
     )
-    block = ""
+    block = shown_settings = ""
     if settings:
-        block = f'<script type="application/json" id="{SETTINGS_ELEMENT_ID}">{script_json(dict(settings))}</script>\n'
+        block = f'<script type="application/json" id="{SETTINGS_ELEMENT_ID}">{script_json(settings)}</script>\n'
+        listed = html.escape(_shown(json.dumps(settings, ensure_ascii=False, indent=1, default=_jsonable)))
+        summary = html.escape(i18n.t("slides.settings", lang))
+        shown_settings = (
+            f'<details class="attnviz-settings"><summary>{summary}</summary><pre>{listed}</pre></details>\n'
+        )
     return (
         "<!DOCTYPE html>\n<html>\n<head>\n"
         '<meta charset="utf-8" />\n'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}" />\n'
-        "<title>attnviz</title>\n"
+        f"<title>{html.escape(_page_title(text, model))}</title>\n"
         f"{block}"
-        "<style>html, body {height: 100%;}</style>\n"
-        f"</head>\n<body>\n{div}\n</body>\n</html>\n"
+        "<style>html, body {height: 100%;} pre {white-space: pre-wrap;}</style>\n"
+        f"</head>\n<body>\n{div}\n{shown_settings}</body>\n</html>\n"
     )
+
+
+def _shown(value: object) -> str:
+    """A value as text a page can show: a lone surrogate (undecodable input) as its escape."""
+    return "" if value is None else str(value).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _page_title(text: object, model: object) -> str:
+    """ "attnviz · model · sentence" (the sentence cut to TITLE_CHARS), as plain text."""
+    parts = ["attnviz"]
+    if model:
+        parts.append(" ".join(str(model).split()))
+    if text:
+        flat = " ".join(str(text).split())
+        parts.append(flat if len(flat) <= TITLE_CHARS else flat[: TITLE_CHARS - 1] + "…")
+    return " · ".join(parts)
 
 
 def settings_from_html(html: str) -> dict[str, Any] | None:
@@ -234,135 +292,6 @@ def weights_json(
     doc["precision"] = PRECISION
     head_text = json.dumps(doc, ensure_ascii=False, default=_jsonable)
     return _utf8(head_text[:-1]) + b', "weights": ' + json_numbers(weights) + b"}"
-
-
-def json_numbers(a: np.ndarray, digits: int = SIGNIFICANT_DIGITS) -> bytes:
-    """A numeric array as a nested JSON list, every number with at most `digits` significant
-    digits, written as Python's "{:.{digits}g}" would (NaN and infinities as json.dumps does).
-
-    The text is built in numpy: numbers are cut into sign, digits and exponent, laid out in a
-    fixed-width byte matrix (zero bytes where nothing goes), and the zeros squeezed out.
-    """
-    if not 1 <= digits <= 9:
-        raise ValueError("digits must be 1..9")
-    a = np.asarray(a)
-    if a.ndim == 0:
-        return _format_flat(a.reshape(1).astype(np.float64), digits)[0].tobytes().replace(b"\0", b"")
-    if a.size == 0:
-        return json.dumps(a.tolist()).encode("ascii")
-    n = a.shape[-1]
-    lead = a.shape[:-1]
-    rows = a.reshape(-1, n)
-    n_rows = rows.shape[0]
-    depth = a.ndim
-    chunk = max(1, (1 << 19) // n)  # rows per chunk: about half a million numbers at a time
-    parts: list[bytes] = []
-    for r0 in range(0, n_rows, chunk):
-        r1 = min(n_rows, r0 + chunk)
-        cells = _format_flat(rows[r0:r1].astype(np.float64).ravel(), digits).reshape(r1 - r0, n, -1)
-        sep = np.zeros((r1 - r0, n, 1), dtype=np.uint8)
-        sep[:, :-1, 0] = ord(",")
-        body = np.concatenate([cells, sep], axis=2).reshape(r1 - r0, -1)
-        # brackets: a row opens one more "[" for every enclosing axis it starts, closes likewise
-        idx = np.unravel_index(np.arange(r0, r1), lead) if lead else ()
-        opens = np.ones(r1 - r0, dtype=np.int64)
-        closes = np.ones(r1 - r0, dtype=np.int64)
-        first = np.ones(r1 - r0, dtype=bool)
-        last = np.ones(r1 - r0, dtype=bool)
-        for axis in range(len(lead) - 1, -1, -1):
-            first &= idx[axis] == 0
-            last &= idx[axis] == lead[axis] - 1
-            opens += first
-            closes += last
-        pre = np.where(np.arange(depth)[None, :] < opens[:, None], ord("["), 0).astype(np.uint8)
-        post = np.where(np.arange(depth)[None, :] < closes[:, None], ord("]"), 0).astype(np.uint8)
-        comma = np.full((r1 - r0, 1), ord(","), dtype=np.uint8)
-        if r1 == n_rows:
-            comma[-1, 0] = 0
-        line = np.concatenate([pre, body, post, comma], axis=1).ravel()
-        parts.append(line[line != 0].tobytes())
-    return b"".join(parts)
-
-
-def _format_flat(v: np.ndarray, p: int) -> np.ndarray:
-    """(N, width) uint8: each float64 of `v` as "{:.{p}g}" text, zero bytes as padding."""
-    width = p + 8
-    out = np.zeros((v.size, width), dtype=np.uint8)
-    finite = np.isfinite(v)
-    mag = np.abs(v)
-    out[np.signbit(v) & ~np.isnan(v), 0] = ord("-")
-    zero = finite & (mag == 0)
-    out[zero, 1] = ord("0")
-    for mask, word in ((np.isnan(v), b"NaN"), (np.isinf(v), b"Infinity")):
-        if mask.any():
-            out[mask, 1 : 1 + len(word)] = np.frombuffer(word, dtype=np.uint8)
-    live = np.flatnonzero(finite & (mag != 0))
-    if live.size == 0:
-        return out
-    x = mag[live]
-    e = np.floor(np.log10(x)).astype(np.int64)
-    scaled = _scaled(x, e, p)
-    m = np.rint(scaled).astype(np.int32)
-    for _ in range(2):  # log10 can be one off near powers of ten, and rounding can carry
-        redo = np.flatnonzero((m >= 10**p) | (m < 10 ** (p - 1)))
-        if redo.size == 0:
-            break
-        e[redo] += np.where(m[redo] >= 10**p, 1, -1)
-        scaled[redo] = _scaled(x[redo], e[redo], p)
-        m[redo] = np.rint(scaled[redo]).astype(np.int32)
-    # the scaling is exact to a few ulps; where that could flip a rounding (a near tie), Python's
-    # correctly rounded formatting decides
-    for i in np.flatnonzero(np.abs(scaled - np.floor(scaled) - 0.5) < scaled * 1e-13).tolist():
-        mantissa, _, exponent = f"{x[i]:.{p - 1}e}".partition("e")
-        m[i], e[i] = int(mantissa.replace(".", "")), int(exponent)
-    digits = _digits(m, p)
-    # significant digits kept: up to the last non-zero one (%g drops trailing zeros)
-    keep = p - np.argmax(digits[:, ::-1] != 0, axis=1)
-    chars = np.where(np.arange(p)[None, :] < keep[:, None], digits + ord("0"), 0).astype(np.uint8)
-    low = int(e.min())
-    for ex in (np.flatnonzero(np.bincount(e - low)) + low).tolist():
-        sel = np.flatnonzero(e == ex)
-        d, k = chars[sel], keep[sel]
-        if -4 <= ex < 0:  # 0.000ddd
-            lead = np.frombuffer(b"0." + b"0" * (-ex - 1), dtype=np.uint8)
-            text = np.concatenate([np.broadcast_to(lead, (sel.size, lead.size)), d], axis=1)
-        elif 0 <= ex < p:  # ddd.ddd
-            dot = np.where(k > ex + 1, ord("."), 0).astype(np.uint8)[:, None]
-            text = np.concatenate([d[:, : ex + 1], dot, d[:, ex + 1 :]], axis=1)
-            text[:, : ex + 1][text[:, : ex + 1] == 0] = ord("0")  # integer part keeps its zeros
-        else:  # d.ddde-XX
-            dot = np.where(k > 1, ord("."), 0).astype(np.uint8)[:, None]
-            tail = np.frombuffer(f"e{'-' if ex < 0 else '+'}{abs(ex):02d}".encode("ascii"), dtype=np.uint8)
-            text = np.concatenate([d[:, :1], dot, d[:, 1:], np.broadcast_to(tail, (sel.size, tail.size))], axis=1)
-        out[live[sel], 1 : 1 + text.shape[1]] = text
-    return out
-
-
-_POW10_MIN = -170
-_POW10 = 10.0 ** np.arange(_POW10_MIN, -_POW10_MIN + 1, dtype=np.float64)  # 1e-170 .. 1e170
-
-
-_DIGIT_TRIPLES = np.array([[ord(c) - ord("0") for c in f"{i:03d}"] for i in range(1000)], dtype=np.uint8)
-
-
-def _digits(m: np.ndarray, p: int) -> np.ndarray:
-    """(N, p) uint8 decimal digits of the p-digit integers `m`, three at a time from a table."""
-    groups = -(-p // 3)
-    out = np.empty((m.size, 3 * groups), dtype=np.uint8)
-    rest = m.astype(np.int32)
-    for g in range(groups - 1, -1, -1):
-        high = rest // 1000
-        out[:, 3 * g : 3 * g + 3] = _DIGIT_TRIPLES[rest - high * 1000]
-        rest = high
-    return out[:, 3 * groups - p :]
-
-
-def _scaled(x: np.ndarray, e: np.ndarray, p: int) -> np.ndarray:
-    """x / 10**(e - p + 1), scaling in two table steps so that every double, subnormals
-    included, stays finite."""
-    k = p - 1 - e
-    half = k // 2
-    return np.asarray(x * _POW10[half - _POW10_MIN] * _POW10[k - half - _POW10_MIN])
 
 
 def _settings(att: Attention, settings: Mapping[str, Any] | None, **extra: Any) -> dict[str, Any]:

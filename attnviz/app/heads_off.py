@@ -13,7 +13,7 @@ import streamlit as st
 
 from .. import views
 from ..models import HeadMode
-from . import charts, state
+from . import charts, state, urls
 
 __all__ = [
     "CLICK",
@@ -35,20 +35,32 @@ CLICK = state.ABLATION_CLICK  # bool
 MODES: tuple[HeadMode, ...] = ("zero", "mean")
 
 
-def current(model: str, n_layers: int, n_heads: int) -> tuple[tuple[int, int], ...]:
-    """The heads switched off for `model` (none after a change of model), within its shape."""
+def _own(model: str) -> None:
+    """The set belongs to `model`: another model starts with all heads on; the set a shared link
+    brought belongs to the first model that reads it (urls.LINK_OWNER)."""
     session = st.session_state
-    if session.get(OFF_MODEL) != model:
+    if session.get(OFF_MODEL) == urls.LINK_OWNER:
+        session[OFF_MODEL] = model
+    elif session.get(OFF_MODEL) != model:
         session[OFF], session[OFF_MODEL] = [], model
+
+
+def current(model: str, n_layers: int, n_heads: int) -> tuple[tuple[int, int], ...]:
+    """The heads switched off for `model` (none after a change of model), within its shape
+    (heads outside it, from a link, are dropped from the set, and so from the link)."""
+    session = st.session_state
+    _own(model)
     heads = {(int(a), int(b)) for a, b in session.get(OFF, [])}
-    return tuple(sorted((a, b) for a, b in heads if 0 <= a < n_layers and 0 <= b < n_heads))
+    kept = tuple(sorted((a, b) for a, b in heads if 0 <= a < n_layers and 0 <= b < n_heads))
+    if len(kept) != len(heads):
+        session[OFF] = [list(h) for h in kept]
+    return kept
 
 
 def toggle(model: str, layer: int, head: int) -> None:
     """Switch (layer, head) of `model` off, or back on if it is off."""
     session = st.session_state
-    if session.get(OFF_MODEL) != model:
-        session[OFF], session[OFF_MODEL] = [], model
+    _own(model)
     heads = {(int(a), int(b)) for a, b in session.get(OFF, [])}
     heads ^= {(int(layer), int(head))}
     session[OFF] = [list(h) for h in sorted(heads)]

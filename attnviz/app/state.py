@@ -106,6 +106,7 @@ KEPT: tuple[Kept, ...] = (
             "x_stat",
             "focus_query",
             "focus_key",
+            "focus_open",  # the token-focus section's switch: a link keeps the pair while it is open
             "mp_a",
             "mp_b",
             "mp_query",
@@ -229,6 +230,7 @@ def _first_load(settings: Settings) -> None:
         session["layer"] = link.layer
     if link.head is not None:
         session["head"] = link.head
+    urls.apply_view(session, link)  # the rest of the view (issue 23): heads off, sinks, tokens, ...
     _drop_unused(link, language, notices)
     session["_notices"] = notices
 

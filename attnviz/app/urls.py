@@ -1,34 +1,48 @@
-"""Shared links: what the URL carries (?text=&model=&lang=&layer=&head=) and the strict parsing
-of every value a link can bring. A link is written by anyone: nothing here may raise.
+"""Shared links: what the URL carries (?text=&model=&lang=&layer=&head=, and since issue 23 the
+rest of the view: `VIEW_PARAMS`) and the strict parsing of every value a link can bring. A link
+is written by anyone: nothing here may raise. A value that cannot be read is refused (left out,
+named on the page, removed from the link); a number past its bound is clamped (and the page
+writes the clamped value back). A link with only the first five keys (an old link) opens as it
+did: every other key is optional.
 
 Pure functions (no streamlit), so they are tested directly, property-based.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .. import i18n
 from ..models import check_model_name
 
 __all__ = [
     "LINK_KEYS",
+    "LINK_OWNER",
+    "LINK_TOKENS",
     "MAX_INDEX_DIGITS",
+    "OFF_MAX",
     "URL_TEXT_MAX",
+    "VIEW_PARAMS",
     "Link",
+    "Param",
+    "apply_view",
     "index_write_back",
     "parse_index",
     "parse_link",
+    "parse_view",
     "unused_params",
     "url_params",
+    "view_params",
 ]
 
 MAX_INDEX_DIGITS = 3  # layers and heads are counted in tens; "0001" is still four characters
 URL_TEXT_MAX = 500  # longer sentences stay out of the URL (browsers and proxies cap its length)
 MEAN = -1  # the head value that means "the mean over heads"
 _ASCII_DIGITS = frozenset("0123456789")
-LINK_KEYS = ("text", "model", "lang", "layer", "head")  # what a link may carry; any other key is dropped
+BASE_KEYS = ("text", "model", "lang", "layer", "head")  # what a link carried before issue 23
+OFF_MAX = 512  # switched-off heads a link may name (SmolLM2 has 270 heads)
 # Keys Streamlit itself reads from a link (embedding options): left alone.
 _STREAMLIT_KEYS = frozenset({"embed", "embed_options"})
 
@@ -45,6 +59,62 @@ def parse_index(raw: object, max_digits: int = MAX_INDEX_DIGITS) -> int | None:
 
 
 @dataclass(frozen=True)
+class Param:
+    """One part of the view a link carries: `key` in the URL, `home` in the session (a
+    `state.KEPT` home, or a plain session key), the kind of value and its bounds. A value equal
+    to `default` is not written (links stay short, and an old link means the defaults)."""
+
+    key: str
+    home: str
+    kind: str  # "bool" ("1"/"0"), "int" (0..hi), "float" (0..1, two decimals), "choice", "pairs"
+    default: object = None
+    hi: int = 999
+    choices: tuple[str, ...] = ()
+
+
+# Everything of the view a link keeps beyond BASE_KEYS. The homes are the session keys the pages
+# read (state.KEPT, heads_off.OFF); the choices are those of the widgets (tests/test_share_links.py
+# holds them equal to the pages' own lists).
+VIEW_PARAMS: tuple[Param, ...] = (
+    Param("off", "heads_off", "pairs", (), hi=OFF_MAX),  # switched-off heads: layer.head_layer.head
+    Param("mode", "ablation_mode", "choice", "zero", choices=("zero", "mean")),
+    Param("click", "ablation_click", "bool", False),
+    Param("sinks", "hide_sinks_on", "bool", False),
+    Param("special", "hide_special", "bool", False),
+    Param("merge", "merge_words", "bool", False),
+    Param("range", "color_range", "choice", "fixed", choices=("fixed", "auto")),
+    Param("thr", "threshold", "float", 0.1),
+    Param("hl", "highlight", "int", -1),
+    Param("q", "focus_query", "int"),  # the token-focus pair: written while its section is open
+    Param("k", "focus_key", "int"),
+    Param("xlayer", "x_layer", "int"),
+    Param(
+        "xstat",
+        "x_stat",
+        "choice",
+        "entropy_rel",
+        choices=("entropy_rel", "prev", "next", "self", "cls", "sep", "punct"),
+    ),
+    Param("scale", "lab_scale", "bool", True),
+    Param("pos", "lab_positions", "bool", True),
+    Param("causal", "lab_causal", "bool", False),
+    Param("random", "lab_random", "bool", False),
+    Param("seed", "lab_seed", "int", 0, hi=2**31 - 1),
+    Param("llayer", "lab_layer", "int", 0),
+    Param("lhead", "lab_head", "int", 0),
+)
+FOCUS_OPEN = "focus_open"  # the token-focus section's switch: q and k are written while it is on
+_PAIR_KEYS = frozenset({"q", "k"})
+LINK_KEYS = BASE_KEYS + tuple(p.key for p in VIEW_PARAMS)  # what a link may carry; any other key is dropped
+# heads_off.OFF_MODEL of heads a link switched off: they belong to the first model the page opens
+LINK_OWNER = "__link__"
+# Token choices a link made: the explorer sets its token defaults when a sentence is first analysed,
+# and takes these instead (sections/explorer.py `_token_defaults`)
+LINK_TOKENS = "_link_tokens"
+_TOKEN_HOMES = frozenset({"focus_query", "focus_key", "highlight"})
+
+
+@dataclass(frozen=True)
 class Link:
     """What a shared link asked for, each part checked; `problems` names what was refused."""
 
@@ -54,6 +124,8 @@ class Link:
     layer: int | None = None
     head: int | None = None  # MEAN for "mean"
     problems: tuple[str, ...] = field(default=())
+    view: Mapping[str, object] = field(default_factory=dict)  # session home -> value, each checked
+    view_keys: frozenset[str] = frozenset()  # the URL keys of VIEW_PARAMS that gave a value
 
 
 def parse_link(params: Mapping[str, str], max_chars: int) -> Link:
@@ -74,6 +146,7 @@ def parse_link(params: Mapping[str, str], max_chars: int) -> Link:
             model = None
     head_raw = params.get("head")
     head = MEAN if head_raw == "mean" else parse_index(head_raw)
+    view, view_keys = parse_view(params)
     return Link(
         lang=lang if lang in i18n.LANGUAGES else None,
         text=text,
@@ -81,7 +154,129 @@ def parse_link(params: Mapping[str, str], max_chars: int) -> Link:
         layer=parse_index(params.get("layer")),
         head=head,
         problems=tuple(problems),
+        view=view,
+        view_keys=frozenset(view_keys),
     )
+
+
+def parse_view(params: Mapping[str, str]) -> tuple[dict[str, object], list[str]]:
+    """The view's parts a link carries (`VIEW_PARAMS`), each read strictly: (session home ->
+    value, the URL keys used). A value that cannot be read is left out; a number past its
+    bound is clamped. The token-focus pair counts only whole (q and k both readable)."""
+    view: dict[str, object] = {}
+    used: list[str] = []
+    for param in VIEW_PARAMS:
+        value = _read(param, params.get(param.key))
+        if value is not None:
+            view[param.home] = value
+            used.append(param.key)
+    if not set(used) >= _PAIR_KEYS:
+        used = [k for k in used if k not in _PAIR_KEYS]
+        for param in VIEW_PARAMS:
+            if param.key in _PAIR_KEYS:
+                view.pop(param.home, None)
+    else:
+        view[FOCUS_OPEN] = True  # a link with a pair opens the section that shows it
+    return view, used
+
+
+def apply_view(session: MutableMapping[Any, Any], link: Link) -> None:
+    """Set what a link's view carries into the session, on a session's first run (state.py)."""
+    tokens: dict[str, object] = {}
+    for home, value in link.view.items():
+        if home == "heads_off":
+            session[home] = [list(h) for h in value]  # type: ignore[attr-defined]
+            session["heads_off_model"] = LINK_OWNER
+        elif home in _TOKEN_HOMES:
+            tokens[home] = value
+        else:
+            session[home] = value
+    if tokens:
+        session.update(tokens)
+        session[LINK_TOKENS] = tokens
+
+
+def _read(param: Param, raw: object) -> object:
+    """One value of a link, or None when it cannot be read."""
+    if not isinstance(raw, str):
+        return None
+    if param.kind == "bool":
+        return {"1": True, "0": False}.get(raw)
+    if param.kind == "choice":
+        return raw if raw in param.choices else None
+    if param.kind == "int":
+        value = parse_index(raw, len(str(param.hi)) + 3)  # "0001" and a few digits past the bound
+        return None if value is None else min(value, param.hi)
+    if param.kind == "float":
+        return _read_share(raw)
+    return _read_pairs(raw, param.hi)
+
+
+def _read_share(raw: str) -> float | None:
+    """A number 0..1 written as ASCII digits with at most one point ("0.25", ".5", "1");
+    past 1 clamped to 1, rounded to two decimals (the slider's step)."""
+    whole, _dot, frac = raw.partition(".")
+    if not 0 < len(raw) <= 6 or (not whole and not frac) or not set(whole + frac) <= _ASCII_DIGITS:
+        return None
+    return round(min(float(raw), 1.0), 2)
+
+
+def _read_pairs(raw: str, most: int) -> tuple[tuple[int, int], ...] | None:
+    """Heads as "layer.head" joined by "_" ("1.3_2.0"), sorted and without repeats; None for
+    anything else, or for more than `most` heads (a link is not a list of every head twice)."""
+    parts = raw.split("_") if raw else []
+    if len(parts) > most or len(raw) > most * 8:
+        return None
+    heads = set()
+    for part in parts:
+        layer, dot, head = part.partition(".")
+        a, b = parse_index(layer), parse_index(head)
+        if not dot or a is None or b is None:
+            return None
+        heads.add((a, b))
+    return tuple(sorted(heads))
+
+
+def view_params(session: Mapping[Any, Any]) -> dict[str, str | None]:
+    """The view's parts as query values (None removes a key): what differs from its default,
+    each written as `parse_view` reads it; the token-focus pair while its section is open."""
+    out: dict[str, str | None] = {}
+    for param in VIEW_PARAMS:
+        value = session.get(param.home)
+        text = _write(param, value) if value is not None and value != param.default else None
+        if param.key in _PAIR_KEYS and not session.get(FOCUS_OPEN):
+            text = None
+        out[param.key] = text
+    return out
+
+
+def _write(param: Param, value: object) -> str | None:
+    """One value as the link writes it, or None when it is not one this parameter may carry."""
+    if param.kind == "bool":
+        return ("1" if value else "0") if isinstance(value, bool) else None
+    if param.kind == "choice":
+        return value if isinstance(value, str) and value in param.choices else None
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if param.kind == "int":
+        return str(value) if isinstance(value, int) and number and 0 <= value <= param.hi else None
+    if param.kind == "float":
+        if not (isinstance(value, int | float) and number and 0 <= value <= 1):
+            return None
+        return f"{float(value):.2f}".rstrip("0").rstrip(".") or "0"
+    return _write_pairs(value, param.hi)
+
+
+def _write_pairs(value: object, most: int) -> str | None:
+    if not isinstance(value, list | tuple):
+        return None
+    try:
+        heads = sorted({(int(a), int(b)) for a, b in value})
+    except (TypeError, ValueError):
+        return None
+    limit = 10**MAX_INDEX_DIGITS
+    if not 0 < len(heads) <= most or not all(0 <= a < limit and 0 <= b < limit for a, b in heads):
+        return None
+    return "_".join(f"{a}.{b}" for a, b in heads)
 
 
 def url_params(
@@ -111,6 +306,7 @@ def unused_params(params: Mapping[str, str], link: Link) -> list[str]:
         "lang": link.lang is not None,
         "layer": link.layer is not None,
         "head": link.head is not None,
+        **dict.fromkeys(link.view_keys, True),
     }
     return [k for k in params if k not in _STREAMLIT_KEYS and not used.get(k, False)]
 

@@ -1,5 +1,6 @@
 """Plain charts around the attention maps: bars over the tokens (`token_bars`), every head ranked
-for one query/key pair (`token_focus`), and cost against length (`cost_sweep`)."""
+for one query/key pair (`token_focus`), and cost against length (`cost_sweep`); and the caption a
+figure carries on a slide (`slide_caption`, `captioned`): the model and the sentence."""
 
 from __future__ import annotations
 
@@ -164,6 +165,49 @@ def _cost_panel(
         }
         traces.append(reference | axes)
     return traces
+
+
+CAPTION_CHARS = 140  # a longer sentence is cut (with "…") in a caption: one line on a 1920 px slide
+CAPTION_FONT = {"size": 13, "color": "#555555"}
+CAPTION_ROOM = 36  # px added under the figure for the caption line
+
+
+def slide_caption(text: str | None, model: str | None, max_chars: int = CAPTION_CHARS) -> str:
+    """ "model · “sentence”" as Plotly text (escaped: a sentence is whatever a visitor typed),
+    whitespace collapsed, cut to `max_chars` characters."""
+    parts = []
+    if model:
+        parts.append(escape(" ".join(str(model).split())[:max_chars]))
+    if text:
+        flat = " ".join(str(text).split())
+        short = flat if len(flat) <= max_chars else flat[: max_chars - 1] + "…"
+        parts.append(f"“{escape(short)}”")
+    return " · ".join(parts)
+
+
+def captioned(fig: go.Figure, caption: str) -> go.Figure:
+    """A copy of `fig` with `caption` (Plotly text, see `slide_caption`) in small print under the
+    plot, in a bottom margin made room for: what an exported image or page shows of its source."""
+    out = go.Figure(fig)
+    if not caption:
+        return out
+    bottom = out.layout.margin.b if out.layout.margin.b is not None else 80
+    out.update_layout(margin={"b": bottom + CAPTION_ROOM})
+    out.add_annotation(
+        text=caption,
+        xref="paper",
+        yref="paper",
+        x=0,
+        y=0,
+        xanchor="left",
+        yanchor="top",
+        yshift=-(bottom + 6),
+        showarrow=False,
+        align="left",
+        font=CAPTION_FONT,
+        name="attnviz-caption",
+    )
+    return out
 
 
 def _vline(x: float) -> Json:

@@ -15,7 +15,7 @@ from ...focus import default_focus
 from ...result import Attention
 from ...views import decoder as decoder_views
 from ...views.ablation import mark_off
-from .. import charts, downloads, heads_off, runners, widgets, work
+from .. import charts, downloads, heads_off, runners, urls, widgets, work
 from ..readers import unknown_notice
 from ..runners import Loaded
 from ..state import Ctx, t
@@ -104,6 +104,7 @@ def _token_defaults(att: Attention, signature: tuple[Any, ...]) -> None:
     query, key = default_focus(att, example)
     session["focus_query"], session["focus_key"] = query, key
     session["highlight"] = query if example else -1
+    session.update(session.pop(urls.LINK_TOKENS, None) or {})  # a shared link's token choices win once
 
 
 def sinks_switch(context: Ctx, focus: Focus) -> tuple[Focus, Callable[[], None]]:
