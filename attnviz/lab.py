@@ -10,8 +10,10 @@ import numpy as np
 
 from .models import Runner, Steps
 from .result import Attention
+from .sparse import sparse_count, sparse_mask
 
 __all__ = ["CostRow", "OrderResult", "cost_sweep", "max_abs_diff", "order_demo", "permutation", "row_entropy"]
+__all__ += ["sparse_count", "sparse_mask"]  # issue 22.3
 
 SWEEP_SIZES = (16, 32, 64, 128, 256, 512)
 

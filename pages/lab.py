@@ -5,6 +5,7 @@ import streamlit as st
 
 from attnviz.app import widgets
 from attnviz.app.sections import lab as section
+from attnviz.app.sections import sparse as sparse_section
 
 context = widgets.page_header("lab.title", "lab.intro")
 opts = section.switches()
@@ -15,3 +16,4 @@ if pair is None:
 section.side_by_side(context, pair)
 section.steps(context, pair)
 section.order_demo(context, pair)
+sparse_section.show(context, pair)

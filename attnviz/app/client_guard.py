@@ -51,6 +51,9 @@ MAX_ID_CHARS = 400
 # character text (ATTNVIZ_MAX_CHARS) fits even percent-encoded as ASCII; our own links write at
 # most 500 characters (urls.URL_TEXT_MAX).
 QUERY_PARAM_MAX = 64 * 1024
+# An integer st.number_input registers "double_value" and the browser sends "int_value" (Streamlit
+# reads either): without this every integer box (steps, seed, layers) kept its default.
+NUMBER_FIELDS = {"int_value", "double_value"}
 QUERY_KEY_MAX = 64  # "$$ID-" + a 32-digit hash + "-" + the widget's key (ours are short)
 _LOCK = threading.Lock()
 _DONE: list[bool] = []
@@ -65,7 +68,7 @@ def fits(proto: Any, metadata: Any) -> bool:
     field = proto.WhichOneof("value")
     if field is None:
         return True
-    if field != metadata.value_type:
+    if field != metadata.value_type and {field, metadata.value_type} != NUMBER_FIELDS:
         return False
     names = _option_names(metadata)
     if names is None:
