@@ -78,8 +78,8 @@ def test_plateau_must_be_a_bool() -> None:
 
 @pytest.mark.parametrize("task", TASKS)
 def test_each_preset_fits_its_minute_at_the_loaded_machine_s_speed(task: str) -> None:
-    """The step budget times the slowest step measured in the app on the shared 2-core machine
-    (bench/results_training_app.md) stays under a minute; the page offers these budgets."""
+    """The step budget times the slowest step measured on the shared 2-core machine at load 9-11
+    (attnviz/training/plateau.py) stays under a minute; the page offers these budgets."""
     assert PRESET_STEPS[task] * STEP_S_LOADED[task] <= PRESET_SECONDS
     assert section.DEFAULT_STEPS[task] == PRESET_STEPS[task]
     TrainConfig(task, PRESET_STEPS[task], plateau=True, **PRESET_OPTIONS.get(task, {})).check()  # type: ignore[arg-type]

@@ -34,15 +34,16 @@ FLOOR = 0.9  # below this a flat curve may still jump (the induction phase chang
 SNAPSHOTS_IN_WINDOW = 4  # a window spans at least this many snapshots, whatever their spacing
 
 # The Training lab's presets: the most steps a task trains for when it does not plateau first.
-# Each fits in PRESET_SECONDS in the app on 2 busy cores: STEP_S_LOADED is the slowest time a
-# step measured on the shared machine at load average 9-11, snapshots included (a step is about
-# 0.02 s on a quiet one; bench/results_training_app.md). Seeded runs plateau far earlier
-# (induction at step 270-315, copy at 140).
+# STEP_S_LOADED: the slowest time a step took in `train()` (the CLI's path, one thread, snapshots
+# included) on the shared 2-core machine at load average 9-11 (a step is about 0.02 s on a quiet
+# one); the budgets keep steps x that under PRESET_SECONDS. Seeded runs plateau far earlier
+# (induction at step 270-315, copy at 140). In the app under heavier load (30-40) a step was much
+# slower still (bench/results_training_app.md); the plateau stop is what keeps those runs short.
 PRESET_SECONDS = 60.0
 STEP_S_LOADED = {"copy": 0.035, "reverse": 0.035, "induction": 0.065, "text": 0.09}
 PRESET_STEPS = {"copy": 300, "reverse": 300, "induction": 800, "text": 600}
-# What else a preset sets: the text task reads 32-character windows (64 took 0.15-0.2 s a step on
-# a loaded machine; 32 about a third of it, and the default text is short anyway).
+# What else a preset sets: the text task reads 32-character windows (at load 12: 0.07-0.08 s a step,
+# against 0.20 s for 64; the default text plateaus at step 330, 93 %, in 22 s).
 PRESET_OPTIONS: dict[str, dict[str, object]] = {"text": {"block": 32}}
 
 
