@@ -144,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for r in cli:
         lines.append(
-            f"| CLI | {r['steps']:,} | {r['seconds']:.1f} | {r['wall']:.1f} | {r['seconds'] / r['steps']:.4f} | | |"
+            f"| CLI | {r['steps']:,} | {r['seconds']:.1f} | | {r['wall']:.1f} | {r['seconds'] / r['steps']:.4f}"
+            f" | {r['cpu']:.1f} | |"
         )
     for r in app:
         lines.append(

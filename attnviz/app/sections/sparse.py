@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from ... import views
 from ...sparse import KINDS, encoder_maps, sparse_count, sparse_mask
@@ -19,15 +20,24 @@ from .lab import Pair
 GROWTH_SIZES = (16, 64, 256, 1024, 4096)
 
 
+def _number(column: DeltaGenerator, label: str, lo: int, hi: int, default: int, key: str) -> int:
+    """An integer box whose value is clamped to [lo, hi] whatever a client sent."""
+    value = column.number_input(label, lo, hi, default, key=key)
+    try:
+        return min(max(int(value), lo), hi)
+    except (TypeError, ValueError, OverflowError):
+        return default
+
+
 def _options() -> dict[str, int]:
     with st.container(key="sparse_options"):
         window, globals_, dilation, random_keys, seed = st.columns(5)
         return {
-            "window": int(window.number_input(t("sparse.window"), 0, 64, 2, key="sparse_window")),
-            "global_tokens": int(globals_.number_input(t("sparse.global"), 0, 16, 1, key="sparse_global")),
-            "dilation": int(dilation.number_input(t("sparse.dilation"), 1, 8, 2, key="sparse_dilation")),
-            "random_keys": int(random_keys.number_input(t("sparse.random"), 0, 16, 2, key="sparse_random")),
-            "seed": int(seed.number_input(t("sparse.seed"), 0, 2**31 - 1, 0, key="sparse_seed")),
+            "window": _number(window, t("sparse.window"), 0, 64, 2, "sparse_window"),
+            "global_tokens": _number(globals_, t("sparse.global"), 0, 16, 1, "sparse_global"),
+            "dilation": _number(dilation, t("sparse.dilation"), 1, 8, 2, "sparse_dilation"),
+            "random_keys": _number(random_keys, t("sparse.random"), 0, 16, 2, "sparse_random"),
+            "seed": _number(seed, t("sparse.seed"), 0, 2**31 - 1, 0, "sparse_seed"),
         }
 
 
