@@ -11,6 +11,7 @@ import numpy as np
 from .cross import cross_attention, cross_steps
 from .models import Runner, Steps
 from .result import Attention
+from .sparse import sparse_count, sparse_mask
 
 __all__ = [
     "CostRow",
@@ -22,6 +23,8 @@ __all__ = [
     "order_demo",
     "permutation",
     "row_entropy",
+    "sparse_count",
+    "sparse_mask",
 ]
 
 SWEEP_SIZES = (16, 32, 64, 128, 256, 512)

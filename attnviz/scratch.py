@@ -104,13 +104,25 @@ def sinusoidal_positions(n: int, d_model: int) -> torch.Tensor:
 
 
 def combined_mask(
-    attention_mask: torch.Tensor | None, n: int, causal: bool, dtype: torch.dtype, device: torch.device
+    attention_mask: torch.Tensor | None,
+    n: int,
+    causal: bool,
+    dtype: torch.dtype,
+    device: torch.device,
+    allowed: torch.Tensor | None = None,
 ) -> torch.Tensor | None:
     """The additive mask of a batch: padding columns (from a (B, n) 1/0 mask) and, when
-    `causal`, the upper triangle; None when nothing is masked."""
+    `causal`, the upper triangle; `allowed` (n, n) bool (a sparse pattern, attnviz/sparse.py)
+    masks where it is False; None when nothing is masked."""
     mask = None if attention_mask is None else padding_mask(attention_mask, dtype)  # (B, 1, 1, n)
-    if causal:
-        c = causal_mask(n, dtype, device)  # (n, n)
+    parts = [causal_mask(n, dtype, device)] if causal else []  # (n, n)
+    if allowed is not None:
+        parts.append(
+            torch.zeros(n, n, dtype=dtype, device=device).masked_fill(
+                ~allowed[:n, :n].to(device), torch.finfo(dtype).min
+            )
+        )
+    for c in parts:
         mask = c if mask is None else (mask + c).clamp(min=torch.finfo(dtype).min)
     return mask
 
@@ -175,10 +187,12 @@ class MultiHeadSelfAttention(nn.Module):
         attention_mask: torch.Tensor | None = None,
         causal: bool = False,
         scale: bool = True,
+        allowed: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """x: (B, T, d_model); attention_mask: (B, T) with 1 = token, 0 = padding.
-        Returns (output (B, T, d_model), weights (B, nh, T, T))."""
-        mask = combined_mask(attention_mask, x.shape[1], causal, x.dtype, x.device)
+        """x: (B, T, d_model); attention_mask: (B, T) with 1 = token, 0 = padding; allowed:
+        (>= T, >= T) bool, a sparse pattern (False: masked). Returns (output (B, T, d_model),
+        weights (B, nh, T, T))."""
+        mask = combined_mask(attention_mask, x.shape[1], causal, x.dtype, x.device, allowed)
         return multi_head_attention(
             x, self.query, self.key, self.value, self.output, self.n_heads, self.head_dim, mask, scale
         )
@@ -205,6 +219,7 @@ class LayerParts:
     activation: Callable[[torch.Tensor], torch.Tensor] = F.gelu
     scale: bool = True
     causal: bool = False
+    allowed: torch.Tensor | None = None  # (n, n) bool sparse pattern (attnviz/sparse.py); None: every key
 
 
 def post_ln_layer(
@@ -219,7 +234,7 @@ def post_ln_layer(
 
     trace receives, besides what `multi_head_attention` records, "mid" (after the first
     LayerNorm), "ff" (the feed-forward output) and "out"."""
-    mask = combined_mask(attention_mask, x.shape[1], p.causal, x.dtype, x.device)
+    mask = combined_mask(attention_mask, x.shape[1], p.causal, x.dtype, x.device, p.allowed)
     a, weights = multi_head_attention(
         x, p.query, p.key, p.value, p.output, p.n_heads, p.head_dim, mask, p.scale, value_scale=value_scale, trace=trace
     )

@@ -6,6 +6,7 @@ import streamlit as st
 from attnviz.app import widgets
 from attnviz.app.sections import cross
 from attnviz.app.sections import lab as section
+from attnviz.app.sections import sparse as sparse_section
 
 context = widgets.page_header("lab.title", "lab.intro")
 opts = section.switches()
@@ -16,5 +17,6 @@ if pair is None:
 section.side_by_side(context, pair)
 section.steps(context, pair)
 section.order_demo(context, pair)
+sparse_section.show(context, pair)
 cross.cross_lab(context, pair)
 cross.pairs(context)

@@ -19,11 +19,18 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 LIVE_JS = """() => {
   const curves = document.querySelector('.st-key-train_curves .js-plotly-plot');
   const grid = document.querySelector('.st-key-train_grid .js-plotly-plot');
-  if (!curves || !curves._fullData || !grid || !grid.layout || !grid.layout.sliders) return null;
-  const slider = grid.layout.sliders[0], active = slider.active || 0, step = slider.steps[active];
-  if (!step) return null;
-  return {points: curves._fullData[0].x.length, steps: slider.steps.length, label: step.label, active: active};
+  if (!curves || !curves._fullData || !grid || !grid.layout || !grid.layout.meta) return null;
+  const meta = grid.layout.meta, slider = grid.layout.sliders ? grid.layout.sliders[0] : null;
+  const active = slider ? (slider.active || 0) : -1;
+  const label = slider ? (slider.steps[active] || {}).label : String(meta.steps[meta.steps.length - 1]);
+  if (label === undefined) return null;
+  return {points: curves._fullData[0].x.length, steps: slider ? slider.steps.length : 0, label: label,
+          active: active, live: !slider};
 }"""
+
+# Each head's map as drawn: the size of its drag rectangle (Plotly's plot area of one subplot).
+MAPS_JS = """() => [...document.querySelectorAll('.st-key-train_grid .js-plotly-plot .nsewdrag')]
+  .map(r => [Number(r.getAttribute('width')), Number(r.getAttribute('height'))])"""
 
 
 def _live(s: Session) -> dict[str, Any] | None:
@@ -54,25 +61,30 @@ def test_train_watch_the_curve_grow_and_the_slider_move_then_stop_and_open(sessi
         timeout=FIRST_LOAD_MS,
     )
     s.wait_idle(FIRST_LOAD_MS)
-    s.page.locator(".st-key-train_start button").click()  # induction, 1,500 steps: long enough to watch
+    s.page.locator(".st-key-train_plateau label").click()  # no plateau stop: 800 steps, long enough to watch
+    s.wait_idle()
+    s.page.locator(".st-key-train_start button").click()
 
     first = _wait_live(s, "v.points > 0")
-    # while it trains, the polled page redraws: more points on the curve, the slider on a later step
+    # while it trains, the polled page redraws: more points on the curve, the maps of a later step
+    # (the latest snapshot alone: the slider over every snapshot comes when the run ends)
     later = _wait_live(
         s,
-        "v.points > f.points && v.steps > f.steps"
+        "v.live && v.points > f.points"
         " && Number(String(v.label).replace(/,/g, '')) > Number(String(f.label).replace(/,/g, ''))",
         first,
     )
-    assert later["active"] == later["steps"] - 1  # the newest snapshot is shown
     s.shot("training-live", key="train_grid")
 
     s.page.locator(".st-key-train_stop button").first.click()  # with help= Streamlit draws two
-    stopped = i18n.t("train.stopped", "en", step="X", total="1,500", accuracy="Y").split("X")[0]
+    stopped = i18n.t("train.stopped", "en", step="X", total="800", accuracy="Y").split("X")[0]
     s.page.get_by_text(stopped.strip()).first.wait_for(timeout=WAIT_MS)
     s.wait_idle()
-    final = _wait_live(s)
-    assert _label(final) >= _label(later)
+    final = _wait_live(s, "!v.live && v.steps >= 2")
+    assert _label(final) >= _label(later) and final["active"] == final["steps"] - 1  # the newest snapshot shown
+    maps = s.page.evaluate(MAPS_JS)
+    assert len(maps) == 4  # 2 layers x 2 heads, each drawn square and large enough to read its tokens
+    assert all(abs(w - h) <= 2 and w >= 150 for w, h in maps), maps
 
     # play the snapshots back: the browser animates the frames, the slider walks through the steps
     seen = set()

@@ -30,7 +30,9 @@ import torch
 from ..models import Cancelled, Progress
 from ..models.gate import background_lane
 from ..result import Attention
+from ..sparse import row_counts
 from .model import DecoderConfig, TinyDecoder
+from .plateau import Plateau, plateau_at, plateau_window
 from .runner import TrainedModel
 from .scores import pattern_score
 from .tasks import TASKS, Batch, Probe, Task, make_task
@@ -68,6 +70,12 @@ class TrainConfig:
     periods: tuple[int, int] = (6, 14)  # induction
     block: int = 64  # text window, <s> included
     snapshot_every: int = 0  # 0: about MAX_SNAPSHOTS over the run
+    plateau: bool = False  # stop once the held-out accuracy has plateaued (plateau.py; the lab's presets)
+    sparse: str = ""  # "": every earlier key; else a pattern of attnviz/sparse.py (window, global, dilated, bigbird)
+    window: int = 3  # the sparse pattern's options (attnviz.sparse.sparse_mask)
+    global_tokens: int = 1
+    dilation: int = 2
+    random_keys: int = 2
 
     def check(self) -> None:
         if self.task not in TASKS:
@@ -82,6 +90,11 @@ class TrainConfig:
             raise ValueError("lr must be in (0, 1]")
         if not (math.isfinite(self.embed_std) and self.embed_std > 0):
             raise ValueError("embed_std must be positive")
+        if self.sparse:
+            row_counts(1, self.sparse, window=self.window, global_tokens=self.global_tokens, dilation=self.dilation,
+                       random_keys=self.random_keys)  # fmt: skip  # ValueError for a bad pattern
+        if not isinstance(self.plateau, bool):
+            raise ValueError("plateau must be True or False")
         if not isinstance(self.snapshot_every, int) or self.snapshot_every < 0:
             raise ValueError("snapshot_every must be 0 (automatic) or a positive number of steps")
 
@@ -103,7 +116,9 @@ class TrainingRun:
     history: list[tuple[int, float, float]] = field(default_factory=list)  # (step, train loss, train accuracy)
     step: int = 0
     stopped: bool = False  # stopped before the last step (progress raised Cancelled)
+    plateau: Plateau | None = None  # where the run ended because the held-out accuracy plateaued
     seconds: float = 0.0  # training time, snapshots included
+    waited: float = 0.0  # of `seconds`, how long chunks waited in the background lane for other work
     _rng: np.random.Generator | None = field(default=None, repr=False)  # the batches, from the seed
     _optimizer: torch.optim.Optimizer | None = field(default=None, repr=False)
 
@@ -127,7 +142,8 @@ class TrainingRun:
         final = self.snapshot_scores[-1]
         best = {name: [float(np.nanmax(v[layer])) for layer in range(v.shape[0])] for name, v in final.items()}
         return {"step": last.step, "loss": last.loss, "accuracy": last.accuracy, "best_head_per_layer": best,
-                "stopped": self.stopped, "seconds": round(self.seconds, 3), "config": asdict(self.config)}  # fmt: skip
+                "stopped": self.stopped, "plateau": None if self.plateau is None else self.plateau._asdict(),
+                "seconds": round(self.seconds, 3), "config": asdict(self.config)}  # fmt: skip
 
 
 def train(
@@ -160,12 +176,15 @@ def prepare(cfg: TrainConfig, text: str | None = None) -> TrainingRun:
     """The task, the probe and the untrained model (weights from the seed alone)."""
     task = make_task(cfg.task, text=text, symbols=cfg.symbols, length=cfg.length, periods=cfg.periods, block=cfg.block)
     dcfg = DecoderConfig(
-        len(task.vocab), task.max_len, cfg.d_model, cfg.layers, cfg.heads, cfg.mlp, cfg.norm, cfg.embed_std
-    )
+        len(task.vocab), task.max_len, cfg.d_model, cfg.layers, cfg.heads, cfg.mlp, cfg.norm, cfg.embed_std,
+        cfg.sparse, cfg.window, cfg.global_tokens, cfg.dilation, cfg.random_keys, cfg.seed,
+    )  # fmt: skip
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
         decoder = TinyDecoder(dcfg)
     name = f"trained {cfg.task} {cfg.layers}x{cfg.heads} d{cfg.d_model} seed {cfg.seed}"
+    if cfg.sparse:
+        name += f" {cfg.sparse} {cfg.window}"
     return TrainingRun(cfg, task, task.probe(cfg.seed), TrainedModel(decoder, task, name))
 
 
@@ -217,14 +236,13 @@ def _loop(
         if not run.snapshots:
             with background_lane():
                 _snapshot(run, held_out, on_snapshot)
-        while run.step < cfg.steps:
+        while run.step < cfg.steps and run.plateau is None:
             if progress is not None:
                 progress(run.step / cfg.steps)
+            asked = time.perf_counter()
             with background_lane(), torch.inference_mode(False), torch.enable_grad():
-                for _ in range(min(CHUNK_STEPS, cfg.steps - run.step)):
-                    _step(run, opt, run.task.batch(cfg.batch_size, rng))
-                    if run.step % cfg.every == 0 or run.step == cfg.steps:
-                        _snapshot(run, held_out, on_snapshot)
+                run.waited += time.perf_counter() - asked  # behind other visitors' passes (the lane)
+                _chunk(run, opt, rng, held_out, on_snapshot)
         if progress is not None:
             progress(1.0)
     except Cancelled:
@@ -236,6 +254,26 @@ def _loop(
         run.seconds += time.perf_counter() - start
         decoder.eval()
     return run
+
+
+def _chunk(
+    run: TrainingRun,
+    opt: torch.optim.Optimizer,
+    rng: np.random.Generator,
+    held_out: Batch,
+    on_snapshot: Callable[[TrainingRun], None] | None,
+) -> None:
+    """Up to CHUNK_STEPS steps, a snapshot where one is due; ends early on a plateau."""
+    cfg = run.config
+    for _ in range(min(CHUNK_STEPS, cfg.steps - run.step)):
+        _step(run, opt, run.task.batch(cfg.batch_size, rng))
+        if run.step % cfg.every == 0 or run.step == cfg.steps:
+            _snapshot(run, held_out, on_snapshot)
+            if cfg.plateau and run.step < cfg.steps:
+                points = [(s.step, s.accuracy) for s in run.snapshots]
+                run.plateau = plateau_at(points, plateau_window(cfg.every))
+                if run.plateau is not None:
+                    return
 
 
 def _step(run: TrainingRun, opt: torch.optim.Optimizer, batch: Batch) -> None:

@@ -25,6 +25,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..scratch import MultiHeadSelfAttention
+from ..sparse import sparse_mask
 
 __all__ = ["DecoderConfig", "DecoderLayer", "TinyDecoder"]
 
@@ -39,6 +40,12 @@ class DecoderConfig:
     mlp: bool = False  # attention-only (Olsson et al. 2022); True adds a 4x GELU MLP a block
     norm: bool = False  # True: a LayerNorm before each attention (GPT-2 style), for comparison only
     embed_std: float = 1.0  # N(0, 1), PyTorch's default; GPT-2 uses 0.02 (compared in the benchmark)
+    sparse: str = ""  # "" (every earlier key) or a pattern of attnviz/sparse.py, within the causal mask
+    window: int = 3  # the sparse pattern's options (sparse.sparse_mask)
+    global_tokens: int = 1
+    dilation: int = 2
+    random_keys: int = 2
+    sparse_seed: int = 0
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_heads:
@@ -58,9 +65,11 @@ class DecoderLayer(nn.Module):
                 nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(), nn.Linear(4 * cfg.d_model, cfg.d_model)
             )
 
-    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """x: (B, T, d) -> (x (B, T, d), weights (B, nh, T, T))."""
-        a, weights = self.attention(self.ln_attention(x), attention_mask, causal=True)
+    def forward(
+        self, x: torch.Tensor, attention_mask: torch.Tensor | None = None, allowed: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """x: (B, T, d) -> (x (B, T, d), weights (B, nh, T, T)); `allowed`: a sparse pattern."""
+        a, weights = self.attention(self.ln_attention(x), attention_mask, causal=True, allowed=allowed)
         x = x + a
         if self.mlp is not None:
             x = x + self.mlp(x)
@@ -76,6 +85,11 @@ class TinyDecoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_layers))
         self.ln_final = nn.LayerNorm(cfg.d_model)
         self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.allowed: torch.Tensor | None = None  # (max_len, max_len) bool when the config asks for a sparse pattern
+        if cfg.sparse:
+            pattern = sparse_mask(cfg.max_len, cfg.sparse, window=cfg.window, global_tokens=cfg.global_tokens,
+                                  dilation=cfg.dilation, random_keys=cfg.random_keys, seed=cfg.sparse_seed, causal=True)  # fmt: skip
+            self.allowed = torch.as_tensor(pattern)
         if cfg.embed_std != 1.0:
             for emb in (self.token_embeddings, self.position_embeddings):
                 nn.init.normal_(emb.weight, std=cfg.embed_std)
@@ -100,7 +114,7 @@ class TinyDecoder(nn.Module):
         x = self.embed(input_ids, inputs_embeds)
         states, maps = [x], []
         for layer in self.layers:
-            x, weights = layer(x, attention_mask)
+            x, weights = layer(x, attention_mask, self.allowed)
             states.append(x)
             maps.append(weights)
         return states, maps

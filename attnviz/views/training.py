@@ -19,12 +19,25 @@ from ..result import Attention
 from ._base import HEAD_COLORS, SEQUENTIAL, Json, escape, figure, head_label, layout_title
 from .grid import block_mean
 
-__all__ = ["MAX_CURVE_POINTS", "MAX_FRAMES", "head_score_curves", "snapshot_grid", "training_curves"]
+__all__ = [
+    "MAX_CURVE_POINTS",
+    "MAX_FRAMES",
+    "head_score_curves",
+    "panel_px",
+    "snapshot_grid",
+    "tick_every",
+    "training_curves",
+]
 
 MAX_CURVE_POINTS = 400  # per-step training curves are averaged down to this many points
 MAX_FRAMES = 40  # snapshots sent to the browser (evenly thinned, first and last kept)
 MAX_CELLS = 8192  # numbers a frame may hold; beyond it every map is block-averaged
-MAX_TICKS_N = 30  # token tick labels on the maps up to this many tokens
+MAX_TICKS_N = 64  # token tick labels on the maps up to this many tokens (thinned to fit, see _tick_every)
+MIN_TICK_PX = 11  # a tick label needs this many pixels of its map's side
+TOP_PX, BOTTOM_PX, LABEL_PX = 110, 190, 34  # title, tick labels + slider + buttons, a head's label over its map
+LIVE_BOTTOM_PX = 70  # tick labels alone (no slider while a run trains)
+NOMINAL_PLOT_PX, GAP_PX = 840, 34  # the plot's width on a 1400 px page with the sidebar; between two maps
+MAX_GRID_PX = 1600  # the maps' column at most this tall: many layers get smaller squares
 SCORE_KEYS = {"previous": "train_fig.score_previous", "induction": "train_fig.score_induction", "diagonal": "train_fig.score_diagonal"}  # fmt: skip
 
 
@@ -91,21 +104,39 @@ def _domain(a: float, b: float) -> list[float]:
     return [min(max(round(a, 6), 0.0), 1.0), min(max(round(b, 6), 0.0), 1.0)]
 
 
-def _grid_axes(n_layers: int, n_heads: int) -> tuple[list[tuple[str, str]], Json]:
-    """Axis names of each head's subplot (layer down, head across) and their domains."""
-    gap, vgap = 0.04, 0.09  # room between rows for each head's label
-    width, height = (1 - gap * (n_heads - 1)) / n_heads, (1 - vgap * (n_layers - 1)) / n_layers
-    names, layout = [], {}
+def panel_px(n_heads: int) -> int:
+    """The side of one head's square map in pixels: as large as a 1,000 px wide page allows for
+    this many heads across, so the probe's tokens stay readable (issue 23.7: the maps had been
+    squashed into wide rectangles with unreadable ticks)."""
+    return int(np.clip(NOMINAL_PLOT_PX // max(n_heads, 1) - GAP_PX, 150, 380))
+
+
+def _grid_axes(n_layers: int, n_heads: int, side: int) -> tuple[list[tuple[str, str]], Json, int]:
+    """Axis names of each head's subplot (layer down, head across), their domains and the
+    figure's height. Each map is a square: its y axis is anchored to its x axis at one unit a
+    unit (`scaleanchor`), and the height gives each row of maps `side` pixels plus room for the
+    head labels, so the square fills its box on a wide page and shrinks (still square) on a
+    narrow one."""
+    plot_h = n_layers * side + (n_layers - 1) * LABEL_PX
+    height = plot_h + TOP_PX + BOTTOM_PX
+    vgap = LABEL_PX / plot_h  # room between rows for each head's label
+    # boxes `side` px wide on a page of the usual width (fewer heads than fit: the rest is left empty)
+    width, gap = side / NOMINAL_PLOT_PX, GAP_PX / NOMINAL_PLOT_PX
+    shrink = min(1.0, 1 / (n_heads * width + (n_heads - 1) * gap))
+    width, gap, h = width * shrink, gap * shrink, (1 - vgap * (n_layers - 1)) / n_layers
+    names: list[tuple[str, str]] = []
+    layout: Json = {}
     for layer in range(n_layers):
         for head in range(n_heads):
             k = layer * n_heads + head + 1
             x, y = ("x", "y") if k == 1 else (f"x{k}", f"y{k}")
-            x0, y1 = head * (width + gap), 1 - layer * (height + vgap)
-            xd, yd = _domain(x0, x0 + width), _domain(y1 - height, y1)
-            layout[f"xaxis{'' if k == 1 else k}"] = {"domain": xd, "anchor": y}
-            layout[f"yaxis{'' if k == 1 else k}"] = {"domain": yd, "anchor": x, "autorange": "reversed"}
+            x0, y1 = head * (width + gap), 1 - layer * (h + vgap)
+            xd, yd = _domain(x0, x0 + width), _domain(y1 - h, y1)
+            layout[f"xaxis{'' if k == 1 else k}"] = {"domain": xd, "anchor": y, "constrain": "domain"}
+            layout[f"yaxis{'' if k == 1 else k}"] = {"domain": yd, "anchor": x, "autorange": "reversed",
+                                                     "scaleanchor": x, "scaleratio": 1, "constrain": "domain"}  # fmt: skip
             names.append((x, y))
-    return names, layout
+    return names, layout, height
 
 
 def snapshot_grid(
@@ -114,32 +145,31 @@ def snapshot_grid(
     *,
     active: int | None = None,
     title: str | None = None,
+    animate: bool = True,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """Every head's map on the probe input (layer down, head across), one frame a snapshot, with
-    a slider over the steps and play / pause buttons (the animation runs in the browser).
+    """Every head's map on the probe input (layer down, head across), each a square, one frame a
+    snapshot, with a slider over the steps and play / pause buttons (the animation runs in the
+    browser). `animate=False`: the `active` snapshot alone, no frames (what the page redraws
+    while a run trains: a fraction of the bytes and of the browser's work).
 
     At most MAX_FRAMES snapshots are sent (evenly thinned; `active`, default the last, is shown
     first). Maps are at full resolution with the probe's tokens on the axes while a frame holds
-    at most MAX_CELLS numbers, block-averaged beyond. layout.meta: {"frames", "steps", "shrunk"}.
+    at most MAX_CELLS numbers, block-averaged beyond. layout.meta: {"frames", "steps", "shrunk",
+    "tick_every"}.
     """
-    if not snapshots or len(snapshots) != len(steps):
-        raise ValueError("give one step for each snapshot, and at least one")
+    active = _checked(snapshots, steps, active)
     first = snapshots[0]
     L, H, n = first.n_layers, first.n_heads, first.n
-    if any(s.weights.shape != first.weights.shape for s in snapshots):
-        raise ValueError("every snapshot must hold maps of the same shape")
-    shown = _frames_shown(len(snapshots))
-    active = len(snapshots) - 1 if active is None else int(active)
-    if not 0 <= active < len(snapshots):
-        raise IndexError(f"active {active} out of range 0..{len(snapshots) - 1}")
+    shown = _frames_shown(len(snapshots)) if animate else [active]
     if active not in shown:
         shown = sorted({*shown[:-1], active} | {shown[-1]})
     size = n if L * H * n * n <= MAX_CELLS else max(2, math.isqrt(MAX_CELLS // (L * H)))
     shrunk = size < n
-    axes, layout = _grid_axes(L, H)
+    side = min(panel_px(H), MAX_GRID_PX // L)
+    axes, layout, height = _grid_axes(L, H, side)
     keys = [f"{escape(tok)} ({i})" for i, tok in enumerate(first.tokens)] if not shrunk else list(range(size))
-    ticks = not shrunk and n <= MAX_TICKS_N
+    every = tick_every(n, side) if not shrunk and n <= MAX_TICKS_N else 0
     hover = t("train_fig.hover_cell", lang, q="%{y}", k="%{x}", w="%{z:.3f}") + "<extra></extra>"
 
     def traces(att: Attention) -> list[Json]:
@@ -149,37 +179,59 @@ def snapshot_grid(
                 for (layer, head), (x, y) in zip(np.ndindex(L, H), axes, strict=True)]  # fmt: skip
 
     frames: list[Json] = [{"name": str(steps[i]), "data": traces(snapshots[i])} for i in shown]
-    _label_axes(layout, L, H, keys, [escape(tok) for tok in first.tokens] if ticks else None, lang)
+    _label_axes(layout, L, H, keys, [escape(tok) for tok in first.tokens] if every else None, every, lang)
     position = shown.index(active)
+    note = t("train_fig.grid_note", lang) if animate else t("train_fig.grid_live", lang, step=f"{int(steps[active]):,}")
     layout |= {
-        "title": layout_title(title or t("train_fig.grid_title", lang, n=n), t("train_fig.grid_note", lang)),
-        "height": int(np.clip(160 + 200 * L * (1 if H <= 4 else 0.7), 320, 1000)),
+        "title": layout_title(title or t("train_fig.grid_title", lang, n=n), note),
+        "height": height if animate else height - BOTTOM_PX + LIVE_BOTTOM_PX,
         "coloraxis": {"colorscale": SEQUENTIAL, "cmin": 0.0, "cmax": 1.0}
-        | {"colorbar": {"title": {"text": t("train_fig.weight", lang)}}},
-        "sliders": [_slider(shown, steps, position, lang)],
-        "updatemenus": [_play_buttons(lang)],
-        "margin": {"b": 120},
-        "meta": {"frames": len(shown), "steps": [int(steps[i]) for i in shown], "shrunk": shrunk},
-    }
+        | {"colorbar": {"title": {"text": t("train_fig.weight", lang)}, "len": min(1.0, 2 * side / height)}},
+        "margin": {"t": TOP_PX, "b": BOTTOM_PX if animate else LIVE_BOTTOM_PX},
+        "meta": {"frames": len(shown) if animate else 0, "steps": [int(steps[i]) for i in shown], "shrunk": shrunk,
+                 "tick_every": every, "side": side},
+    }  # fmt: skip
+    if animate:
+        layout |= {"sliders": [_slider(shown, steps, position, lang)], "updatemenus": [_play_buttons(lang)]}
     fig = figure(frames[position]["data"], layout)
-    fig.frames = [go.Frame(f, _validate=False) for f in frames]
+    if animate:
+        fig.frames = [go.Frame(f, _validate=False) for f in frames]
     return fig
 
 
-def _label_axes(layout: Json, L: int, H: int, keys: list[Any], labels: list[str] | None, lang: str) -> None:
-    """Each subplot labelled by its head, above it; token tick labels (when given) on the outer
-    axes only."""
+def _checked(snapshots: Sequence[Attention], steps: Sequence[int], active: int | None) -> int:
+    """The index of the snapshot shown first (default the last); errors for what cannot be drawn."""
+    if not snapshots or len(snapshots) != len(steps):
+        raise ValueError("give one step for each snapshot, and at least one")
+    if any(s.weights.shape != snapshots[0].weights.shape for s in snapshots):
+        raise ValueError("every snapshot must hold maps of the same shape")
+    active = len(snapshots) - 1 if active is None else int(active)
+    if not 0 <= active < len(snapshots):
+        raise IndexError(f"active {active} out of range 0..{len(snapshots) - 1}")
+    return active
+
+
+def tick_every(n: int, side: int) -> int:
+    """Label every k-th token on a map `side` pixels across, so labels never overlap."""
+    return max(1, math.ceil(n * MIN_TICK_PX / max(side, 1)))
+
+
+def _label_axes(layout: Json, L: int, H: int, keys: list[Any], labels: list[str] | None, every: int, lang: str) -> None:
+    """Each subplot labelled by its head, above it; token tick labels (when given, every
+    `every`-th) on the outer axes only."""
     notes = []
+    vals, text = (keys[::every], labels[::every]) if labels is not None else ([], [])
+    font = {"size": 10}
     for k in range(L * H):
         layer, head = divmod(k, H)
         ax, ay = layout[f"xaxis{'' if k == 0 else k + 1}"], layout[f"yaxis{'' if k == 0 else k + 1}"]
-        ax |= {"showticklabels": labels is not None and layer == L - 1, "tickfont": {"size": 9}, "tickangle": -90}
-        ay |= {"showticklabels": labels is not None and head == 0, "tickfont": {"size": 9}}
+        ax |= {"showticklabels": labels is not None and layer == L - 1, "tickfont": font, "tickangle": -90}
+        ay |= {"showticklabels": labels is not None and head == 0, "tickfont": font}
         if labels is not None:
-            ax |= {"type": "category", "tickmode": "array", "tickvals": keys, "ticktext": labels}
-            ay |= {"type": "category", "tickmode": "array", "tickvals": keys, "ticktext": labels}
+            ax |= {"type": "category", "tickmode": "array", "tickvals": vals, "ticktext": text}
+            ay |= {"type": "category", "tickmode": "array", "tickvals": vals, "ticktext": text}
         notes.append({"text": head_label(layer, head, lang=lang), "xref": "paper", "yref": "paper", "showarrow": False,
-                      "x": sum(ax["domain"]) / 2, "y": ay["domain"][1], "yanchor": "bottom", "font": {"size": 11}})  # fmt: skip
+                      "x": sum(ax["domain"]) / 2, "y": ay["domain"][1], "yanchor": "bottom", "font": {"size": 12}})  # fmt: skip
     layout["annotations"] = notes
 
 

@@ -9,16 +9,20 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ... import views
+from ... import i18n, views
+from ...sparse import KINDS
 from ...training import TASKS, TrainConfig, TrainingRun
+from ...training.plateau import PRESET_OPTIONS, PRESET_STEPS
+from ...training.reach import verdict
 from ...training.tasks import MAX_TEXT_CHARS, MIN_TEXT_CHARS
 from .. import charts, session_models, training_jobs, widgets, work
 from ..state import Ctx, lang, t
 
-POLL_S = 1.0  # the live part redraws this often while a run trains
-DEFAULT_STEPS = {"copy": 300, "reverse": 300, "induction": 1500, "text": 800}
+POLL_S = 2.0  # the live part redraws this often while a run trains (light figures: see _live)
+DEFAULT_STEPS = PRESET_STEPS  # the presets' step budgets; each run also stops on a plateau
 WIDTHS = (16, 32, 64, 128, 256)
 HEADS = (1, 2, 4, 8)
+SPARSE_CHOICES = ("", *KINDS)  # "": every earlier key (full causal attention)
 
 
 def _kept(key: str, default: Any) -> None:
@@ -64,6 +68,8 @@ def controls(context: Ctx) -> None:
             st.text_area(t("train.text"), key="train_text", height=110, max_chars=MAX_TEXT_CHARS,
                          help=t("train.text_help", min=MIN_TEXT_CHARS, max=f"{MAX_TEXT_CHARS:,}"))  # fmt: skip
         _size_inputs(context)
+        st.checkbox(t("trainlab.plateau"), value=True, key="train_plateau", help=t("trainlab.plateau_help"))
+        _sparse_inputs()
         st.caption(t("train.limits", steps=f"{settings.train_max_steps:,}", layers=settings.train_max_layers,
                      heads=settings.train_max_heads, d_model=settings.train_max_d_model))  # fmt: skip
         st.button(t("train.start"), key="train_start", type="primary", on_click=_start, args=(context,))
@@ -92,6 +98,21 @@ def _size_inputs(context: Ctx) -> None:
     )
 
 
+def _sparse_label(language: str) -> Any:
+    """format_func of the pattern box, bound to this run's language (see widgets.option_labels)."""
+    return lambda kind: i18n.t(f"trainlab.sparse.{kind or 'full'}", language)
+
+
+def _sparse_inputs() -> None:
+    """Which keys each query may look at (attnviz/sparse.py): every earlier one, or a pattern."""
+    with st.expander(t("trainlab.sparse"), expanded=bool(st.session_state.get("train_sparse"))):
+        kind_col, window_col = st.columns(2)
+        kind_col.selectbox(t("trainlab.sparse_kind"), SPARSE_CHOICES, key="train_sparse", help=t("trainlab.sparse_help"),
+                           format_func=_sparse_label(lang()))  # fmt: skip
+        window_col.number_input(t("trainlab.window"), min_value=0, max_value=64, value=2, step=1, key="train_window",
+                                help=t("trainlab.window_help"))  # fmt: skip
+
+
 def _start(context: Ctx) -> None:
     """Train button: check the limits, then queue the run (a worker thread trains it)."""
     session_state, settings = st.session_state, context.settings
@@ -99,7 +120,9 @@ def _start(context: Ctx) -> None:
         task = str(_value("train_task"))
         steps = int(_value("train_steps", DEFAULT_STEPS.get(task, DEFAULT_STEPS["induction"])))
         cfg = TrainConfig(task, min(steps, settings.train_max_steps), int(_value("train_seed")), int(_value("train_layers")),
-                          int(_value("train_heads")), int(_value("train_d_model")))  # fmt: skip
+                          int(_value("train_heads")), int(_value("train_d_model")), plateau=bool(_value("train_plateau", True)),
+                          sparse=str(_value("train_sparse", "")), window=int(_value("train_window", 2)),
+                          **PRESET_OPTIONS.get(task, {}))  # type: ignore[arg-type]  # fmt: skip
         settings.check_training(cfg.steps, cfg.layers, cfg.heads, cfg.d_model)
         text = str(_value("train_text", "")) if cfg.task == "text" else None
         training_jobs.start(session_models.session_id(), cfg, text, float(settings.budget_s))
@@ -132,9 +155,17 @@ def _live(context: Ctx) -> None:
     _status(job, snapshots)
     if not snapshots:
         return
+    if job.finished and run.waited >= 1:
+        st.caption(t("trainlab.waited", waited=f"{run.waited:.0f}", seconds=f"{run.seconds:.0f}"))
+    if job.finished and run.config.sparse:
+        _sparse_verdict(run, snapshots[-1].accuracy)
     _curves(context, run, snapshots)
-    _grid(context, run, snapshots)
-    _scores(context, run, len(snapshots))
+    # While it trains the page redraws every POLL_S: the latest maps alone and no score panel,
+    # so the redraws (built on the server, drawn by the browser, both on the training's cores)
+    # cost little; the slider over every snapshot and the scores come when the run ends.
+    _grid(context, run, snapshots, animate=job.finished)
+    if job.finished:
+        _scores(context, run, len(snapshots))
 
 
 def _status(job: training_jobs.Job, snapshots: list[Any]) -> None:
@@ -157,10 +188,32 @@ def _status(job: training_jobs.Job, snapshots: list[Any]) -> None:
                       help=t("train.stop_help"))  # fmt: skip
         elif job.budget_hit:
             st.warning(t("train.budget", step=f"{step:,}", minutes=int(work.BUDGET_WINDOW_S // 60)), icon="⏳")
+        elif run.plateau is not None:
+            p = run.plateau
+            st.success(t("trainlab.plateaued", step=f"{p.step:,}", total=f"{total:,}", seconds=f"{run.seconds:.1f}",
+                         accuracy=f"{p.accuracy:.1%}", window=f"{p.window:,}", gain=f"{100 * p.gain:.1f}"), icon="✅")  # fmt: skip
         elif run.stopped:
             st.info(t("train.stopped", step=f"{step:,}", total=f"{total:,}", accuracy=accuracy), icon="⏹️")
         else:
             st.success(t("train.done", step=f"{step:,}", seconds=f"{run.seconds:.1f}", accuracy=accuracy), icon="✅")
+
+
+def _sparse_verdict(run: TrainingRun, accuracy: float) -> None:
+    """Why a run with a sparse pattern learned its task or could not (training/reach.py)."""
+    cfg, v = run.config, verdict(run.config, run.task)
+    lo, hi = v.need
+    need = f"{lo}" if lo == hi else f"{lo}–{hi}"
+    words = {"window": cfg.window, "layers": cfg.layers, "reach": v.reach, "need": need, "accuracy": f"{accuracy:.1%}",
+             "chance": f"{1 / max(len(run.task.vocab) - 3, 1):.0%}", "task": t(f"train.task.{cfg.task}")}  # fmt: skip
+    with st.container(key="train_sparse_verdict"):
+        if v.kind == "fail":
+            st.warning(t("trainlab.verdict_fail", **words), icon=":material/block:")
+        elif v.kind == "partial":
+            st.info(t("trainlab.verdict_partial", **words), icon=":material/rule:")
+        elif v.kind == "ok":
+            st.success(t("trainlab.verdict_ok", **words), icon=":material/check:")
+        else:
+            st.info(t(f"trainlab.verdict_{cfg.sparse}", **words), icon=":material/grid_on:")
 
 
 def _curves(context: Ctx, run: TrainingRun, snapshots: list[Any]) -> None:
@@ -171,12 +224,13 @@ def _curves(context: Ctx, run: TrainingRun, snapshots: list[Any]) -> None:
         charts.chart(fig, key="chart_train_curves")
 
 
-def _grid(context: Ctx, run: TrainingRun, snapshots: list[Any]) -> None:
+def _grid(context: Ctx, run: TrainingRun, snapshots: list[Any], animate: bool = True) -> None:
     with st.container(key="train_grid"):
         st.subheader(t("train.snapshots"))
-        st.caption(t("train.snapshots_help"))
+        st.caption(t("train.snapshots_help") if animate else t("trainlab.snapshots_live"))
         st.code(t("train.probe", text=run.probe.text), language=None, wrap_lines=True)
-        fig = views.snapshot_grid([s.attention for s in snapshots], [s.step for s in snapshots], lang=context.lang)
+        fig = views.snapshot_grid([s.attention for s in snapshots], [s.step for s in snapshots], animate=animate,
+                                  lang=context.lang)  # fmt: skip
         charts.chart(fig, key="chart_train_grid")
 
 

@@ -1,0 +1,100 @@
+"""The lab's sparse attention section (issue 22.3): the four patterns of attnviz/sparse.py on the
+sentence's tokens, the entries each keeps against n^2 as n grows, and the from-scratch encoder's
+maps when every layer attends under the chosen pattern, beside its full maps."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+from ... import views
+from ...sparse import KINDS, encoder_maps, sparse_count, sparse_mask
+from ...views.sparse import pattern_growth, pattern_maps
+from .. import charts, runners, widgets
+from ..state import Ctx, t
+from .lab import Pair
+
+GROWTH_SIZES = (16, 64, 256, 1024, 4096)
+
+
+def _number(column: DeltaGenerator, label: str, lo: int, hi: int, default: int, key: str) -> int:
+    """An integer box whose value is clamped to [lo, hi] whatever a client sent."""
+    value = column.number_input(label, lo, hi, default, key=key)
+    try:
+        return min(max(int(value), lo), hi)
+    except (TypeError, ValueError, OverflowError):
+        return default
+
+
+def _options() -> dict[str, int]:
+    with st.container(key="sparse_options"):
+        window, globals_, dilation, random_keys, seed = st.columns(5)
+        return {
+            "window": _number(window, t("sparse.window"), 0, 64, 2, "sparse_window"),
+            "global_tokens": _number(globals_, t("sparse.global"), 0, 16, 1, "sparse_global"),
+            "dilation": _number(dilation, t("sparse.dilation"), 1, 8, 2, "sparse_dilation"),
+            "random_keys": _number(random_keys, t("sparse.random"), 0, 16, 2, "sparse_random"),
+            "seed": _number(seed, t("sparse.seed"), 0, 2**31 - 1, 0, "sparse_seed"),
+        }
+
+
+def show(context: Ctx, p: Pair) -> None:
+    """Patterns, their growth against n^2, and the scratch encoder's maps under one of them."""
+    st.subheader(t("sparse.title"))
+    st.markdown(t("sparse.intro"))
+    options = _options()
+    n = p.mine.n
+    masks = {kind: sparse_mask(n, kind, **options) for kind in KINDS}  # type: ignore[arg-type]
+    charts.chart(pattern_maps(masks, p.mine.tokens, lang=context.lang), key="chart_sparse_patterns")
+    counted = {k: v for k, v in options.items() if k != "seed"}  # the count does not depend on the seed
+    growth = {kind: [sparse_count(m, kind, **counted) for m in GROWTH_SIZES] for kind in KINDS}
+    with st.container(key="sparse_growth"):
+        left, right = st.columns(2)
+        with left:
+            charts.chart(pattern_growth(GROWTH_SIZES, growth, lang=context.lang), key="chart_sparse_growth")
+        with right:
+            rows = [{t("sparse.col_n"): f"{m:,}", t("sparse.col_full"): f"{m * m:,}",
+                     **{t(f"trainlab.sparse.{k}"): f"{growth[k][i]:,} ({growth[k][i] / (m * m):.1%})" for k in KINDS}}
+                    for i, m in enumerate(GROWTH_SIZES)]  # fmt: skip
+            st.dataframe(rows, hide_index=True)
+            st.caption(t("sparse.growth_note"))
+    kind = st.selectbox(
+        t("sparse.apply"), KINDS, key="sparse_kind", format_func=widgets.option_labels("trainlab.sparse.{}")
+    )
+    runner = p.scratch.runner
+    allowed = masks[kind]
+
+    def compute() -> np.ndarray:
+        enc = runner.encode(p.text, context.max_tokens)
+        return encoder_maps(runner.encoder, enc.inputs["input_ids"], allowed)  # type: ignore[attr-defined]
+
+    key = (kind, *sorted(options.items()))
+    weights = runners.cached(context, p.scratch, "sparse", p.text, *key, fn=compute)
+    if weights.shape[-1] != n:  # a tokenizer that disagrees with the maps above: say nothing wrong
+        return
+    sparse_att = replace(p.mine, weights=weights)
+    with st.container(key="sparse_maps"):
+        left, right = st.columns(2)
+        title = t("sparse.full_title", layer=p.layer, head=p.head)
+        with left:
+            charts.chart(
+                views.heatmap(p.mine, p.layer, p.head, zmax=1.0, title=title, lang=context.lang), "chart_sparse_full"
+            )
+        title = t("sparse.sparse_title", layer=p.layer, head=p.head, kind=t(f"trainlab.sparse.{kind}"))
+        with right:
+            fig = views.heatmap(sparse_att, p.layer, p.head, zmax=1.0, title=title, lang=context.lang)
+            charts.chart(fig, "chart_sparse_map")
+        masked = float(np.abs(weights[..., ~allowed]).max()) if (~allowed).any() else 0.0
+        sums = float(np.abs(weights.astype(np.float64).sum(-1) - 1).max())
+        st.caption(
+            t(
+                "sparse.check",
+                masked=f"{masked:.1g}",
+                sums=f"{sums:.1e}",
+                kept=f"{int(allowed.sum()):,}",
+                total=f"{n * n:,}",
+            )
+        )

@@ -1,0 +1,79 @@
+"""When more steps stop teaching: the held-out accuracy has plateaued (issue 23.7).
+
+A run with `TrainConfig(plateau=True)` (the Training lab's presets) ends at the first snapshot
+where the best held-out accuracy of the last `window` steps is no more than `min_gain` above the
+best before them, once it has reached `floor`. Below the floor a flat stretch is not a plateau:
+an induction model's accuracy sits flat for a while and then jumps when its two heads start to
+work together (Olsson et al. 2022, the "phase change"), so a low flat curve keeps training to the
+step budget. Numpy-free, no torch: the rule reads (step, accuracy) pairs.
+
+    plateau_at([(0, 0.1), (100, 0.95), (200, 0.995), (300, 0.996)], window=100)  # -> Plateau(step=300, ...)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+__all__ = [
+    "FLOOR",
+    "MIN_GAIN",
+    "MIN_WINDOW",
+    "PRESET_OPTIONS",
+    "PRESET_SECONDS",
+    "PRESET_STEPS",
+    "STEP_S_LOADED",
+    "Plateau",
+    "plateau_at",
+    "plateau_window",
+]
+
+MIN_WINDOW = 100  # steps without a gain before a run counts as plateaued
+MIN_GAIN = 0.005  # half a percentage point of held-out accuracy
+FLOOR = 0.9  # below this a flat curve may still jump (the induction phase change)
+SNAPSHOTS_IN_WINDOW = 4  # a window spans at least this many snapshots, whatever their spacing
+
+# The Training lab's presets: the most steps a task trains for when it does not plateau first.
+# STEP_S_LOADED: the slowest time a step took in `train()` (the CLI's path, one thread, snapshots
+# included) on the shared 2-core machine at load average 9-11 (a step is about 0.02 s on a quiet
+# one); the budgets keep steps x that under PRESET_SECONDS. Seeded runs plateau far earlier
+# (induction at step 270-315, copy at 140). In the app under heavier load (30-40) a step was much
+# slower still (bench/results_training_app.md); the plateau stop is what keeps those runs short.
+PRESET_SECONDS = 60.0
+STEP_S_LOADED = {"copy": 0.035, "reverse": 0.035, "induction": 0.065, "text": 0.09}
+PRESET_STEPS = {"copy": 300, "reverse": 300, "induction": 800, "text": 600}
+# What else a preset sets: the text task reads 32-character windows (at load 12: 0.07-0.08 s a step,
+# against 0.20 s for 64; the default text plateaus at step 330, 93 %, in 22 s).
+PRESET_OPTIONS: dict[str, dict[str, object]] = {"text": {"block": 32}}
+
+
+class Plateau(NamedTuple):
+    step: int  # where the run stopped
+    accuracy: float  # the best held-out accuracy of the last window
+    window: int  # steps looked back
+    gain: float  # how much the last window gained over the best before it (<= min_gain)
+
+
+def plateau_window(every: int) -> int:
+    """The window for snapshots `every` steps apart: MIN_WINDOW steps, and at least
+    SNAPSHOTS_IN_WINDOW snapshots."""
+    return max(MIN_WINDOW, SNAPSHOTS_IN_WINDOW * every)
+
+
+def plateau_at(
+    points: Sequence[tuple[int, float]], window: int = MIN_WINDOW, min_gain: float = MIN_GAIN, floor: float = FLOOR
+) -> Plateau | None:
+    """The plateau ending at the last of `points` ((step, held-out accuracy), in step order),
+    or None while the accuracy still rises (or is below `floor`)."""
+    if not points:
+        return None
+    last = points[-1][0]
+    before = [a for s, a in points if s <= last - window]
+    recent = [a for s, a in points if s > last - window]
+    if not before or not recent:
+        return None
+    best = max(recent)
+    gain = best - max(before)
+    if max(best, max(before)) < floor or gain > min_gain:
+        return None
+    return Plateau(last, best, window, max(gain, 0.0))

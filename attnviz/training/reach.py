@@ -1,0 +1,62 @@
+"""How far back a sparse model can look, and how far each task needs to (issue 22.3).
+
+With a causal window of w, one layer lets a token read the w tokens before it; a second layer
+reads tokens that already read w more, so L layers reach L * w back. A task whose answer sits further back than that cannot be
+learned, whatever the training: induction copies the token r - 1 positions back (r, the period),
+copy reads the source m positions back, reverse between 1 and 2m - 1. The next character of a
+text is mostly decided by the few characters before it: a short window still learns it.
+
+The other patterns do not follow this arithmetic: a dilated window reaches further but only at
+multiples of its dilation, in a causal model the global tokens sit at the start and see nothing
+after them, and a random key reaches far only for the rows it happens to land on. `verdict`
+says "unknown" for those.
+
+    verdict(cfg, task)  # Verdict(kind="fail", reach=4, need=(5, 13), ...)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from .loop import TrainConfig
+    from .tasks import Task
+
+__all__ = ["Verdict", "needed_reach", "reach", "verdict"]
+
+
+class Verdict(NamedTuple):
+    kind: str  # "ok" | "partial" | "fail" | "unknown" ("" : full attention)
+    reach: int  # tokens back the model can read, all layers together (0 when unknown)
+    need: tuple[int, int]  # fewest and most tokens back the task's scored rows need
+
+
+def needed_reach(task: Task) -> tuple[int, int]:
+    """(fewest, most) tokens back a scored row's answer sits."""
+    if task.name == "induction":
+        lo, hi = task.periods  # type: ignore[attr-defined]
+        return lo - 1, hi - 1
+    if task.name == "copy":
+        m = task.length  # type: ignore[attr-defined]
+        return m, m
+    if task.name == "reverse":
+        return 1, 2 * task.length - 1  # type: ignore[attr-defined]
+    return 1, 1  # text: the character before already says much
+
+
+def reach(cfg: TrainConfig) -> int:
+    """Tokens back a model of `cfg` can read (the window pattern; 0 otherwise)."""
+    return cfg.layers * cfg.window if cfg.sparse == "window" else 0
+
+
+def verdict(cfg: TrainConfig, task: Task) -> Verdict:
+    """Whether the pattern lets the task be learned at all: "ok" (every answer within reach),
+    "partial" (only the nearer ones), "fail" (none), "unknown" (the other patterns)."""
+    need = needed_reach(task)
+    if not cfg.sparse:
+        return Verdict("", 0, need)
+    r = reach(cfg)
+    if cfg.sparse != "window":
+        return Verdict("unknown", 0, need)
+    kind = "ok" if r >= need[1] else "partial" if r >= need[0] else "fail"
+    return Verdict(kind, r, need)
