@@ -24,11 +24,10 @@ def long_text(n_sentences: int) -> str:
     return " ".join(f"Line {i}: {SENTENCES[i % len(SENTENCES)]}" for i in range(n_sentences))
 
 
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory: pytest.TempPathFactory) -> attnviz.PretrainedModel:
+def build_llama(folder: Path) -> Path:
+    """A tiny Llama (2 layers, 4 query heads sharing 2 key/value heads, rotary) for 1,024 tokens."""
     from transformers import GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
 
-    folder = tmp_path_factory.mktemp("tiny-llama-long")
     tok = _byte_bpe(folder, GPT2TokenizerFast, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
     torch.manual_seed(0)
     cfg = LlamaConfig(
@@ -43,7 +42,12 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> attnviz.PretrainedModel:
     )
     LlamaForCausalLM(cfg).save_pretrained(str(folder))
     tok.save_pretrained(str(folder))  # type: ignore[attr-defined]
-    model = attnviz.load_model(str(Path(folder)), device="cpu", max_tokens=1024)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> attnviz.PretrainedModel:
+    model = attnviz.load_model(str(build_llama(tmp_path_factory.mktemp("tiny-llama-long"))), "cpu", max_tokens=1024)
     assert isinstance(model, attnviz.PretrainedModel)
     return model
 
@@ -120,6 +124,9 @@ def test_overview_received_and_distance_equal_eager(
             for size in (256, 100, 7):
                 np.testing.assert_allclose(long.overview(layer, head, size), block_means(full, size), atol=1e-6)
             np.testing.assert_allclose(long.received(layer, head), full.sum(0), atol=1e-4, rtol=1e-5)
+            both = long.summary(layer, head, 100)
+            np.testing.assert_array_equal(both[0], long.overview(layer, head, 100))
+            np.testing.assert_array_equal(both[1], long.received(layer, head))
             gaps = np.abs(np.arange(long.n)[:, None] - np.arange(long.n)[None, :])
             allowed = gaps >= 0 if not long.causal else np.tril(np.ones_like(gaps, dtype=bool))
             expect = [full[(gaps == d) & allowed].mean() for d in (0, 1, 5, 200, long.n - 1)]

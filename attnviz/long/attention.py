@@ -179,18 +179,7 @@ class LongAttention:
     def overview(self, layer: int, head: int, size: int = 256, cancel: Cancel = None) -> np.ndarray:
         """float32 (b, b), b = min(size, n): the mean of each block of the full map, blocks cut
         by `block_edges(n, size)` (masked entries count as the zeros they are)."""
-        edges = block_edges(self.n, size)
-        sums = np.zeros((len(edges) - 1, len(edges) - 1), dtype=np.float64)
-        row_block = np.searchsorted(edges, np.arange(self.n), side="right") - 1  # block of each row
-        for start, w in self._tiles(layer, head, cancel):
-            width = w.shape[1]
-            cols = edges[:-1][edges[:-1] < width]
-            by_col = np.add.reduceat(w, cols, axis=1, dtype=np.float64)  # (m, blocks that start < width)
-            blocks = row_block[start : start + len(w)]
-            first = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])  # each row block's first row
-            sums[blocks[first], : len(cols)] += np.add.reduceat(by_col, first, axis=0)
-        size_of = np.diff(edges).astype(np.float64)
-        return (sums / np.outer(size_of, size_of)).astype(np.float32)
+        return self.summary(layer, head, size, cancel)[0]
 
     def received(self, layer: int, head: int, cancel: Cancel = None) -> np.ndarray:
         """float32 (n,): the weight each token receives, summed over every query (column sums)."""
@@ -198,6 +187,23 @@ class LongAttention:
         for _, w in self._tiles(layer, head, cancel):
             total[: w.shape[1]] += w.sum(axis=0, dtype=np.float64)
         return total.astype(np.float32)
+
+    def summary(self, layer: int, head: int, size: int = 256, cancel: Cancel = None) -> tuple[np.ndarray, np.ndarray]:
+        """(overview, received) of one head in one pass over its tiles."""
+        edges = block_edges(self.n, size)
+        sums = np.zeros((len(edges) - 1, len(edges) - 1), dtype=np.float64)
+        total = np.zeros(self.n, dtype=np.float64)
+        row_block = np.searchsorted(edges, np.arange(self.n), side="right") - 1  # block of each row
+        for start, w in self._tiles(layer, head, cancel):
+            width = w.shape[1]
+            total[:width] += w.sum(axis=0, dtype=np.float64)
+            cols = edges[:-1][edges[:-1] < width]
+            by_col = np.add.reduceat(w, cols, axis=1, dtype=np.float64)  # (m, blocks that start < width)
+            blocks = row_block[start : start + len(w)]
+            first = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])  # each row block's first row
+            sums[blocks[first], : len(cols)] += np.add.reduceat(by_col, first, axis=0)
+        size_of = np.diff(edges).astype(np.float64)
+        return (sums / np.outer(size_of, size_of)).astype(np.float32), total.astype(np.float32)
 
     def distance(self, layer: int, head: int, cancel: Cancel = None) -> np.ndarray:
         """float32 (n,): at each distance |i - j|, the mean weight over the pairs that may attend
