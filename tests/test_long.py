@@ -24,8 +24,8 @@ def long_text(n_sentences: int) -> str:
     return " ".join(f"Line {i}: {SENTENCES[i % len(SENTENCES)]}" for i in range(n_sentences))
 
 
-def build_llama(folder: Path) -> Path:
-    """A tiny Llama (2 layers, 4 query heads sharing 2 key/value heads, rotary) for 1,024 tokens."""
+def build_llama(folder: Path, positions: int = 1024) -> Path:
+    """A tiny Llama (2 layers, 4 query heads sharing 2 key/value heads, rotary) for `positions` tokens."""
     from transformers import GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
 
     tok = _byte_bpe(folder, GPT2TokenizerFast, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
@@ -37,7 +37,7 @@ def build_llama(folder: Path) -> Path:
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=1024,
+        max_position_embeddings=positions,
         tie_word_embeddings=False,
     )
     LlamaForCausalLM(cfg).save_pretrained(str(folder))

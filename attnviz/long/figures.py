@@ -37,10 +37,24 @@ def overview_figure(overview: np.ndarray, n: int, size: int, title: str, lang: s
         hovertemplate=t("long.fig_overview_hover", lang) + "<extra></extra>",
         colorbar={"title": {"text": t("long.fig_mean", lang)}},
     )
+    # heatmaps are not selectable in plotly.js: a near-invisible marker on each cell takes the
+    # click (as views/pick.py does for the all-heads grid); x and y are plain lists of ints
+    cols, rows = np.meshgrid(starts, starts)
+    picks = go.Scatter(
+        x=cols.ravel().tolist(),
+        y=rows.ravel().tolist(),
+        mode="markers",
+        marker={"size": 6, "symbol": "square", "opacity": 0.01, "color": "gray"},
+        hoverinfo="none",
+        showlegend=False,
+    )
     axis = {"title": {"text": t("long.fig_key_pos", lang)}, "constrain": "domain"}
-    fig = go.Figure(trace)
+    fig = go.Figure([trace, picks])
     fig.update_layout(
         _layout(title, height=560),
+        hovermode="closest",
+        hoverdistance=-1,
+        clickmode="event+select",
         xaxis=axis,
         yaxis={"title": {"text": t("long.fig_query_pos", lang)}, "autorange": "reversed", "scaleanchor": "x"},
     )

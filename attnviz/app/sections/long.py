@@ -35,7 +35,7 @@ LOG = logging.getLogger("attnviz")
 STATE = "_long_result"  # {"key": ..., "long": LongAttention, "memo": {...}}
 GO = "_long_go"  # the key of the run the visitor asked for
 UPLOAD = "long_upload"
-OVERVIEW = 128  # blocks a side of the overview drawn
+OVERVIEW = 64  # blocks a side of the overview drawn (each cell takes a click)
 TILE = 64  # tokens a side of a tile at full resolution
 
 
