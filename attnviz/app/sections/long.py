@@ -48,10 +48,12 @@ def section(context: Ctx, text: str) -> None:
     source = upload if upload is not None else text
     if not source.strip() or len(source) > context.settings.max_chars:
         return  # the explorer says why
+    memory = context.settings.max_tokens
+    if upload is None and len(source.encode("utf-8", "surrogatepass")) + 8 <= memory:
+        return  # at most a token a byte, and a few special ones: within the limit without loading
     loaded = load_runner(context)
     if loaded is None:
         return
-    memory = context.settings.max_tokens
     n_tokens = _count(loaded, source)
     if n_tokens <= memory and upload is None:
         return
