@@ -5,6 +5,8 @@ before."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -22,10 +24,20 @@ TEXT = long_text(30)  # about 330 MiniLM tokens: past a 64-token memory limit, w
 
 
 @pytest.fixture(autouse=True)
-def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
+def _deployment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A 64-token in-memory limit. The app's registry keeps models process-wide, loaded with the
+    deployment's limit: the ones loaded here under 64 are dropped afterwards, so later tests in
+    this process get models with the usual limit."""
+    from attnviz.app.registry import REGISTRY
+
     for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_LONG_TOKENS"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("ATTNVIZ_MAX_TOKENS", "64")
+    before = set(REGISTRY.models)
+    yield
+    with REGISTRY.lock:
+        for key in set(REGISTRY.models) - before:
+            del REGISTRY.models[key]
 
 
 def _long_app(text: str = TEXT) -> AppTest:
