@@ -17,6 +17,7 @@ from .result import Attention
 
 if TYPE_CHECKING:
     from .embedding import embed
+    from .long import LongAttention, attend_long
     from .models import ModelLoadError, PretrainedModel, Runner, ScratchModel, load_model, resolve_device
     from .nextword import predict
 
@@ -24,11 +25,13 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "EMBEDDED_MODEL",
     "Attention",
+    "LongAttention",
     "ModelLoadError",
     "PretrainedModel",
     "Runner",
     "ScratchModel",
     "__version__",
+    "attend_long",
     "embed",
     "load_model",
     "predict",
@@ -60,6 +63,10 @@ def __getattr__(name: str) -> object:
 
         globals()[name] = predict
         return predict
+    if name in ("attend_long", "LongAttention"):  # issue 20: attention at any length
+        value = getattr(importlib.import_module(".long", __name__), name)
+        globals()[name] = value
+        return value
     if name in _SUBPACKAGES:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'attnviz' has no attribute {name!r}")

@@ -3,6 +3,7 @@
     python -m attnviz "TEXT" [options]          attention of one text (also: attnviz analyse "TEXT")
     python -m attnviz corpus INPUT --out DIR    per-head statistics of a whole corpus
     python -m attnviz train --task induction    train a tiny transformer and watch its heads form
+    python -m attnviz long FILE --out DIR       overviews and received weights of a long text, every head
 
 Exit status 0 on success, 2 on bad input or a model that cannot be loaded (one line on
 stderr, no traceback).
@@ -65,6 +66,7 @@ def to_json(att: Attention) -> dict[str, object]:
 
 # subcommand -> module with main(argv) -> int, imported only when asked for (Ray, training code)
 SUBCOMMANDS = {"corpus": "attnviz.corpus.cli", "evidence": "attnviz.evidence", "train": "attnviz.training.cli"}
+SUBCOMMANDS["long"] = "attnviz.long.cli"  # issue 20: attention of a long text, every head
 
 
 def main(argv: list[str] | None = None) -> int:

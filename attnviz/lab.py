@@ -114,3 +114,6 @@ def cost_sweep(runner: Runner, text: str, max_tokens: int, sizes: tuple[int, ...
         att = runner.attend(long, n)
         rows.append(CostRow(att.n, time.perf_counter() - start, att.weights.nbytes / 2**20))
     return rows
+
+
+from .flash import flash_attention as flash_attention  # noqa: E402  (issue 22.2: FlashAttention's tiles)

@@ -11,6 +11,9 @@ text = widgets.sentence_box(context)
 
 from attnviz.app.sections import ablation, decoder  # noqa: E402
 from attnviz.app.sections import explorer as section  # noqa: E402
+from attnviz.app.sections import long as long_mode  # noqa: E402
+
+long_mode.section(context, text)  # past the in-memory limit: the long mode, and the page stops there
 
 focus = section.analysis(context, text)
 if focus is None:

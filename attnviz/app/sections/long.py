@@ -1,0 +1,291 @@
+"""The explorer's long mode (issue 20): past the in-memory limit (ATTNVIZ_MAX_TOKENS) the page
+says so, estimates what full maps would take against what this mode keeps, runs the forward
+with progress and Cancel (app/work.py: the server-wide queue, a Streamlit call between layers),
+then draws a head's overview; a click on it opens that tile at full resolution. Below: the row
+of a chosen token, the sinks (the weight each token receives) and each head's mean weight
+against distance. A pasted text or an uploaded .txt (bounded by ATTNVIZ_CORPUS_UPLOAD_MB).
+
+One long result per session, in the session (it can be hundreds of MB: the demo caps the
+tokens, ATTNVIZ_LONG_TOKENS); the per-head reductions are memoised beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from ...long import LongAttention, attend_long, block_edges, estimate, longest
+from ...long import figures as fig
+from ...models.tokens import count_tokens
+from ...views._base import escape
+from .. import charts, work
+from ..runners import Loaded, load_runner
+from ..state import Ctx, t
+from ..widgets import escape_md, show_error
+
+__all__ = ["section"]
+
+LOG = logging.getLogger("attnviz")
+STATE = "_long_result"  # {"key": ..., "long": LongAttention, "memo": {...}}
+GO = "_long_go"  # the key of the run the visitor asked for
+UPLOAD = "long_upload"
+OVERVIEW = 64  # blocks a side of the overview drawn (each cell takes a click)
+TILE = 64  # tokens a side of a tile at full resolution
+
+
+def section(context: Ctx, text: str) -> None:
+    """Nothing for a text within the in-memory limit (ATTNVIZ_MAX_TOKENS; a visitor's lower
+    "max tokens" only cuts the text); past it, or for an uploaded .txt, the long mode with a
+    model that reads that far, and the page stops there (the ordinary views would show only
+    the first tokens). A model that reads no further gets a notice and the ordinary views."""
+    upload = _upload(context)
+    source = upload if upload is not None else text
+    if not source.strip() or len(source) > context.settings.max_chars:
+        return  # the explorer says why
+    memory = context.settings.max_tokens
+    if upload is None and len(source.encode("utf-8", "surrogatepass")) + 8 <= memory:
+        return  # at most a token a byte, and a few special ones: within the limit without loading
+    loaded = load_runner(context)
+    if loaded is None:
+        return
+    n_tokens = _count(loaded, source)
+    if n_tokens <= memory and upload is None:
+        return
+    limit = longest(loaded.runner)
+    if limit <= memory:
+        st.info(
+            t("long.model_short", model=loaded.runner.name, limit=f"{limit:,}", n=f"{n_tokens:,}"),
+            icon=":material/info:",
+        )
+        return
+    with st.container(key="long_mode"):
+        st.subheader(t("long.title"))
+        _mode(context, loaded, source, n_tokens, limit)
+    st.stop()
+
+
+def _upload(context: Ctx) -> str | None:
+    limit = context.settings.corpus_upload_mb
+    with st.expander(t("long.upload_title"), expanded=st.session_state.get(UPLOAD) is not None):
+        got = st.file_uploader(
+            t("long.upload", mb=limit), type=["txt"], key=UPLOAD, max_upload_size=limit, help=t("long.upload_help")
+        )
+    if got is None:
+        return None
+    raw = got.getvalue()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        show_error(t("long.not_utf8"))
+        return None
+    if len(text) > context.settings.max_chars:
+        show_error(t("err.too_long", n=f"{len(text):,}", limit=f"{context.settings.max_chars:,}"))
+        return None
+    return text.lstrip("\ufeff")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _count(loaded: Loaded, text: str) -> int:
+    """Tokens of the whole text (memoised for the session: each rerun would tokenise it again)."""
+    memo = st.session_state.setdefault("_long_counts", {})
+    key = (loaded.key, _digest(text))
+    if key not in memo:
+        memo.clear()
+        memo[key] = count_tokens(loaded.runner.tokenizer, text)
+    return int(memo[key])
+
+
+def _size(n_bytes: int) -> str:
+    return f"{n_bytes / 1e9:,.1f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:,.0f} MB"
+
+
+def _mode(context: Ctx, loaded: Loaded, text: str, n_tokens: int, limit: int) -> None:
+    runner = loaded.runner
+    n = min(n_tokens, limit)
+    est = estimate(runner, n)
+    st.info(
+        t(
+            "long.estimate",
+            n=f"{n_tokens:,}",
+            memory=f"{context.settings.max_tokens:,}",
+            kept=f"{n:,}",
+            full=_size(est.full_bytes),
+            keeps=_size(est.kept_bytes),
+        ),
+        icon=":material/memory:",
+    )
+    if n < n_tokens:
+        st.warning(t("long.truncated", kept=f"{n:,}", total=f"{n_tokens:,}"), icon=":material/content_cut:")
+    held = _result(context, loaded, text, limit)
+    if held is not None:
+        _views(context, held)
+
+
+def _result(context: Ctx, loaded: Loaded, text: str, limit: int) -> dict[str, Any] | None:
+    """The session's long result for this text and model: kept, computed now (asked for), or
+    a button that asks."""
+    key = (loaded.key, _digest(text), limit)
+    held = st.session_state.get(STATE)
+    if held is not None and held["key"] == key:
+        return dict(held)
+    st.button(t("long.run"), key="long_run", type="primary", on_click=_ask, args=(key,))
+    if st.session_state.get(GO) != key:
+        return None
+    st.session_state.pop(STATE, None)  # the previous result goes before the new one is made
+
+    def run(progress: Any) -> LongAttention:
+        return attend_long(loaded.runner, text, max_tokens=limit, progress=lambda d, total: progress(d / total))
+
+    try:
+        long = work.run_long(context, ("long", key), t("long.running"), run)
+    except ValueError as exc:
+        show_error(t("err.bad_input"), str(exc))
+        return None
+    except Exception as exc:  # never a traceback in the page
+        LOG.warning("attnviz: long mode failed: %s: %.300s", type(exc).__name__, exc)
+        show_error(t("err.unexpected"), type(exc).__name__)
+        return None
+    if long is None:
+        return None
+    st.session_state.pop(GO, None)
+    held = {"key": key, "long": long, "memo": {}}
+    st.session_state[STATE] = held
+    return dict(held)
+
+
+def _ask(key: tuple[Any, ...]) -> None:
+    st.session_state[GO] = key
+
+
+def _memo(held: dict[str, Any], name: str, *parts: Any, fn: Any) -> Any:
+    memo = held["memo"]
+    if (name, *parts) not in memo:
+        memo[(name, *parts)] = fn()
+    return memo[(name, *parts)]
+
+
+def _clamp(long: LongAttention) -> None:
+    """Widget values of an earlier, longer or larger result brought within this one."""
+    session = st.session_state
+    for key, top in [("long_layer", long.layers - 1), ("long_head", long.heads - 1), ("long_token", long.n - 1),
+                     ("long_tile_row", long.n - 1), ("long_tile_col", long.n - 1)]:  # fmt: skip
+        if key in session and not 0 <= int(session[key]) <= top:
+            session[key] = max(0, min(int(session[key]), top))
+
+
+def _views(context: Ctx, held: dict[str, Any]) -> None:
+    long: LongAttention = held["long"]
+    lang = context.lang
+    _clamp(long)
+    st.caption(t("long.done", n=f"{long.n:,}", layers=long.layers, heads=long.heads, kept=_size(long.kept_bytes)))
+    left, right = st.columns(2)
+    layer = int(left.selectbox(t("long.layer"), range(long.layers), key="long_layer"))
+    head = int(right.selectbox(t("long.head"), range(long.heads), key="long_head"))
+    name = t("long.which", layer=layer, head=head)
+    overview, received = _memo(held, "summary", layer, head, fn=lambda: long.summary(layer, head, OVERVIEW))
+    block = int(np.diff(block_edges(long.n, OVERVIEW)).max())
+    with st.container(key="long_overview_box"):
+        title = t("long.overview_title", which=name, blocks=overview.shape[0], size=block)
+        charts.chart(
+            fig.overview_figure(overview, long.n, OVERVIEW, title, lang),
+            key="long_overview",
+            on_select=_open_tile,
+            selection_mode="points",
+        )
+        st.caption(t("long.overview_caption"))
+    _tile(context, long, layer, head, name)
+    _row(context, long, layer, head, name)
+    _sinks(context, long, received, name)
+    _distance(context, held, layer)
+
+
+def _open_tile() -> None:
+    """on_select: a click on the overview opens the tile that starts at that cell (whatever a
+    client sends: positions that are no numbers are ignored, others clamped by `_clamp`)."""
+    event = st.session_state.get("long_overview")
+    selection = event.get("selection") if isinstance(event, Mapping) else None
+    points = selection.get("points") if isinstance(selection, Mapping) else None
+    if not isinstance(points, list) or not points or not isinstance(points[0], Mapping):
+        return
+    row, col = _position(points[0].get("y")), _position(points[0].get("x"))
+    if row is not None and col is not None:
+        st.session_state["long_tile_row"], st.session_state["long_tile_col"] = row, col
+
+
+def _position(value: Any) -> int | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(min(max(number, 0.0), 1e9)) if math.isfinite(number) else None
+
+
+def _tile(context: Ctx, long: LongAttention, layer: int, head: int, name: str) -> None:
+    top = max(long.n - 1, 0)
+    left, right = st.columns(2)
+    row = int(left.number_input(t("long.tile_row"), 0, top, key="long_tile_row", step=TILE))
+    col = int(right.number_input(t("long.tile_col"), 0, top, key="long_tile_col", step=TILE))
+    rows = range(row, min(long.n, row + TILE))
+    cols = range(col, min(long.n, col + TILE))
+    tile = long.tile(layer, head, rows, cols)
+    title = t("long.tile_title", which=name, r0=rows.start, r1=rows.stop - 1, c0=cols.start, c1=cols.stop - 1)
+    with st.container(key="long_tile_box"):
+        charts.chart(fig.tile_figure(tile, long, rows, cols, title, context.lang), key="long_tile")
+
+
+def _row(context: Ctx, long: LongAttention, layer: int, head: int, name: str) -> None:
+    st.subheader(t("long.row_title"))
+    st.session_state.setdefault("long_token", long.n - 1)
+    token = int(st.number_input(t("long.token"), 0, long.n - 1, key="long_token"))
+    row = long.rows(layer, head, [token])[0]
+    shown = escape_md(long.tokens[token], 40)
+    title = t("long.row_fig", which=name, token=escape(long.tokens[token][:40]), i=token)
+    charts.chart(fig.row_figure(row, long, title, context.lang), key="long_row")
+    top = np.argsort(-row)[:8]
+    st.caption(t("long.row_caption", token=shown, i=token))
+    st.dataframe(_table(long, top, row), hide_index=True)
+
+
+def _table(long: LongAttention, idx: np.ndarray, values: np.ndarray) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            t("long.col_position"): idx.astype(int),
+            t("long.col_token"): [long.tokens[int(i)] for i in idx],
+            t("long.col_weight"): np.round(values[idx].astype(np.float64), 4),
+        }
+    )
+
+
+def _sinks(context: Ctx, long: LongAttention, received: np.ndarray, name: str) -> None:
+    st.subheader(t("long.sinks_title"))
+    charts.chart(
+        fig.received_figure(received, long, t("long.sinks_fig", which=name), context.lang), key="long_received"
+    )
+    top = np.argsort(-received)[:8]
+    st.caption(t("long.sinks_caption", n=f"{long.n:,}", share=f"{received[top[0]] / long.n:.0%}"))
+    st.dataframe(_table(long, top, received), hide_index=True)
+
+
+def _distance(context: Ctx, held: dict[str, Any], layer: int) -> None:
+    long: LongAttention = held["long"]
+    st.subheader(t("long.distance_title"))
+    if not st.checkbox(t("long.distance_toggle", heads=long.heads), key="long_distance"):
+        return
+    with st.spinner(t("long.distance_running")):
+        profiles = [
+            _memo(held, "distance", layer, h, fn=lambda h=h: long.distance(layer, h)) for h in range(long.heads)
+        ]
+    title = t("long.distance_fig", layer=layer)
+    charts.chart(fig.distance_figure(profiles, long.causal, title, context.lang), key="long_distance_fig")
+    st.caption(t("long.distance_caption"))

@@ -1,0 +1,137 @@
+"""Figures of the long mode (plotly, no Streamlit): the overview of a head, a tile at full
+resolution, one token's row, the weight each token receives, and every head's mean weight
+against distance. Tokens are a visitor's text: escaped for Plotly's markup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..i18n import t
+from ..views._base import escape
+from .attention import LongAttention, block_edges
+
+__all__ = ["distance_bins", "distance_figure", "overview_figure", "received_figure", "row_figure", "tile_figure"]
+
+
+def _layout(title: str, **extra: Any) -> dict[str, Any]:
+    return {"title": {"text": title}, "margin": {"l": 60, "r": 20, "t": 50, "b": 50}, **extra}
+
+
+def overview_figure(overview: np.ndarray, n: int, size: int, title: str, lang: str) -> go.Figure:
+    """The block means as a heatmap whose axes are token positions (each cell starts at its
+    block's first token, so a click names the tile to open). Colours saturate at the 99.5th
+    percentile: the diagonal would otherwise hide everything else."""
+    edges = block_edges(n, size)
+    starts = edges[:-1]
+    top = float(np.quantile(overview, 0.995)) or float(overview.max()) or 1.0
+    trace = go.Heatmap(
+        z=overview,
+        x=starts,
+        y=starts,
+        zmin=0.0,
+        zmax=top,
+        colorscale="Blues",
+        hovertemplate=t("long.fig_overview_hover", lang) + "<extra></extra>",
+        colorbar={"title": {"text": t("long.fig_mean", lang)}},
+    )
+    # heatmaps are not selectable in plotly.js: a near-invisible marker on each cell takes the
+    # click (as views/pick.py does for the all-heads grid); x and y are plain lists of ints
+    cols, rows = np.meshgrid(starts, starts)
+    picks = go.Scatter(
+        x=cols.ravel().tolist(),
+        y=rows.ravel().tolist(),
+        mode="markers",
+        marker={"size": 6, "symbol": "square", "opacity": 0.01, "color": "gray"},
+        hoverinfo="none",
+        showlegend=False,
+    )
+    axis = {"title": {"text": t("long.fig_key_pos", lang)}, "constrain": "domain"}
+    fig = go.Figure([trace, picks])
+    fig.update_layout(
+        _layout(title, height=560),
+        hovermode="closest",
+        hoverdistance=-1,
+        clickmode="event+select",
+        xaxis=axis,
+        yaxis={"title": {"text": t("long.fig_query_pos", lang)}, "autorange": "reversed", "scaleanchor": "x"},
+    )
+    return fig
+
+
+def tile_figure(tile: np.ndarray, long: LongAttention, rows: range, cols: range, title: str, lang: str) -> go.Figure:
+    """One block of the map at full resolution, labelled by its tokens."""
+    xs = [f"{escape(long.tokens[j])} ({j})" for j in cols]
+    ys = [f"{escape(long.tokens[i])} ({i})" for i in rows]
+    trace = go.Heatmap(
+        z=tile,
+        x=xs,
+        y=ys,
+        zmin=0.0,
+        colorscale="Blues",
+        hovertemplate=t("long.fig_tile_hover", lang) + "<extra></extra>",
+        colorbar={"title": {"text": t("long.fig_weight", lang)}},
+    )
+    fig = go.Figure(trace)
+    fig.update_layout(
+        _layout(title, height=620),
+        xaxis={"type": "category", "tickangle": -60, "tickfont": {"size": 9}},
+        yaxis={"type": "category", "autorange": "reversed", "tickfont": {"size": 9}},
+    )
+    return fig
+
+
+def _positions_figure(values: np.ndarray, long: LongAttention, title: str, y_title: str, lang: str) -> go.Figure:
+    text = [escape(tok) for tok in long.tokens]
+    trace = go.Scattergl(
+        x=np.arange(long.n),
+        y=values,
+        mode="lines",
+        text=text,
+        hovertemplate=t("long.fig_position_hover", lang) + "<extra></extra>",
+    )
+    fig = go.Figure(trace)
+    fig.update_layout(
+        _layout(title, height=320),
+        xaxis={"title": {"text": t("long.fig_key_pos", lang)}},
+        yaxis={"title": {"text": y_title}},
+    )
+    return fig
+
+
+def row_figure(row: np.ndarray, long: LongAttention, title: str, lang: str) -> go.Figure:
+    return _positions_figure(row, long, title, t("long.fig_weight", lang), lang)
+
+
+def received_figure(received: np.ndarray, long: LongAttention, title: str, lang: str) -> go.Figure:
+    return _positions_figure(received, long, title, t("long.fig_received", lang), lang)
+
+
+def distance_bins(profile: np.ndarray, causal: bool, bins: int = 48) -> tuple[np.ndarray, np.ndarray]:
+    """(bin centres, mean weight per pair) over geometric distance bins, distance 0 on its own:
+    the mean of a bin counts every pair in it (a far distance has fewer pairs)."""
+    n = len(profile)
+    pairs = (n - np.arange(n)).astype(np.float64) * (1 if causal else 2)
+    pairs[0] = n
+    edges = np.unique(np.r_[0, 1, np.geomspace(1, n, bins).round().astype(np.int64), n])
+    sums = np.add.reduceat(profile * pairs, edges[:-1])
+    counts = np.add.reduceat(pairs, edges[:-1])
+    centres = np.sqrt(np.maximum(edges[:-1], 0.5) * np.maximum(edges[1:] - 1, 0.5))
+    return centres, sums / counts
+
+
+def distance_figure(profiles: list[np.ndarray], causal: bool, title: str, lang: str) -> go.Figure:
+    """Each head's mean weight against distance (log-log): local heads fall fast, long-range
+    heads stay up."""
+    fig = go.Figure()
+    for head, profile in enumerate(profiles):
+        x, y = distance_bins(profile, causal)
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=t("long.fig_head", lang, head=head)))
+    fig.update_layout(
+        _layout(title, height=420),
+        xaxis={"title": {"text": t("long.fig_distance", lang)}, "type": "log"},
+        yaxis={"title": {"text": t("long.fig_mean", lang)}, "type": "log"},
+    )
+    return fig

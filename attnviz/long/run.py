@@ -1,0 +1,174 @@
+"""`attend_long`: one memory-efficient forward of a long text, and what it would cost.
+
+ATTNVIZ_LONG_TOKENS=N    most tokens the long mode reads (default 8192, demo 2048)
+ATTNVIZ_LONG_HEAD_MB=N   largest single full map `LongAttention.head` returns (default 1024, demo 64)
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..config import _int
+from ..models.base import Encoded
+from ..models.scratch_runner import ScratchModel
+from ..models.tokens import model_limit
+from .attention import Cancel, LongAttention, check_cancel
+from .capture import Kept, run_hf, run_scratch
+
+__all__ = ["Estimate", "LongSettings", "attend_long", "estimate", "long_settings", "longest", "scratch_model"]
+
+Progress = Callable[[int, int], None]  # (layers done, layers)
+
+
+@dataclass(frozen=True)
+class LongSettings:
+    max_tokens: int = 8192
+    head_mb: int = 1024
+
+
+def long_settings(env: Mapping[str, str] | None = None) -> LongSettings:
+    env = os.environ if env is None else env
+    demo = env.get("ATTNVIZ_DEMO", "").strip().lower() in ("1", "true", "yes", "on")
+    return LongSettings(
+        max_tokens=_int(env, "ATTNVIZ_LONG_TOKENS", 2048 if demo else 8192, 2),
+        head_mb=_int(env, "ATTNVIZ_LONG_HEAD_MB", 64 if demo else 1024, 1),
+    )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a text of n tokens costs in this model: the full maps of every head (what eager
+    attention would return) against the queries and keys the long mode keeps."""
+
+    n: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+
+    @property
+    def full_bytes(self) -> int:
+        return self.layers * self.heads * self.n * self.n * 4
+
+    @property
+    def kept_bytes(self) -> int:
+        return self.layers * (self.heads + self.kv_heads) * self.n * self.head_dim * 4
+
+    @property
+    def head_bytes(self) -> int:
+        return self.n * self.n * 4
+
+
+def _shape(runner: Any) -> tuple[int, int, int]:
+    """(kv heads, head size, the most positions the model takes)."""
+    cfg = runner.config
+    if isinstance(runner, ScratchModel):
+        return runner.n_heads, cfg.d_model // cfg.n_heads, int(cfg.max_positions)
+    kv = runner.kv_heads
+    n_kv = int(kv.max()) + 1 if kv is not None else runner.n_heads
+    hidden = getattr(cfg, "hidden_size", None) or getattr(cfg, "n_embd", None) or getattr(cfg, "dim", 0)
+    head_dim = getattr(cfg, "head_dim", None) or int(hidden or 0) // runner.n_heads
+    return n_kv, int(head_dim), model_limit(runner.tokenizer, cfg)
+
+
+def longest(model: Any, max_tokens: int | None = None) -> int:
+    """The most tokens `attend_long` reads with this model: the model's limit, the setting, the ask."""
+    limit = min(_shape(model)[2], long_settings().max_tokens)
+    return max(2, min(limit, max_tokens if max_tokens is not None else limit))
+
+
+def estimate(model: Any, n: int) -> Estimate:
+    n_kv, head_dim, _ = _shape(model)
+    return Estimate(n=n, layers=model.n_layers, heads=model.n_heads, kv_heads=n_kv, head_dim=head_dim)
+
+
+def encode_long(model: Any, text: str, max_tokens: int | None = None) -> Encoded:
+    """Tokenise up to `longest(model, max_tokens)` tokens (past the runner's everyday limit)."""
+    limit = longest(model, max_tokens)
+    wide = copy.copy(model)  # shares everything; only its limit differs
+    wide.max_tokens = limit
+    return wide.encode(text, limit)
+
+
+def attend_long(
+    model: Any,
+    text: str,
+    max_tokens: int = 8192,
+    *,
+    cancel: Cancel = None,
+    progress: Progress | None = None,
+    head_limit_mb: int | None = None,
+) -> LongAttention:
+    """Run `text` (up to `max_tokens` tokens, within the model's limit and ATTNVIZ_LONG_TOKENS)
+    through `model` with SDPA, keeping each layer's queries and keys; no map is built.
+    `cancel` (an Event, or a callable answering True to stop) is checked before each layer and
+    raises `Cancelled`; `progress(layers done, layers)` follows the layers."""
+    enc = encode_long(model, text, max_tokens)
+    n_layers = model.n_layers
+
+    def check(done: int) -> None:
+        if progress is not None:
+            progress(done, n_layers)
+        check_cancel(cancel)
+
+    check(0)
+    with model.gate.interactive():
+        kept = _forward(model, enc.inputs, check)
+    if len(kept.queries) != n_layers:
+        raise ValueError(f"model '{model.name}' ran {len(kept.queries)} of its {n_layers} layers in the long mode")
+    if progress is not None:
+        progress(n_layers, n_layers)
+    limit = long_settings().head_mb if head_limit_mb is None else head_limit_mb
+    return LongAttention(
+        tokens=enc.tokens,
+        model=model.name,
+        causal=bool(model.causal),
+        queries=kept.queries,
+        keys=kept.keys,
+        scaling=kept.scaling,
+        head_limit_bytes=limit * 2**20,
+        special=enc.special,
+        spans=enc.spans,
+        text=enc.text,
+        truncated=enc.truncated,
+        n_input_tokens=enc.n_input_tokens,
+    )
+
+
+def _forward(model: Any, inputs: dict[str, torch.Tensor], check: Callable[[int], None]) -> Kept:
+    if isinstance(model, ScratchModel):
+        return run_scratch(model.encoder, model.layers(), inputs, check)
+    hf = getattr(model, "hf_model", None)
+    if hf is None:
+        raise ValueError(f"model '{model.name}' has no long mode (a Hugging Face model or the scratch encoder has)")
+    return run_hf(hf, inputs, check)
+
+
+def scratch_model(max_positions: int = 8192, seed: int = 0, causal: bool = False, **shape: int) -> ScratchModel:
+    """The scratch encoder at any length: MiniLM's tokenizer and shape (or `shape`: n_layers,
+    n_heads, d_model, d_ff), untrained weights (`seed`), fixed sinusoidal positions for
+    `max_positions` tokens."""
+    from dataclasses import replace
+
+    from transformers import AutoTokenizer
+
+    from ..models import embedded_model_dir
+    from ..models.loading import _scratch_config
+    from ..scratch import ScratchEncoder
+
+    folder = embedded_model_dir()
+    cfg = replace(_scratch_config(folder, causal=causal), max_positions=max_positions, sinusoidal=True)
+    cfg = replace(cfg, **shape)  # type: ignore[arg-type]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        encoder = ScratchEncoder(cfg).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    return ScratchModel(
+        encoder, tokenizer, torch.device("cpu"), max_positions, f"scratch (random weights, seed {seed})"
+    )
