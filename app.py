@@ -4,8 +4,6 @@ the app's shared code is `attnviz/app/`."""
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import sys
 from pathlib import Path
 
@@ -14,16 +12,9 @@ if str(ROOT) not in sys.path:  # `attnviz` from this checkout, whatever the work
     sys.path.insert(0, str(ROOT))
 
 
-def _return_large_frees_to_the_os() -> None:
-    """glibc keeps freed blocks under its (self-raising) mmap threshold in the heap: after a few
-    75 MB attention arrays a server held 100-150 MB it no longer used and crossed 1 GB
-    (bench/results_browser.md). A fixed 1 MB threshold, as MALLOC_MMAP_THRESHOLD_=1048576
-    would set, gives large blocks back at once. Only on glibc; elsewhere nothing happens."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)  # -3 = M_MMAP_THRESHOLD
+from attnviz._malloc import return_large_frees_to_the_os  # noqa: E402  (no torch: attnviz imports lazily)
 
-
-_return_large_frees_to_the_os()
+return_large_frees_to_the_os()  # large arrays go back to the OS when freed (attnviz/_malloc.py)
 
 import streamlit as st  # noqa: E402
 
