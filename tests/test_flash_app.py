@@ -97,3 +97,15 @@ def test_a_short_sentence_walks_the_scratch_models_own_queries_keys_and_values()
     tiled, plain = (_array(d["z"]) for d in _chart(at, "chart_flash_result")["data"])
     diff = float(np.abs(tiled - plain).max())
     assert next(m.value for m in at.metric if m.label.startswith("max |")) == f"{diff:.1e}" and diff < 1e-6
+
+
+@pytest.mark.slow
+def test_the_walk_speaks_chinese() -> None:
+    at = _ok(_app())
+    _ok(at.radio(key="lang").set_value("zh").run())
+    at = _ok(at.switch_page("../pages/lab.py").run())
+    assert any(h.value.startswith("FlashAttention：") for h in at.subheader)
+    grid = _chart(at, "chart_flash_tiles")["layout"]
+    assert (grid["xaxis"]["title"]["text"], grid["yaxis"]["title"]["text"]) == ("键", "查询")
+    assert any("并非在页面中实时测量" in c.value for c in at.caption)
+    assert any(m.label.startswith("最大 |") for m in at.metric)
