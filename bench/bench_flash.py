@@ -1,6 +1,7 @@
 """SDPA against eager attention as n grows (issue 22, item 2): time and peak memory.
 
     .venv/bin/python bench/bench_flash.py --sizes 512 1024 2048 4096
+    .venv/bin/python bench/bench_flash.py --sizes 512 1024 2048 --out assets/flash_bench.json
 
 Eager = softmax(Q K^T / sqrt(d)) V written out (the n x n weights exist); SDPA = torch's
 scaled_dot_product_attention (on the CPU its flash kernel: tiles, no n x n matrix). One batch of
@@ -53,6 +54,7 @@ def main() -> int:
     p.add_argument("--sizes", type=int, nargs="+", default=[512, 1024, 2048, 4096])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--out", help="also write the rows as JSON here (the lab page reads assets/flash_bench.json)")
     p.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.one:
@@ -61,6 +63,7 @@ def main() -> int:
     print(f"{HEADS} heads x width {WIDTH}, float32, causal, CPU ({args.threads} threads), median of {args.repeat}\n")
     print("| tokens | eager (s) | SDPA (s) | eager peak grew (MB) | SDPA peak grew (MB) | n x n weights (MB) |")
     print("|---:|---:|---:|---:|---:|---:|")
+    rows: list[dict[str, float]] = []
     for n in args.sizes:
         got = {}
         for method in ("eager", "sdpa"):
@@ -72,10 +75,18 @@ def main() -> int:
             print(f"| {n:,} | failed | | | | |")
             continue
         weights = HEADS * n * n * 4 / 2**20
+        rows.append({"n": n, "eager_s": e["s"], "sdpa_s": s["s"], "eager_mb": e["grew_mb"], "sdpa_mb": s["grew_mb"],
+                     "weights_mb": weights})  # fmt: skip
         print(
             f"| {n:,} | {e['s']:.3f} | {s['s']:.3f} | {e['grew_mb']:.0f} | {s['grew_mb']:.0f} | {weights:.0f} |",
             flush=True,
         )
+    if args.out:
+        setup = {"heads": HEADS, "width": WIDTH, "dtype": "float32", "causal": True, "threads": args.threads,
+                 "repeat": args.repeat, "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
+        with open(args.out, "w", encoding="utf-8") as fh:
+            json.dump({"setup": setup, "rows": rows}, fh, indent=1)
+            fh.write("\n")
     return 0
 
 

@@ -5,6 +5,7 @@ import streamlit as st
 
 from attnviz.app import widgets
 from attnviz.app.sections import cross
+from attnviz.app.sections import flash as flash_section
 from attnviz.app.sections import lab as section
 from attnviz.app.sections import sparse as sparse_section
 
@@ -20,3 +21,4 @@ section.order_demo(context, pair)
 sparse_section.show(context, pair)
 cross.cross_lab(context, pair)
 cross.pairs(context)
+flash_section.show(context, pair)
