@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -146,6 +147,7 @@ class DigitsRun:
     states: list[dict[str, torch.Tensor]] = field(default_factory=list)  # the weights at each snapshot
     predictions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # final, held-out
     steps_done: int = 0
+    seconds: float = 0.0  # wall time of the training loop
 
     @property
     def accuracy(self) -> float:
@@ -217,6 +219,7 @@ def train_digits(
         raise ValueError(f"probe must be a held-out index between 0 and {len(test_idx) - 1}")
     x_train, y_train = torch.as_tensor(images[train_idx]), torch.as_tensor(labels[train_idx])
     x_test, y_test = torch.as_tensor(images[test_idx]), torch.as_tensor(labels[test_idx])
+    started = time.perf_counter()
     with torch_threads(threads):
         torch.manual_seed(seed)
         cfg = ViTConfig(d_model=d_model, n_layers=layers, n_heads=heads)
@@ -235,6 +238,7 @@ def train_digits(
             schedule.step()
             if step in marks:
                 _snapshot(run, step, x_test, y_test)
+                run.seconds = time.perf_counter() - started
                 if progress is not None:
                     progress(step, steps)
     return run
