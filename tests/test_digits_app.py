@@ -37,6 +37,7 @@ def test_training_page_trains_digits_and_draws_patch_maps(lang: str) -> None:
     wrong = [i for i, o in enumerate(picks) if "✗" in o]
     assert wrong  # a 60-step run leaves digits misclassified: they are offered, and marked
     _ok(at.selectbox(key="digits_pick").select_index(wrong[0]).run())
-    _ok(at.slider(key="digits_snapshot").set_value(0).run())
-    assert _chart(at, "chart_digits_maps")
+    assert " 60 " in _chart(at, "chart_digits_maps")["layout"]["title"]["text"]  # the last snapshot first
+    _ok(at.select_slider(key="digits_snapshot").set_value(0).run())
+    assert " 6 " in _chart(at, "chart_digits_maps")["layout"]["title"]["text"]  # 60 steps, 10 snapshots
     assert not at.exception

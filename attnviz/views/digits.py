@@ -45,7 +45,8 @@ def digit_panels(
                      "colorscale": "Greys" if k == 0 else "Viridis", "showscale": False,
                      "zmin": 0, "zmax": 16 if k == 0 else max(float(z.max()), 1e-9),
                      "hovertemplate": hover + "<extra>" + (name or t("digits.image", lang)) + "</extra>"})  # fmt: skip
-        axis = {"domain": [start, start + width], "showticklabels": False, "showgrid": False, "zeroline": False}
+        bare = {"showticklabels": False, "showgrid": False, "zeroline": False, "ticks": "", "showline": False}
+        axis = {**bare, "domain": [start, start + width]}
         layout[f"xaxis{suffix}"] = {**axis, "scaleanchor": f"y{suffix}", "constrain": "domain"}
         layout[f"yaxis{suffix}"] = {
             "showticklabels": False,

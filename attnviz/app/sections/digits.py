@@ -79,12 +79,18 @@ def _views(context: Ctx, run: Any) -> None:
     n = len(run.snapshots)
     if st.session_state.get("digits_snapshot", n - 1) >= n:
         st.session_state["digits_snapshot"] = n - 1
-    k = int(st.slider(t("digits.snapshot"), 0, n - 1, key="digits_snapshot")) if n > 1 else 0
+    steps = {k: str(snap.step) for k, snap in enumerate(run.snapshots)}  # the slider names each snapshot's step
+    k = (
+        int(st.select_slider(t("digits.snapshot"), list(steps), key="digits_snapshot", format_func=steps.__getitem__))
+        if n > 1
+        else 0
+    )
     snap = run.snapshots[k]
     att = run.attention(index, snapshot=k)
     maps = class_token_maps(att.weights, rollout(att), layer)
     titles = [t("digits.head", head=h) for h in range(att.n_heads)] + [t("digits.rollout")]
     title = t("digits.figure_title", step=snap.step, accuracy=f"{snap.accuracy:.1%}")
     fig = digit_panels(run.images[index], maps, titles, title, lang=context.lang)
-    charts.chart(fig, "chart_digits_maps", caption=title)
+    with st.container(key="digits_maps"):
+        charts.chart(fig, "chart_digits_maps", caption=title)
     st.caption(t("digits.caption"))
