@@ -2,7 +2,7 @@
 reverse, induction, or the next character of a pasted text); open it in the explorer after."""
 
 from attnviz.app import widgets
-from attnviz.app.sections import cross
+from attnviz.app.sections import cross, digits
 from attnviz.app.sections import training as section
 
 context = widgets.page_header("train.title", "train.intro")
@@ -10,3 +10,4 @@ section.controls(context)
 section.open_in_explorer(context)
 section.live(context)
 cross.seq2seq(context)
+digits.digits(context)

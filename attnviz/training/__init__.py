@@ -14,12 +14,14 @@ loop.py    the seeded loop: chunks through the background lane, snapshots, stop 
 runner.py  the trained model behind the Runner seam, with its own fast tokenizer
 cli.py     python -m attnviz train ... (main(argv))
 seq2seq*.py an encoder-decoder: train(task="reverse", arch="seq2seq"), snapshot.cross
+digits.py  a tiny ViT on the 8 x 8 digits: train(task="digits"), run.accuracy, snapshot.attention
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, overload
 
+from .digits import DigitsRun, DigitsSnapshot, train_digits
 from .loop import LIMITS, Snapshot, TrainConfig, TrainingRun, prepare, resume
 from .loop import train as _train_decoder
 from .model import DecoderConfig, TinyDecoder
@@ -34,6 +36,8 @@ __all__ = [
     "SEQ2SEQ_TASKS",
     "TASKS",
     "DecoderConfig",
+    "DigitsRun",
+    "DigitsSnapshot",
     "Probe",
     "Seq2SeqRun",
     "Seq2SeqSnapshot",
@@ -53,17 +57,23 @@ __all__ = [
     "score_attention",
     "symbol",
     "train",
+    "train_digits",
     "train_seq2seq",
 ]
 
 
 @overload
+def train(*args: Any, task: Literal["digits"], **kwargs: Any) -> DigitsRun: ...
+@overload
 def train(*args: Any, arch: Literal["seq2seq"], **kwargs: Any) -> Seq2SeqRun: ...
 @overload
 def train(*args: Any, arch: Literal["decoder"] = "decoder", **kwargs: Any) -> TrainingRun: ...
-def train(*args: Any, arch: str = "decoder", **kwargs: Any) -> TrainingRun | Seq2SeqRun:
+def train(*args: Any, arch: str = "decoder", **kwargs: Any) -> TrainingRun | Seq2SeqRun | DigitsRun:
     """loop.train (a tiny decoder), or with arch="seq2seq" an encoder-decoder on copy, reverse,
-    sort or date (seq2seq.train_seq2seq: snapshots with encoder, decoder and cross-attention)."""
+    sort or date (seq2seq.train_seq2seq: snapshots with encoder, decoder and cross-attention), or
+    with task="digits" a tiny ViT on the 8 x 8 digits (digits.train_digits)."""
+    if kwargs.get("task") == "digits":
+        return train_digits(*args, **kwargs)
     if arch == "seq2seq":
         return train_seq2seq(*args, **kwargs)
     if arch != "decoder":
