@@ -14,7 +14,7 @@ from ...models import EMBEDDED_MODEL
 from ...result import Attention
 from ...views._base import head_label
 from ...views.cross import alignment_curves
-from .. import charts, runners, widgets
+from .. import charts, runners, widgets, work
 from ..state import Ctx, lang, t
 from .lab import SAME, SHOW_TOKENS, Pair
 
@@ -173,13 +173,13 @@ def _train_now(context: Ctx, limit: int) -> None:
 
     task, seed = str(st.session_state.get("s2s_task", "reverse")), int(st.session_state.get("s2s_seed", 0))
     steps = min(int(st.session_state.get("s2s_steps", S2S_STEPS["reverse"])), limit)
-    bar = st.progress(0.0, text=t("s2s.training"))
+    # through the server-wide heavy-work queue, its place shown, with Cancel (app/work.py)
     run = widgets.attempt(
-        lambda: train(task=task, arch="seq2seq", steps=steps, seed=seed,
-                      progress=lambda f: bar.progress(min(1.0, max(0.0, f)), text=t("s2s.training"))),
+        lambda: work.run_long(context, ("s2s", task, steps, seed), t("s2s.training"),
+                              lambda progress: train(task=task, arch="seq2seq", steps=steps, seed=seed,
+                                                     progress=progress)),
         "seq2seq training", message=t("s2s.failed"),
     )  # fmt: skip
-    bar.empty()
     if run is not None:
         st.session_state["_s2s_run"] = run
         st.session_state["s2s_snapshot"] = len(run.snapshots) - 1

@@ -10,7 +10,7 @@ import streamlit as st
 
 from ...explain import rollout
 from ...views.digits import class_token_maps, digit_panels
-from .. import charts, widgets
+from .. import charts, widgets, work
 from ..state import Ctx, t
 
 MAX_STEPS = 1000  # the page's bound: about a minute on two loaded cores
@@ -30,24 +30,24 @@ def digits(context: Ctx) -> None:
         seed_col.number_input(t("digits.seed"), min_value=0, max_value=2**31 - 1, step=1, key="digits_seed")
         start = st.button(t("digits.train"), key="digits_start")
     if start:
-        _train_now(limit)
+        _train_now(context, limit)
     run = st.session_state.get("_digits_run")
     if run is not None:
         _views(context, run)
 
 
-def _train_now(limit: int) -> None:
+def _train_now(context: Ctx, limit: int) -> None:
     from ...training import train
 
     steps = min(int(st.session_state.get("digits_steps", DEFAULT_STEPS)), limit)
     seed = int(st.session_state.get("digits_seed", 0))
-    bar = st.progress(0.0, text=t("digits.training"))
+    # through the server-wide heavy-work queue, its place shown, with Cancel (app/work.py)
     run = widgets.attempt(
-        lambda: train(task="digits", steps=steps, seed=seed,
-                      progress=lambda done, total: bar.progress(min(1.0, done / total), text=t("digits.training"))),
+        lambda: work.run_long(context, ("digits", steps, seed), t("digits.training"),
+                              lambda progress: train(task="digits", steps=steps, seed=seed,
+                                                     progress=lambda done, total: progress(done / max(total, 1)))),
         "digits training", message=t("digits.failed"),
     )  # fmt: skip
-    bar.empty()
     if run is not None:
         st.session_state["_digits_run"] = run
         st.session_state["digits_snapshot"] = len(run.snapshots) - 1
