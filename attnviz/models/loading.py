@@ -105,8 +105,9 @@ def load_model(
     if weights not in ("pretrained", "random"):
         raise ValueError("weights must be 'pretrained' or 'random'")
     options = {"scale": scale, "positions": positions, "causal": causal, "weights": weights, "seed": seed}
-    _import_transformers()
     runner: PretrainedModel | ScratchModel
+    if name in ("scratch", EMBEDDED_MODEL, E5_MODEL, SMOLLM2_MODEL):
+        _import_transformers()  # a hub id is checked first (_load_hf: refused before transformers)
     if name == "scratch":
         runner = _load_scratch(dev, scale, positions, causal, weights, seed, max_tokens)
     elif name == EMBEDDED_MODEL:
@@ -140,6 +141,7 @@ def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_nam
         # quiet (no load reports, progress bars, retry chatter); with the hub out of reach, the
         # local cache only, and an id not in it fails at once, before transformers is imported
         with hub.prepare(source):
+            _import_transformers()
             from transformers import AutoConfig, AutoModel, AutoTokenizer
 
             config = AutoConfig.from_pretrained(source, trust_remote_code=False)
