@@ -27,7 +27,8 @@ _ALLOWED = """
     json text small e5-small d_model br MiniLM-L6 all-MiniLM-L6-v2 SmolLM2 float32 d_k W_Q W_K W_V L1
     Abnar Brunner Clark Edin Ferrando Gu Hooker Jain Kobayashi Michel Modarressi Mohebbi Olsson
     Pinter Wallace Wiegreffe Xiao Zuidema AttentionViz cpu cuda mps SmolLM2-135M Llama nostalgebraist kv
-    May UTF-8 smollm2 Longformer BigBird Beltagy Zaheer
+    May UTF-8 smollm2 Longformer BigBird Beltagy Zaheer Dao FlashAttention SDPA Transformer ViT torch
+    exp max UTC
 """
 ALLOWED_LATIN = frozenset(_ALLOWED.split())
 LATIN_WORD = re.compile(r"(?<![0-9])[A-Za-z][A-Za-z0-9_\-']*")  # not the e of 1.3e-06
