@@ -67,13 +67,17 @@ def resolve_device(device: str = "auto") -> torch.device:
         raise ValueError(f"unknown device {device!r}: use auto, cpu, cuda or mps") from exc
 
 
-_IMPORT_LOCK = threading.Lock()
+# One model load at a time in a process. transformers' first import is not thread-safe (the
+# warm-up's MiniLM and a Chinese page's e5-small at once: "cannot import name 'BertModel'"), and
+# neither is from_pretrained: it builds a model's modules on the meta device by patching
+# torch.nn.Module globally, so a second load meanwhile (the warm-up's MiniLM while a link's
+# ?model=smollm2 loads) got meta tensors: "Cannot copy out of meta tensor; no data!". Loads are
+# rare (the app's registry keeps what it loaded), so waiting for one another costs little.
+_LOAD_LOCK = threading.RLock()
 
 
 def _import_transformers() -> None:
-    """transformers' first import is not thread-safe: two loads at once (the warm-up's MiniLM and
-    a Chinese page's e5-small) made one fail with "cannot import name 'BertModel'". One at a time."""
-    with _IMPORT_LOCK:
+    with _LOAD_LOCK:
         import transformers
 
         for name in ("AutoConfig", "AutoModel", "AutoTokenizer", "BertConfig", "BertModel"):
@@ -106,18 +110,19 @@ def load_model(
         raise ValueError("weights must be 'pretrained' or 'random'")
     options = {"scale": scale, "positions": positions, "causal": causal, "weights": weights, "seed": seed}
     runner: PretrainedModel | ScratchModel
-    if name in ("scratch", EMBEDDED_MODEL, E5_MODEL, SMOLLM2_MODEL):
-        _import_transformers()  # a hub id is checked first (_load_hf: refused before transformers)
-    if name == "scratch":
-        runner = _load_scratch(dev, scale, positions, causal, weights, seed, max_tokens)
-    elif name == EMBEDDED_MODEL:
-        runner = _load_hf(str(embedded_model_dir()), dev, max_tokens, display_name=EMBEDDED_MODEL)
-    elif name == E5_MODEL:
-        runner = load_e5_runner(dev, max_tokens)
-    elif name == SMOLLM2_MODEL:
-        runner = load_smollm2(dev, max_tokens)
-    else:
-        runner = _load_hf(name, dev, max_tokens, display_name=name)
+    with _LOAD_LOCK:  # one load at a time in a process (see _LOAD_LOCK)
+        if name in ("scratch", EMBEDDED_MODEL, E5_MODEL, SMOLLM2_MODEL):
+            _import_transformers()  # a hub id is checked first (_load_hf: refused before transformers)
+        if name == "scratch":
+            runner = _load_scratch(dev, scale, positions, causal, weights, seed, max_tokens)
+        elif name == EMBEDDED_MODEL:
+            runner = _load_hf(str(embedded_model_dir()), dev, max_tokens, display_name=EMBEDDED_MODEL)
+        elif name == E5_MODEL:
+            runner = load_e5_runner(dev, max_tokens)
+        elif name == SMOLLM2_MODEL:
+            runner = load_smollm2(dev, max_tokens)
+        else:
+            runner = _load_hf(name, dev, max_tokens, display_name=name)
     # one gate per model and device for the life of the process, whoever loads it again
     runner.gate = gate_for((runner.name, str(dev), tuple(sorted(options.items())) if name == "scratch" else ()))
     if dev.type != "cpu":
