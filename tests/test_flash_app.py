@@ -100,6 +100,17 @@ def test_a_short_sentence_walks_the_scratch_models_own_queries_keys_and_values()
 
 
 @pytest.mark.slow
+def test_one_tile_for_the_whole_sentence_is_one_step_and_no_error() -> None:
+    at = _ok(_app())
+    at = _ok(at.switch_page("../pages/lab.py").run())
+    _ok(at.text_area(key="sentence_input").set_value("Hi.").run())
+    _ok(at.selectbox(key="flash_block").set_value(6).run())  # 4 tokens: one tile, one step
+    assert not [w for w in at.slider if w.key == "flash_step"]  # Streamlit refuses a slider from 1 to 1
+    tiled, plain = (_array(d["z"]) for d in _chart(at, "chart_flash_result")["data"])
+    assert float(np.abs(tiled - plain).max()) < 1e-6
+
+
+@pytest.mark.slow
 def test_the_walk_speaks_chinese() -> None:
     at = _ok(_app())
     _ok(at.radio(key="lang").set_value("zh").run())

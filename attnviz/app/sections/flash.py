@@ -58,6 +58,8 @@ def _scores(ex: dict[str, Any]) -> np.ndarray:
 def _step(result: FlashResult) -> int:
     """The step slider (1-based on screen), its value kept inside the steps of this block size."""
     last = len(result.steps)
+    if last <= 1:  # one tile holds everything (a slider from 1 to 1 is an error in Streamlit)
+        return 0
     current = st.session_state.get("flash_step", 1)
     if not isinstance(current, int) or not 1 <= current <= last:
         st.session_state["flash_step"] = min(max(int(current) if isinstance(current, int) else 1, 1), last)
