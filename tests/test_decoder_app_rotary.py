@@ -14,29 +14,14 @@ from attnviz.explain.rotary import by_distance, rotary_distance, rotary_scores
 from attnviz.views.decoder import rotary_chart
 
 from .decoder_reference import _rope, layer_inputs
-from .tiny_models import _byte_bpe
+from .tiny_llama import build_llama
 
 TEXT = "The animal didn't cross the street because it was tired."
 
 
 @pytest.fixture(scope="module")
 def llama(tmp_path_factory: pytest.TempPathFactory) -> attnviz.PretrainedModel:
-    from transformers import GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
-
-    folder = tmp_path_factory.mktemp("tiny-llama-rotary")
-    tok = _byte_bpe(folder, GPT2TokenizerFast, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
-    torch.manual_seed(1)
-    cfg = LlamaConfig(
-        vocab_size=len(tok),  # type: ignore[arg-type]
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-    )
-    LlamaForCausalLM(cfg).save_pretrained(str(folder))
-    tok.save_pretrained(str(folder))  # type: ignore[attr-defined]
+    folder = build_llama(tmp_path_factory.mktemp("tiny-llama-rotary"), init=0.02, seed=1)
     model = attnviz.load_model(str(folder), device="cpu")
     assert isinstance(model, attnviz.PretrainedModel)
     return model

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 import attnviz
 from attnviz.long import LongAttention, attend_long, block_edges, estimate, scratch_model
 
+from . import tiny_llama
 from .conftest import SENTENCES
-from .tiny_models import _byte_bpe
 
 ATOL = 1e-5
 
@@ -26,23 +25,7 @@ def long_text(n_sentences: int) -> str:
 
 def build_llama(folder: Path, positions: int = 1024) -> Path:
     """A tiny Llama (2 layers, 4 query heads sharing 2 key/value heads, rotary) for `positions` tokens."""
-    from transformers import GPT2TokenizerFast, LlamaConfig, LlamaForCausalLM
-
-    tok = _byte_bpe(folder, GPT2TokenizerFast, bos_token="<|endoftext|>", eos_token="<|endoftext|>")
-    torch.manual_seed(0)
-    cfg = LlamaConfig(
-        vocab_size=len(tok),  # type: ignore[arg-type]
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=positions,
-        tie_word_embeddings=False,
-    )
-    LlamaForCausalLM(cfg).save_pretrained(str(folder))
-    tok.save_pretrained(str(folder))  # type: ignore[attr-defined]
-    return folder
+    return tiny_llama.build_llama(folder, positions=positions, init=0.02)
 
 
 @pytest.fixture(scope="module")
