@@ -88,6 +88,13 @@ def test_a_childs_error_is_a_message() -> None:
     assert children() == []
 
 
+def test_a_message_past_the_bound_fails_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(child_module, "MAX_MESSAGE_BYTES", 1000)  # a snapshot's maps are more
+    with pytest.raises(TrainingFailed, match="more than 1,000 bytes"):
+        resume_in_child(prepare(TrainConfig("copy", 20, 0, 1, 1, 16)), None)
+    assert children() == []
+
+
 def test_stop_ends_the_child_and_keeps_what_it_learned(closed: set[str]) -> None:
     job = training_jobs.start("trainproc-stop", LONG, None, 600.0)
     pids: set[int] = set()

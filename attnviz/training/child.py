@@ -1,6 +1,6 @@
 """Train in a child process: the same seeded loop (loop.resume), its snapshots, history and the
-trained weights sent back over a pipe (issue 23.7: in a thread of the app server the run's many
-small torch ops waited for the GIL behind the server's own threads, 2.9-10x slower than the CLI).
+trained weights sent back over a pipe (issue 23.7: in a thread of the app server a run went
+2.5-10x slower than the CLI on a busy 2-core machine: it shared the GIL and the server's CPU share).
 
     run = prepare(cfg, text)                      # the task, the probe, the untrained model
     resume_in_child(run, text, progress=...)      # `run` fills in as the child trains
@@ -14,8 +14,14 @@ and ends:
   is terminated and its weights are not kept (`run.model` keeps the weights it had);
 - at once, terminated, when `abandon()` says so (a closed tab: nothing to keep);
 - by itself when the parent goes away (its end of the pipe closes).
+The child runs in a session of its own: where the kernel groups CPU time by session
+(autogroup, the default on most Linux desktops and servers), a run in the server's session
+shared one group's share with the server's own threads (the page's reruns, the event loop), so
+on a busy machine it got a fraction of what the CLI gets in a session of its own; in its own
+session it gets what the CLI gets.
 Every child is joined (no zombie). A message is at most MAX_MESSAGE_BYTES (the weights of the
-largest model LIMITS allow fit): a larger one fails the run with a message.
+largest model LIMITS allow, about 100 MB as float32, fit): a larger one fails the run with a
+message.
 """
 
 from __future__ import annotations
@@ -178,7 +184,7 @@ def _follow(
         except EOFError as exc:
             raise TrainingFailed("the training process ended without its result") from exc
         except OSError as exc:
-            raise TrainingFailed(f"the training process sent more than {MAX_MESSAGE_BYTES >> 20} MB") from exc
+            raise TrainingFailed(f"the training process sent more than {MAX_MESSAGE_BYTES:,} bytes at once") from exc
         if _apply(run, message):
             return True
 
@@ -214,6 +220,7 @@ def _spawn() -> tuple[multiprocessing.connection.Connection, subprocess.Popen[by
         proc = subprocess.Popen(
             [sys.executable, "-m", "attnviz.training.child", str(theirs.fileno())],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
+            start_new_session=True,  # its own scheduling group (autogroup): see the module's note
         )  # fmt: skip
     finally:
         theirs.close()
