@@ -3,6 +3,7 @@
     .venv/bin/python bench/bench_training_app.py                         # induction, 300 steps
     .venv/bin/python bench/bench_training_app.py --task copy --steps 300 --repeats 2
     .venv/bin/python bench/bench_training_app.py --out run.md             # and write the table
+    .venv/bin/python bench/bench_training_app.py --gil --steps 200        # the cause, without a server
 
 CLI: `python -m attnviz train --task T --steps N --seed 0` in a fresh process; its own clock
 (`run.seconds`, what the summary prints) and the process's wall time. App: `streamlit run
@@ -14,12 +15,18 @@ training thread, the page's redraws on the server, or the browser drawing them. 
 a run whose held-out accuracy has plateaued (attnviz/training/plateau.py): the table gives the
 steps each one ran and the time a step, the fair comparison.
 
+The app trains in a child process (attnviz/training/child.py): the server's CPU column counts
+its reaped children too. `--gil` shows why, in one process and no server: the same run alone in
+a thread, beside a thread that runs Python 30 % of the time (as the server's script reruns and
+event loop do), and in a child process beside that same thread.
+
 Figures only, no assertions. The machine is shared: say so beside any figure you quote.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import re
@@ -27,6 +34,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -55,14 +63,46 @@ def cli_run(task: str, steps: int, seed: int) -> dict[str, float]:
 
 
 def _cpu(procs: list[psutil.Process]) -> float:
+    """CPU seconds of these processes and of their children already reaped (the training child)."""
     total = 0.0
     for p in procs:
         try:
             t = p.cpu_times()
-            total += t.user + t.system
+            total += t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
         except psutil.Error:
             pass
     return total
+
+
+def _busy(stop: threading.Event, duty: float = 0.3) -> None:
+    """Python holding the GIL `duty` of the time, as a server's threads do between requests."""
+    data = {"rows": list(range(2000)), "text": "x" * 1000}
+    while not stop.is_set():
+        start = time.perf_counter()
+        while time.perf_counter() - start < duty * 0.1:
+            json.dumps(data)
+        stop.wait((1 - duty) * 0.1)
+
+
+def gil_rows(task: str, steps: int, seed: int) -> list[str]:
+    """The run's own clock: alone in a thread; beside a busy Python thread; in a child beside it."""
+    from attnviz.training import TrainConfig, prepare, resume
+    from attnviz.training.child import resume_in_child
+
+    config = TrainConfig(task, steps, seed)
+    resume(prepare(TrainConfig(task, 10, seed)))  # warm
+    rows = [("alone, in this process", resume(prepare(config)).seconds)]
+    stop = threading.Event()
+    busy = threading.Thread(target=_busy, args=(stop,), daemon=True)
+    busy.start()
+    try:
+        rows.append(("beside a busy Python thread, in this process", resume(prepare(config)).seconds))
+        rows.append(("beside a busy Python thread, in a child process", resume_in_child(prepare(config), None).seconds))
+    finally:
+        stop.set()
+        busy.join()
+    lines = ["| where the run trains | run clock (s) | s a step |", "|---|---:|---:|"]
+    return lines + [f"| {where} | {seconds:.1f} | {seconds / steps:.4f} |" for where, seconds in rows]
 
 
 def _browser_procs(server_pid: int) -> list[psutil.Process]:
@@ -127,7 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--out", help="also write the table (with the command) to this file")
+    p.add_argument("--gil", action="store_true", help="only the in-process experiment (no server, no browser)")
     args = p.parse_args(argv)
+    if args.gil:
+        load = f"load average {os.getloadavg()[0]:.1f} at the start (shared machine)"
+        print("\n".join([f"{os.cpu_count()} CPUs, {load}", "", *gil_rows(args.task, args.steps, args.seed)]))
+        return 0
     cli = [cli_run(args.task, args.steps, args.seed) for _ in range(args.repeats)]
     app = []
     with streamlit_server() as (url, proc), browser() as chromium:

@@ -2,15 +2,18 @@
 
 No Streamlit here (the page is app/sections/training.py). The table is module state (never
 st.cache_*), bounded:
-- a Train click queues a run; at most MAX_RUNNING worker threads train, each taking the queued
-  run of the visitor who has spent least (app/budget.py), and each chunk of steps still waits
-  in the background lane behind everyone's interactive passes (attnviz/models/gate.py); the
-  page shows a queued run's place; at most MAX_QUEUED wait;
+- a Train click queues a run; at most MAX_RUNNING worker threads take runs, each the queued
+  run of the visitor who has spent least (app/budget.py), admitted as heavy work
+  (attnviz/models/gate.py); the page shows a queued run's place; at most MAX_QUEUED wait;
+- a worker thread does not train: it starts a child process that does (training/child.py, one
+  torch thread, no GIL shared with the server's threads: issue 23.7) and copies what the child
+  sends into the job's run, which the page reads; the run's time is charged to its visitor;
 - one run (queued or training) per visitor, whichever of their tabs started it;
 - a worker with nothing to do ends after IDLE_S, so Start/Stop spam never adds threads: a
   stopped queued run just leaves the queue;
-- a run whose session has gone (a closed tab) is stopped within seconds (app/sessions.py) and
-  forgotten with the session's trained models;
+- a run whose session has gone (a closed tab) is stopped within seconds (app/sessions.py), its
+  child terminated, and forgotten with the session's trained models; a Stop ends the child at
+  its next chunk (what it learned is kept), or terminates it after child.GRACE_S;
 - a visitor past their budget keeps training while nobody else waits, and stops (keeping what
   it learned) at the next chunk once someone does;
 - at most MAX_JOBS finished runs are kept, the oldest first out.
@@ -26,7 +29,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ..models import Cancelled, gate
-from ..training import TrainConfig, TrainingRun, prepare, resume
+from ..training import TrainConfig, TrainingRun, prepare
+from ..training.child import TrainingFailed, resume_in_child
 from . import budget, session_models, sessions
 
 __all__ = ["MAX_JOBS", "MAX_QUEUED", "MAX_RUNNING", "Busy", "Job", "forget", "get", "running_count", "start", "stop"]
@@ -63,7 +67,7 @@ class Job:
     queued: bool = True
     model_name: str | None = None  # its name in the session's model list, once finished
     seq: int = field(default_factory=lambda: next(_SEQ))
-    _charged: float = 0.0
+    _charged: float = 0.0  # when the run's time was last charged to its visitor (monotonic)
 
     @property
     def elapsed(self) -> float:
@@ -77,7 +81,11 @@ class Job:
             return order.index(self) + 1 if self in order else 0
 
     def progress(self, _fraction: float) -> None:
-        """Between chunks: stop when asked to, or past the budget while others wait."""
+        """While the child trains (every child.POLL_S): charge the time since the last call to
+        the visitor; stop when asked to, or past the budget while others wait."""
+        now = time.monotonic()
+        budget.charge(self.visitor, now - (self._charged or now))
+        self._charged = now
         if self.stop_event.is_set():
             raise Cancelled("stopped by the visitor")
         if budget.spent(self.visitor) > self.budget_s and _others_waiting(self.visitor):
@@ -216,12 +224,15 @@ def _work(job: Job) -> None:
     assert run is not None
     try:
         if not job.stop_event.is_set():
-            resume(run, progress=job.progress, threads=1)  # this thread only: other visitors' passes keep theirs
+            resume_in_child(run, job.text, progress=job.progress, abandon=lambda: job.gone)
         if not job.gone:
             trained = session_models.Trained(
                 run.model, run.config.task, run.config.layers, run.config.heads, run.step, run.probe.text
             )
             job.model_name = session_models.add(job.session, trained)
+    except TrainingFailed as exc:  # the child's own error or its end, already worded
+        LOG.warning("attnviz: training failed: %.300s", exc)
+        job.error = str(exc)[:300]
     except Exception as exc:  # the page shows a message; the server goes on
         LOG.warning("attnviz: training failed: %s: %.300s", type(exc).__name__, exc)
         job.error = f"{type(exc).__name__}: {str(exc)[:300]}"

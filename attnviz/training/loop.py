@@ -172,8 +172,11 @@ def train(
     return resume(run, progress=progress, on_snapshot=on_snapshot, threads=threads)
 
 
-def prepare(cfg: TrainConfig, text: str | None = None) -> TrainingRun:
-    """The task, the probe and the untrained model (weights from the seed alone)."""
+def prepare(
+    cfg: TrainConfig, text: str | None = None, *, wrap: Callable[[TinyDecoder, Task, str], TrainedModel] = TrainedModel
+) -> TrainingRun:
+    """The task, the probe and the untrained model (weights from the seed alone). `wrap` makes
+    the run's model from the decoder (the training child skips the tokenizer: child.py)."""
     task = make_task(cfg.task, text=text, symbols=cfg.symbols, length=cfg.length, periods=cfg.periods, block=cfg.block)
     dcfg = DecoderConfig(
         len(task.vocab), task.max_len, cfg.d_model, cfg.layers, cfg.heads, cfg.mlp, cfg.norm, cfg.embed_std,
@@ -185,7 +188,7 @@ def prepare(cfg: TrainConfig, text: str | None = None) -> TrainingRun:
     name = f"trained {cfg.task} {cfg.layers}x{cfg.heads} d{cfg.d_model} seed {cfg.seed}"
     if cfg.sparse:
         name += f" {cfg.sparse} {cfg.window}"
-    return TrainingRun(cfg, task, task.probe(cfg.seed), TrainedModel(decoder, task, name))
+    return TrainingRun(cfg, task, task.probe(cfg.seed), wrap(decoder, task, name))
 
 
 @contextlib.contextmanager

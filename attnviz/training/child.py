@@ -1,0 +1,260 @@
+"""Train in a child process: the same seeded loop (loop.resume), its snapshots, history and the
+trained weights sent back over a pipe (issue 23.7: in a thread of the app server a run went
+2.5-10x slower than the CLI on a busy 2-core machine: it shared the GIL and the server's CPU share).
+
+    run = prepare(cfg, text)                      # the task, the probe, the untrained model
+    resume_in_child(run, text, progress=...)      # `run` fills in as the child trains
+
+The child is a fresh interpreter (`python -m attnviz.training.child`, spawned, joined by a socket
+pair: never a fork of a process that has torch threads and a web server, and unlike
+multiprocessing's "spawn" it does not rerun the parent's __main__), trains on one torch thread,
+and ends:
+- at its next chunk of steps when the parent asks (`progress` raised Cancelled), with a last
+  snapshot and its weights, as `loop.resume` stops; one that has not answered within `grace_s`
+  is terminated and its weights are not kept (`run.model` keeps the weights it had);
+- at once, terminated, when `abandon()` says so (a closed tab: nothing to keep);
+- by itself when the parent goes away (its end of the pipe closes).
+The child runs in a session of its own: where the kernel groups CPU time by session
+(autogroup, the default on most Linux desktops and servers), a run in the server's session
+shared one group's share with the server's own threads (the page's reruns, the event loop), so
+on a busy machine it got a fraction of what the CLI gets in a session of its own; in its own
+session it gets what the CLI gets.
+Every child is joined (no zombie). A message is at most MAX_MESSAGE_BYTES (the weights of the
+largest model LIMITS allow, about 100 MB as float32, fit): a larger one fails the run with a
+message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing.connection
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import torch
+
+from ..models import Cancelled, Progress
+from .loop import TrainingRun, prepare, resume
+from .model import TinyDecoder
+from .runner import TrainedModel
+from .tasks import Task
+
+__all__ = ["GRACE_S", "MAX_MESSAGE_BYTES", "TrainingFailed", "children", "resume_in_child"]
+
+GRACE_S = 10.0  # a stopped child that has not sent its weights by then is terminated
+MAX_MESSAGE_BYTES = 512 * 2**20
+POLL_S = 0.1  # how often the parent looks at `progress` and `abandon` while it waits
+_CHILDREN: set[int] = set()  # pids started here and not yet joined
+_LOCK = threading.Lock()
+
+
+class TrainingFailed(RuntimeError):
+    """The child could not train (its error, "Type: message"), or it ended without a word."""
+
+
+def children() -> list[int]:
+    """Pids of the training children started by this process and not yet joined."""
+    with _LOCK:
+        return sorted(_CHILDREN)
+
+
+# ---- the child's side ----------------------------------------------------------------------
+
+
+class _Channel:
+    """The child's end: sends what the run learned, reads the parent's stop."""
+
+    def __init__(self, conn: multiprocessing.connection.Connection) -> None:
+        self.conn = conn
+        self.run: TrainingRun | None = None
+        self.sent = 0  # history entries already sent
+
+    def send(self, *message: object) -> None:
+        self.conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def _tail(self) -> list[tuple[int, float, float]]:
+        assert self.run is not None
+        tail = self.run.history[self.sent :]
+        self.sent += len(tail)
+        return tail
+
+    def progress(self, _fraction: float) -> None:
+        """Between chunks: any word from the parent (or its end closing) stops the run."""
+        assert self.run is not None
+        if self.conn.poll():
+            raise Cancelled("stopped by the parent")
+        try:
+            self.send("chunk", self.run.step, self._tail())
+        except OSError as exc:  # the parent has gone
+            raise Cancelled("the parent has gone") from exc
+
+    def snapshot(self, run: TrainingRun) -> None:
+        try:
+            self.send("snap", run.step, self._tail(), run.snapshot_scores[-1], run.snapshots[-1])
+        except OSError as exc:
+            raise Cancelled("the parent has gone") from exc
+
+
+def _bare(decoder: TinyDecoder, task: Task, name: str) -> TrainedModel:
+    """What the loop reads of a run's model (its decoder and name), without the tokenizer the
+    parent's model has (it would import transformers: about 0.7 s of CPU before the first step)."""
+    return cast("TrainedModel", SimpleNamespace(decoder=decoder, task=task, name=name))
+
+
+def _child(conn: multiprocessing.connection.Connection) -> None:
+    """The child's entry: read the config, prepare the run from the seed, train it, send the weights."""
+    torch.set_num_threads(1)
+    channel = _Channel(conn)
+    try:
+        config, text = pickle.loads(conn.recv_bytes(MAX_MESSAGE_BYTES))
+        run = channel.run = prepare(config, text, wrap=_bare)
+        resume(run, progress=channel.progress, on_snapshot=channel.snapshot, threads=1)
+        weights = {k: v.detach().cpu().numpy() for k, v in run.model.decoder.state_dict().items()}
+        state = {"step": run.step, "stopped": run.stopped, "plateau": run.plateau, "seconds": run.seconds}
+        channel.send("done", run.step, channel._tail(), state, weights)
+    except (Cancelled, OSError):  # the parent has gone: nobody to tell
+        pass
+    except Exception as exc:  # the parent shows it; no traceback travels
+        with contextlib.suppress(OSError):
+            channel.send("error", f"{type(exc).__name__}: {str(exc)[:300]}")
+    finally:
+        conn.close()
+
+
+# ---- the parent's side ---------------------------------------------------------------------
+
+
+def resume_in_child(
+    run: TrainingRun,
+    text: str | None,
+    *,
+    progress: Progress | None = None,
+    abandon: Callable[[], bool] | None = None,
+    grace_s: float = GRACE_S,
+) -> TrainingRun:
+    """Train a prepared, not yet trained `run` (from `prepare(run.config, text)`) in a child
+    process. `run` fills in as the child sends (history, step, snapshots, scores) and, once it
+    ends, holds the trained weights, as `resume` would leave it. `progress(fraction)` is called
+    in this thread about every POLL_S and may raise Cancelled to stop (what was learned is kept
+    when the child answers within `grace_s`); `abandon()` True ends the child at once.
+    TrainingFailed when the child fails or dies."""
+    if run.step or run.snapshots:
+        raise ValueError("a child trains a run from its first step (this one has started)")
+    conn, proc = _spawn()
+    done = False
+    try:
+        with contextlib.suppress(OSError):  # a child that died at once: _follow says so
+            conn.send_bytes(pickle.dumps((run.config, text), protocol=pickle.HIGHEST_PROTOCOL))
+        done = _follow(run, conn, progress, abandon, grace_s)
+    finally:
+        conn.close()
+        _end(proc, wait_s=2.0 if done else 0.0)
+    if not done and not (abandon is not None and abandon()):
+        raise TrainingFailed(f"the training process did not stop within {grace_s:.0f} s; its model was not kept")
+    return run
+
+
+def _follow(
+    run: TrainingRun,
+    conn: multiprocessing.connection.Connection,
+    progress: Progress | None,
+    abandon: Callable[[], bool] | None,
+    grace_s: float,
+) -> bool:
+    """Apply the child's messages to `run` until it is done (True), or stopped past its grace or
+    abandoned (False: the child is still going, the caller ends it)."""
+    asked: float | None = None  # when the child was asked to stop
+    while True:
+        if abandon is not None and abandon():
+            run.stopped = run.step < run.config.steps
+            return False
+        if asked is None and progress is not None:
+            try:
+                progress(run.step / run.config.steps)
+            except Cancelled:
+                asked = time.monotonic()
+                with contextlib.suppress(OSError):
+                    conn.send_bytes(b"stop")
+        if asked is not None and time.monotonic() - asked > grace_s:
+            run.stopped = run.step < run.config.steps  # terminated: the weights are not kept
+            return False
+        if not conn.poll(POLL_S):
+            continue
+        try:
+            message = pickle.loads(conn.recv_bytes(MAX_MESSAGE_BYTES))
+        except EOFError as exc:
+            raise TrainingFailed("the training process ended without its result") from exc
+        except OSError as exc:
+            raise TrainingFailed(f"the training process sent more than {MAX_MESSAGE_BYTES:,} bytes at once") from exc
+        if _apply(run, message):
+            return True
+
+
+def _apply(run: TrainingRun, message: tuple[Any, ...]) -> bool:
+    """One message into `run` (scores before snapshots, as a reader expects); True when done."""
+    kind = message[0]
+    if kind == "error":
+        raise TrainingFailed(str(message[1]))
+    step, tail = message[1], message[2]
+    run.history.extend(tail)
+    run.step = step
+    if kind == "snap":
+        run.snapshot_scores.append(message[3])
+        run.snapshots.append(message[4])
+    elif kind == "done":
+        state, weights = message[3], message[4]
+        run.model.decoder.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
+        run.model.decoder.eval()
+        run.stopped, run.plateau, run.seconds = state["stopped"], state["plateau"], run.seconds + state["seconds"]
+        return True
+    return False
+
+
+def _spawn() -> tuple[multiprocessing.connection.Connection, subprocess.Popen[bytes]]:
+    """A fresh interpreter running this module (no fork of the server, no rerun of its
+    __main__), joined to us by a socket pair; it imports the same attnviz as this process."""
+    ours, theirs = socket.socketpair()
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")  # fmt: skip
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "attnviz.training.child", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
+            start_new_session=True,  # its own scheduling group (autogroup): see the module's note
+        )  # fmt: skip
+    finally:
+        theirs.close()
+    with _LOCK:
+        _CHILDREN.add(proc.pid)
+    return multiprocessing.connection.Connection(ours.detach()), proc
+
+
+def _end(proc: subprocess.Popen[bytes], wait_s: float) -> None:
+    """Reap the child: one done ends by itself after its last message (`wait_s`); else
+    terminate, then kill."""
+    for end in (None, proc.terminate, proc.kill):
+        if end is not None:
+            end()
+        try:
+            proc.wait(wait_s if end is None else 2.0)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    else:
+        proc.wait()
+    with _LOCK:
+        _CHILDREN.discard(proc.pid)
+
+
+if __name__ == "__main__":  # python -m attnviz.training.child FD (started by _spawn)
+    _child(multiprocessing.connection.Connection(int(sys.argv[1])))
