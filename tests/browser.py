@@ -79,37 +79,54 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes] | None = None, timeout:
     raise TimeoutError(f"{url} not healthy after {timeout}s")
 
 
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=15)  # reaped: no "subprocess is still running" at teardown on a busy machine
+
+
 @contextlib.contextmanager
 def streamlit_server(
     env: dict[str, str] | None = None, args: list[str] | None = None
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`streamlit run app.py` on a free loopback port; yields (base url, process)."""
-    port = free_port()
-    log = ARTIFACTS / f"streamlit-{port}.log"
+    """`streamlit run app.py` on a free loopback port; yields (base url, process). Test processes
+    run side by side (pytest-xdist), so a port found free can be taken before the server binds
+    it: a server that exits saying so is started again on another port (three tries)."""
     ARTIFACTS.mkdir(exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.headless=true",
-        f"--server.port={port}",
-        "--server.address=127.0.0.1",
-        "--browser.gatherUsageStats=false",
-        *(args or []),
-    ]
     full_env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
-    with log.open("wb") as fh:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=fh, stderr=subprocess.STDOUT)
+    for attempt in range(3):
+        port = free_port()
+        log = ARTIFACTS / f"streamlit-{port}.log"
+        cmd = [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless=true",
+            f"--server.port={port}",
+            "--server.address=127.0.0.1",
+            "--browser.gatherUsageStats=false",
+            *(args or []),
+        ]
+        with log.open("wb") as fh:
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=fh, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
             wait_healthy(url, proc)
+        except RuntimeError:
+            _stop(proc)
+            if attempt < 2 and "is not available" in log.read_text(errors="replace"):
+                continue
+            raise
+        except BaseException:
+            _stop(proc)
+            raise
+        try:
             yield url, proc
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=15)  # reaped: no "subprocess is still running" at teardown on a busy machine
+            _stop(proc)
+        return

@@ -1,7 +1,7 @@
 """Shared fixtures: the embedded model and the scratch encoder, loaded once per test run (and
 `load_once`, load_model by name with the same memory, for command lines that load their own);
-and for the browser tests a chromium, an app server and a fresh browser session (one browser and one
-server per test module; a module may define its own, as test_hostile.py does)."""
+and for the browser tests a chromium (one per test module), an app server (one per test run, shared)
+and a fresh browser session (a module may define its own server, as test_hostile.py does)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,18 @@ import attnviz
 # built from tiny local configs (tests/tiny_models.py).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In a pytest-xdist worker (scripts/check runs several), torch's kernels get the worker's
+    share of the cores: two workers of two threads each on two cores spend their time waiting
+    on each other's threads. The app servers the tests start keep torch's own default."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
 
 SENTENCES = [
     "The animal didn't cross the street because it was tired.",
@@ -76,15 +88,27 @@ def chromium() -> Iterator[Any]:
         yield b
 
 
-@pytest.fixture(scope="module")
-def server(chromium: Any) -> Iterator[str]:
-    """Depends on `chromium`, so a missing browser skips (or, in CI, fails) before any server starts."""
-    from .browser import streamlit_server
+@pytest.fixture(scope="session")
+def _shared_server() -> Iterator[str]:
+    """One app server for every module that takes `server` (in each pytest-xdist worker that
+    runs one): starting one costs a Python with torch, Streamlit and the first model load. A
+    module that needs a fresh server, or other settings, starts its own (test_browser_cold_start,
+    test_hostile, test_browser_visitor). Each test opens its own browser context, so no cookie
+    or session state crosses tests; what the server keeps (loaded models, cached results) is
+    what any long-running server keeps."""
+    from .browser import chromium_path, streamlit_server
 
+    chromium_path()  # a missing browser skips (or, in CI, fails) before any server starts
     # No file watcher: the app does not change under the test, and on a busy machine the watcher
     # re-walks the whole tree (the virtual environment included) whenever its queue overflows.
     with streamlit_server(args=["--server.fileWatcherType=none"]) as (url, _proc):
         yield url
+
+
+@pytest.fixture(scope="module")
+def server(chromium: Any, _shared_server: str) -> str:
+    """The shared server (above); depends on `chromium` so a module's browser starts first."""
+    return _shared_server
 
 
 @pytest.fixture

@@ -7,16 +7,25 @@ nothing timed (bench/bench_browser.py measures)."""
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from attnviz import i18n
 
-from .browser import ARTIFACTS
+from .browser import ARTIFACTS, streamlit_server
 from .test_browser import WAIT_MS, Session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def server(chromium: Any) -> Iterator[str]:
+    """A server of this module's own, not the shared one: its first visitor is this module's first test."""
+    with streamlit_server(args=["--server.fileWatcherType=none"]) as (url, _proc):
+        yield url
+
 
 # First appearance of the sentence box and of a drawn chart, in the order the page shows them.
 ORDER_JS = """

@@ -15,9 +15,7 @@ import csv
 import io
 import json
 import os
-import subprocess
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ import plotly.graph_objects as go
 import pytest
 
 from attnviz import Attention, views
+from attnviz.__main__ import main as cli_main
 from attnviz.export import (
     SETTINGS_ELEMENT_ID,
     csv_cell,
@@ -38,8 +37,6 @@ from attnviz.export import (
 )
 
 from .browser import browser
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # Each would run script (or add an element) if the export put it into an HTML comment or a raw
 # <script> without escaping for that context. The old export wrote `--` as `- -` in a comment:
@@ -253,27 +250,27 @@ def test_settings_json_block_has_nothing_html_can_see() -> None:
 
 
 @pytest.mark.browser
-def test_cli_html_of_a_hostile_sentence_is_inert(chromium: Chromium, minilm: Any, tmp_path: Path) -> None:
+def test_cli_html_of_a_hostile_sentence_is_inert(
+    chromium: Chromium,
+    minilm: Any,
+    load_once: Callable[..., object],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """`python -m attnviz "<hostile>" --html out.html`, opened offline, against the same view of
-    a benign sentence with the same model."""
+    a benign sentence with the same model. The command runs in this process through `main(argv)`
+    from a fresh directory without the deployment's settings (tests/test_cli.py ends with the
+    subprocess smoke tests of the command itself)."""
     benign = tmp_path / "benign.html"
     benign.write_text(figure_html(views.model_view(minilm.attend("a calm sentence")), {"text": "b"}), encoding="utf-8")
     benign_report = chromium.open(benign)
     sentence = " ".join(HOSTILE_SENTENCES)
-    out = subprocess.run(
-        [sys.executable, "-m", "attnviz", sentence, "--html", "out.html"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HF_HUB_OFFLINE": "1",
-            "HOME": str(tmp_path),
-            "PYTHONPATH": str(ROOT),
-        },
-    )
-    assert out.returncode == 0, out.stderr
+    for key in [k for k in os.environ if k.startswith("ATTNVIZ_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setattr("attnviz.__main__.load_model", load_once)
+    monkeypatch.chdir(tmp_path)
+    assert cli_main([sentence, "--html", "out.html"]) == 0, capsys.readouterr().err
     report = chromium.open(tmp_path / "out.html")
     assert_inert(report, benign_report, chromium)
     assert report["settings"] == {"text": sentence, "model": "minilm"}
