@@ -129,7 +129,12 @@ def quick_attention(encoder: ScratchEncoder, inputs: Inputs, out: np.ndarray) ->
     embedding, then per layer Q, K, V, the weights written in place, the output projection, the
     LayerNorms and the feed-forward, as transformers' BertModel runs them in eval mode."""
     ids = inputs["input_ids"]
-    x = encoder.embed(ids, inputs.get("token_type_ids"))  # (1, n, d)
+    segments = inputs.get("token_type_ids")
+    if segments is None:
+        segments = torch.zeros_like(ids)
+    # BertEmbeddings' order of the sums (the scratch encoder adds positions first): bit for bit
+    x = encoder.word_embeddings(ids) + encoder.token_type_embeddings(segments)
+    x = encoder.ln_embeddings(x + encoder.position_embeddings(torch.arange(ids.shape[1], device=ids.device))[None])
     keep = inputs.get("attention_mask")
     mask = None if keep is None or bool(keep.all()) else padding_mask(keep, x.dtype)
     slots = torch.from_numpy(out).unsqueeze(1).unbind(0)  # L views of (1, H, n, n)
