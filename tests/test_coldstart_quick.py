@@ -89,6 +89,30 @@ def test_the_quick_tokenizer_answers_as_transformers_does(pair: tuple[QuickMiniL
     assert quick.max_tokens == reference.max_tokens
 
 
+@pytest.mark.parametrize(
+    ("text", "limit"),
+    [
+        ("hello world again", 2),
+        ("hello world again", 3),
+        ("  \x00\x01 ", 5),
+        ("[CLS] [SEP] [MASK] hi", 10),
+        ("a" * 3000, 512),
+    ],
+)
+def test_edge_texts_give_the_same_tokens_or_the_same_refusal(
+    pair: tuple[QuickMiniLM, PretrainedModel], text: str, limit: int
+) -> None:
+    quick, reference = pair
+    answers = []
+    for runner in (quick, reference):
+        try:
+            att = runner.attend(text, limit)
+            answers.append((att.tokens, att.n_input_tokens, att.truncated))
+        except ValueError as exc:
+            answers.append(str(exc))
+    assert answers[0] == answers[1] and quick.quick is not None
+
+
 def test_anything_else_loads_the_hugging_face_model_once_and_then_is_it() -> None:
     runner = load_model(EMBEDDED_MODEL, "cpu")
     assert isinstance(runner, QuickMiniLM)
@@ -100,6 +124,16 @@ def test_anything_else_loads_the_hugging_face_model_once_and_then_is_it() -> Non
     _same(first, runner.attend(TEXTS[0]))  # the Hugging Face pass now, writing in place
     assert quick_tokenizer.decode([101, 7592, 102]) == runner.tokenizer.decode([101, 7592, 102])  # forwarded
     assert runner.vocab_strings([7592]) == ["hello"]
+
+
+def test_loaded_inside_a_pass_its_weights_still_take_gradients() -> None:
+    runner = load_model(EMBEDDED_MODEL, "cpu")
+    enc = runner.encode(TEXTS[0])
+    with torch.inference_mode():
+        runner.attention_maps(enc.inputs)  # the first need of the Hugging Face model, in inference mode
+    embeds = runner.input_embeddings()(enc.inputs["input_ids"]).detach().requires_grad_(True)
+    runner.last_hidden(enc.inputs, inputs_embeds=embeds).sum().backward()
+    assert embeds.grad is not None and bool(embeds.grad.abs().sum() > 0)
 
 
 def test_a_pair_of_texts_goes_to_the_hugging_face_tokenizer() -> None:

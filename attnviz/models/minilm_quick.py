@@ -198,7 +198,10 @@ class QuickMiniLM(PretrainedModel):
         """The Hugging Face runner, loaded once on first need; from then on this runner is it."""
         with self._full_lock:
             if self._full is None:
-                full = self._full_loader()
+                # often first needed inside a pass (inference mode): its weights must still be
+                # ordinary tensors, or a later gradient through them fails
+                with torch.inference_mode(False):
+                    full = self._full_loader()
                 self.tokenizer = full.tokenizer
                 self._full = full
                 self.quick = None  # every pass is the Hugging Face model's now
