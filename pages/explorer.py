@@ -4,14 +4,15 @@ server they show while the model loads (app/warmup.py)."""
 
 import streamlit as st
 
-from attnviz.app import widgets
+from attnviz.app import warmup, widgets
 
 context = widgets.page_header("explorer.title", "explorer.intro")
 text = widgets.sentence_box(context)
 
-from attnviz.app.sections import ablation, decoder  # noqa: E402
-from attnviz.app.sections import explorer as section  # noqa: E402
-from attnviz.app.sections import long as long_mode  # noqa: E402
+with warmup.loading(context.model):  # a cold server: torch is still importing in the warm-up thread
+    from attnviz.app.sections import ablation, decoder
+    from attnviz.app.sections import explorer as section
+    from attnviz.app.sections import long as long_mode
 
 long_mode.section(context, text)  # past the in-memory limit: the long mode, and the page stops there
 

@@ -2,11 +2,14 @@
 
 Two jobs, each once per process:
 
-- `start(settings)`, at the top of app.py: a background thread imports torch and transformers
-  and loads the first model of the list (the embedded MiniLM) into the model registry
-  (app/registry.py). The first visitor's page draws its frame, the sentence box and "Loading
+- `start(settings)`, at the top of app.py: a background thread imports torch and loads the
+  first model of the list (the embedded MiniLM) into the model registry (app/registry.py), then
+  runs one small pass. The first visitor's page draws its frame, the sentence box and "Loading
   model …" meanwhile, and the page's own `load_runner` waits on the same registry entry (one
   load per key), so the model is never loaded twice (bench/results_browser.md: cold start).
+  transformers is not imported for it: MiniLM's first answers come from its files through
+  `tokenizers` and plain torch (models/minilm_quick.py); transformers' model loads when
+  something first needs it, after the explorer's views are sent (the hide-sinks switch).
 - `warm_up()`, on the script's own thread at the top of app.py: imports what plotly imports
   lazily while serialising a figure. Eight visitors opening a freshly started server at once
   got "partially initialized module 'pandas'": plotly imports pandas (and narwhals) lazily
@@ -23,12 +26,13 @@ import contextlib
 import importlib
 import logging
 import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..config import Settings
 
-__all__ = ["start", "started", "warm_up"]
+__all__ = ["loading", "start", "started", "warm_up"]
 
 LOG = logging.getLogger("attnviz")
 MODULES = ("numpy", "pandas", "pyarrow", "narwhals", "plotly.graph_objects", "plotly.io", "plotly.subplots")
@@ -71,6 +75,24 @@ def start(settings: Settings) -> None:
 def started() -> threading.Thread | None:
     """The background thread, once started (tests wait on it)."""
     return _STARTED[0] if _STARTED else None
+
+
+@contextlib.contextmanager
+def loading(model: str) -> Iterator[None]:
+    """A spinner naming the model while the warm-up thread still runs (a cold server): what the
+    page imports next (torch) waits for that thread, and the page showed nothing meanwhile.
+    Nothing once the thread is done (Streamlit shows a spinner only after half a second anyway)."""
+    thread = started()
+    if thread is None or not thread.is_alive():
+        yield
+        return
+    import streamlit as st
+
+    from .state import t
+    from .widgets import escape_md
+
+    with st.spinner(t("spinner.loading", name=escape_md(model))):
+        yield
 
 
 def _load_first_model(settings: Settings) -> None:

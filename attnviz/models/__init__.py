@@ -4,6 +4,7 @@ base.py          the Runner protocol, RunnerBase (tokenising, attend, OOM fallba
                  layer traces, head switches), Encoded, ModelLoadError
 gate.py          how many forward passes run at once, interactive ones first
 huggingface.py   Hugging Face models (the only module that knows their module tree)
+minilm_quick.py  the embedded MiniLM's `attend` without transformers (a cold start's first chart)
 scratch_runner.py the from-scratch encoder of attnviz/scratch.py
 loading.py       load_model, resolve_device, the embedded model
 names.py         the embedded model's name and model-name checks (no torch)

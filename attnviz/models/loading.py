@@ -18,6 +18,7 @@ from .base import ModelLoadError
 from .e5 import E5_MODEL, load_e5_runner
 from .gate import gate_for
 from .huggingface import PretrainedModel
+from .minilm_quick import QuickMiniLM
 from .names import EMBEDDED_MODEL, MODEL_NAME_MAX, check_model_name
 from .scratch_runner import ScratchModel
 from .smollm2 import NAME as SMOLLM2_MODEL
@@ -111,12 +112,13 @@ def load_model(
     options = {"scale": scale, "positions": positions, "causal": causal, "weights": weights, "seed": seed}
     runner: PretrainedModel | ScratchModel
     with _LOAD_LOCK:  # one load at a time in a process (see _LOAD_LOCK)
-        if name in ("scratch", EMBEDDED_MODEL, E5_MODEL, SMOLLM2_MODEL):
+        if name in ("scratch", E5_MODEL, SMOLLM2_MODEL) or (name == EMBEDDED_MODEL and dev.type != "cpu"):
             _import_transformers()  # a hub id is checked first (_load_hf: refused before transformers)
         if name == "scratch":
             runner = _load_scratch(dev, scale, positions, causal, weights, seed, max_tokens)
-        elif name == EMBEDDED_MODEL:
-            runner = _load_hf(str(embedded_model_dir()), dev, max_tokens, display_name=EMBEDDED_MODEL)
+        elif name == EMBEDDED_MODEL:  # on the CPU: transformers only on first need (models/minilm_quick.py)
+            full = partial(_locked, _load_hf, str(embedded_model_dir()), dev, max_tokens, EMBEDDED_MODEL)
+            runner = QuickMiniLM(embedded_model_dir(), dev, max_tokens, full) if dev.type == "cpu" else full()
         elif name == E5_MODEL:
             runner = load_e5_runner(dev, max_tokens)
         elif name == SMOLLM2_MODEL:
@@ -128,6 +130,11 @@ def load_model(
     if dev.type != "cpu":
         runner._reload = partial(load_model, name, "cpu", max_tokens=max_tokens, **options)  # type: ignore[arg-type]
     return runner
+
+
+def _locked(load: Any, *args: Any) -> Any:
+    with _LOAD_LOCK:
+        return load(*args)
 
 
 def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_name: str) -> PretrainedModel:

@@ -36,6 +36,8 @@ MODE_WIDGET, CLICK_WIDGET = "_abl_mode", "_abl_click"  # their values live in he
 
 
 def _supported(runner: Runner) -> bool:
+    if getattr(runner, "post_ln_encoder", False):  # known without loading transformers (models/minilm_quick.py)
+        return True
     try:
         projection_parts(runner)  # a post-LN encoder's layers or a Llama-family decoder's
     except ValueError:

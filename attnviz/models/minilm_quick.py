@@ -1,0 +1,228 @@
+"""The embedded MiniLM's first answers without transformers (issue 24.2: a cold start under 5 s).
+
+Importing transformers' BERT code costs 3-4 s on 2 cores, more than torch itself. A cold
+server's first chart needs only `attend`: the tokens, their offsets and every layer's attention.
+`QuickMiniLM` answers that from the package's own files, with the `tokenizers` library on
+tokenizer.json and the scratch encoder (attnviz/scratch.py) carrying model.safetensors' weights,
+writing each layer's weights straight into the result array as the Hugging Face runner does.
+
+Everything else is the Hugging Face runner as before: the first use of anything that needs it
+(the module tree through `layers()`, `hf_model`, `config`, a tokenizer call outside the few
+below) loads transformers and the model once, after which every method, `attend` included,
+is `PretrainedModel`'s own and the quick encoder is dropped (its 90 MB freed).
+tests/test_coldstart_quick.py holds the two paths equal (1e-5) and the first answer free of
+transformers.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import torch
+
+from ..scratch import EncoderConfig, EncoderLayer, ScratchEncoder, padding_mask, scaled_dot_product_attention
+from .base import Inputs, RunnerBase
+from .huggingface import PretrainedModel
+from .names import EMBEDDED_MODEL
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel as HFModel
+
+__all__ = ["QuickEncoding", "QuickMiniLM", "QuickTokenizer", "quick_attention"]
+
+# the keyword arguments the quick tokenizer answers itself; any other call goes to transformers'
+_QUICK_KWARGS = {
+    "truncation",
+    "max_length",
+    "return_special_tokens_mask",
+    "return_offsets_mapping",
+    "return_attention_mask",
+    "return_tensors",
+    "verbose",
+}
+
+
+class QuickEncoding(dict[str, Any]):
+    """What transformers' BatchEncoding gives for one text: the lists (or (1, n) tensors), `word_ids`."""
+
+    is_fast = True
+
+    def __init__(self, data: dict[str, Any], words: list[int | None]):
+        super().__init__(data)
+        self._words = words
+
+    def word_ids(self, batch_index: int = 0) -> list[int | None]:
+        if batch_index != 0:
+            raise IndexError("a QuickEncoding holds one text")
+        return list(self._words)
+
+
+class QuickTokenizer:
+    """MiniLM's fast tokenizer (tokenizer.json) for one text at a time, as transformers calls
+    it: the same ids, special-token mask, offsets and word ids. Whatever else is asked of it
+    (a pair of texts, a batch, `decode`, `save_pretrained`, ...) is transformers' tokenizer's,
+    loaded on that first need by `real()`."""
+
+    is_fast = True
+
+    def __init__(self, folder: Path, real: Callable[[], Any]):
+        from tokenizers import Tokenizer
+
+        self._backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._backend.no_padding()  # the file pads to 128: transformers turns that off per call
+        self._lock = threading.Lock()  # truncation is the backend's state: one call at a time
+        self._real = real
+        settings = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        self.model_max_length = int(settings.get("model_max_length", 512))
+        self.unk_token = str(settings.get("unk_token", "[UNK]"))
+        self.unk_token_id = self._backend.token_to_id(self.unk_token)
+
+    def __call__(self, text: Any, *args: Any, **kwargs: Any) -> Any:
+        if args or not isinstance(text, str) or not set(kwargs) <= _QUICK_KWARGS:
+            return self._real()(text, *args, **kwargs)
+        truncate = bool(kwargs.get("truncation", False))
+        limit = kwargs.get("max_length")
+        if truncate and not isinstance(limit, int):  # the model's own limit: transformers decides
+            return self._real()(text, **kwargs)
+        with self._lock:
+            if truncate:
+                self._backend.enable_truncation(max_length=int(cast(int, limit)), stride=0, strategy="longest_first")
+            else:
+                self._backend.no_truncation()
+            enc = self._backend.encode(text)
+        data: dict[str, Any] = {"input_ids": enc.ids, "token_type_ids": enc.type_ids}
+        if kwargs.get("return_attention_mask", True) is not False:
+            data["attention_mask"] = enc.attention_mask
+        if kwargs.get("return_special_tokens_mask"):
+            data["special_tokens_mask"] = enc.special_tokens_mask
+        if kwargs.get("return_offsets_mapping"):
+            data["offset_mapping"] = [tuple(span) for span in enc.offsets]
+        tensors = kwargs.get("return_tensors")
+        if tensors == "pt":
+            data = {k: torch.tensor([v], dtype=torch.long) for k, v in data.items()}
+        elif tensors is not None:
+            return self._real()(text, **kwargs)
+        return QuickEncoding(data, list(enc.word_ids))
+
+    def convert_ids_to_tokens(self, ids: int | list[int]) -> Any:
+        if isinstance(ids, int):
+            return self._backend.id_to_token(ids)
+        return [self._backend.id_to_token(int(i)) for i in ids]
+
+    def convert_tokens_to_string(self, tokens: list[str]) -> str:
+        decoder = self._backend.decoder
+        return str(decoder.decode(tokens)) if decoder is not None else " ".join(tokens)
+
+    def __getattr__(self, name: str) -> Any:  # anything else: transformers' tokenizer
+        if name.startswith("__") or name in ("_backend", "_lock", "_real"):
+            raise AttributeError(name)
+        return getattr(self._real(), name)
+
+
+def quick_attention(encoder: ScratchEncoder, inputs: Inputs, out: np.ndarray) -> np.ndarray:
+    """Every layer's attention of a batch of one, computed in `out` (L, H, n, n) float32: the
+    embedding, then per layer Q, K, V, the weights written in place, the output projection, the
+    LayerNorms and the feed-forward, as transformers' BertModel runs them in eval mode."""
+    ids = inputs["input_ids"]
+    segments = inputs.get("token_type_ids")
+    if segments is None:
+        segments = torch.zeros_like(ids)
+    # BertEmbeddings' order of the sums (the scratch encoder adds positions first): bit for bit
+    x = encoder.word_embeddings(ids) + encoder.token_type_embeddings(segments)
+    x = encoder.ln_embeddings(x + encoder.position_embeddings(torch.arange(ids.shape[1], device=ids.device))[None])
+    keep = inputs.get("attention_mask")
+    mask = None if keep is None or bool(keep.all()) else padding_mask(keep, x.dtype)
+    slots = torch.from_numpy(out).unsqueeze(1).unbind(0)  # L views of (1, H, n, n)
+    for layer, slot in zip(encoder.layers, slots, strict=True):
+        p = cast(EncoderLayer, layer).parts()
+        B, T, _ = x.shape
+
+        def split(t: torch.Tensor, B: int = B, T: int = T, H: int = p.n_heads, hs: int = p.head_dim) -> torch.Tensor:
+            return t.view(B, T, H, hs).transpose(1, 2)  # (B, H, T, hs)
+
+        y, _ = scaled_dot_product_attention(split(p.query(x)), split(p.key(x)), split(p.value(x)), mask, out=slot)
+        attn = p.output(y.transpose(1, 2).reshape(B, T, p.n_heads * p.head_dim))
+        mid = p.ln_attention(x + attn)
+        x = p.ln_ff(mid + p.ff_out(p.activation(p.ff_in(mid))))
+    return out
+
+
+def encoder_config(folder: Path) -> EncoderConfig:
+    c = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if c.get("model_type") != "bert" or c.get("hidden_act") != "gelu":
+        raise ValueError(f"not a BERT encoder with GELU: {c.get('model_type')!r}, {c.get('hidden_act')!r}")
+    return EncoderConfig(
+        vocab_size=c["vocab_size"],
+        max_positions=c["max_position_embeddings"],
+        type_vocab_size=c["type_vocab_size"],
+        d_model=c["hidden_size"],
+        n_heads=c["num_attention_heads"],
+        d_ff=c["intermediate_size"],
+        n_layers=c["num_hidden_layers"],
+        layer_norm_eps=c["layer_norm_eps"],
+    )
+
+
+class QuickMiniLM(PretrainedModel):
+    """The embedded MiniLM (a `PretrainedModel`): `attend` through the quick encoder until the
+    Hugging Face model is loaded, on the first need of anything else (`full` loads it)."""
+
+    post_ln_encoder = True  # its `layers()` are a BERT encoder's: known before they are loaded
+
+    def __init__(self, folder: Path, device: torch.device, max_tokens: int, full: Callable[[], PretrainedModel]):
+        from safetensors.torch import load_file
+
+        cfg = encoder_config(folder)
+        self._full_loader = full
+        self._full: PretrainedModel | None = None
+        self._full_lock = threading.RLock()
+        tokenizer = QuickTokenizer(folder, lambda: self.loaded().tokenizer)
+        RunnerBase.__init__(
+            self, cast(Any, tokenizer), device, max_tokens, min(tokenizer.model_max_length, cfg.max_positions)
+        )
+        self.name = EMBEDDED_MODEL
+        self.n_layers, self.n_heads = cfg.n_layers, cfg.n_heads
+        self.causal = False
+        self.kv_heads = np.arange(cfg.n_heads)  # every head its own keys and values
+        self.lm_head = None
+        self._layers = None
+        encoder = ScratchEncoder.from_bert_state_dict(load_file(str(folder / "model.safetensors")), cfg)
+        self.quick: ScratchEncoder | None = encoder.eval().to(device)
+
+    def loaded(self) -> PretrainedModel:
+        """The Hugging Face runner, loaded once on first need; from then on this runner is it."""
+        with self._full_lock:
+            if self._full is None:
+                # often first needed inside a pass (inference mode): its weights must still be
+                # ordinary tensors, or a later gradient through them fails
+                with torch.inference_mode(False):
+                    full = self._full_loader()
+                self.tokenizer = full.tokenizer
+                self._full = full
+                self.quick = None  # every pass is the Hugging Face model's now
+            return self._full
+
+    @property
+    def hf_model(self) -> HFModel:  # type: ignore[override]
+        return self.loaded().hf_model
+
+    @property
+    def config(self) -> Any:  # type: ignore[override]
+        return self.loaded().config
+
+    @property
+    def writes_in_place(self) -> bool:  # type: ignore[override]
+        return self.loaded().writes_in_place
+
+    def attention_array(self, inputs: Inputs) -> np.ndarray:
+        quick = self.quick
+        if quick is None or int(inputs["input_ids"].shape[0]) != 1:
+            return super().attention_array(inputs)
+        n = int(inputs["input_ids"].shape[1])
+        out = np.empty((self.n_layers, self.n_heads, n, n), dtype=np.float32)
+        return quick_attention(quick, inputs, out)
