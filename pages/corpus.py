@@ -7,8 +7,11 @@ import streamlit as st
 from attnviz.app import runners, widgets
 from attnviz.app.sections import corpus as section
 from attnviz.app.sections import corpus_atlas as atlas
+from attnviz.app.sections import pictures
 
 context = widgets.page_header("corpus.title", "corpus.intro")
+if section.finished() is None:
+    pictures.corpus_picture(context)  # what a run gives, before the visitor starts one (issue 23.4)
 choice = section.source(context)
 loaded = runners.load_runner(context)
 if loaded is not None:
