@@ -45,6 +45,7 @@ def source(context: Ctx) -> str:
             max_upload_size=limit,
             help=t("corpus.upload_help"),
         )
+        st.caption(t("upload.over_limit", mb=limit))  # the browser's own refusal is in English
     return str(choice)
 
 
