@@ -16,7 +16,7 @@ import importlib
 import json
 import sys
 
-from ._cli import Parser, guarded
+from ._cli import Parser, guarded, with_text
 from .config import check_text, settings_from_env
 from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, ModelLoadError, load_model
 from .nextword import predict
@@ -61,7 +61,7 @@ def to_json(att: Attention) -> dict[str, object]:
     export.weights_json)."""
     from .export import weights_json
 
-    return json.loads(weights_json(att))
+    return {"text": att.text, **json.loads(weights_json(att))}
 
 
 # subcommand -> module with main(argv) -> int, imported only when asked for (Ray, training code)
@@ -145,7 +145,7 @@ def _write_outputs(
     from .export import figure_html, weights_json  # plotly loads only when something is written
 
     if json_out:
-        payload = weights_json(att, layer=layer, head=head)
+        payload = with_text(weights_json(att, layer=layer, head=head), att.text)
         if following is not None:  # the document is one object: "next" goes in before its closing brace
             body = payload.rstrip()
             pairs = json.dumps([[t, round(p, 6)] for t, p in following], ensure_ascii=True)

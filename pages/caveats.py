@@ -3,9 +3,10 @@ for the sentence on screen."""
 
 from attnviz.app import widgets
 from attnviz.app.sections import caveats as section
-from attnviz.app.sections import faithfulness, sinks
+from attnviz.app.sections import faithfulness, pictures, sinks
 
 context = widgets.page_header("caveats.title", "caveats.intro", markdown=True)
+pictures.caveats_picture(context)  # a picture on the first screen, the papers after it (issue 23.4)
 section.points()
 subject = section.live_subject(context)
 if subject is not None:

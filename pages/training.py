@@ -2,10 +2,11 @@
 reverse, induction, or the next character of a pasted text); open it in the explorer after."""
 
 from attnviz.app import widgets
-from attnviz.app.sections import cross, digits
+from attnviz.app.sections import cross, digits, pictures
 from attnviz.app.sections import training as section
 
 context = widgets.page_header("train.title", "train.intro")
+pictures.training_picture(context)  # the map a head must learn, before the controls (issue 23.4)
 section.controls(context)
 section.open_in_explorer(context)
 section.live(context)

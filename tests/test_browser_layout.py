@@ -1,8 +1,10 @@
 """What a student sees on a 1400 x 900 screen and on a 390 px phone (issue 23.4 and 23.8): the
 explorer's first screen shows a picture and the heads-off switch (after Michel et al.) comes after
 the views; no label is cut with an ellipsis in English or Chinese; on a phone the head view's
-legend does not cover its tokens; opening a trained model keeps the Chinese interface. Every
-measurement waits for the element first."""
+legend does not cover its tokens; opening a trained model keeps the Chinese interface. Caveats,
+Corpus and Training open on a picture at 1400 x 1000 and on a phone, before their controls and
+papers; on a phone every Explain title fits (wrapped where needed) and covers no plot, in both
+languages. Every measurement waits for the element first."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .test_browser import FIRST_LOAD_MS, WAIT_MS, Session, _session
+from .test_browser import DRAWN_COUNT_JS, FIRST_LOAD_MS, WAIT_MS, Session, _session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -35,6 +37,22 @@ CUT_JS = """() => {
     }
   }
   return cut;
+}"""
+
+# Plotly titles that reach into the plot area (a title wrapped into more lines than its top
+# margin holds) or above the figure.
+OVER_JS = """() => {
+  const over = [];
+  for (const gd of document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')) {
+    const svg = gd.querySelector('.main-svg'), size = gd._fullLayout && gd._fullLayout._size;
+    if (!svg || !size) continue;
+    const top = svg.getBoundingClientRect().top;
+    for (const title of gd.querySelectorAll('.gtitle')) {
+      const r = title.getBoundingClientRect();
+      if (r.height > 0 && (r.bottom > top + size.t + 2 || r.top < top - 1)) over.push(title.textContent);
+    }
+  }
+  return over;
 }"""
 
 TOP_JS = """(sel) => { const el = document.querySelector(sel); return el ? el.getBoundingClientRect().top : null; }"""
@@ -62,6 +80,54 @@ def phone(chromium: Any, server: str) -> Iterator[Session]:
 
 def _cut(s: Session) -> list[str]:
     return list(s.page.evaluate(CUT_JS))
+
+
+def _over(s: Session) -> list[str]:
+    return list(s.page.evaluate(OVER_JS))
+
+
+# Each page's first picture, and what must come after it: its controls or its papers.
+PICTURE_FIRST = {
+    "caveats": ".st-key-caveat_weight",
+    "corpus": '[data-testid="stMain"] [data-testid="stRadio"]',
+    "training": ".st-key-train_controls",
+}
+
+
+@pytest.fixture
+def screen(chromium: Any, server: str, request: pytest.FixtureRequest) -> Iterator[Session]:
+    width, height = request.param
+    yield from _session(chromium, server, viewport={"width": width, "height": height})
+
+
+@pytest.mark.parametrize(("screen", "lang"), [((1400, 1000), "en"), ((390, 844), "zh"), ((390, 844), "en")],
+                         indirect=["screen"])  # fmt: skip
+def test_caveats_corpus_and_training_open_on_a_picture(screen: Session, lang: str) -> None:
+    s = screen
+    height = s.page.viewport_size["height"]
+    for page, after in PICTURE_FIRST.items():
+        s.page.goto(f"{s.url}/{page}?lang={lang}")
+        s.page.locator(f".st-key-picture_{page} .js-plotly-plot .main-svg").first.wait_for(timeout=FIRST_LOAD_MS)
+        s.page.locator(after).first.wait_for()
+        s.wait_idle(FIRST_LOAD_MS)
+        picture = s.page.evaluate(TOP_JS, f".st-key-picture_{page} .js-plotly-plot")
+        later = s.page.evaluate(TOP_JS, after)
+        assert picture is not None and picture < height - 200, (page, picture)  # most of it on the first screen
+        assert later is not None and later > picture, (page, later, picture)
+        assert _cut(s) == [] and _over(s) == [], page
+        s.shot(f"layout-{page}-{height}-{lang}")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_on_a_phone_every_explain_title_fits_and_covers_no_plot(phone: Session, lang: str) -> None:
+    s = phone
+    s.page.goto(f"{s.url}/explain?lang={lang}")
+    s.page.locator(".st-key-pair_result .js-plotly-plot .main-svg").first.wait_for(timeout=FIRST_LOAD_MS)
+    s.wait_idle(FIRST_LOAD_MS)
+    # bars, contributions, deletion, layer agreement, statistics, heads, pruning curve, pair
+    s.page.wait_for_function(f"() => ({DRAWN_COUNT_JS})() >= 8", timeout=WAIT_MS)
+    assert _cut(s) == []
+    assert _over(s) == []
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

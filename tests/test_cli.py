@@ -61,7 +61,7 @@ def test_json_to_stdout_has_the_contract_shape(minilm: object, run: Run) -> None
     out = run("The animal didn't cross the street because it was tired.", "--json", "-")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert set(data) == {"model", "device", "tokens", "truncated", "precision", "weights"}
+    assert set(data) == {"text", "model", "device", "tokens", "truncated", "precision", "weights"}
     assert data["model"] == "minilm" and data["device"] == "cpu" and data["truncated"] is False
     assert data["precision"] == "6 significant digits"
     w = np.array(data["weights"])
@@ -80,7 +80,7 @@ def test_layer_and_head_select_what_json_writes(minilm: object, tmp_path: Path, 
     out = run(text, "--layer", "2", "--json", "-")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert set(data) == {"model", "device", "tokens", "truncated", "layer", "precision", "weights"}
+    assert set(data) == {"text", "model", "device", "tokens", "truncated", "layer", "precision", "weights"}
     assert data["layer"] == 2
     np.testing.assert_allclose(np.array(data["weights"]), expected[2], rtol=5e-6, atol=1e-6)
     path = tmp_path / "head.json"

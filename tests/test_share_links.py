@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnviz.app import heads_off, state, urls
@@ -36,6 +36,9 @@ SAMPLE: dict[str, Any] = {
     "lab_seed": 2**31 - 1,
     "lab_layer": 1,
     "lab_head": 2,
+    **{"corpus_source": "zh", "corpus_limit": 250, "corpus_tokens": 64, "corpus_stat": "sep", "corpus_layer": 3},
+    **{"corpus_head": 7, "train_task": "copy", "train_layers": 3, "train_heads": 4, "train_d_model": 32},
+    **{"train_steps": 300, "train_seed": 9},  # the Corpus and Training pages (tests/test_polish_links.py)
 }
 
 
@@ -104,6 +107,7 @@ def test_numbers_past_their_bound_are_clamped_and_heads_are_bounded() -> None:
     assert urls.view_params({"heads_off": [[1, "x"]]})["off"] is None  # never written from a bad session
 
 
+@settings(deadline=None)  # a shared 2-core machine: one example can take half a second
 @given(
     st.dictionaries(
         st.sampled_from([p.key for p in urls.VIEW_PARAMS] + ["text", "layer", "other"]),
@@ -131,6 +135,7 @@ def test_no_link_makes_the_view_reader_raise_and_every_value_fits_its_widget(par
     assert set(urls.unused_params(params, link)) | set(link.view_keys) | {"text", "layer"} >= set(params) - {"embed"}
 
 
+@settings(deadline=None)
 @given(st.fixed_dictionaries({p.home: st.none() for p in urls.VIEW_PARAMS}), st.data())
 def test_whatever_the_session_holds_the_link_reads_back_what_was_written(
     base: dict[str, Any], data: st.DataObject

@@ -102,6 +102,27 @@ VIEW_PARAMS: tuple[Param, ...] = (
     Param("seed", "lab_seed", "int", 0, hi=2**31 - 1),
     Param("llayer", "lab_layer", "int", 0),
     Param("lhead", "lab_head", "int", 0),
+    # The Corpus page (a link cannot carry an upload: "upload" is refused; the page clamps the
+    # numbers to this server's limits and the run's model, and the link writes them back)
+    Param("csrc", "corpus_source", "choice", "en", choices=("en", "zh", "both")),
+    Param("climit", "corpus_limit", "int", 1000, hi=10**6),
+    Param("ctok", "corpus_tokens", "int", 128, hi=4096),
+    Param(
+        "cstat",
+        "corpus_stat",
+        "choice",
+        "entropy_rel",
+        choices=("entropy", "entropy_rel", "self", "prev", "next", "cls", "sep", "punct"),
+    ),
+    Param("clayer", "corpus_layer", "int", 0),
+    Param("chead", "corpus_head", "int", 0),
+    # The Training lab (its pasted text stays out: up to 20,000 characters)
+    Param("task", "train_task", "choice", "induction", choices=("copy", "reverse", "induction", "text")),
+    Param("tlayers", "train_layers", "int", 2, hi=64),
+    Param("theads", "train_heads", "int", 2, hi=64),
+    Param("twidth", "train_d_model", "int", 64, hi=4096),
+    Param("tsteps", "train_steps", "int", 800, hi=10**6),
+    Param("tseed", "train_seed", "int", 0, hi=2**31 - 1),
 )
 FOCUS_OPEN = "focus_open"  # the token-focus section's switch: q and k are written while it is on
 _PAIR_KEYS = frozenset({"q", "k"})

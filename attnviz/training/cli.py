@@ -49,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def to_json(run: TrainingRun, *, weights: bool = True) -> dict[str, object]:
-    """The run as plain JSON: config, the probe, every snapshot (step, loss, accuracy, head
+    """The run as plain JSON: the text it learned from (the probe's symbols for the symbol
+    tasks), config, the probe, every snapshot (step, loss, accuracy, head
     scores as layers x heads, and the probe's maps as layers x heads x n x n), a summary."""
     snaps = []
     for snap, scores in zip(run.snapshots, run.snapshot_scores, strict=False):
@@ -62,7 +63,9 @@ def to_json(run: TrainingRun, *, weights: bool = True) -> dict[str, object]:
         if weights:
             row["weights"] = snap.attention.weights.round(5).tolist()
         snaps.append(row)
+    text = getattr(run.task, "text", None)  # the text task's (cleaned) text; otherwise what the maps read
     return {
+        "text": text if isinstance(text, str) else run.probe.text,
         "task": run.config.task,
         "model": run.model.name,
         "vocab_size": len(run.task.vocab),

@@ -45,6 +45,7 @@ def source(context: Ctx) -> str:
             max_upload_size=limit,
             help=t("corpus.upload_help"),
         )
+        st.caption(t("upload.over_limit", mb=limit))  # the browser's own refusal is in English
     return str(choice)
 
 
@@ -79,11 +80,15 @@ def run_controls(context: Ctx, loaded: Loaded, choice: str) -> None:
     """How many lines to read and the Run button, which starts (or replaces) the job."""
     cap = context.settings.corpus_sentences
     session_state = st.session_state
-    if not isinstance(session_state.get("corpus_limit"), int) or not 1 <= session_state["corpus_limit"] <= cap:
-        session_state["corpus_limit"] = min(cap, 1000)
+    # a link's numbers are clamped to this server's limits (and the link writes them back)
+    limit_now = session_state.get("corpus_limit")
+    ok = isinstance(limit_now, int) and not isinstance(limit_now, bool)
+    session_state["corpus_limit"] = min(max(1, int(limit_now or 0)), cap) if ok else min(cap, 1000)
     sizes = [n for n in TOKEN_CHOICES if n <= context.settings.max_tokens] or [context.settings.max_tokens]
     if session_state.get("corpus_tokens") not in sizes:
-        session_state["corpus_tokens"] = min(sizes, key=lambda n: abs(n - corpus.DEFAULT_CORPUS_TOKENS))
+        wanted = session_state.get("corpus_tokens")
+        target = wanted if isinstance(wanted, int) and not isinstance(wanted, bool) else corpus.DEFAULT_CORPUS_TOKENS
+        session_state["corpus_tokens"] = min(sizes, key=lambda n: abs(n - target))
     a, d, b = st.columns([3, 2, 1])
     limit = a.number_input(
         t("corpus.limit"),

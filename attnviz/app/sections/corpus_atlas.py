@@ -22,8 +22,8 @@ def head_pickers(job: jobs.Job) -> tuple[int, int]:
     assert job.result is not None
     result, session = job.result, st.session_state
     for key, n in (("corpus_layer", result.n_layers), ("corpus_head", result.n_heads)):
-        if not isinstance(session.get(key), int) or not 0 <= session[key] < n:
-            session[key] = 0
+        value = session.get(key)  # a link's layer or head past this model's is clamped to its last
+        session[key] = min(max(0, value), n - 1) if isinstance(value, int) and not isinstance(value, bool) else 0
     a, b = st.columns(2)
     layer = a.selectbox(t("ctl.layer"), range(result.n_layers), key="corpus_layer", format_func=widgets.fmt_layer)
     head = b.selectbox(t("ctl.head"), range(result.n_heads), key="corpus_head", format_func=widgets.fmt_head)

@@ -76,6 +76,7 @@ def _upload(context: Ctx) -> str | None:
         got = st.file_uploader(
             t("long.upload", mb=limit), type=["txt"], key=UPLOAD, max_upload_size=limit, help=t("long.upload_help")
         )
+        st.caption(t("upload.over_limit", mb=limit))  # the browser's own refusal is in English
     if got is None:
         return None
     raw = got.getvalue()

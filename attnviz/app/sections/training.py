@@ -59,7 +59,7 @@ def controls(context: Ctx) -> None:
     for key, default in (("train_layers", 2), ("train_heads", 2), ("train_d_model", 64), ("train_seed", 0)):
         _kept(key, default)
     _kept("train_steps", min(DEFAULT_STEPS[session_state["train_task"]], settings.train_max_steps))
-    session_state["train_steps"] = min(int(session_state["train_steps"]), settings.train_max_steps)
+    session_state["train_steps"] = max(10, min(int(session_state["train_steps"]), settings.train_max_steps))
     with st.container(key="train_controls"):
         task = st.selectbox(t("train.task"), TASKS, key="train_task", format_func=widgets.option_labels("train.task.{}"),
                             on_change=_on_task, help=t("train.task_help"))  # fmt: skip
@@ -83,8 +83,12 @@ def _size_inputs(context: Ctx) -> None:
     heads = [h for h in HEADS if h <= s.train_max_heads] or [1]
     widths = [w for w in WIDTHS if w <= s.train_max_d_model] or [s.train_max_d_model]
     for key, options in (("train_heads", heads), ("train_d_model", widths)):
-        if session_state.get(key) not in options:
-            session_state[key] = options[min(1, len(options) - 1)]
+        if session_state.get(key) not in options:  # a link's value: the nearest this server offers
+            value = session_state.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                session_state[key] = min(options, key=lambda o: abs(o - int(value)))
+            else:
+                session_state[key] = options[min(1, len(options) - 1)]
     session_state["train_layers"] = min(max(1, int(session_state["train_layers"])), s.train_max_layers)
     layers_col, heads_col, width_col, steps_col, seed_col = st.columns(5)
     layers_col.number_input(t("train.layers"), min_value=1, max_value=s.train_max_layers, step=1, key="train_layers")

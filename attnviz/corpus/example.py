@@ -1,0 +1,70 @@
+"""The Corpus page's first picture (issue 23.4): one statistic of every head over the first
+EXAMPLE_SENTENCES bundled English sentences, run once with the embedded model and kept in
+assets/corpus/example.json, so the page shows what a run gives before the visitor starts one.
+
+    python -m attnviz.corpus.example      # writes assets/corpus/example.json again
+
+tests/test_polish_pictures.py runs it again and holds the file to the run's numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["EXAMPLE_FILE", "EXAMPLE_SENTENCES", "EXAMPLE_STAT", "compute_example", "load_example"]
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_FILE = ROOT / "assets" / "corpus" / "example.json"
+SOURCE = ROOT / "assets" / "corpus" / "en.txt"
+EXAMPLE_SENTENCES = 40
+EXAMPLE_STAT = "prev"  # the share on the previous token: previous-token heads stand out
+MAX_HEADS = 64  # a file with more layers or heads than this is not the bundled example
+
+
+def compute_example(model: Any = "minilm", limit: int = EXAMPLE_SENTENCES) -> dict[str, Any]:
+    """Run the bundled English corpus (its first `limit` lines) and keep one statistic's
+    per-head mean and spread."""
+    from .engine import run
+
+    with tempfile.TemporaryDirectory() as out:
+        result = run(SOURCE, out, model, limit=limit)
+        return {
+            "model": model if isinstance(model, str) else model.name,
+            "source": SOURCE.name,
+            "sentences": int(result.analysed),
+            "stat": EXAMPLE_STAT,
+            "mean": np.round(result.grid(EXAMPLE_STAT), 4).tolist(),
+            "std": np.round(result.grid(EXAMPLE_STAT, "std"), 4).tolist(),
+        }
+
+
+def load_example(path: Path = EXAMPLE_FILE) -> dict[str, Any] | None:
+    """The bundled example with `mean` and `std` as (layers, heads) arrays; None when the file
+    is missing or not what `compute_example` writes."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        mean = np.asarray(data["mean"], dtype=np.float64)
+        std = np.asarray(data["std"], dtype=np.float64)
+        sentences = int(data["sentences"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if mean.ndim != 2 or mean.shape != std.shape or not 0 < mean.size <= MAX_HEADS * MAX_HEADS or sentences < 1:
+        return None
+    return {**data, "mean": mean, "std": std, "sentences": sentences}
+
+
+def main() -> int:  # pragma: no cover - the command that writes the bundled file
+    data = compute_example()
+    EXAMPLE_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {EXAMPLE_FILE} ({data['sentences']} sentences, {data['model']})")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

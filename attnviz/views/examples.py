@@ -1,0 +1,90 @@
+"""Small example pictures for the first screen of pages whose own charts need a run first
+(issue 23.4): the Caveats page's "how far each method agrees with deleting tokens" (from the
+faithfulness benchmark's bundled averages) and the Training lab's "the map a head must learn"
+(from the task's own probe, no model). The Corpus page's example is `corpus_grid` on the
+bundled run in attnviz/corpus/example.py.
+
+Never imports streamlit. Words come from the catalogues (attnviz/locales/<lang>/pictures.json).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..i18n import DEFAULT_LANGUAGE, t
+from ._base import SEQUENTIAL, figure, layout_title, token_axis
+from .evidence import method_label
+
+__all__ = ["EXAMPLE_HEIGHT", "method_agreement", "pattern_map", "target_map"]
+
+EXAMPLE_HEIGHT = 330  # px: the example sits on the first screen, above the controls
+
+
+def method_agreement(rows: Sequence[dict[str, Any]], *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
+    """One horizontal bar per method: its mean Spearman correlation with leave-one-out over the
+    bundled sentences (1 = the same order as deleting each token); rows without a number are
+    left out."""
+    kept = [r for r in rows if isinstance(r.get("spearman"), int | float) and np.isfinite(r["spearman"])]
+    kept.sort(key=lambda r: float(r["spearman"]))
+    names = [method_label(str(r["method"]), lang) for r in kept]
+    values = [float(r["spearman"]) for r in kept]
+    trace = {
+        "type": "bar",
+        "orientation": "h",
+        "x": values,
+        "y": names,
+        "text": [f"{v:.2f}" for v in values],
+        "textposition": "auto",
+        "marker": {"color": ["#EF553B" if str(r["method"]).startswith("attention") else "#636EFA" for r in kept]},
+        "hovertemplate": t("pic.hover_agreement", lang, method="%{y}", value="%{x:.3f}") + "<extra></extra>",
+    }
+    layout = {
+        "title": layout_title(t("pic.agreement_title", lang)),
+        "height": EXAMPLE_HEIGHT,
+        "margin": {"l": 10, "r": 10, "t": 60, "b": 40},
+        "xaxis": {"range": [min(0.0, *values) if values else 0.0, 1.0], "title": {"text": t("pic.agreement_x", lang)}},
+        "yaxis": {"automargin": True},
+    }
+    return figure([trace], layout)
+
+
+def target_map(n: int, cols: Sequence[int]) -> np.ndarray:
+    """(n, n): row t puts all its weight on column cols[t] (-1 or out of range: an empty row)."""
+    z = np.zeros((n, n), dtype=np.float32)
+    for row, col in enumerate(list(cols)[:n]):
+        if 0 <= col <= row:  # a causal model can only look back
+            z[row, int(col)] = 1.0
+    return z
+
+
+def pattern_map(tokens: Sequence[str], cols: Sequence[int], *, title: str, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
+    """The map a head that solved the task would draw on `tokens` (rows: the token that reads,
+    columns: the earlier token it should read)."""
+    n = len(tokens)
+    keys, axis = token_axis(tokens)
+    axis = axis | {"tickfont": {"size": 9}, "tickangle": -90}
+    trace = {
+        "type": "heatmap",
+        "z": target_map(n, cols),
+        "x": keys,
+        "y": keys,
+        "zmin": 0.0,
+        "zmax": 1.0,
+        "colorscale": SEQUENTIAL,
+        "showscale": False,
+        "xgap": 1,
+        "ygap": 1,
+        "hovertemplate": t("pic.hover_pattern", lang, query="%{y}", source="%{x}") + "<extra></extra>",
+    }
+    layout = {
+        "title": layout_title(title, t("pic.pattern_note", lang)),
+        "height": EXAMPLE_HEIGHT + 40,
+        "margin": {"l": 10, "r": 10, "t": 100, "b": 10},
+        "xaxis": axis | {"side": "bottom", "constrain": "domain"},
+        "yaxis": axis | {"autorange": "reversed", "scaleanchor": "x", "constrain": "domain", "tickangle": 0},
+    }
+    return figure([trace], layout)
