@@ -120,14 +120,30 @@ def test_one_visitor_has_at_most_two_runs_under_way_and_the_rest_go_in_arrival_o
 
 
 def test_at_most_page_slots_runs_go_at_once_server_wide() -> None:
-    """Three visitors who cost the same: two runs go, the third waits for a slot (not for a pause)."""
+    """Three visitors past their first seconds who cost the same: two runs go, the third waits
+    for a slot (not for a pause)."""
     runs = Runs()
     for name in ("a", "b", "c"):
+        budget.charge(f"c:{name * 32}", 10.0)
         runs.start(name, f"c:{name * 32}")
     _until(lambda: budget.PAGE_RUNS.counts() == (budget.PAGE_SLOTS, 0, 1), "two go, one waits")
     first = next(line for line in runs.log if line.startswith("go"))[3:]
     runs.finish(first)
     _until(lambda: sum(line.startswith("go") for line in runs.log) == 3, "the third goes once a slot is free")
+    runs.join()
+
+
+def test_newcomers_all_go_at_once_as_on_a_cold_server() -> None:
+    """Eight first visits at once: none waits for a slot (each draws its frame and sentence box
+    while the model loads), and a newcomer goes even while two runs of a flooder hold the slots."""
+    budget.charge(FLOODER, 60.0)
+    runs = Runs()
+    runs.start("f0", FLOODER)
+    runs.start("f1", FLOODER)
+    _until(lambda: budget.PAGE_RUNS.counts()[0] == 2, "the flooder holds both slots")
+    for i in range(8):
+        runs.start(f"new{i}", f"c:{i:032x}")
+    _until(lambda: all(runs.has(f"go new{i}") for i in range(8)), "all eight newcomers go")
     runs.join()
 
 

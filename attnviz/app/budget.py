@@ -119,6 +119,7 @@ gate.configure(priority=spent, charge=charge)
 PER_VISITOR_RUNS = 2  # page runs of one visitor under way at once, all their tabs together
 PAGE_SLOTS = 2  # page runs going forward at once, server-wide (a paused one holds none)
 YIELD_MARGIN_S = 2.0  # a run gives way to a visitor who has cost the server this much less
+NEWCOMER_S = 2.0  # a visitor who has cost the server less than this goes at once, whatever the slots
 MAX_PAUSE_S = 15.0  # a paused run goes on after this long whatever waits (nothing can hold it for good)
 _PAGE_SPENT: OrderedDict[str, deque[tuple[float, float]]] = OrderedDict()  # visitor -> page seconds
 _PAGE_SEQ = itertools.count()
@@ -137,8 +138,9 @@ class PageRun:
 
 
 class _PageRuns:
-    """Page runs, server-wide. At most PAGE_SLOTS go at once and PER_VISITOR_RUNS of one visitor
-    are under way; the waiting go least-cost visitor first, then in arrival order; a run does not
+    """Page runs, server-wide. A newcomer's run (a visitor who has cost under NEWCOMER_S) goes at
+    once; else at most PAGE_SLOTS go at once; PER_VISITOR_RUNS of one visitor are under way at
+    most; the waiting go least-cost visitor first, then in arrival order; a run does not
     go on (it waits, or pauses at its next checkpoint) while a visitor who has cost the server
     YIELD_MARGIN_S less is waiting or going. The cost: the visitor's model time, their page runs'
     wall time, and the time their runs under way have gone so far."""
@@ -164,11 +166,15 @@ class _PageRuns:
         return any(self.cost(v, now) + YIELD_MARGIN_S < mine for v in others)
 
     def _may_go(self, run: PageRun) -> bool:
-        if sum(r.going for r in self.under_way) >= PAGE_SLOTS:
-            return False
+        """Newcomers at once (eight first visits to a cold server all draw their frames); the
+        others in their turn, within the slots."""
         now = time.monotonic()
         eligible = self._eligible()
-        if run not in eligible or self._outranked(run, eligible, now):
+        if run not in eligible:
+            return False
+        if self.cost(run.visitor, now) < NEWCOMER_S:
+            return True
+        if sum(r.going for r in self.under_way) >= PAGE_SLOTS or self._outranked(run, eligible, now):
             return False
         return min(eligible, key=lambda r: (self.cost(r.visitor, now), r.seq)) is run
 
