@@ -30,6 +30,8 @@ import psutil
 
 from tests.browser import CHROMIUM_ARGS, chromium_path
 
+RAW_COOKIE = "attnviz_visitor=" + "f1" * 16  # the raw attackers' one visitor (32 hex digits)
+
 WORDS = ["river", "bank", "money", "animal", "street", "tired", "wide", "dog", "man", "bites", "cat", "tree"]
 DRAWN_JS = """() => { const e = document.querySelector('.st-key-tokens code');
   return !!e && [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')]
@@ -43,12 +45,14 @@ RECIPES = ("flood", "lab", "flow", "training", "closed", "bomb")
 class AttackReport:
     recipe: str
     victim_waits: list[float] = field(default_factory=list)
+    victim_served: list[float] = field(default_factory=list)  # until the server's last frame to them
     peak_rss_mb: float = 0.0
     start_rss_mb: float = 0.0
     attacker_rounds: int = 0
     notes: list[str] = field(default_factory=list)
     outcomes: dict[str, int] = field(default_factory=dict)  # training: what each Train click got
     failures: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # from the attack's start to its last round
 
 
 def _rss(pid: int) -> float:
@@ -131,14 +135,79 @@ async def _train(page: Any, url: str, i: int, r: int, seen: dict[str, int]) -> N
             break
 
 
+def _rerun_message(widgets: list[Any] | None = None) -> bytes:
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    msg = BackMsg()
+    msg.rerun_script.page_name = ""  # the explorer, served at "/"
+    msg.rerun_script.query_string = ""
+    for widget in widgets or []:
+        msg.rerun_script.widget_states.widgets.append(widget)
+    return msg.SerializeToString()
+
+
+async def _until_finished(ws: Any, timeout: float = 180.0) -> list[Any]:
+    """Every delta of one script run of a raw client, read and dropped (nothing drawn)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    deltas = []
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = ForwardMsg()
+        msg.ParseFromString(await asyncio.wait_for(ws.recv(), max(0.1, deadline - time.monotonic())))
+        kind = msg.WhichOneof("type")
+        if kind == "delta":
+            deltas.append(msg.delta)
+        elif kind == "script_finished" and msg.script_finished != msg.FINISHED_EARLY_FOR_RERUN:
+            return deltas
+
+
+async def _raw_flood(url: str, i: int, rounds: int, report: AttackReport) -> None:
+    """One raw websocket session of the flooding visitor (one cookie): the same reruns a tab
+    sends on Ctrl+Enter (the sentence box's new text), the replies read but never drawn."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+    from websockets.asyncio.client import connect
+
+    stream = url.replace("http://", "ws://") + "/_stcore/stream"
+    async with connect(
+        stream,
+        subprotocols=["streamlit"],  # type: ignore[list-item]
+        additional_headers={"Cookie": RAW_COOKIE},
+        max_size=None,
+    ) as ws:
+        await ws.send(_rerun_message())
+        deltas = await _until_finished(ws, 240.0)
+        box = next(
+            d.new_element.text_area.id
+            for d in deltas
+            if d.new_element.WhichOneof("type") == "text_area" and d.new_element.text_area.id.endswith("sentence_input")
+        )
+        for r in range(rounds):
+            text = f"attacker {i} round {r} " + words(505, i * 1000 + r)
+            try:
+                await ws.send(_rerun_message([WidgetState(id=box, string_value=text)]))
+                await _until_finished(ws)
+                report.attacker_rounds += 1
+            except Exception as exc:
+                report.failures.append(f"raw attacker {i} round {r}: {type(exc).__name__}")
+
+
 async def _victim(browser: Any, url: str, report: AttackReport) -> None:
+    """A new visitor opens the explorer: the wait until its four charts are drawn, and until
+    the server had sent it everything (the last websocket frame before that: the server's part;
+    the rest is the browser's own loading and drawing, on this same machine)."""
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
     page = await _new_page(context)
+    last_frame = [0.0]
+    page.on(
+        "websocket", lambda ws: ws.on("framereceived", lambda _payload: last_frame.__setitem__(0, time.monotonic()))
+    )
     t0 = time.monotonic()
     try:
         await page.goto(url)
         await page.wait_for_function(DRAWN_JS, timeout=180_000)
         report.victim_waits.append(time.monotonic() - t0)
+        report.victim_served.append(last_frame[0] - t0)
     except Exception as exc:
         report.failures.append(f"victim: {type(exc).__name__}")
     await context.close()
@@ -209,7 +278,9 @@ async def _bomb(browser: Any, url: str, tmp: Path, report: AttackReport) -> None
     )
 
 
-async def attack(url: str, pid: int, recipe: str, attackers: int, rounds: int, victims: int, tmp: Path) -> AttackReport:
+async def attack(
+    url: str, pid: int, recipe: str, attackers: int, rounds: int, victims: int, tmp: Path, raw: bool = False
+) -> AttackReport:
     from playwright.async_api import async_playwright
 
     report = AttackReport(recipe)
@@ -231,11 +302,16 @@ async def attack(url: str, pid: int, recipe: str, attackers: int, rounds: int, v
                 await steps[recipe]()
                 await _victim(browser, url, report)
             else:
-                tasks = await _attackers(browser, url, recipe, attackers, rounds, report)
+                started = time.monotonic()
+                if raw and recipe == "flood":
+                    tasks = [asyncio.create_task(_raw_flood(url, i, rounds, report)) for i in range(attackers)]
+                else:
+                    tasks = await _attackers(browser, url, recipe, attackers, rounds, report)
                 await asyncio.sleep(20)  # the attack under way: pages open, the first rounds sent
                 for _ in range(victims):
                     await _victim(browser, url, report)
                 await asyncio.gather(*tasks)
+                report.seconds = time.monotonic() - started
         finally:
             await browser.close()
             sampler.done.set()
@@ -245,9 +321,11 @@ async def attack(url: str, pid: int, recipe: str, attackers: int, rounds: int, v
 
 def print_report(report: AttackReport) -> None:
     waits = ", ".join(f"{w:.1f}" for w in report.victim_waits) or "none"
-    print(f"recipe {report.recipe}: {report.attacker_rounds} attacker rounds")
+    print(f"recipe {report.recipe}: {report.attacker_rounds} attacker rounds in {report.seconds:.0f} s")
     print(f"server RSS: {report.start_rss_mb:.0f} MB before, peak {report.peak_rss_mb:.0f} MB")
     print(f"new visitors' waits until the explorer was drawn (s): {waits}")
+    served = ", ".join(f"{w:.1f}" for w in report.victim_served) or "none"
+    print(f"  of which until the server had sent them everything (s): {served}")
     if report.outcomes:
         print(f"Train clicks: {report.outcomes}")
     for line in report.notes + report.failures[:20]:

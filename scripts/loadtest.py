@@ -9,6 +9,7 @@ Bounded in count and time, loopback only.
     .venv/bin/python scripts/loadtest.py --scenario stall   # 2 heavy explanations + a new sentence
     .venv/bin/python scripts/loadtest.py --scenario cold    # 8 first visits to a cold server at once
     .venv/bin/python scripts/loadtest.py --scenario flood --attackers 10 --rounds 3 --victims 2
+    .venv/bin/python scripts/loadtest.py --scenario flood --raw ...  # attackers that never draw
         # issue 26's recipes (scripts/attacks.py): flood, lab, flow, training, closed, bomb
 """
 
@@ -268,12 +269,12 @@ def main_cold() -> int:
     return 0 if not any(p for _, _, p in visits) else 1
 
 
-def main_attack(recipe: str, attackers: int, rounds: int, victims: int, demo: bool) -> int:
+def main_attack(recipe: str, attackers: int, rounds: int, victims: int, demo: bool, raw: bool = False) -> int:
     import tempfile
 
     env = {"ATTNVIZ_DEMO": "1"} if demo else None
     with tempfile.TemporaryDirectory() as tmp, streamlit_server(env=env) as (url, proc):
-        report = asyncio.run(attacks.attack(url, proc.pid, recipe, attackers, rounds, victims, Path(tmp)))
+        report = asyncio.run(attacks.attack(url, proc.pid, recipe, attackers, rounds, victims, Path(tmp), raw))
     attacks.print_report(report)
     return 0 if not report.failures else 1
 
@@ -289,9 +290,12 @@ def main() -> int:
     ap.add_argument("--attackers", type=int, default=6, help="recipes: attacking sessions")
     ap.add_argument("--victims", type=int, default=2, help="recipes: new visitors timed during the attack")
     ap.add_argument("--demo", action="store_true", help="recipes: run the server in demo mode")
+    ap.add_argument(
+        "--raw", action="store_true", help="flood: attackers as raw websocket clients (replies read, never drawn)"
+    )
     args = ap.parse_args()
     if args.scenario in attacks.RECIPES:
-        return main_attack(args.scenario, args.attackers, args.rounds, args.victims, args.demo)
+        return main_attack(args.scenario, args.attackers, args.rounds, args.victims, args.demo, args.raw)
     if args.scenario == "stall":
         return main_stall(args.rounds)
     if args.scenario == "cold":

@@ -158,31 +158,3 @@ def test_the_labs_random_seeds_are_cached_and_bounded_like_other_models() -> Non
     assert len(built) == 11 and reg.loads == 11
     assert sum(registry.is_random(k) for k in reg.models) == registry.MAX_RANDOM
     assert reg.models[key(None)] is shared
-
-
-def test_one_visitor_draws_two_pages_at_once_and_others_are_not_held() -> None:
-    """Ten tabs of one visitor (one cookie) run two page runs at a time; another visitor's run
-    goes in at once."""
-    inside: list[str] = []
-    lock, release = threading.Lock(), threading.Semaphore(0)
-    waits: list[str] = []
-
-    def run(visitor: str) -> None:
-        with budget.page_turn(visitor, wait=lambda: waits.append(visitor), poll_s=0.01):
-            with lock:
-                inside.append(visitor)
-            release.acquire()
-
-    flood = [threading.Thread(target=run, args=("flooder",)) for _ in range(5)]
-    for th in flood:
-        th.start()
-    _until(lambda: inside.count("flooder") == budget.PER_VISITOR_RUNS and "flooder" in waits, "two in, the rest wait")
-    newcomer = threading.Thread(target=run, args=("newcomer",))
-    newcomer.start()
-    _until(lambda: "newcomer" in inside, "the newcomer's run goes in while the flooder's wait")
-    assert inside.count("flooder") == budget.PER_VISITOR_RUNS and "newcomer" not in waits
-    for _ in range(6):
-        release.release()
-    for th in [*flood, newcomer]:
-        th.join(10)
-    assert inside.count("flooder") == 5 and budget._RUNS == {}

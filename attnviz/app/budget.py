@@ -11,10 +11,12 @@ wall. Both tables are bounded module state (never st.cache_*, which any client c
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from ..models import gate
 
@@ -22,7 +24,11 @@ __all__ = [
     "BUDGET_WINDOW_S",
     "MAX_SESSIONS",
     "MAX_VISITORS",
+    "PAGE_RUNS",
+    "PAGE_SLOTS",
     "PER_VISITOR_RUNS",
+    "PageRun",
+    "Turn",
     "bind",
     "charge",
     "clear",
@@ -56,8 +62,8 @@ def visitor_of(session: str) -> str:
         return _SESSIONS.get(session) or f"s:{session}"
 
 
-def _spent(visitor: str, now: float) -> float:
-    entries = _SPENT.get(visitor)
+def _spent(visitor: str, now: float, table: OrderedDict[str, deque[tuple[float, float]]] = _SPENT) -> float:
+    entries = table.get(visitor)
     if entries is None:
         return 0.0
     while entries and now - entries[0][0] > BUDGET_WINDOW_S:
@@ -76,59 +82,187 @@ def left(budget_s: float, visitor: str) -> float:
 
 
 def charge(visitor: str, seconds: float) -> None:
+    """`seconds` of model time spent for `visitor` (the gate's hook)."""
+    _charge(visitor, seconds, _SPENT)
+
+
+def _charge(visitor: str, seconds: float, table: OrderedDict[str, deque[tuple[float, float]]]) -> None:
     if seconds <= 0:
         return
     now = time.monotonic()
     with _LOCK:
-        entries = _SPENT.get(visitor)
+        entries = table.get(visitor)
         if entries is None:
-            entries = _SPENT[visitor] = deque()
+            entries = table[visitor] = deque()
         if entries and now - entries[-1][0] < 1.0:  # one entry a second: a flood of passes stays small
             entries[-1] = (entries[-1][0], entries[-1][1] + seconds)
         else:
             entries.append((now, seconds))
         while len(entries) > BUDGET_WINDOW_S:
             entries.popleft()
-        _SPENT.move_to_end(visitor)
-        while len(_SPENT) > MAX_VISITORS:
-            _SPENT.popitem(last=False)
+        table.move_to_end(visitor)
+        while len(table) > MAX_VISITORS:
+            table.popitem(last=False)
 
 
 def clear() -> None:
     """Forget all spending and sessions (tests)."""
     with _LOCK:
         _SPENT.clear()
+        _PAGE_SPENT.clear()
         _SESSIONS.clear()
 
 
 gate.configure(priority=spent, charge=charge)
 
 
-PER_VISITOR_RUNS = 2  # page runs of one visitor at once, all their tabs together
-_RUNS: dict[str, int] = {}
-_RUNS_COND = threading.Condition()
+PER_VISITOR_RUNS = 2  # page runs of one visitor under way at once, all their tabs together
+PAGE_SLOTS = 2  # page runs going forward at once, server-wide (a paused one holds none)
+YIELD_MARGIN_S = 2.0  # a run gives way to a visitor who has cost the server this much less
+NEWCOMER_S = 2.0  # a visitor who has cost the server less than this goes at once, whatever the slots
+MAX_PAUSE_S = 15.0  # a paused run goes on after this long whatever waits (nothing can hold it for good)
+_PAGE_SPENT: OrderedDict[str, deque[tuple[float, float]]] = OrderedDict()  # visitor -> page seconds
+_PAGE_SEQ = itertools.count()
+
+
+@dataclass(eq=False)
+class PageRun:
+    """One page run: waiting, going (holding one of the PAGE_SLOTS), or paused at a checkpoint."""
+
+    visitor: str
+    seq: int = field(default_factory=lambda: next(_PAGE_SEQ))
+    going: bool = False
+    under_way: bool = False  # from its first start to its end: one of the visitor's PER_VISITOR_RUNS
+    since: float = 0.0  # when it last went on
+    gone_s: float = 0.0  # seconds it went on before its last pause
+
+
+class _PageRuns:
+    """Page runs, server-wide. A newcomer's run (a visitor who has cost under NEWCOMER_S) goes at
+    once; else at most PAGE_SLOTS go at once; PER_VISITOR_RUNS of one visitor are under way at
+    most; the waiting go least-cost visitor first, then in arrival order; a run does not
+    go on (it waits, or pauses at its next checkpoint) while a visitor who has cost the server
+    YIELD_MARGIN_S less is waiting or going. The cost: the visitor's model time, their page runs'
+    wall time, and the time their runs under way have gone so far."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.under_way: list[PageRun] = []
+        self.waiting: list[PageRun] = []
+
+    def cost(self, visitor: str, now: float) -> float:
+        with _LOCK:
+            recorded = _spent(visitor, now) + _spent(visitor, now, _PAGE_SPENT)
+        going = sum(r.gone_s + (now - r.since if r.going else 0.0) for r in self.under_way if r.visitor == visitor)
+        return recorded + going
+
+    def _eligible(self) -> list[PageRun]:
+        n = {v: sum(r.visitor == v for r in self.under_way) for v in {r.visitor for r in self.waiting}}
+        return [r for r in self.waiting if r.under_way or n[r.visitor] < PER_VISITOR_RUNS]
+
+    def _outranked(self, run: PageRun, eligible: list[PageRun], now: float) -> bool:
+        mine = self.cost(run.visitor, now)
+        others = {r.visitor for r in [*eligible, *self.under_way] if r.going or r in eligible} - {run.visitor}
+        return any(self.cost(v, now) + YIELD_MARGIN_S < mine for v in others)
+
+    def _may_go(self, run: PageRun) -> bool:
+        """Newcomers at once (eight first visits to a cold server all draw their frames); the
+        others in their turn, within the slots."""
+        now = time.monotonic()
+        eligible = self._eligible()
+        if run not in eligible:
+            return False
+        if self.cost(run.visitor, now) < NEWCOMER_S:
+            return True
+        if sum(r.going for r in self.under_way) >= PAGE_SLOTS or self._outranked(run, eligible, now):
+            return False
+        return min(eligible, key=lambda r: (self.cost(r.visitor, now), r.seq)) is run
+
+    def wait(self, run: PageRun, poll: Callable[[], None] | None, poll_s: float, at_most: float | None = None) -> None:
+        """Until `run` may go on (or `at_most` seconds passed); `poll()` every `poll_s` while it
+        waits (it may raise to give up)."""
+        until = None if at_most is None else time.monotonic() + at_most
+        with self.cond:
+            self.waiting.append(run)
+            try:
+                while not self._may_go(run) and (until is None or time.monotonic() < until):
+                    if poll is not None:
+                        self.cond.release()
+                        try:
+                            poll()
+                        finally:
+                            self.cond.acquire()
+                    self.cond.wait(poll_s)
+            finally:
+                self.waiting.remove(run)
+            if not run.under_way:
+                run.under_way = True
+                self.under_way.append(run)
+            run.going, run.since = True, time.monotonic()
+            self.cond.notify_all()
+
+    def should_pause(self, run: PageRun) -> bool:
+        with self.cond:
+            return self._outranked(run, self._eligible(), time.monotonic())
+
+    def pause(self, run: PageRun) -> None:
+        with self.cond:
+            if run.going:
+                run.going = False
+                run.gone_s += time.monotonic() - run.since
+                self.cond.notify_all()
+
+    def end(self, run: PageRun) -> float:
+        """The run is over: the seconds it went on."""
+        self.pause(run)
+        with self.cond:
+            if run.under_way:
+                run.under_way = False
+                self.under_way.remove(run)
+            self.cond.notify_all()
+        return run.gone_s
+
+    def of(self, visitor: str) -> int:
+        """Runs of `visitor` under way now."""
+        with self.cond:
+            return sum(r.visitor == visitor for r in self.under_way)
+
+    def counts(self) -> tuple[int, int, int]:
+        """(going, paused, waiting to start) now (tests)."""
+        with self.cond:
+            going = sum(r.going for r in self.under_way)
+            return going, len(self.under_way) - going, sum(not r.under_way for r in self.waiting)
+
+
+PAGE_RUNS = _PageRuns()
+
+
+class Turn:
+    """A page run holding its turn: `checkpoint()` between two of its steps (app/visitor.py
+    calls it each time the run sends something to the browser) pauses the run while a visitor
+    who has cost the server less is waiting or going, and goes on after them."""
+
+    def __init__(self, run: PageRun, poll_s: float) -> None:
+        self.run, self.poll_s, self.pauses = run, poll_s, 0
+
+    def checkpoint(self, poll: Callable[[], None] | None = None) -> None:
+        """Never while this thread holds a model pass's slot or the background lane (the run
+        that goes first may need them); never for longer than MAX_PAUSE_S."""
+        if gate.holding_a_pass() or not PAGE_RUNS.should_pause(self.run):
+            return
+        self.pauses += 1
+        PAGE_RUNS.pause(self.run)
+        PAGE_RUNS.wait(self.run, poll, self.poll_s, MAX_PAUSE_S)
 
 
 @contextlib.contextmanager
-def page_turn(visitor: str, wait: Callable[[], None] | None = None, poll_s: float = 0.25) -> Iterator[None]:
-    """One page run of `visitor`: at most PER_VISITOR_RUNS at once, so ten tabs of one visitor
-    draw two at a time while other visitors' runs go on. `wait()` is called every `poll_s` while
-    it waits (the app shows a line there; a newer rerun of the tab stops the wait)."""
-    with _RUNS_COND:
-        while _RUNS.get(visitor, 0) >= PER_VISITOR_RUNS:
-            _RUNS_COND.release()
-            try:
-                if wait is not None:
-                    wait()
-            finally:
-                _RUNS_COND.acquire()
-            _RUNS_COND.wait(poll_s)
-        _RUNS[visitor] = _RUNS.get(visitor, 0) + 1
+def page_turn(visitor: str, wait: Callable[[], None] | None = None, poll_s: float = 0.25) -> Iterator[Turn]:
+    """One page run of `visitor`: it waits its turn (`wait()` is called every `poll_s` while it
+    waits: the app shows a line there, and a newer rerun of the tab stops the wait), goes, and
+    the seconds it went on are charged to the visitor's page time."""
+    run = PageRun(visitor)
     try:
-        yield
+        PAGE_RUNS.wait(run, wait, poll_s)
+        yield Turn(run, poll_s)
     finally:
-        with _RUNS_COND:
-            _RUNS[visitor] -= 1
-            if _RUNS[visitor] <= 0:
-                del _RUNS[visitor]
-            _RUNS_COND.notify_all()
+        _charge(visitor, PAGE_RUNS.end(run), _PAGE_SPENT)

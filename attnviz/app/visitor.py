@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import re
 import secrets
+import threading
 from collections.abc import Iterator
 
 import streamlit as st
@@ -92,20 +93,54 @@ def visitor() -> str:
 
 @contextlib.contextmanager
 def turn() -> Iterator[None]:
-    """Around a page run (app.py): at most budget.PER_VISITOR_RUNS runs of this visitor at once;
-    a tab over it says so and waits (a newer rerun of the tab ends the wait: the line is a
-    Streamlit call, where Streamlit stops a superseded run)."""
+    """Around a page run (app.py): the run waits its turn (budget.page_turn: a few page runs at
+    once server-wide, at most budget.PER_VISITOR_RUNS of one visitor, who has cost the server
+    least first) with a line that says so (a newer rerun of the tab ends the wait: the line is a
+    Streamlit call, where Streamlit stops a superseded run); once going, each thing it sends to
+    the browser is a checkpoint where it pauses for a visitor who has cost the server less."""
     note: list[DeltaGenerator] = []
+    who = visitor()
 
     def waiting() -> None:
         if not note:
             note.append(st.empty())
-        note[0].caption(t("fair.other_tabs", n=budget.PER_VISITOR_RUNS))
+        if budget.PAGE_RUNS.of(who) >= budget.PER_VISITOR_RUNS:
+            note[0].caption(t("fair.other_tabs", n=budget.PER_VISITOR_RUNS))
+        else:
+            note[0].caption(t("flood.page_wait"))
 
-    with budget.page_turn(visitor(), waiting):
+    with budget.page_turn(who, waiting) as held:
         for line in note:
             line.empty()
+        with _checkpoints(held):
+            yield
+
+
+@contextlib.contextmanager
+def _checkpoints(held: budget.Turn) -> Iterator[None]:
+    """Each message this run's thread sends (Streamlit's own yield points, where a rerun request
+    stops a run) first passes `held.checkpoint()`; while paused there, the session's rerun or
+    stop requests still end the run (Streamlit's `yield_check`)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    run = get_script_run_ctx()
+    send = getattr(run, "_enqueue", None)
+    if run is None or send is None:
         yield
+        return
+    me = threading.get_ident()
+    stop_check = getattr(run, "yield_check", None)
+
+    def enqueue(msg: object) -> None:
+        if threading.get_ident() == me:
+            held.checkpoint(stop_check)
+        send(msg)
+
+    run._enqueue = enqueue
+    try:
+        yield
+    finally:
+        run._enqueue = send
 
 
 gate.configure(resolver=_script_visitor)

@@ -48,6 +48,7 @@ __all__ = [
     "gate_for",
     "heavy",
     "heavy_queue",
+    "holding_a_pass",
     "interactive_waiting",
     "rss_mb",
     "visiting",
@@ -136,6 +137,13 @@ def rss_mb() -> float:
 
 
 _SEQ = itertools.count()
+_HOLDS: contextvars.ContextVar[int] = contextvars.ContextVar("attnviz_holds", default=0)
+
+
+def holding_a_pass() -> bool:
+    """Whether this thread holds a model pass's slot or the background lane now (a page run
+    does not pause for another there: app/budget.py)."""
+    return _HOLDS.get() > 0
 
 
 class _FairSlots:
@@ -158,9 +166,11 @@ class _FairSlots:
                 self.waiting.remove(entry)
             self.busy += 1
             self.cond.notify_all()
+        held = _HOLDS.set(_HOLDS.get() + 1)
         try:
             yield
         finally:
+            _HOLDS.reset(held)
             with self.cond:
                 self.busy -= 1
                 self.cond.notify_all()
