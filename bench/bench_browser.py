@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import platform
 import shlex
@@ -51,6 +52,9 @@ sys.path.insert(0, str(ROOT))
 import psutil  # noqa: E402
 
 from tests.browser import browser, streamlit_server  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "bench"))
+from breakdown import RECORDS_JS, breakdown, probes_js, rows  # noqa: E402
 
 BUDGET_COLD_S = 5.0  # issue 24 (issue 5 had 20 s)
 BUDGET_512_S = 1.0  # issue 24 (issue 5 had 10 s)
@@ -107,7 +111,7 @@ IDLE_JS = """() => {
 # watch the run from here (every animation frame): when the script starts and stops running on
 # the server, when each view is redrawn, and the browser's long tasks (main thread busy > 50 ms:
 # parsing the messages, Plotly drawing) for the breakdown.
-MARK_JS = """(keys) => {
+MARK_JS = """([keys, n]) => {
   window.__old = new Map(keys.map(k => {
     const gd = document.querySelector('.st-key-' + k + ' .js-plotly-plot'); return [k, gd ? gd.data : null]; }));
   if (!window.__long) {
@@ -115,14 +119,19 @@ MARK_JS = """(keys) => {
     new PerformanceObserver(list => { for (const e of list.getEntries()) window.__long.push([e.startTime, e.duration]); })
       .observe({type: 'longtask'});
   }
+  const oldCode = document.querySelector('.st-key-tokens code');
+  const oldTokens = oldCode ? oldCode.innerText : null;
   const t0 = performance.now();
-  const w = window.__watch = {t0, running: null, done: null, views: {}};
+  const w = window.__watch = {t0, running: null, done: null, tokens: null, views: {}};
   const tick = () => {
     const now = performance.now() - t0;
     const app = document.querySelector('[data-testid="stApp"]');
     const state = app ? app.dataset.testScriptState : null;
     if (state === 'running' && w.running === null) w.running = now;
     if (w.running !== null && state === 'notRunning' && w.done === null) w.done = now;
+    const code = document.querySelector('.st-key-tokens code');
+    if (w.tokens === null && code && code.innerText !== oldTokens && code.innerText.trim().split(' · ').length === n)
+      w.tokens = now;
     for (const k of keys) {
       const gd = document.querySelector('.st-key-' + k + ' .js-plotly-plot');
       if (w.views[k] === undefined && gd && gd._fullLayout && gd.data !== window.__old.get(k)
@@ -135,7 +144,9 @@ MARK_JS = """(keys) => {
 
 WATCH_JS = """() => { const w = window.__watch;
   const busy = window.__long.filter(([s, d]) => s + d >= w.t0).reduce((a, [s, d]) => a + d, 0);
-  return {running: w.running, done: w.done, views: w.views, busy}; }"""
+  return {running: w.running, done: w.done, tokens: w.tokens, views: w.views, busy, ...(RECORDS)(w)}; }""".replace(
+    "RECORDS", RECORDS_JS
+)
 
 REDRAWN_JS = """([keys, n]) => {
   const code = document.querySelector('.st-key-tokens code');
@@ -280,6 +291,7 @@ def run(
     with browser() as b:
         ctx = b.new_context(viewport={"width": 1400, "height": 1000}, locale="en-US")
         ctx.add_init_script(OBSERVER_JS)
+        ctx.add_init_script(probes_js())
         page = ctx.new_page()
         page.set_default_timeout(timeout_ms)
         page.on("crash", lambda _p: setattr(res, "crashed", True))
@@ -315,7 +327,7 @@ def run(
                 box = page.locator(".st-key-sentence_input textarea")
                 for i, text in enumerate(texts):
                     box.fill(text)
-                    page.evaluate(MARK_JS, list(VIEWS))
+                    page.evaluate(MARK_JS, [list(VIEWS), n_tokens])
                     frames.clear()
                     start = time.time()
                     box.press("Control+Enter")
@@ -324,6 +336,10 @@ def run(
                     res.ws_mb_512.append(sum(frames) / 1e6)
                     page.wait_for_function(IDLE_JS, timeout=timeout_ms)
                     res.watched.append(page.evaluate(WATCH_JS))
+                    parts = breakdown(res.watched[-1], VIEWS)["views"]
+                    print("    " + ", ".join(f"{k[5:]} msg {v['msg'] or 0:.2f} plot {v['plot_start'] or 0:.2f}-"
+                                             f"{v['plot_done'] or 0:.2f} ({v['plot_sync']:.2f} s, {v['calls']})"
+                                             for k, v in parts.items()), flush=True)  # fmt: skip
                     print(f"  {n_tokens} tokens, run {i + 1}: {res.runs_512[-1]:.2f} s", flush=True)
                 res.rss_after_512_mb = sampler.now_mb()
                 page.screenshot(path=str(ROOT / "test-artifacts" / "bench-512-explorer.png"))
@@ -425,9 +441,12 @@ def _breakdown(res: Result, n: int) -> list[tuple[str, str, str, str]]:
     return [
         (f"{n} tokens: script running on the server from / until (median)",
          f"{med([w['running'] for w in res.watched])} / {med([w['done'] for w in res.watched])}", "", ""),
+        (f"{n} tokens: new tokens shown (the forward pass done, median)", med([w["tokens"] for w in res.watched]),
+         "", ""),
         (f"{n} tokens: each view redrawn at (median)", views, "", ""),
         (f"{n} tokens: browser main thread busy in long tasks (median)",
          med([w["busy"] for w in res.watched]), "", ""),
+        *rows([breakdown(w, VIEWS) for w in res.watched], VIEWS, n),
     ]  # fmt: skip
 
 
@@ -469,6 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, help="write the markdown table (with the command) here")
     ap.add_argument("--append", action="store_true", help="append to --out instead of replacing it")
+    ap.add_argument("--json", type=Path, help="write each run's raw browser records (messages, Plotly calls) here")
     args = ap.parse_args(argv)
 
     (ROOT / "test-artifacts").mkdir(exist_ok=True)
@@ -477,6 +497,8 @@ def main(argv: list[str] | None = None) -> int:
     pages = tuple(p for p in args.pages.split(",") if p)
     res = run(args.server_arg, env, args.repeats, args.tokens, args.timeout, pages)
     after = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    if args.json:
+        args.json.write_text(json.dumps(res.watched, indent=1))
     command = shlex.join([".venv/bin/python", "bench/bench_browser.py", *(argv if argv is not None else sys.argv[1:])])
     settings = " ".join([*args.server_env, *args.server_arg]) or "the app's own .streamlit/config.toml and defaults"
     report = (

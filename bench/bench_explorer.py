@@ -6,11 +6,13 @@
 Each repeat takes a new text of exactly n tokens (bench_browser.texts_of_exactly), so nothing
 comes from a cache. Parts, each timed on its own: the forward pass (`attend`), what the explorer
 computes beside it (the sinks switch's norm-based weights and sink scores), each view's figure,
-and each figure's serialisation as Streamlit does it (`plotly.io.to_json(fig, validate=False)`,
+its lines made path shapes (app/redraw.py, as the explorer sends it), and each figure's
+serialisation as Streamlit does it (`plotly.io.to_json(fig, validate=False)`,
 whose bytes go over the websocket). Then the whole explorer page as the server runs it
 (Streamlit's AppTest: script, widgets and protobuf, no browser), so what the parts leave out
 shows. What happens in the browser (websocket, parsing, Plotly drawing) is measured by
-bench/bench_browser.py (`script done` and the browser's long tasks per run).
+bench/bench_browser.py (each view's websocket message, its Plotly calls and the browser's long
+tasks per run; bench/breakdown.py).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def parts(texts: list[str], n: int) -> dict[str, list[float]]:
 
     import attnviz
     from attnviz import explain, views
+    from attnviz.app.redraw import lines_as_shapes
     from attnviz.app.sections.explorer import THUMB
 
     model = attnviz.load_model("minilm", device="cpu")
@@ -69,7 +72,9 @@ def parts(texts: list[str], n: int) -> dict[str, list[float]]:
         for name, build in figs.items():
             s, fig = _timed(build)
             add(f"figure: {name}", s)
-            s, js = _timed(lambda fig=fig: pio.to_json(fig, validate=False))
+            s, sent = _timed(lambda fig=fig: lines_as_shapes(fig))  # as the explorer sends it
+            add(f"lines as shapes: {name}", s)
+            s, js = _timed(lambda sent=sent: pio.to_json(sent, validate=False))
             add(f"to_json: {name}", s)
             add(f"MB: {name}", len(js) / 1e6)
     return out
@@ -113,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         unit = "MB" if name.startswith("MB") else "s"
         each = ", ".join(f"{v:.3f}" for v in values)
         print(f"| {name} | {statistics.median(values):.3f} {unit} | {each} |")
-    total = sum(statistics.median(v) for k, v in measured.items() if not k.startswith(("MB", "figure: token")))
+    total = sum(
+        statistics.median(v) for k, v in measured.items() if not (k.startswith("MB") or k.endswith("token focus"))
+    )
     print(f"| sum of the parts above (without token focus and sizes) | {total:.3f} s | |")
     each = ", ".join(f"{v:.3f}" for v in whole)
     print(f"| **whole explorer page on the server** (AppTest, new text) | {statistics.median(whole):.3f} s | {each} |")

@@ -15,7 +15,7 @@ from ...focus import default_focus
 from ...result import Attention
 from ...views import decoder as decoder_views
 from ...views.ablation import mark_off
-from .. import charts, downloads, heads_off, runners, urls, widgets, work
+from .. import charts, downloads, heads_off, redraw, runners, urls, widgets, work
 from ..readers import unknown_notice
 from ..runners import Loaded
 from ..state import Ctx, t
@@ -139,7 +139,7 @@ def _show(
     clicks: dict[str, Any] = (
         {} if on_select is None else {"on_select": partial(on_select, key), "selection_mode": "points"}
     )
-    charts.chart(fig, key=key, **clicks)
+    charts.chart(redraw.lines_as_shapes(fig), key=key, **clicks)  # lines as one SVG path each: faster to draw
     widgets.caveat(caveat)
     downloads.figure_downloads(fig, export, focus.settings)
 

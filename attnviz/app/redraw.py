@@ -1,0 +1,98 @@
+"""Figures as the browser draws them cheaply (issue 24.1): many straight lines as one SVG path.
+
+The head view draws up to 4,096 links and the graph view up to 400 edges, each set as a few
+line traces whose segments are broken by NaN. plotly.js draws every unbroken run of a line
+trace as its own SVG <path>: at 512 tokens the head view was about 4,000 DOM nodes and the
+slowest chart of the explorer to draw (bench/bench_browser.py's breakdown: each Plotly call).
+A layout shape of type "path" ("M x0,y0 L x1,y1 M ...", in data coordinates) draws the same
+segments as one element; shapes take the trace's colour, width, opacity, legend name and group,
+so the legend and its clicks still show and hide each head or width bin. Only lines that carry
+nothing to hover ("hoverinfo": "skip") become shapes, so nothing a visitor can point at is lost;
+the clickable token and arrow markers stay traces.
+
+Streamlit's chart element also hands plotly.js each new figure twice (a second Plotly.react
+after re-applying its theme, whose template is then a new object, which Plotly answers with a
+full redraw), so every draw saved here is saved twice.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..views._base import figure
+
+__all__ = ["lines_as_shapes", "path_of"]
+
+
+def _array(value: Any) -> np.ndarray:
+    """A trace's coordinates: a list, a numpy array, or plotly's base64 typed array."""
+    if isinstance(value, dict) and "bdata" in value:
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+    return np.asarray([np.nan if v is None else v for v in value], dtype=np.float64)
+
+
+def _numbers(values: np.ndarray) -> list[str]:
+    """Each value as its shortest exact decimal (a float32 as float32: 0.3, not 0.30000001)."""
+    if values.dtype.kind in "iub":
+        return [str(v) for v in values.tolist()]
+    if values.dtype != np.float32:
+        values = values.astype(np.float64)
+    return [s.removesuffix(".0") for s in values.astype(str).tolist()]
+
+
+def path_of(xs: np.ndarray, ys: np.ndarray) -> str:
+    """An SVG path in data coordinates: one subpath ("M x,y L x,y ...") per NaN-free run."""
+    ok = ~(np.isnan(xs.astype(np.float64)) | np.isnan(ys.astype(np.float64)))
+    xt, yt = _numbers(xs), _numbers(ys)
+    parts: list[str] = []
+    pen_down = False
+    for i in range(len(xt)):
+        if not ok[i]:
+            pen_down = False
+            continue
+        parts.append(f"{'L' if pen_down else 'M'}{xt[i]},{yt[i]}")
+        pen_down = True
+    return "".join(parts)
+
+
+def _is_plain_lines(trace: dict[str, Any]) -> bool:
+    return (
+        trace.get("type", "scatter") == "scatter"
+        and trace.get("mode") == "lines"
+        and trace.get("hoverinfo") == "skip"
+        and not trace.get("fill")
+        and trace.get("visible", True) is True
+    )
+
+
+def _shape(trace: dict[str, Any]) -> dict[str, Any]:
+    shape: dict[str, Any] = {
+        "type": "path",
+        "path": path_of(_array(trace["x"]), _array(trace["y"])),
+        "xref": trace.get("xaxis", "x"),
+        "yref": trace.get("yaxis", "y"),
+        "layer": "below",
+        "line": trace.get("line", {}),
+        "opacity": trace.get("opacity", 1.0),
+        "showlegend": trace.get("showlegend", True),
+    }
+    return shape | {k: trace[k] for k in ("name", "legendgroup") if k in trace}
+
+
+def lines_as_shapes(fig: go.Figure) -> go.Figure:
+    """The same figure with its hover-less line traces drawn as path shapes (a new Figure;
+    `fig` is left as it is, for its downloads); `fig` itself when it has none."""
+    if not any(tr.type == "scatter" and tr.mode == "lines" and tr.hoverinfo == "skip" for tr in fig.data):
+        return fig  # a heatmap: no copy of its arrays
+    spec = fig.to_plotly_json()
+    lines = [tr for tr in spec["data"] if _is_plain_lines(tr)]
+    if not lines:
+        return fig
+    data = [tr for tr in spec["data"] if not _is_plain_lines(tr)]
+    layout = dict(spec["layout"])
+    layout["shapes"] = [*layout.get("shapes", ()), *(_shape(tr) for tr in lines)]
+    return figure(data, layout)
