@@ -23,6 +23,7 @@ from ..models import gate
 __all__ = [
     "BUDGET_WINDOW_S",
     "MAX_SESSIONS",
+    "MAX_UNDER_WAY",
     "MAX_VISITORS",
     "PAGE_RUNS",
     "PAGE_SLOTS",
@@ -121,6 +122,10 @@ PAGE_SLOTS = 2  # page runs going forward at once, server-wide (a paused one hol
 YIELD_MARGIN_S = 2.0  # a run gives way to a visitor who has cost the server this much less
 NEWCOMER_S = 2.0  # a visitor who has cost the server less than this goes at once, whatever the slots
 MAX_PAUSE_S = 15.0  # a paused run goes on after this long whatever waits (nothing can hold it for good)
+MAX_UNDER_WAY = 10  # page runs under way at once (going or paused: each holds its results in memory),
+# server-wide, newcomers included, so cookie-less tabs that all look new cannot start a 512-token
+# run each; past the server's memory budget (gate.configure(memory_mb=...), ATTNVIZ_MEMORY_MB) no
+# new run starts while PAGE_SLOTS are under way. A run that may not start outranks nobody.
 _PAGE_SPENT: OrderedDict[str, deque[tuple[float, float]]] = OrderedDict()  # visitor -> page seconds
 _PAGE_SEQ = itertools.count()
 
@@ -135,6 +140,12 @@ class PageRun:
     under_way: bool = False  # from its first start to its end: one of the visitor's PER_VISITOR_RUNS
     since: float = 0.0  # when it last went on
     gone_s: float = 0.0  # seconds it went on before its last pause
+
+
+def _over_memory() -> bool:
+    """The server is past its memory budget (no budget set: never)."""
+    budget = gate.memory_budget_mb()
+    return budget > 0 and gate.rss_mb() > budget
 
 
 class _PageRuns:
@@ -156,9 +167,14 @@ class _PageRuns:
         going = sum(r.gone_s + (now - r.since if r.going else 0.0) for r in self.under_way if r.visitor == visitor)
         return recorded + going
 
+    def _may_start(self) -> bool:
+        under = len(self.under_way)
+        return under < MAX_UNDER_WAY and not (under >= PAGE_SLOTS and _over_memory())
+
     def _eligible(self) -> list[PageRun]:
         n = {v: sum(r.visitor == v for r in self.under_way) for v in {r.visitor for r in self.waiting}}
-        return [r for r in self.waiting if r.under_way or n[r.visitor] < PER_VISITOR_RUNS]
+        start = self._may_start()
+        return [r for r in self.waiting if r.under_way or (start and n[r.visitor] < PER_VISITOR_RUNS)]
 
     def _outranked(self, run: PageRun, eligible: list[PageRun], now: float) -> bool:
         mine = self.cost(run.visitor, now)
@@ -172,8 +188,8 @@ class _PageRuns:
         eligible = self._eligible()
         if run not in eligible:
             return False
-        if self.cost(run.visitor, now) < NEWCOMER_S:
-            return True
+        if self.cost(run.visitor, now) < NEWCOMER_S:  # in arrival order among the visitor's own runs
+            return min((r for r in eligible if r.visitor == run.visitor), key=lambda r: r.seq) is run
         if sum(r.going for r in self.under_way) >= PAGE_SLOTS or self._outranked(run, eligible, now):
             return False
         return min(eligible, key=lambda r: (self.cost(r.visitor, now), r.seq)) is run

@@ -124,6 +124,11 @@ def _charge(visitor: str, seconds: float) -> None:
         _HOOKS.charge(visitor, seconds)
 
 
+def memory_budget_mb() -> float:
+    """The server's memory budget in MB (`configure(memory_mb=...)`; 0: none)."""
+    return _HOOKS.memory_mb
+
+
 def rss_mb() -> float:
     """This process's resident memory in MB (0 where /proc is not there: no budget applies)."""
     try:

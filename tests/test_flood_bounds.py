@@ -1,0 +1,67 @@
+"""Page runs that may start are bounded (app/budget.py `_may_start`): cookie-less tabs all look
+new, and a run under way (going or paused) holds its results in memory, so no run starts while
+MAX_UNDER_WAY are under way, nor, past the server's memory budget, while PAGE_SLOTS are; a run that
+may not start outranks nobody (the runs under way do not pause for it), and it starts, costing
+least, as soon as one ends."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from attnviz.app import budget
+from attnviz.models import gate
+from tests.test_flood_turns import FLOODER, Runs, _until
+
+
+@pytest.fixture(autouse=True)
+def fresh() -> Iterator[None]:
+    budget.clear()
+    yield
+    assert budget.PAGE_RUNS.counts() == (0, 0, 0), "a page run was left behind"
+    budget.clear()
+    gate.configure(memory_mb=0)
+
+
+def _flooder_holds_both_slots(runs: Runs) -> None:
+    budget.charge(FLOODER, 60.0)
+    runs.start("f0", FLOODER)
+    runs.start("f1", FLOODER)
+    _until(lambda: budget.PAGE_RUNS.counts()[0] == 2, "the flooder holds both slots")
+
+
+def test_no_run_starts_past_max_under_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(budget, "MAX_UNDER_WAY", 3)
+    runs = Runs()
+    _flooder_holds_both_slots(runs)
+    for i in range(3):
+        runs.start(f"new{i}", f"c:{i:032x}")
+    _until(lambda: sum(runs.has(f"go new{i}") for i in range(3)) == 1, "one newcomer goes beside the two")
+    _until(lambda: budget.PAGE_RUNS.counts() == (3, 0, 2), "the other two wait; the flooder's runs go on")
+    runs.finish("f0", "f1")  # two runs end: the waiting newcomers start
+    _until(lambda: all(runs.has(f"go new{i}") for i in range(3)), "every newcomer goes in the end")
+    runs.join()
+
+
+def test_past_the_memory_budget_a_newcomer_waits_for_a_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    gate.configure(memory_mb=1500)
+    monkeypatch.setattr(gate, "rss_mb", lambda: 1600.0)
+    runs = Runs()
+    _flooder_holds_both_slots(runs)
+    runs.start("new", "c:" + "1" * 32)
+    _until(lambda: budget.PAGE_RUNS.counts() == (2, 0, 1), "the newcomer waits")
+    assert not runs.has("go new")
+    runs.finish("f0")
+    _until(lambda: runs.has("go new"), "the newcomer takes the first slot that frees")
+    runs.join()
+
+
+def test_under_the_memory_budget_a_newcomer_goes_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    gate.configure(memory_mb=1500)
+    monkeypatch.setattr(gate, "rss_mb", lambda: 600.0)
+    runs = Runs()
+    _flooder_holds_both_slots(runs)
+    runs.start("new", "c:" + "1" * 32)
+    _until(lambda: runs.has("go new"), "the newcomer goes beside the flooder's two runs")
+    runs.join()
