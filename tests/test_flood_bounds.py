@@ -12,14 +12,17 @@ import pytest
 
 from attnviz.app import budget
 from attnviz.models import gate
-from tests.test_flood_turns import FLOODER, Runs, _until
+from tests.test_flood_turns import _STARTED, FLOODER, Runs, _until
 
 
 @pytest.fixture(autouse=True)
 def fresh() -> Iterator[None]:
     budget.clear()
     yield
-    assert budget.PAGE_RUNS.counts() == (0, 0, 0), "a page run was left behind"
+    left = budget.PAGE_RUNS.counts()
+    while _STARTED:
+        _STARTED.pop().join()
+    assert left == (0, 0, 0), "a page run was left behind"
     budget.clear()
     gate.configure(memory_mb=0)
 
