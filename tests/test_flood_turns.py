@@ -140,9 +140,11 @@ def test_at_most_page_slots_runs_go_at_once_server_wide() -> None:
     runs.join()
 
 
-def test_newcomers_all_go_at_once_as_on_a_cold_server() -> None:
-    """Eight first visits at once: none waits for a slot (each draws its frame and sentence box
-    while the model loads), and a newcomer goes even while two runs of a flooder hold the slots."""
+def test_newcomers_all_go_at_once_as_on_a_cold_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight first visits at once, where MAX_UNDER_WAY allows ten runs under way: none waits for
+    a slot, and a newcomer goes even while two runs of a flooder hold the slots (the bound itself:
+    tests/test_flood_bounds.py)."""
+    monkeypatch.setattr(budget, "MAX_UNDER_WAY", 10)
     budget.charge(FLOODER, 60.0)
     runs = Runs()
     runs.start("f0", FLOODER)

@@ -122,9 +122,10 @@ PAGE_SLOTS = 2  # page runs going forward at once, server-wide (a paused one hol
 YIELD_MARGIN_S = 2.0  # a run gives way to a visitor who has cost the server this much less
 NEWCOMER_S = 2.0  # a visitor who has cost the server less than this goes at once, whatever the slots
 MAX_PAUSE_S = 15.0  # a paused run goes on after this long whatever waits (nothing can hold it for good)
-MAX_UNDER_WAY = 10  # page runs under way at once (going or paused: each holds its results in memory),
+MAX_UNDER_WAY = 4  # page runs under way at once (going or paused: each holds its results in memory),
 # server-wide, newcomers included, so cookie-less tabs that all look new cannot start a 512-token
-# run each; past the server's memory budget (gate.configure(memory_mb=...), ATTNVIZ_MEMORY_MB) no
+# run each (ten chromium tabs of one flooder: peak 1,643 MB with ten under way); a run that waits
+# shows its line under the sidebar, which is drawn before the turn; past the server's memory budget (gate.configure(memory_mb=...), ATTNVIZ_MEMORY_MB) no
 # new run starts while PAGE_SLOTS are under way. A run that may not start outranks nobody.
 _PAGE_SPENT: OrderedDict[str, deque[tuple[float, float]]] = OrderedDict()  # visitor -> page seconds
 _PAGE_SEQ = itertools.count()
