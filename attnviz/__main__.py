@@ -61,7 +61,7 @@ def to_json(att: Attention) -> dict[str, object]:
     export.weights_json)."""
     from .export import weights_json
 
-    return {"text": att.text, **json.loads(weights_json(att))}
+    return {**json.loads(weights_json(att)), "text": att.text}
 
 
 # subcommand -> module with main(argv) -> int, imported only when asked for (Ray, training code)

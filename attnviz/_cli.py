@@ -35,15 +35,17 @@ class Parser(argparse.ArgumentParser):
 
 def with_text(payload: bytes, text: str) -> bytes:
     """A --json document (UTF-8 bytes of one JSON object) with `"text"` (the text analysed) as
-    its first key, so every --json output says what it is about (issue 23.6). Keys are only
-    ever added to the documents (/work/shared/ARCHITECTURE.md: add, never rename); a lone
-    surrogate in the text becomes its JSON escape, as in export.weights_json."""
-    body = payload.lstrip()
-    if not body.startswith(b"{"):
+    its last key, so every --json output says what it is about (issue 23.6) while its first keys
+    stay where the README and scripts read them. Keys are only ever added to the documents
+    (/work/shared/ARCHITECTURE.md: add, never rename); a lone surrogate in the text becomes its
+    JSON escape, as in export.weights_json."""
+    body = payload.strip()
+    if not (body.startswith(b"{") and body.endswith(b"}")):
         raise ValueError("a --json document is one JSON object")
     key = b'"text": ' + json.dumps(text, ensure_ascii=False).encode("utf-8", "backslashreplace")
-    rest = body[1:].lstrip()
-    return b"{" + key + (b"}" if rest.startswith(b"}") else b", " + rest)
+    head = body[:-1].rstrip()
+    tail = payload[len(payload.rstrip()) :]  # the trailing newline, if any
+    return head + (b"" if head == b"{" else b", ") + key + b"}" + tail
 
 
 def one_line(exc: BaseException) -> str:

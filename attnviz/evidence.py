@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             methods = [m.strip() for m in args.methods.split(",") if m.strip()]
             query = _query(model, text, args.query, args.max_tokens)
             kind, result = "scoreboard", scoreboard(model, text, query, methods, args.max_tokens)
-        _emit({"text": text, **result} if args.json else result, kind, args.json)  # --json says what it read
+        _emit({**result, "text": text} if args.json else result, kind, args.json)  # --json says what it read
         return 0
 
     return guarded("attnviz evidence", body, (ValueError, IndexError, ModelLoadError, OSError))

@@ -26,10 +26,11 @@ def _json(capsys: pytest.CaptureFixture[str], code: int) -> dict[str, object]:
     return data
 
 
-def test_with_text_puts_the_text_first_and_keeps_every_key() -> None:
-    doc = with_text(b'{"model": "m", "weights": [[1]]}', 'a "b" 动物')
+def test_with_text_puts_the_text_last_and_keeps_every_key_in_place() -> None:
+    doc = with_text(b'{"model": "m", "weights": [[1]]}\n', 'a "b" 动物')
     assert json.loads(doc) == {"text": 'a "b" 动物', "model": "m", "weights": [[1]]}
-    assert doc.startswith(b'{"text": ')
+    assert list(json.loads(doc)) == ["model", "weights", "text"]  # the README reads '{"model": ...' first
+    assert doc.startswith(b'{"model": "m"') and doc.endswith(b"}\n")
     assert json.loads(with_text(b"{}", "x")) == {"text": "x"}
     assert json.loads(with_text(b"{}", "lone \udc80")) == {"text": "lone \udc80"}  # escaped, not an error
     with pytest.raises(ValueError, match="one JSON object"):

@@ -65,7 +65,6 @@ def to_json(run: TrainingRun, *, weights: bool = True) -> dict[str, object]:
         snaps.append(row)
     text = getattr(run.task, "text", None)  # the text task's (cleaned) text; otherwise what the maps read
     return {
-        "text": text if isinstance(text, str) else run.probe.text,
         "task": run.config.task,
         "model": run.model.name,
         "vocab_size": len(run.task.vocab),
@@ -73,6 +72,7 @@ def to_json(run: TrainingRun, *, weights: bool = True) -> dict[str, object]:
         "scores_measured_on": "held-out batch",
         "snapshots": snaps,
         "summary": run.summary(),
+        "text": text if isinstance(text, str) else run.probe.text,  # added last: the first keys stay put
     }
 
 
