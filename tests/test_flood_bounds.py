@@ -35,15 +35,20 @@ def _flooder_holds_both_slots(runs: Runs) -> None:
 
 
 def test_no_run_starts_past_max_under_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three under way at most: the flooder's two (paused for the newcomer, still holding their
+    results) and one newcomer; the next newcomer starts only when that one ends."""
     monkeypatch.setattr(budget, "MAX_UNDER_WAY", 3)
     runs = Runs()
     _flooder_holds_both_slots(runs)
-    for i in range(3):
-        runs.start(f"new{i}", f"c:{i:032x}")
-    _until(lambda: sum(runs.has(f"go new{i}") for i in range(3)) == 1, "one newcomer goes beside the two")
-    _until(lambda: budget.PAGE_RUNS.counts() == (3, 0, 2), "the other two wait; the flooder's runs go on")
-    runs.finish("f0", "f1")  # two runs end: the waiting newcomers start
-    _until(lambda: all(runs.has(f"go new{i}") for i in range(3)), "every newcomer goes in the end")
+    names = [f"new{i}" for i in range(3)]
+    for i, name in enumerate(names):
+        runs.start(name, f"c:{i:032x}")
+    for step in range(3):
+        _until(lambda: sum(runs.has(f"go {n}") for n in names) == step + 1, f"newcomer {step + 1} starts")  # noqa: B023
+        under = budget.PAGE_RUNS.counts()
+        _until(lambda: budget.PAGE_RUNS.counts()[2] == 2 - step, "the rest wait to start")  # noqa: B023
+        assert sum(budget.PAGE_RUNS.counts()[:2]) <= 3, under
+        runs.finish(*(n for n in names if runs.has(f"go {n}")))
     runs.join()
 
 
