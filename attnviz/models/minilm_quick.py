@@ -156,16 +156,9 @@ def encoder_config(folder: Path) -> EncoderConfig:
     c = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     if c.get("model_type") != "bert" or c.get("hidden_act") != "gelu":
         raise ValueError(f"not a BERT encoder with GELU: {c.get('model_type')!r}, {c.get('hidden_act')!r}")
-    return EncoderConfig(
-        vocab_size=c["vocab_size"],
-        max_positions=c["max_position_embeddings"],
-        type_vocab_size=c["type_vocab_size"],
-        d_model=c["hidden_size"],
-        n_heads=c["num_attention_heads"],
-        d_ff=c["intermediate_size"],
-        n_layers=c["num_hidden_layers"],
-        layer_norm_eps=c["layer_norm_eps"],
-    )
+    from .loading import _scratch_config  # the one reading of a BERT config.json into the scratch encoder's
+
+    return _scratch_config(folder)
 
 
 class QuickMiniLM(PretrainedModel):
