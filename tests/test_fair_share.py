@@ -7,22 +7,14 @@ Event-based: each test waits for a state the threads reach, with a deadline."""
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from attnviz.app import budget
 from attnviz.models import gate
 from attnviz.models.gate import ForwardGate
-
-
-def _until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    pause = threading.Event()
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for: {what}"
-        pause.wait(0.005)
+from tests.waiting import until as _until
 
 
 @pytest.fixture

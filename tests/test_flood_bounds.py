@@ -12,7 +12,8 @@ import pytest
 
 from attnviz.app import budget
 from attnviz.models import gate
-from tests.test_flood_turns import _STARTED, FLOODER, Runs, _until
+from tests.test_flood_turns import _STARTED, FLOODER, Runs
+from tests.waiting import until as _until
 
 
 @pytest.fixture(autouse=True)

@@ -6,23 +6,15 @@ straight through, and while paused the session's own rerun or stop request (Stre
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 import streamlit.runtime.scriptrunner as scriptrunner
 
 from attnviz.app import budget, visitor
+from tests.waiting import until as _until
 
 FLOODER, NEWCOMER = "c:" + "f" * 32, "c:" + "0" * 32
-
-
-def _until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    pause = threading.Event()
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for: {what}"
-        pause.wait(0.005)
 
 
 class FakeRun:

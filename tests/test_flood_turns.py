@@ -16,16 +16,9 @@ import pytest
 
 from attnviz.app import budget
 from attnviz.models.gate import ForwardGate
+from tests.waiting import until as _until
 
 FLOODER, NEWCOMER = "c:" + "f" * 32, "c:" + "0" * 32
-
-
-def _until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    pause = threading.Event()
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for: {what}"
-        pause.wait(0.005)
 
 
 _STARTED: list[Runs] = []  # every test's runs, released at its end even when it failed
