@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from dataclasses import replace
@@ -13,12 +12,13 @@ from typing import Any, Literal
 import torch
 
 from .. import hub
-from ..scratch import EncoderConfig, ScratchEncoder
+from ..scratch import ScratchEncoder
 from .base import ModelLoadError
 from .e5 import E5_MODEL, load_e5_runner
 from .gate import gate_for
 from .huggingface import PretrainedModel
 from .minilm_quick import QuickMiniLM
+from .minilm_quick import scratch_config as _scratch_config
 from .names import EMBEDDED_MODEL, MODEL_NAME_MAX, check_model_name
 from .scratch_runner import ScratchModel
 from .smollm2 import NAME as SMOLLM2_MODEL
@@ -219,18 +219,3 @@ def _embedded_state_dict() -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
     return load_file(str(embedded_model_dir() / "model.safetensors"))
-
-
-def _scratch_config(folder: Path, **switches: bool) -> EncoderConfig:
-    c = json.loads((folder / "config.json").read_text())
-    return EncoderConfig(
-        vocab_size=c["vocab_size"],
-        max_positions=c["max_position_embeddings"],
-        type_vocab_size=c["type_vocab_size"],
-        d_model=c["hidden_size"],
-        n_heads=c["num_attention_heads"],
-        d_ff=c["intermediate_size"],
-        n_layers=c["num_hidden_layers"],
-        layer_norm_eps=c["layer_norm_eps"],
-        **switches,
-    )

@@ -33,7 +33,7 @@ from .names import EMBEDDED_MODEL
 if TYPE_CHECKING:
     from transformers import PreTrainedModel as HFModel
 
-__all__ = ["QuickEncoding", "QuickMiniLM", "QuickTokenizer", "quick_attention"]
+__all__ = ["QuickEncoding", "QuickMiniLM", "QuickTokenizer", "quick_attention", "scratch_config"]
 
 # the keyword arguments the quick tokenizer answers itself; any other call goes to transformers'
 _QUICK_KWARGS = {
@@ -152,13 +152,28 @@ def quick_attention(encoder: ScratchEncoder, inputs: Inputs, out: np.ndarray) ->
     return out
 
 
+def scratch_config(folder: Path, **switches: bool) -> EncoderConfig:
+    """A BERT config.json as the scratch encoder's config (`switches`: its extra fields); the one
+    reader of it (models/loading.py and long/run.py call it too)."""
+    c = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    return EncoderConfig(
+        vocab_size=c["vocab_size"],
+        max_positions=c["max_position_embeddings"],
+        type_vocab_size=c["type_vocab_size"],
+        d_model=c["hidden_size"],
+        n_heads=c["num_attention_heads"],
+        d_ff=c["intermediate_size"],
+        n_layers=c["num_hidden_layers"],
+        layer_norm_eps=c["layer_norm_eps"],
+        **switches,
+    )
+
+
 def encoder_config(folder: Path) -> EncoderConfig:
     c = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     if c.get("model_type") != "bert" or c.get("hidden_act") != "gelu":
         raise ValueError(f"not a BERT encoder with GELU: {c.get('model_type')!r}, {c.get('hidden_act')!r}")
-    from .loading import _scratch_config  # the one reading of a BERT config.json into the scratch encoder's
-
-    return _scratch_config(folder)
+    return scratch_config(folder)
 
 
 class QuickMiniLM(PretrainedModel):
