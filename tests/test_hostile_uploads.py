@@ -15,7 +15,7 @@ from attnviz import i18n
 from attnviz.app.client_guard import UPLOAD_FRAMING_MB
 from attnviz.config import settings_from_env
 
-from .browser import browser, streamlit_server
+from .browser import ARTIFACTS, browser, streamlit_server
 from .test_browser import FIRST_LOAD_MS, Session, _session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -61,16 +61,32 @@ def _upload(s: Session, lang: str, name: str, size: int) -> str:
     return str(s.page.locator('[data-testid="stMain"]').inner_text())
 
 
+def _what_happened(s: Session, url: str) -> str:
+    body = str(s.page.locator('[data-testid="stMain"]').inner_text())
+    log = ARTIFACTS / f"streamlit-{url.rsplit(':', 1)[1]}.log"
+    tail = log.read_text(errors="replace")[-2000:] if log.exists() else "(no server log)"
+    return f"page:\n{body[-1500:]}\nserver log:\n{tail}"
+
+
 def test_a_file_under_the_stated_limit_is_taken_and_read(chromium: Any, demo_server: str) -> None:
     for s in _session(chromium, demo_server):
         size = int((LIMIT_MB - 0.2) * 2**20)  # 1.8 MB in demo mode: a raw 413 before
         body = _upload(s, "en", "near-the-limit.txt", size)
         assert i18n.t("corpus.upload", "en", mb=LIMIT_MB) in body
         assert "AxiosError" not in body and "413" not in body
+        assert s.page.locator("[data-testid=stAlert]").count() == 0, body[-1500:]  # no warning yet
         s.page.locator(".st-key-corpus_run button").click()
-        # the app's own check passes it: the run starts (its progress bar and Cancel button)
-        s.page.wait_for_selector(".st-key-corpus_cancel, .st-key-corpus_grid", timeout=RUN_MS)
+        # the app's own check passes it: the run starts (its progress bar and Cancel button) or
+        # has finished (its grid); a refusal, a stopped run or a warning ends the wait at once
+        # and the page's words say which (a CI run once waited out the whole 240 s silently)
+        ended = ".st-key-corpus_cancel, .st-key-corpus_grid, .st-key-corpus_resume, [data-testid=stAlert]"
+        try:
+            s.page.wait_for_selector(ended, timeout=RUN_MS)
+        except Exception as exc:  # what the page and the server said, not only "Timeout"
+            raise AssertionError(_what_happened(s, demo_server)) from exc
         body = str(s.page.locator('[data-testid="stMain"]').inner_text())
+        started = s.page.locator(".st-key-corpus_cancel, .st-key-corpus_grid").count()
+        assert started, _what_happened(s, demo_server)
         assert "near-the-limit.txt" in body and i18n.t("corpus.too_big", "en", mb=LIMIT_MB) not in body
         assert "AxiosError" not in body
         assert not s.crashed and not s.dialogs
