@@ -270,6 +270,7 @@ async def _bomb(browser: Any, url: str, tmp: Path, report: AttackReport) -> None
     await page.locator(".st-key-corpus_source label").filter(has_text="pload").click()
     await page.wait_for_function(IDLE_JS, timeout=60_000)
     await page.locator(".st-key-corpus_upload input[type=file]").set_input_files(str(path))
+    await page.locator(".st-key-corpus_upload_ready").wait_for(timeout=60_000)  # the server has it
     await page.wait_for_function(IDLE_JS, timeout=60_000)
     await page.locator(".st-key-corpus_run button").click()
     await page.wait_for_function(IDLE_JS, timeout=300_000)

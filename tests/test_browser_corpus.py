@@ -106,6 +106,11 @@ def test_a_hostile_upload_stays_text(session: Session) -> None:
     s.page.locator(".st-key-corpus_upload input[type=file]").set_input_files(
         files=[{"name": name, "mimeType": "text/plain", "buffer": payload}]
     )
+    # the browser shows the name at once; Run waits until the server says it has the file (a Run
+    # pressed before the upload arrived finds none: CI, on a busy machine)
+    ready = s.page.locator(".st-key-corpus_upload_ready")
+    ready.wait_for()
+    assert "<img src=x onerror=alert(1)>" in ready.inner_text()  # the name as the text it is
     s.wait_idle()
     s.page.locator(".st-key-corpus_run button").click()
     s.page.wait_for_function(DRAWN_JS, arg="corpus_grid", timeout=RUN_MS)

@@ -37,9 +37,10 @@ def demo_server(chromium: Any) -> Iterator[str]:
         yield url
 
 
-def _upload(s: Session, lang: str, name: str, size: int) -> str:
+def _upload(s: Session, lang: str, name: str, size: int, arrives: bool = True) -> str:
     """Open the Corpus page in `lang`, choose an upload and send a file of `size` bytes (short
-    lines of words); the main area's text once the uploader has settled."""
+    lines of words); the main area's text once the uploader has settled (and, if it `arrives`,
+    once the server says it has the file: the browser shows the name before the upload ends)."""
     s.page.goto(f"{s.url}/corpus?lang={lang}")
     s.page.wait_for_function(
         "(want) => document.querySelector('h1')?.innerText === want",
@@ -57,6 +58,8 @@ def _upload(s: Session, lang: str, name: str, size: int) -> str:
     s.page.wait_for_function(
         "(name) => document.querySelector('.st-key-corpus_upload')?.innerText.includes(name)", arg=name
     )
+    if arrives:
+        s.page.locator(".st-key-corpus_upload_ready").filter(has_text=name).wait_for(timeout=RUN_MS)
     s.wait_idle()
     return str(s.page.locator('[data-testid="stMain"]').inner_text())
 
@@ -94,12 +97,13 @@ def test_a_file_under_the_stated_limit_is_taken_and_read(chromium: Any, demo_ser
 
 def test_a_file_over_the_limit_is_refused_in_the_browser_with_the_limit_named(chromium: Any, demo_server: str) -> None:
     for s in _session(chromium, demo_server, locale="zh-CN"):
-        body = _upload(s, "zh", "too-big.txt", int((LIMIT_MB + 0.5) * 2**20))
+        body = _upload(s, "zh", "too-big.txt", int((LIMIT_MB + 0.5) * 2**20), arrives=False)
         # the uploader's words, in the visitor's language, name the limit; the browser refuses
         # the file before sending it (Streamlit's own line under it), and no request fails
         assert i18n.t("corpus.upload", "zh", mb=LIMIT_MB) in body
         assert f"{LIMIT_MB:.1f}MB or smaller" in body or f"{LIMIT_MB}MB or smaller" in body, body[-400:]
         assert "AxiosError" not in body and "413" not in body
+        assert s.page.locator(".st-key-corpus_upload_ready").count() == 0  # nothing reached the server
         assert not s.crashed and not s.dialogs
 
 

@@ -46,7 +46,20 @@ def source(context: Ctx) -> str:
             help=t("corpus.upload_help"),
         )
         st.caption(t("upload.over_limit", mb=limit))  # the browser's own refusal is in English
+        received(st.session_state.get("corpus_upload"))
     return str(choice)
+
+
+def received(upload: object) -> None:
+    """Says that the server has the file: the browser shows a chosen file's name at once, but a
+    Run pressed before the upload arrived finds none (the line tells the visitor, and the
+    browser tests, when it has)."""
+    if upload is None or not hasattr(upload, "name") or not hasattr(upload, "size"):
+        return
+    size = int(upload.size)
+    shown = f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{max(1, round(size / 1024))} KB"
+    with st.container(key="corpus_upload_ready"):
+        st.caption(t("corpus.upload_ready", name=widgets.escape_md(str(upload.name), 80), size=shown, run=t("corpus.run")))
 
 
 def _input_for(context: Ctx, choice: str, folder: Path) -> tuple[Path, str] | None:
