@@ -59,7 +59,9 @@ def received(upload: object) -> None:
     size = int(upload.size)
     shown = f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{max(1, round(size / 1024))} KB"
     with st.container(key="corpus_upload_ready"):
-        st.caption(t("corpus.upload_ready", name=widgets.escape_md(str(upload.name), 80), size=shown, run=t("corpus.run")))
+        st.caption(
+            t("corpus.upload_ready", name=widgets.escape_md(str(upload.name), 80), size=shown, run=t("corpus.run"))
+        )
 
 
 def _input_for(context: Ctx, choice: str, folder: Path) -> tuple[Path, str] | None:
