@@ -1,6 +1,7 @@
 """Page runs that may start are bounded (app/budget.py `_may_start`): cookie-less tabs all look
 new, and a run under way (going or paused) holds its results in memory, so no run starts while
-MAX_UNDER_WAY are under way, nor, past the server's memory budget, while PAGE_SLOTS are; a run that
+MAX_UNDER_WAY are under way, nor, once one more run (RUN_HEADROOM_MB) could take the server past its
+memory budget, while PAGE_SLOTS are; a run that
 may not start outranks nobody (the runs under way do not pause for it), and it starts, costing
 least, as soon as one ends."""
 
@@ -68,9 +69,24 @@ def test_past_the_memory_budget_a_newcomer_waits_for_a_slot(monkeypatch: pytest.
 
 def test_under_the_memory_budget_a_newcomer_goes_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     gate.configure(memory_mb=1500)
-    monkeypatch.setattr(gate, "rss_mb", lambda: 600.0)
+    monkeypatch.setattr(gate, "rss_mb", lambda: 1500.0 - budget.RUN_HEADROOM_MB - 50.0)
     runs = Runs()
     _flooder_holds_both_slots(runs)
     runs.start("new", "c:" + "1" * 32)
     _until(lambda: runs.has("go new"), "the newcomer goes beside the flooder's two runs")
+    runs.join()
+
+
+def test_a_third_run_waits_when_it_could_take_the_server_past_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under the budget, but not by a run's headroom: the server is at 1,300 MB of 1,500 and one
+    more 512-token run may add 250 MB, so the newcomer waits for one of the two to end."""
+    gate.configure(memory_mb=1500)
+    monkeypatch.setattr(gate, "rss_mb", lambda: 1500.0 - budget.RUN_HEADROOM_MB + 50.0)
+    runs = Runs()
+    _flooder_holds_both_slots(runs)
+    runs.start("new", "c:" + "2" * 32)
+    _until(lambda: budget.PAGE_RUNS.counts() == (2, 0, 1), "the newcomer waits")
+    assert not runs.has("go new")
+    runs.finish("f1")
+    _until(lambda: runs.has("go new"), "the newcomer takes the slot that frees")
     runs.join()

@@ -125,8 +125,9 @@ MAX_PAUSE_S = 15.0  # a paused run goes on after this long whatever waits (nothi
 MAX_UNDER_WAY = 4  # page runs under way at once (going or paused: each holds its results in memory),
 # server-wide, newcomers included, so cookie-less tabs that all look new cannot start a 512-token
 # run each (ten chromium tabs of one flooder: peak 1,643 MB with ten under way); a run that waits
-# shows its line under the sidebar, which is drawn before the turn; past the server's memory budget (gate.configure(memory_mb=...), ATTNVIZ_MEMORY_MB) no
-# new run starts while PAGE_SLOTS are under way. A run that may not start outranks nobody.
+# shows its line under the sidebar, which is drawn before the turn; once one more run could take the
+# server past its memory budget (gate.configure(memory_mb=...), ATTNVIZ_MEMORY_MB; RUN_HEADROOM_MB a
+# run) no new run starts while PAGE_SLOTS are under way. A run that may not start outranks nobody.
 _PAGE_SPENT: OrderedDict[str, deque[tuple[float, float]]] = OrderedDict()  # visitor -> page seconds
 _PAGE_SEQ = itertools.count()
 
@@ -143,10 +144,15 @@ class PageRun:
     gone_s: float = 0.0  # seconds it went on before its last pause
 
 
-def _over_memory() -> bool:
-    """The server is past its memory budget (no budget set: never)."""
+RUN_HEADROOM_MB = 250.0  # what one more page run may add at its peak: a 512-token explorer run of
+# MiniLM holds its attention (75 MB), the figures made from it and the cache's copy (ten chromium tabs
+# of one flooder with four runs under way: 497 -> 1,565 MB, about 250 MB a run)
+
+
+def _no_room() -> bool:
+    """One more page run could take the server past its memory budget (no budget set: never)."""
     budget = gate.memory_budget_mb()
-    return budget > 0 and gate.rss_mb() > budget
+    return budget > 0 and gate.rss_mb() + RUN_HEADROOM_MB > budget
 
 
 class _PageRuns:
@@ -170,7 +176,7 @@ class _PageRuns:
 
     def _may_start(self) -> bool:
         under = len(self.under_way)
-        return under < MAX_UNDER_WAY and not (under >= PAGE_SLOTS and _over_memory())
+        return under < MAX_UNDER_WAY and not (under >= PAGE_SLOTS and _no_room())
 
     def _eligible(self) -> list[PageRun]:
         n = {v: sum(r.visitor == v for r in self.under_way) for v in {r.visitor for r in self.waiting}}
