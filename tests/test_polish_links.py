@@ -31,6 +31,9 @@ PAGE_KEYS = (
     "twidth",
     "tsteps",
     "tseed",
+    "tplateau",
+    "tsparse",
+    "twindow",
 )
 
 
@@ -43,23 +46,31 @@ def test_the_table_agrees_with_the_pages() -> None:
     for key, home in (("task", "train_task"), ("tlayers", "train_layers"), ("theads", "train_heads"),
                       ("twidth", "train_d_model"), ("tseed", "train_seed")):  # fmt: skip
         assert BY_KEY[key].home == home and BY_KEY[key].default == defaults[home]
+    assert BY_KEY["tsparse"].choices == training_section.SPARSE_CHOICES
+    for key, home, default in (("tplateau", "train_plateau", True), ("tsparse", "train_sparse", ""),
+                               ("twindow", "train_window", 2)):  # fmt: skip
+        assert BY_KEY[key].home == home and BY_KEY[key].default == default
     assert len(set(urls.LINK_KEYS)) == len(urls.LINK_KEYS)  # no key twice
 
 
 def test_defaults_are_not_written_and_changes_come_back() -> None:
     defaults = {BY_KEY[k].home: BY_KEY[k].default for k in PAGE_KEYS}
     assert all(urls.view_params(defaults)[k] is None for k in PAGE_KEYS)
-    changed = {**defaults, "corpus_source": "both", "train_task": "text", "train_steps": 600, "corpus_head": 11}
+    changed = {**defaults, "corpus_source": "both", "train_task": "text", "train_steps": 600, "corpus_head": 11,
+               "train_plateau": False, "train_sparse": "bigbird", "train_window": 5}  # fmt: skip
     written = {k: v for k, v in urls.view_params(changed).items() if v is not None}
-    assert written == {"csrc": "both", "task": "text", "tsteps": "600", "chead": "11"}
+    assert written == {"csrc": "both", "task": "text", "tsteps": "600", "chead": "11", "tplateau": "0",
+                       "tsparse": "bigbird", "twindow": "5"}  # fmt: skip
     view, used = urls.parse_view(written)
     assert sorted(used) == sorted(written)
-    assert view == {"corpus_source": "both", "train_task": "text", "train_steps": 600, "corpus_head": 11}
+    assert view == {"corpus_source": "both", "train_task": "text", "train_steps": 600, "corpus_head": 11,
+                    "train_plateau": False, "train_sparse": "bigbird", "train_window": 5}  # fmt: skip
 
 
 def test_hostile_values_are_refused_and_named() -> None:
     params = {"csrc": "upload", "cstat": "__class__", "task": "induction ", "tlayers": "²", "climit": "-1",
-              "ctok": "1e3", "theads": "0x4", "tseed": "", "clayer": "١", "twidth": "<script>", "text": "ok"}  # fmt: skip
+              "ctok": "1e3", "theads": "0x4", "tseed": "", "clayer": "١", "twidth": "<script>", "text": "ok",
+              "tplateau": "yes", "tsparse": "__init__", "twindow": "-2"}  # fmt: skip
     link = urls.parse_link(params, max_chars=100)
     assert link.view == {}
     assert urls.unused_params(params, link) == [k for k in params if k != "text"]
@@ -82,7 +93,17 @@ def _query(at: AppTest) -> dict[str, str]:
 def test_the_training_page_takes_a_link_clamps_it_and_writes_it_back() -> None:
     at = AppTest.from_file(APP, default_timeout=240)
     at.query_params.update(
-        {"task": "copy", "tlayers": "99", "theads": "3", "twidth": "100", "tsteps": "5", "tseed": "7"}
+        {
+            "task": "copy",
+            "tlayers": "99",
+            "theads": "3",
+            "twidth": "100",
+            "tsteps": "5",
+            "tseed": "7",
+            "tplateau": "0",
+            "tsparse": "dilated",
+            "twindow": "99",
+        }
     )
     at.run()
     at.switch_page("../pages/training.py").run()
@@ -93,6 +114,9 @@ def test_the_training_page_takes_a_link_clamps_it_and_writes_it_back() -> None:
     assert at.number_input(key="train_steps").value == 10 and at.number_input(key="train_seed").value == 7
     q = _query(at)
     assert (q["task"], q["tlayers"], q["tsteps"], q["tseed"], q["twidth"]) == ("copy", "4", "10", "7", "128")
+    assert at.checkbox(key="train_plateau").value is False and at.selectbox(key="train_sparse").value == "dilated"
+    assert at.number_input(key="train_window").value == 64  # the link's 99, clamped to the widget's most
+    assert (q["tplateau"], q["tsparse"], q["twindow"]) == ("0", "dilated", "64")
 
 
 @pytest.mark.slow

@@ -38,7 +38,13 @@ SAMPLE: dict[str, Any] = {
     "lab_head": 2,
     **{"corpus_source": "zh", "corpus_limit": 250, "corpus_tokens": 64, "corpus_stat": "sep", "corpus_layer": 3},
     **{"corpus_head": 7, "train_task": "copy", "train_layers": 3, "train_heads": 4, "train_d_model": 32},
-    **{"train_steps": 300, "train_seed": 9},  # the Corpus and Training pages (tests/test_polish_links.py)
+    **{
+        "train_steps": 300,
+        "train_seed": 9,
+        "train_plateau": False,
+        "train_sparse": "window",
+        "train_window": 3,
+    },  # the Corpus and Training pages (tests/test_polish_links.py)
 }
 
 

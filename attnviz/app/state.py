@@ -127,6 +127,9 @@ KEPT: tuple[Kept, ...] = (
             "train_d_model",
             "train_steps",
             "train_seed",
+            "train_plateau",
+            "train_sparse",
+            "train_window",
         )
     ),
 )

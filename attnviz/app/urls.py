@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import i18n
 from ..models import check_model_name
+from ..sparse import KINDS as SPARSE_KINDS
 
 __all__ = [
     "LINK_KEYS",
@@ -116,13 +117,16 @@ VIEW_PARAMS: tuple[Param, ...] = (
     ),
     Param("clayer", "corpus_layer", "int", 0),
     Param("chead", "corpus_head", "int", 0),
-    # The Training lab (its pasted text stays out: up to 20,000 characters)
+    # The Training lab (its pasted text stays out: up to 20,000 characters, too long for a link)
     Param("task", "train_task", "choice", "induction", choices=("copy", "reverse", "induction", "text")),
     Param("tlayers", "train_layers", "int", 2, hi=64),
     Param("theads", "train_heads", "int", 2, hi=64),
     Param("twidth", "train_d_model", "int", 64, hi=4096),
     Param("tsteps", "train_steps", "int", 800, hi=10**6),
     Param("tseed", "train_seed", "int", 0, hi=2**31 - 1),
+    Param("tplateau", "train_plateau", "bool", True),
+    Param("tsparse", "train_sparse", "choice", "", choices=("", *SPARSE_KINDS)),  # "": full causal
+    Param("twindow", "train_window", "int", 2, hi=64),
 )
 FOCUS_OPEN = "focus_open"  # the token-focus section's switch: q and k are written while it is on
 _PAIR_KEYS = frozenset({"q", "k"})

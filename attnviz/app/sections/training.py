@@ -56,7 +56,8 @@ def controls(context: Ctx) -> None:
     session_state["_train_max_steps"] = settings.train_max_steps
     _kept("train_task", "induction")
     _kept("train_text", t("train.default_text"))
-    for key, default in (("train_layers", 2), ("train_heads", 2), ("train_d_model", 64), ("train_seed", 0)):
+    for key, default in (("train_layers", 2), ("train_heads", 2), ("train_d_model", 64), ("train_seed", 0),
+                         ("train_plateau", True), ("train_sparse", ""), ("train_window", 2)):  # fmt: skip
         _kept(key, default)
     _kept("train_steps", min(DEFAULT_STEPS[session_state["train_task"]], settings.train_max_steps))
     session_state["train_steps"] = max(10, min(int(session_state["train_steps"]), settings.train_max_steps))
@@ -68,7 +69,7 @@ def controls(context: Ctx) -> None:
             st.text_area(t("train.text"), key="train_text", height=110, max_chars=MAX_TEXT_CHARS,
                          help=t("train.text_help", min=MIN_TEXT_CHARS, max=f"{MAX_TEXT_CHARS:,}"))  # fmt: skip
         _size_inputs(context)
-        st.checkbox(t("trainlab.plateau"), value=True, key="train_plateau", help=t("trainlab.plateau_help"))
+        st.checkbox(t("trainlab.plateau"), key="train_plateau", help=t("trainlab.plateau_help"))
         _sparse_inputs()
         st.caption(t("train.limits", steps=f"{settings.train_max_steps:,}", layers=settings.train_max_layers,
                      heads=settings.train_max_heads, d_model=settings.train_max_d_model))  # fmt: skip
@@ -113,7 +114,7 @@ def _sparse_inputs() -> None:
         kind_col, window_col = st.columns(2)
         kind_col.selectbox(t("trainlab.sparse_kind"), SPARSE_CHOICES, key="train_sparse", help=t("trainlab.sparse_help"),
                            format_func=_sparse_label(lang()))  # fmt: skip
-        window_col.number_input(t("trainlab.window"), min_value=0, max_value=64, value=2, step=1, key="train_window",
+        window_col.number_input(t("trainlab.window"), min_value=0, max_value=64, step=1, key="train_window",
                                 help=t("trainlab.window_help"))  # fmt: skip
 
 
