@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnviz.corpus.example import EXAMPLE_FILE, EXAMPLE_SENTENCES, EXAMPLE_STAT, compute_example, load_example
+from attnviz.corpus.example import EXAMPLE_SENTENCES, EXAMPLE_STAT, EXAMPLES, compute_example, load_example
 from attnviz.training.scores import induction_cols
 from attnviz.training.tasks import make_task
 from attnviz.views.examples import method_agreement, pattern_map, target_map
@@ -72,17 +72,22 @@ def test_a_broken_example_file_draws_nothing(tmp_path: Path, text: str) -> None:
     assert load_example(tmp_path / "missing.json") is None
 
 
-def test_the_bundled_corpus_example_is_well_formed() -> None:
-    example = load_example()
-    assert example is not None and example["stat"] == EXAMPLE_STAT
-    assert example["sentences"] == EXAMPLE_SENTENCES and example["mean"].shape == (6, 12)
+@pytest.mark.parametrize(("lang", "model", "shape"), [("en", "minilm", (6, 12)), ("zh", "e5-small", (12, 12))])
+def test_the_bundled_corpus_example_is_well_formed(lang: str, model: str, shape: tuple[int, int]) -> None:
+    """Each language's example: its own bundled sentences, with a model that reads them."""
+    example = load_example(lang=lang)
+    assert example is not None and example["stat"] == EXAMPLE_STAT and example["model"] == model
+    assert example["source"] == f"{lang}.txt"
+    assert example["sentences"] == EXAMPLE_SENTENCES and example["mean"].shape == shape
     assert np.all((example["mean"] >= 0) & (example["mean"] <= 1))
+    assert example["mean"].max() > 0.5  # a previous-token head stands out, as the caption says
 
 
 @pytest.mark.slow
-def test_the_bundled_corpus_example_is_what_a_run_gives() -> None:
-    bundled = json.loads(EXAMPLE_FILE.read_text(encoding="utf-8"))
-    fresh = compute_example()
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_bundled_corpus_example_is_what_a_run_gives(lang: str) -> None:
+    bundled = json.loads(EXAMPLES[lang][0].read_text(encoding="utf-8"))
+    fresh = compute_example(lang=lang)
     assert fresh["sentences"] == bundled["sentences"] and fresh["model"] == bundled["model"]
     np.testing.assert_allclose(fresh["mean"], bundled["mean"], atol=2e-4)
     np.testing.assert_allclose(fresh["std"], bundled["std"], atol=2e-4)

@@ -1,8 +1,9 @@
 """The Corpus page's first picture (issue 23.4): one statistic of every head over the first
-EXAMPLE_SENTENCES bundled English sentences, run once with the embedded model and kept in
-assets/corpus/example.json, so the page shows what a run gives before the visitor starts one.
+EXAMPLE_SENTENCES bundled sentences of the visitor's language, run once and kept in assets/corpus/
+(English with the embedded MiniLM: example.json; Chinese with e5-small, which reads it:
+example_zh.json), so the page shows what a run gives before the visitor starts one.
 
-    python -m attnviz.corpus.example      # writes assets/corpus/example.json again
+    python -m attnviz.corpus.example      # writes both files again
 
 tests/test_polish_pictures.py runs it again and holds the file to the run's numbers.
 """
@@ -17,26 +18,33 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EXAMPLE_FILE", "EXAMPLE_SENTENCES", "EXAMPLE_STAT", "compute_example", "load_example"]
+__all__ = ["EXAMPLES", "EXAMPLE_FILE", "EXAMPLE_SENTENCES", "EXAMPLE_STAT", "compute_example", "load_example"]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_FILE = ROOT / "assets" / "corpus" / "example.json"
 SOURCE = ROOT / "assets" / "corpus" / "en.txt"
+# language -> (the file kept, the bundled corpus it runs, the model that reads it)
+EXAMPLES = {
+    "en": (EXAMPLE_FILE, SOURCE, "minilm"),
+    "zh": (ROOT / "assets" / "corpus" / "example_zh.json", ROOT / "assets" / "corpus" / "zh.txt", "e5-small"),
+}
 EXAMPLE_SENTENCES = 40
 EXAMPLE_STAT = "prev"  # the share on the previous token: previous-token heads stand out
 MAX_HEADS = 64  # a file with more layers or heads than this is not the bundled example
 
 
-def compute_example(model: Any = "minilm", limit: int = EXAMPLE_SENTENCES) -> dict[str, Any]:
-    """Run the bundled English corpus (its first `limit` lines) and keep one statistic's
-    per-head mean and spread."""
+def compute_example(model: Any = None, limit: int = EXAMPLE_SENTENCES, lang: str = "en") -> dict[str, Any]:
+    """Run the bundled corpus of `lang` (its first `limit` lines) with `model` (default: the
+    language's, EXAMPLES) and keep one statistic's per-head mean and spread."""
     from .engine import run
 
+    _file, source, default_model = EXAMPLES[lang]
+    model = default_model if model is None else model
     with tempfile.TemporaryDirectory() as out:
-        result = run(SOURCE, out, model, limit=limit)
+        result = run(source, out, model, limit=limit)
         return {
             "model": model if isinstance(model, str) else model.name,
-            "source": SOURCE.name,
+            "source": source.name,
             "sentences": int(result.analysed),
             "stat": EXAMPLE_STAT,
             "mean": np.round(result.grid(EXAMPLE_STAT), 4).tolist(),
@@ -44,9 +52,10 @@ def compute_example(model: Any = "minilm", limit: int = EXAMPLE_SENTENCES) -> di
         }
 
 
-def load_example(path: Path = EXAMPLE_FILE) -> dict[str, Any] | None:
-    """The bundled example with `mean` and `std` as (layers, heads) arrays; None when the file
-    is missing or not what `compute_example` writes."""
+def load_example(path: Path | None = None, lang: str = "en") -> dict[str, Any] | None:
+    """The bundled example of `lang` (or the file `path`) with `mean` and `std` as (layers,
+    heads) arrays; None when the file is missing or not what `compute_example` writes."""
+    path = EXAMPLES.get(lang, EXAMPLES["en"])[0] if path is None else path
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         mean = np.asarray(data["mean"], dtype=np.float64)
@@ -60,9 +69,10 @@ def load_example(path: Path = EXAMPLE_FILE) -> dict[str, Any] | None:
 
 
 def main() -> int:  # pragma: no cover - the command that writes the bundled file
-    data = compute_example()
-    EXAMPLE_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {EXAMPLE_FILE} ({data['sentences']} sentences, {data['model']})")
+    for lang, (path, _source, _model) in EXAMPLES.items():
+        data = compute_example(lang=lang)
+        path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {path} ({data['sentences']} sentences, {data['model']})")
     return 0
 
 

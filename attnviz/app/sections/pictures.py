@@ -32,8 +32,9 @@ def caveats_picture(context: Ctx) -> None:
 
 
 def corpus_picture(context: Ctx) -> None:
-    """A finished run of the bundled English sentences: what the page draws after a run."""
-    example = load_example()
+    """A finished run of the bundled sentences of the visitor's language: what the page draws
+    after a run."""
+    example = load_example(lang=context.lang)
     if example is None:
         return
     stat = str(example.get("stat", "prev"))
@@ -44,7 +45,8 @@ def corpus_picture(context: Ctx) -> None:
     fig.update_layout(title={"text": t("pic.corpus_title", stat=t(f"corpus.stat_{stat}"))}, height=430)
     with st.container(key="picture_corpus"):
         charts.chart(fig, key="chart_picture_corpus")
-        st.caption(t("pic.corpus_caption", n=example["sentences"], model=model_label(str(example.get("model", "?")))))
+        which = "pic.corpus_caption_zh" if example.get("source") == "zh.txt" else "pic.corpus_caption"
+        st.caption(t(which, n=example["sentences"], model=model_label(str(example.get("model", "?")))))
 
 
 def _probe(task_name: str, text: str) -> tuple[list[str], list[int]] | None:
