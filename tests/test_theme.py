@@ -139,6 +139,16 @@ def test_one_dimensional_typed_arrays_become_lists_and_two_dimensional_ones_stay
     assert isinstance(data[1]["z"], dict) and "bdata" in data[1]["z"]  # compact, and spared by plotly.js
 
 
+def test_an_animation_keeps_its_frames_and_sliders() -> None:
+    frames = [{"name": str(i), "data": [{"type": "heatmap", "z": [[i, 1], [1, i]]}]} for i in range(3)]
+    fig = go.Figure({"data": [{"type": "heatmap", "z": [[0, 1], [1, 0]]}], "frames": frames,
+                     "layout": {"sliders": [{"steps": [{"label": "0", "method": "animate", "args": [["0"]]}]}]}})  # fmt: skip
+    sent = plot_theme.for_browser(fig, "light")
+    assert [f.name for f in sent.frames] == ["0", "1", "2"]
+    assert [list(row) for row in sent.frames[2].data[0].z] == [[2, 1], [1, 2]]
+    assert sent.layout.sliders[0].steps[0].label == "0"
+
+
 def test_meta_goes_as_a_one_element_list() -> None:
     fig = go.Figure({"data": [], "layout": {"meta": {"thumb": 8, "gap": 1}}})
     assert plot_theme.for_browser(fig, "light").layout.meta == ({"thumb": 8, "gap": 1},)

@@ -267,6 +267,8 @@ def for_browser(fig: go.Figure, mode: Mode, selection: tuple[str, ...] = ()) -> 
     layout = _under(selection_layout(selection), spec.get("layout", {}))
     out = figure(themed_traces(spec.get("data", []), mode), themed_layout(layout, spec.get("data", []), mode))
     out.layout.template = None  # serialised as null: plotly.js then has no template to compare
+    if spec.get("frames"):  # an animation (the training page's snapshots) plays as it was
+        out.frames = [go.Frame(frame, _validate=False) for frame in spec["frames"]]
     return out
 
 
