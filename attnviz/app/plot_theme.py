@@ -2,14 +2,18 @@
 
 Why not Streamlit's own chart theme: Streamlit 1.67's chart element, once mounted, copies the
 figure through JSON in an effect (`JSON.parse(JSON.stringify(spec))`, placeholder colours
-replaced) and hands the copy to `Plotly.react` a second time. plotly.js compares the layout's
-`template` by identity (its attribute is `valType: "any"`) and data arrays by identity when the
-layout has no `datarevision`, so the copy is answered with a full recalculation and redraw:
-every chart drawn twice. That effect runs with `theme=None` too; what stops the second draw is a
-figure whose JSON holds no template object (`layout.template` null) and carries a
-`layout.datarevision` (bench/results_browser.md, "Issue 24.1": the second call then does no
-`_doPlot`). A datarevision that never changes is safe there: the element's id hashes the whole
-spec and Streamlit keys the chart component by that id, so new data is a new mount.
+replaced) and hands the copy to `Plotly.react` a second time, with any theme. plotly.js answers
+that copy with a full redraw (`_doPlot`) when it holds any of: a `layout.template` object or an
+object in `layout.meta` (both compared by identity: their attributes are `valType: "any"`), data
+arrays without a `layout.datarevision` (compared by identity), one-dimensional typed arrays (a
+new typed array at each decoding, redrawn even under a datarevision), or click/hover/drag modes
+other than those the element sets on a chart that reports selections (a new `clickmode` redraws).
+So every chart was drawn twice. `for_browser` removes each cause: template null, a constant
+datarevision, 1-D typed arrays as lists, meta as a one-element list, the element's modes set
+(`selection_layout`); the second call then costs a few ms (tests/test_theme_browser.py counts
+`plotly_beforeplot`, bench/breakdown.py's "full draws"). A datarevision that never changes is safe
+here: the element's id hashes the whole spec and Streamlit keys the chart component by that id,
+so new data is a new mount.
 
 So `for_browser` bakes the theme into the figure's own layout, under the figure's values, as a
 template would apply it (`xaxis` to every x axis, trace defaults by trace type), and sends it with
