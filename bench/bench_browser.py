@@ -338,7 +338,7 @@ def run(
                     res.watched.append(page.evaluate(WATCH_JS))
                     parts = breakdown(res.watched[-1], VIEWS)["views"]
                     print("    " + ", ".join(f"{k[5:]} msg {v['msg'] or 0:.2f} plot {v['plot_start'] or 0:.2f}-"
-                                             f"{v['plot_done'] or 0:.2f} ({v['plot_sync']:.2f} s, {v['calls']})"
+                                             f"{v['plot_done'] or 0:.2f} ({v['plot_sync']:.2f} s, {v['calls']} calls, {v['draws']} drawn)"
                                              for k, v in parts.items()), flush=True)  # fmt: skip
                     print(f"  {n_tokens} tokens, run {i + 1}: {res.runs_512[-1]:.2f} s", flush=True)
                 res.rss_after_512_mb = sampler.now_mb()

@@ -61,10 +61,17 @@ PROBES_JS = """
       if (typeof f !== 'function') continue;
       P[name] = function (gd, ...rest) {
         if (depth > 0) return f.call(this, gd, ...rest);
-        const rec = {key: keyOf(gd), name, start: performance.now(), sync: null, done: null};
+        // full: the call drew the chart anew (plotly's _doPlot, which fires plotly_beforeplot);
+        // a first call on a new chart always does, a later one only when the figure changed.
+        const rec = {key: keyOf(gd), name, start: performance.now(), sync: null, done: null, full: !(gd && gd.on)};
+        if (gd) gd.__attnvizCall = rec;
         depth += 1;
         let out;
         try { out = f.call(this, gd, ...rest); } finally { depth -= 1; rec.sync = performance.now() - rec.start; }
+        if (gd && gd.on && !gd.__attnvizFull) {
+          gd.__attnvizFull = true;
+          gd.on('plotly_beforeplot', () => { if (gd.__attnvizCall) gd.__attnvizCall.full = true; });
+        }
         plots.push(rec);
         Promise.resolve(out).then(() => { rec.done = performance.now(); }, () => { rec.done = performance.now(); });
         return out;
@@ -88,7 +95,8 @@ def probes_js() -> str:
 RECORDS_JS = """(w) => ({
   msgs: (window.__msgs || []).filter(m => m[0] >= w.t0).map(([t, s, f]) => [t - w.t0, s, f]),
   plots: (window.__plots || []).filter(p => p.start >= w.t0)
-    .map(p => ({key: p.key, name: p.name, start: p.start - w.t0, sync: p.sync, done: p.done === null ? null : p.done - w.t0})),
+    .map(p => ({key: p.key, name: p.name, start: p.start - w.t0, sync: p.sync, done: p.done === null ? null : p.done - w.t0,
+                full: p.full})),
 })"""
 
 
@@ -110,6 +118,7 @@ def breakdown(watched: dict[str, Any], views: tuple[str, ...]) -> dict[str, Any]
             "plot_done": max((p["done"] or p["start"] + p["sync"]) for p in calls) / 1000 if calls else None,
             "plot_sync": sum(p["sync"] for p in calls) / 1000,
             "calls": len(calls),
+            "draws": sum(1 for p in calls if p.get("full")),
         }
     out["msgs"] = len(msgs)
     out["ws_mb"] = sum(s for _t, s, _f in msgs) / 1e6
@@ -133,7 +142,7 @@ def rows(runs: list[dict[str, Any]], views: tuple[str, ...], n: int) -> list[tup
             f"{view.removeprefix('view_')}: message {med([p['msg'] for p in per])} s "
             f"({med([p['mb'] for p in per])} MB), Plotly {med([p['plot_start'] for p in per])}"
             f"–{med([p['plot_done'] for p in per])} s, {med([p['plot_sync'] for p in per])} s busy in "
-            f"{med([p['calls'] for p in per])} call(s)"
+            f"{med([p['calls'] for p in per])} call(s), {med([p.get('draws') for p in per])} full draw(s)"
         )
     return [
         (f"{n} tokens: each view's websocket message and Plotly drawing (median, s from Ctrl+Enter)",

@@ -240,7 +240,7 @@ def test_explorer_draws_four_views_and_a_thumbnail_click_moves_the_focus(
     grid.scroll_into_view_if_needed()
     spot = grid.evaluate(
         """(gd, [layer, head]) => {
-          const L = gd._fullLayout, meta = L.meta, hm = gd._fullData.find(t => t.type === 'heatmap');
+          const L = gd._fullLayout, meta = [].concat(L.meta)[0], hm = gd._fullData.find(t => t.type === 'heatmap');
           const step = meta.thumb + meta.gap, mid = (meta.thumb - 1) / 2;
           const x = hm.x0 + hm.dx * (head * step + mid), y = hm.y0 + hm.dy * (layer * step + mid);
           const box = gd.getBoundingClientRect();

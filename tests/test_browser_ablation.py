@@ -26,7 +26,7 @@ HEATMAP_Z_JS = """() => {
 # Where to click for cell (layer, head) of the all-heads grid (geometry from the figure itself,
 # as tests/test_browser.py does it).
 CELL_JS = """(gd, [layer, head]) => {
-  const L = gd._fullLayout, meta = L.meta, hm = gd._fullData.find(t => t.type === 'heatmap');
+  const L = gd._fullLayout, meta = [].concat(L.meta)[0], hm = gd._fullData.find(t => t.type === 'heatmap');
   const step = meta.thumb + meta.gap, mid = (meta.thumb - 1) / 2;
   const x = hm.x0 + hm.dx * (head * step + mid), y = hm.y0 + hm.dy * (layer * step + mid);
   const box = gd.getBoundingClientRect();

@@ -20,7 +20,7 @@ LIVE_JS = """() => {
   const curves = document.querySelector('.st-key-train_curves .js-plotly-plot');
   const grid = document.querySelector('.st-key-train_grid .js-plotly-plot');
   if (!curves || !curves._fullData || !grid || !grid.layout || !grid.layout.meta) return null;
-  const meta = grid.layout.meta, slider = grid.layout.sliders ? grid.layout.sliders[0] : null;
+  const meta = [].concat(grid.layout.meta)[0], slider = grid.layout.sliders ? grid.layout.sliders[0] : null;
   const active = slider ? (slider.active || 0) : -1;
   const label = slider ? (slider.steps[active] || {}).label : String(meta.steps[meta.steps.length - 1]);
   if (label === undefined) return null;

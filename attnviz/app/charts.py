@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 import json
 import urllib.parse
-from typing import Any
+from typing import Any, Literal
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -25,7 +25,7 @@ from streamlit.elements.plotly_chart import PlotlyState
 from .. import views
 from ..models import EMBEDDED_MODEL
 from ..views.charts import CAPTION_FONT, CAPTION_ROOM, slide_caption
-from . import nav, urls
+from . import nav, plot_theme, urls
 from .state import SENTENCE, Ctx, set_sentence, t
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "open_in_explorer",
     "share_link",
     "sync_url",
+    "theme_mode",
 ]
 
 SLIDE_WIDTH = 960  # css px the figure is laid out at for an image...
@@ -111,9 +112,31 @@ def chart(fig: go.Figure, key: str, *, caption: str | None = None, **kwargs: Any
     under it the row that saves it as PNG or SVG for a slide. `caption`: what the images say
     under the plot (Plotly text); default the model and the sentence (`page_caption`)."""
     name = "attnviz-" + key.removeprefix("chart_").replace("_", "-")
-    out = st.plotly_chart(fig, width="stretch", key=key, config=image_config(fig, name), **kwargs)
+    theme: Literal["streamlit"] | None = None
+    if plot_theme.streamlit_theme_customised():  # a [theme] of the deployment's own: Streamlit's colours
+        shown, theme = fig, "streamlit"
+    else:  # drawn once, not twice (plot_theme's doc)
+        shown = plot_theme.for_browser(fig, theme_mode(), _selection(kwargs))
+    out = st.plotly_chart(shown, width="stretch", key=key, config=image_config(fig, name), theme=theme, **kwargs)
     image_buttons(fig, key, name, page_caption() if caption is None else caption)
     return out
+
+
+def _selection(kwargs: dict[str, Any]) -> tuple[str, ...]:
+    """The selection modes of a chart that reports selections (st.plotly_chart's defaults)."""
+    if kwargs.get("on_select", "ignore") == "ignore":
+        return ()
+    modes = kwargs.get("selection_mode", ("points", "box", "lasso"))
+    return (modes,) if isinstance(modes, str) else tuple(modes)
+
+
+def theme_mode() -> plot_theme.Mode:
+    """The visitor's light or dark theme as the browser reported it (light when it did not)."""
+    try:
+        kind = st.context.theme.type
+    except Exception:  # bare mode, an older client: Streamlit's default
+        kind = None
+    return "dark" if kind == "dark" else "light"
 
 
 def page_caption() -> str:
