@@ -110,6 +110,17 @@ _GRID_CLICK_JS = """(() => {
 TITLE_CHARS = 80
 
 
+def _outside_streamlit(fig: go.Figure) -> go.Figure:
+    """A figure made in the app carries Streamlit's default Plotly template, whose colours are
+    placeholders ("#000001"...) that only Streamlit's page resolves: a page saved from the app
+    gets plotly's own template instead, as the command line's pages have."""
+    import plotly.io as pio
+
+    if "streamlit" in pio.templates and fig.layout.template == pio.templates["streamlit"]:
+        fig.update_layout(template=pio.templates["plotly"])
+    return fig
+
+
 def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None, *, lang: str = i18n.DEFAULT_LANGUAGE) -> str:
     """A complete HTML page with plotly.js inlined: opens with no network at all.
 
@@ -122,7 +133,7 @@ def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None, *, la
     """
     settings = dict(settings or {})
     text, model = (_shown(settings.get(k)) for k in ("text", "model"))
-    shown = captioned(fig, slide_caption(text or None, model or None))
+    shown = _outside_streamlit(captioned(fig, slide_caption(text or None, model or None)))
     grid = isinstance(fig.layout.meta, dict) and "thumb" in fig.layout.meta
     div = shown.to_html(
         include_plotlyjs=True,

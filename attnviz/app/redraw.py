@@ -10,9 +10,8 @@ so the legend and its clicks still show and hide each head or width bin. Only li
 nothing to hover ("hoverinfo": "skip") become shapes, so nothing a visitor can point at is lost;
 the clickable token and arrow markers stay traces.
 
-Streamlit's chart element also hands plotly.js each new figure twice (a second Plotly.react
-after re-applying its theme, whose template is then a new object, which Plotly answers with a
-full redraw), so every draw saved here is saved twice.
+Streamlit's chart element hands plotly.js each new figure twice (a second Plotly.react after a
+JSON copy); app/plot_theme.py sends figures in a form plotly.js does not draw again for it.
 """
 
 from __future__ import annotations
