@@ -16,9 +16,7 @@ from .test_browser import LAZY_EXPANDER, LAZY_VIEWS, WAIT_MS, Session
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def test_opening_the_expander_draws_the_head_and_graph_views(
-    session: Session, minilm: attnviz.PretrainedModel
-) -> None:
+def test_opening_the_expander_draws_the_head_and_graph_views(session: Session, minilm: attnviz.PretrainedModel) -> None:
     s = session
     s.open()
     summary = s.page.locator(f".st-key-{LAZY_EXPANDER} summary").first
