@@ -169,7 +169,7 @@ def more_views(context: Ctx, focus: Focus) -> None:
     """The head view and the graph view, below the fold in one expander, closed by default:
     computed and sent only while it is open (issue 24.1). Opening it reruns the page; it stays
     open for the session (a new sentence, another page and back) and in the shared link."""
-    box = st.expander(t("lazy.views"), key=urls.VIEWS_OPEN, on_change="rerun", icon=":material/timeline:")
+    box = st.expander(t("lazy.views"), key=urls.VIEWS_OPEN, on_change="rerun")  # no icon: its chevron shows
     if not box.open:
         return
     with box:
