@@ -14,11 +14,12 @@ Debian's chromium driven by Playwright against `streamlit run app.py` on a free 
 - Cold start: from launching `streamlit run app.py` to the first chart drawn in the browser
   (budget < 20 s). The page is opened as soon as /_stcore/health answers, as a person would
   open the printed URL. Also recorded: when the page frame first shows something, when a
-  progress indicator (spinner or skeleton) first shows and what it says, and when all four
-  explorer views are drawn.
+  progress indicator (spinner or skeleton) first shows and what it says, and when every
+  explorer chart shown is drawn.
 - 512 tokens: a text the embedded model tokenises to exactly 512 tokens (specials included, no
-  truncation) is typed into the sentence box; the clock runs from pressing Ctrl+Enter until all
-  four explorer views are redrawn with the new data (budget < 10 s). Every repeat uses a
+  truncation) is typed into the sentence box; the clock runs from pressing Ctrl+Enter until every
+  explorer chart shown is redrawn with the new data (budget < 10 s): the heatmap and the grid
+  (since issue 24.1 the head and graph views wait, uncomputed, in a closed expander). Every repeat uses a
   different 512-token text, so each one runs the model (the result cache cannot answer it);
   the median is reported. A tab crash is recorded.
 - Memory: resident set size of the server process and its children, sampled every 0.2 s from
@@ -60,7 +61,7 @@ BUDGET_COLD_S = 5.0  # issue 24 (issue 5 had 20 s)
 BUDGET_512_S = 1.0  # issue 24 (issue 5 had 10 s)
 BUDGET_PEAK_MB = 1000.0
 SEPARATOR = " · "  # app_pages.common.TOKEN_SEPARATOR
-VIEWS = ("view_heatmap", "view_grid", "view_head", "view_graph")
+VIEWS = ("view_heatmap", "view_grid")  # every chart the explorer shows (head and graph views: closed expander)
 PASSAGE = (
     "The animal didn't cross the street because it was tired. The animal didn't cross the street "
     "because it was wide. I deposited money in the bank, then sat by the river bank and watched the "
@@ -404,8 +405,8 @@ def table(res: Result, repeats: int, n: int) -> str:
         ("cold start: sentence box drawn", _fmt(res.box_s), "at once", ""),
         ("**cold start: first chart drawn**", _fmt(res.first_chart_s), f"<= {BUDGET_COLD_S:.0f} s",
          _verdict(res.first_chart_s, BUDGET_COLD_S, below=False)),
-        ("cold start: all four explorer views drawn", _fmt(res.views_s), "", ""),
-        (f"**{n} tokens: Ctrl+Enter to four views redrawn** (median of {len(res.runs_512)})", _fmt(median),
+        ("cold start: every explorer chart shown drawn", _fmt(res.views_s), "", ""),
+        (f"**{n} tokens: Ctrl+Enter to every explorer chart shown redrawn** (median of {len(res.runs_512)})", _fmt(median),
          f"<= {BUDGET_512_S:.1f} s", _verdict(median, BUDGET_512_S, below=False)),
         (f"{n} tokens: each run", f"{runs} s" if runs else "—", "", ""),
         (f"{n} tokens: websocket data per run (median)", _fmt(ws, "MB"), "", ""),

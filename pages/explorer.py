@@ -32,11 +32,7 @@ with pictures:
         section.heatmap_view(context, focus)
     with right:
         section.grid_view(context, focus)
-    left, right = st.columns(2, gap="large")
-    with left:
-        section.head_lines_view(context, focus)
-    with right:
-        section.graph_section(context, focus)
+    section.more_views(context, focus)  # head and graph views: computed only once opened (issue 24.1)
 draw_sinks_switch()  # into its place under the views, once they are sent (a second forward pass)
 ablation.effect(context, focus)
 decoder.panel(context, focus)  # a decoder: the next word, the logit lens, rotary positions

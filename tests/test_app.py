@@ -80,7 +80,7 @@ def _messages(at: AppTest, kind: str) -> list[str]:
 def test_every_page_runs_without_exception() -> None:
     at = _ok(_app())
     assert at.title[0].value == "Attention explorer"
-    assert len(at.get("plotly_chart")) >= 4  # heatmap, all heads, head view, graph view (+ focus)
+    assert len(at.get("plotly_chart")) >= 2  # heatmap, all heads (head and graph views: in their closed expander)
     titles = {}
     for page in PAGES[1:]:
         _ok(at.switch_page(page).run())

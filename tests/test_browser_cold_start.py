@@ -55,7 +55,7 @@ def test_a_cold_server_shows_the_sentence_box_first_and_loads_the_model_once(chr
         ctx.add_init_script(ORDER_JS)
         page = ctx.new_page()
         s = Session(page, server)
-        s.open()  # waits for the four views, drawn
+        s.open()  # waits for the views shown, drawn
         assert page.evaluate("() => window.__order") == ["box", "chart"]
         port = urllib.parse.urlsplit(server).port
         log = (ARTIFACTS / f"streamlit-{port}.log").read_text(encoding="utf-8", errors="replace")

@@ -150,6 +150,7 @@ def test_the_first_screen_shows_a_picture_before_the_switches_and_no_label_is_cu
 def test_on_a_phone_the_head_view_legend_leaves_the_tokens_alone(phone: Session) -> None:
     s = phone
     s.open()
+    s.open_views()
     s.page.locator(".st-key-view_head .js-plotly-plot .legend").first.wait_for(timeout=WAIT_MS)
     boxes = s.page.evaluate(LEGEND_JS)
     assert boxes is not None and boxes["tokens"]

@@ -53,7 +53,7 @@ def _shown(at: AppTest) -> tuple[list[str], list[Any]]:
 @pytest.mark.parametrize("page", [p.name for p in nav.PAGES])
 def test_a_chinese_page_has_no_english_and_no_none(page: str) -> None:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.query_params.update({"lang": "zh", "text": TEXT})
+    at.query_params.update({"lang": "zh", "text": TEXT, "views": "1"})  # the head and graph views open too
     at.run()
     if page != nav.DEFAULT:
         at.switch_page(f"../pages/{page}.py").run()

@@ -73,7 +73,7 @@ def test_lines_as_shapes_keeps_every_link_legend_and_clickable_marker(tired: att
 @pytest.mark.slow
 def test_the_explorer_sends_the_head_and_graph_lines_as_shapes(minilm: attnviz.PretrainedModel) -> None:
     at = AppTest.from_file(APP, default_timeout=180)
-    at.query_params.update({"text": TIRED, "layer": "2", "head": "3"})
+    at.query_params.update({"text": TIRED, "layer": "2", "head": "3", "views": "1"})  # their expander open
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     specs = {e.proto.id.rsplit("-", 1)[-1]: json.loads(e.proto.spec) for e in at.get("plotly_chart")}

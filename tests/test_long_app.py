@@ -75,11 +75,11 @@ def test_past_the_limit_the_long_mode_estimates_runs_and_draws_exact_maps(minilm
 def test_within_the_limit_the_explorer_is_unchanged() -> None:
     at = _long_app("The animal didn't cross the street because it was tired.")
     assert i18n.t("long.title", "en") not in [h.value for h in at.subheader]
-    assert len(at.get("plotly_chart")) >= 4
+    assert len(at.get("plotly_chart")) >= 2  # heatmap, all heads
 
 
 def test_a_model_that_reads_no_further_keeps_the_ordinary_views(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTNVIZ_MAX_TOKENS", "512")
     at = _long_app(long_text(60))  # about 660 tokens: MiniLM reads 512
     assert any("reads at most 512" in i for i in _messages(at, "info"))
-    assert len(at.get("plotly_chart")) >= 4
+    assert len(at.get("plotly_chart")) >= 2  # heatmap, all heads

@@ -23,6 +23,7 @@ SAMPLE: dict[str, Any] = {
     "hide_special": True,
     "merge_words": True,
     "color_range": "auto",
+    "views_open": True,  # the head and graph views' expander: thr and hl are written while it is open
     "threshold": 0.35,
     "highlight": 4,
     "focus_query": 9,

@@ -107,6 +107,7 @@ KEPT: tuple[Kept, ...] = (
             "focus_query",
             "focus_key",
             "focus_open",  # the token-focus section's switch: a link keeps the pair while it is open
+            urls.VIEWS_OPEN,  # the head and graph views' expander (issue 24.1): open until closed
             "mp_a",
             "mp_b",
             "mp_query",

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_INDEX_DIGITS",
     "OFF_MAX",
     "URL_TEXT_MAX",
+    "VIEWS_OPEN",
     "VIEW_PARAMS",
     "Link",
     "Param",
@@ -84,7 +85,8 @@ VIEW_PARAMS: tuple[Param, ...] = (
     Param("special", "hide_special", "bool", False),
     Param("merge", "merge_words", "bool", False),
     Param("range", "color_range", "choice", "fixed", choices=("fixed", "auto")),
-    Param("thr", "threshold", "float", 0.1),
+    Param("views", "views_open", "bool", False),  # the head and graph views' expander (issue 24.1)
+    Param("thr", "threshold", "float", 0.1),  # the graph view's and the head view's: written while it is open
     Param("hl", "highlight", "int", -1),
     Param("q", "focus_query", "int"),  # the token-focus pair: written while its section is open
     Param("k", "focus_key", "int"),
@@ -130,6 +132,8 @@ VIEW_PARAMS: tuple[Param, ...] = (
 )
 FOCUS_OPEN = "focus_open"  # the token-focus section's switch: q and k are written while it is on
 _PAIR_KEYS = frozenset({"q", "k"})
+VIEWS_OPEN = "views_open"  # the expander of the head and graph views: thr and hl are written while it is open
+_VIEWS_KEYS = frozenset({"thr", "hl"})
 LINK_KEYS = BASE_KEYS + tuple(p.key for p in VIEW_PARAMS)  # what a link may carry; any other key is dropped
 # heads_off.OFF_MODEL of heads a link switched off: they belong to the first model the page opens
 LINK_OWNER = "__link__"
@@ -219,6 +223,8 @@ def apply_view(session: MutableMapping[Any, Any], link: Link) -> None:
     if tokens:
         session.update(tokens)
         session[LINK_TOKENS] = tokens
+    if link.view_keys & _VIEWS_KEYS:
+        session[VIEWS_OPEN] = True  # a link with the views' threshold or highlight opens them
 
 
 def _read(param: Param, raw: object) -> object:
@@ -264,12 +270,15 @@ def _read_pairs(raw: str, most: int) -> tuple[tuple[int, int], ...] | None:
 
 def view_params(session: Mapping[Any, Any]) -> dict[str, str | None]:
     """The view's parts as query values (None removes a key): what differs from its default,
-    each written as `parse_view` reads it; the token-focus pair while its section is open."""
+    each written as `parse_view` reads it; the token-focus pair while its section is open, the
+    head and graph views' threshold and highlight while their expander is open."""
     out: dict[str, str | None] = {}
     for param in VIEW_PARAMS:
         value = session.get(param.home)
         text = _write(param, value) if value is not None and value != param.default else None
         if param.key in _PAIR_KEYS and not session.get(FOCUS_OPEN):
+            text = None
+        if param.key in _VIEWS_KEYS and session.get(VIEWS_OPEN) is not True:
             text = None
         out[param.key] = text
     return out

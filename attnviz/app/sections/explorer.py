@@ -1,4 +1,5 @@
-"""The explorer's sections: one sentence, every layer and head, four views of the focus."""
+"""The explorer's sections: one sentence, every layer and head, four views of the focus (the head
+and graph views behind an expander, computed only once it is opened)."""
 
 from __future__ import annotations
 
@@ -162,6 +163,21 @@ def grid_view(context: Ctx, focus: Focus) -> None:
         fig = mark_off(views.model_view(focus.att, focus=in_focus, thumb=thumb, lang=context.lang), focus.off)
         fig = decoder_views.mark_groups(fig, focus.att, lang=context.lang)
         _show(focus, fig, "chart_grid", "caveat.grid", "grid", on_select=heads_off.grid_click)
+
+
+def more_views(context: Ctx, focus: Focus) -> None:
+    """The head view and the graph view, below the fold in one expander, closed by default:
+    computed and sent only while it is open (issue 24.1). Opening it reruns the page; it stays
+    open for the session (a new sentence, another page and back) and in the shared link."""
+    box = st.expander(t("lazy.views"), key=urls.VIEWS_OPEN, on_change="rerun")  # no icon: its chevron shows
+    if not box.open:
+        return
+    with box:
+        left, right = st.columns(2, gap="large")
+        with left:
+            head_lines_view(context, focus)
+        with right:
+            graph_section(context, focus)
 
 
 def head_lines_view(context: Ctx, focus: Focus) -> None:
