@@ -155,8 +155,9 @@ IDLE_JS = """() => { const app = document.querySelector('[data-testid="stApp"]')
     && !document.querySelector('[data-testid="stSpinner"]'); }"""
 DRAWN_JS = """(proof) => { const e = document.querySelector('.st-key-tokens code');
   const t = e && (' ' + e.innerText.replace(/[\\s·\\[\\]]+/g, ' ').trim() + ' ');
-  return !!t && t.includes(proof)
-    && [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')].filter(g => g._fullLayout).length >= 4; }"""
+  return !!t && t.includes(proof) && ['view_heatmap', 'view_grid'].every(k => {
+    const g = document.querySelector('.st-key-' + k + ' .js-plotly-plot'); return !!g && !!g._fullLayout; }); }"""
+# (the explorer's charts: the head and graph views wait, not computed, in a closed expander)
 
 
 @dataclass
