@@ -1,7 +1,7 @@
 """Page runs that may start are bounded (app/budget.py `_may_start`): cookie-less tabs all look
 new, and a run under way (going or paused) holds its results in memory, so no run starts while
-MAX_UNDER_WAY are under way, nor, once one more run (RUN_HEADROOM_MB) could take the server past its
-memory budget, while PAGE_SLOTS are; a run that
+MAX_UNDER_WAY are under way, nor, while PAGE_SLOTS are, past the server's memory budget (a
+newcomer's) or once one more run (RUN_HEADROOM_MB) could take it past (anyone else's); a run that
 may not start outranks nobody (the runs under way do not pause for it), and it starts, costing
 least, as soon as one ends."""
 
@@ -79,14 +79,19 @@ def test_under_the_memory_budget_a_newcomer_goes_at_once(monkeypatch: pytest.Mon
 
 def test_a_third_run_waits_when_it_could_take_the_server_past_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under the budget, but not by a run's headroom: the server is at 1,300 MB of 1,500 and one
-    more 512-token run may add 250 MB, so the newcomer waits for one of the two to end."""
+    more 512-token run may add 250 MB, so a visitor who has used the server already waits for one
+    of the two to end, while a newcomer's first page still starts at once."""
     gate.configure(memory_mb=1500)
     monkeypatch.setattr(gate, "rss_mb", lambda: 1500.0 - budget.RUN_HEADROOM_MB + 50.0)
     runs = Runs()
     _flooder_holds_both_slots(runs)
-    runs.start("new", "c:" + "2" * 32)
-    _until(lambda: budget.PAGE_RUNS.counts() == (2, 0, 1), "the newcomer waits")
-    assert not runs.has("go new")
-    runs.finish("f1")
-    _until(lambda: runs.has("go new"), "the newcomer takes the slot that frees")
+    regular = "c:" + "2" * 32
+    budget.charge(regular, budget.NEWCOMER_S + 1.0)
+    runs.start("regular", regular)
+    _until(lambda: budget.PAGE_RUNS.counts() == (2, 0, 1), "the regular visitor waits")
+    runs.start("new", "c:" + "3" * 32)
+    _until(lambda: runs.has("go new"), "the newcomer goes beside the flooder's two runs")
+    assert not runs.has("go regular")
+    runs.finish("new", "f1")
+    _until(lambda: runs.has("go regular"), "the regular visitor takes the slot that frees")
     runs.join()

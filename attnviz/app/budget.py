@@ -127,7 +127,7 @@ MAX_UNDER_WAY = 4  # page runs under way at once (going or paused: each holds it
 # run each (ten chromium tabs of one flooder: peak 1,643 MB with ten under way); a run that waits
 # shows its line under the sidebar, which is drawn before the turn; once one more run could take the
 # server past its memory budget (gate.configure(memory_mb=...), ATTNVIZ_MEMORY_MB; RUN_HEADROOM_MB a
-# run) no new run starts while PAGE_SLOTS are under way. A run that may not start outranks nobody.
+# run) no new run starts while PAGE_SLOTS are under way, but a newcomer's, until the budget itself. A run that may not start outranks nobody.
 _PAGE_SPENT: OrderedDict[str, deque[tuple[float, float]]] = OrderedDict()  # visitor -> page seconds
 _PAGE_SEQ = itertools.count()
 
@@ -147,6 +147,12 @@ class PageRun:
 RUN_HEADROOM_MB = 250.0  # what one more page run may add at its peak: a 512-token explorer run of
 # MiniLM holds its attention (75 MB), the figures made from it and the cache's copy (ten chromium tabs
 # of one flooder with four runs under way: 497 -> 1,565 MB, about 250 MB a run)
+
+
+def _over_memory() -> bool:
+    """The server is past its memory budget (no budget set: never)."""
+    budget = gate.memory_budget_mb()
+    return budget > 0 and gate.rss_mb() > budget
 
 
 def _no_room() -> bool:
@@ -174,14 +180,24 @@ class _PageRuns:
         going = sum(r.gone_s + (now - r.since if r.going else 0.0) for r in self.under_way if r.visitor == visitor)
         return recorded + going
 
-    def _may_start(self) -> bool:
+    def _may_start(self, now: float) -> Callable[[str], bool]:
+        """Whether a run of a visitor may start now: within MAX_UNDER_WAY; past PAGE_SLOTS under
+        way, a newcomer's only under the memory budget, anyone else's only if one more run's
+        headroom fits under it (a flood's third run waits, a new visitor's first pages do not)."""
         under = len(self.under_way)
-        return under < MAX_UNDER_WAY and not (under >= PAGE_SLOTS and _no_room())
+        if under >= MAX_UNDER_WAY:
+            return lambda _visitor: False
+        if under < PAGE_SLOTS:
+            return lambda _visitor: True
+        over, no_room = _over_memory(), _no_room()
+        return lambda visitor: not (over if self.cost(visitor, now) < NEWCOMER_S else no_room)
 
     def _eligible(self) -> list[PageRun]:
-        n = {v: sum(r.visitor == v for r in self.under_way) for v in {r.visitor for r in self.waiting}}
-        start = self._may_start()
-        return [r for r in self.waiting if r.under_way or (start and n[r.visitor] < PER_VISITOR_RUNS)]
+        visitors = {r.visitor for r in self.waiting}
+        n = {v: sum(r.visitor == v for r in self.under_way) for v in visitors}
+        may_start = self._may_start(time.monotonic())
+        start = {v: n[v] < PER_VISITOR_RUNS and may_start(v) for v in visitors}
+        return [r for r in self.waiting if r.under_way or start[r.visitor]]
 
     def _outranked(self, run: PageRun, eligible: list[PageRun], now: float) -> bool:
         mine = self.cost(run.visitor, now)
