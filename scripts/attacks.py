@@ -275,6 +275,9 @@ async def _bomb(browser: Any, url: str, tmp: Path, report: AttackReport) -> None
     await page.locator(".st-key-corpus_upload_ready").wait_for(timeout=60_000)  # the server has it
     await page.wait_for_function(IDLE_JS, timeout=60_000)
     await page.locator(".st-key-corpus_run button").click()
+    # the run's end: its refusal or failure (an alert), or its grid; then the page settles
+    ended = "[data-testid=stAlert], .st-key-corpus_grid, .st-key-corpus_resume"
+    await page.locator(ended).first.wait_for(timeout=300_000)
     await page.wait_for_function(IDLE_JS, timeout=300_000)
     report.notes.append(
         "page: " + (await page.locator('[data-testid="stMain"]').inner_text())[-300:].replace("\n", " ")
