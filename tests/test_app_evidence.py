@@ -78,7 +78,8 @@ def test_hide_sinks_removes_the_sink_columns_from_the_views(minilm: attnviz.Pret
     assert np.allclose(z[:, columns], 0) and np.allclose(z.sum(1), 1, atol=1e-4)
     assert f"removed {removed[0, 0]:.0%}" in _markdown(at)
     grid = _chart(at, "chart_grid")  # the all-heads mosaic follows: thumbnail (0, 0) is the hidden map
-    size = grid["layout"]["meta"]["thumb"]
+    meta = grid["layout"]["meta"]  # sent as a one-element list (app/plot_theme.py: no second draw)
+    size = (meta[0] if isinstance(meta, list) else meta)["thumb"]
     np.testing.assert_allclose(_array(grid["data"][0]["z"])[:size, :size], hidden.weights[0, 0], atol=1e-5)
     _ok(at.selectbox(key="head").set_value(-1).run())  # the mean of heads: the share is the mean of theirs
     assert f"removed {removed[0].mean():.0%}" in _markdown(at)
