@@ -4,8 +4,6 @@ an explanation stops between batches."""
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -14,6 +12,7 @@ import attnviz
 from attnviz import explain
 from attnviz.models import Cancelled, gate
 from attnviz.models.gate import ForwardGate, gate_for
+from tests.waiting import until as _until
 
 from .conftest import SENTENCES
 
@@ -26,15 +25,6 @@ def test_a_gate_is_the_same_object_for_a_model_whoever_loads_it_again() -> None:
     assert gate_for(("x", "cpu")) is gate_for(("x", "cpu"))
     s1 = attnviz.load_model("scratch", device="cpu", positions=False)
     assert s1.gate is not a.gate  # another model, another bound
-
-
-def _until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    """Wait for a state the threads under test reach (a deadline, never a fixed sleep)."""
-    done = threading.Event()
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for: {what}"
-        done.wait(0.005)
 
 
 def test_at_most_two_interactive_passes_run_at_once_per_model() -> None:

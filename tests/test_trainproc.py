@@ -4,10 +4,9 @@ the child, and every child is reaped (no process, no zombie left). Deadlines, no
 
 from __future__ import annotations
 
+import functools
 import pickle
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import psutil
@@ -18,17 +17,13 @@ from attnviz.app import budget, session_models, sessions, training_jobs
 from attnviz.training import TrainConfig, TrainingRun, prepare, resume
 from attnviz.training import child as child_module
 from attnviz.training.child import TrainingFailed, children, resume_in_child
+from tests.waiting import until
 
 pytestmark = pytest.mark.slow
 LONG = TrainConfig("induction", 20_000, 0, 2, 2, 64)
 
 
-def _until(check: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    pause = threading.Event()
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for: {what}"
-        pause.wait(0.02)
+_until = functools.partial(until, timeout=60.0)  # a child process starts torch first
 
 
 def _gone(pids: set[int]) -> bool:
