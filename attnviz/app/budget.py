@@ -149,16 +149,14 @@ RUN_HEADROOM_MB = 250.0  # what one more page run may add at its peak: a 512-tok
 # of one flooder with four runs under way: 497 -> 1,565 MB, about 250 MB a run)
 
 
-def _over_memory() -> bool:
-    """The server is past its memory budget (no budget set: never)."""
+def _memory() -> tuple[bool, bool]:
+    """(past the server's memory budget, one more page run could take it past), from one reading
+    of the server's memory; no budget set: (False, False)."""
     budget = gate.memory_budget_mb()
-    return budget > 0 and gate.rss_mb() > budget
-
-
-def _no_room() -> bool:
-    """One more page run could take the server past its memory budget (no budget set: never)."""
-    budget = gate.memory_budget_mb()
-    return budget > 0 and gate.rss_mb() + RUN_HEADROOM_MB > budget
+    if budget <= 0:
+        return False, False
+    rss = gate.rss_mb()
+    return rss > budget, rss + RUN_HEADROOM_MB > budget
 
 
 class _PageRuns:
@@ -189,7 +187,7 @@ class _PageRuns:
             return lambda _visitor: False
         if under < PAGE_SLOTS:
             return lambda _visitor: True
-        over, no_room = _over_memory(), _no_room()
+        over, no_room = _memory()
         return lambda visitor: not (over if self.cost(visitor, now) < NEWCOMER_S else no_room)
 
     def _eligible(self) -> list[PageRun]:
