@@ -114,6 +114,18 @@ def cached(context: Ctx, loaded: Loaded, kind: str, text: str, *parts: Hashable,
     return results(context.settings).get_or_compute((kind, loaded.key, text, context.max_tokens, *parts), fn)
 
 
+def _attend(context: Ctx, loaded: Loaded, text: str) -> Attention:
+    """The views' forward pass; the value norms of the same pass go into the result cache under
+    the key the hide-sinks switch reads (`value_norms`), so that switch, drawn under the views,
+    needs no second forward (a 512-token run: one pass, not two; issue 24.1)."""
+    from ..explain import attend_with_value_norms  # not on the import path of a cold start's frame
+
+    att, norms = attend_with_value_norms(loaded.runner, text, context.max_tokens)
+    if norms is not None:
+        results(context.settings).put(("value_norms", loaded.key, text, context.max_tokens), norms)
+    return att
+
+
 def analyse(
     context: Ctx, loaded: Loaded, text: str, *, hide_special: bool = False, merge_words: bool = False
 ) -> Attention | None:
@@ -122,7 +134,7 @@ def analyse(
     A result computed on the CPU after the accelerator ran out of memory says so."""
     try:
         with st.spinner(t("spinner.running", n=f"{len(text):,}")):
-            att = cached(context, loaded, "attend", text, fn=lambda: loaded.runner.attend(text, context.max_tokens))
+            att = cached(context, loaded, "attend", text, fn=lambda: _attend(context, loaded, text))
     except torch.OutOfMemoryError:
         show_error(t("err.oom_cpu"))
         return None

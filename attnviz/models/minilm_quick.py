@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from ..scratch import EncoderConfig, EncoderLayer, ScratchEncoder, padding_mask, scaled_dot_product_attention
-from .base import Inputs, RunnerBase
+from .base import Inputs, LayerParts, RunnerBase
 from .huggingface import PretrainedModel
 from .names import EMBEDDED_MODEL
 
@@ -226,6 +226,15 @@ class QuickMiniLM(PretrainedModel):
     @property
     def writes_in_place(self) -> bool:  # type: ignore[override]
         return self.loaded().writes_in_place
+
+    def attend_layers(self) -> list[LayerParts]:
+        """The layers `attend` runs through now: the quick encoder's until the full model is
+        loaded (no load for this), then the Hugging Face model's (explain/value_norms.py hooks
+        them to take the value norms from the views' own pass)."""
+        quick = self.quick
+        if quick is None:
+            return self.layers()
+        return [cast(EncoderLayer, layer).parts() for layer in quick.layers]
 
     def attention_array(self, inputs: Inputs) -> np.ndarray:
         quick = self.quick

@@ -37,13 +37,17 @@ def _norms(context: Ctx, loaded: Loaded, text: str) -> NormWeights | None:
 
 
 def _value_norms(context: Ctx, loaded: Loaded, text: str) -> np.ndarray | None:
-    """||f_h(x_j)|| (layers, heads, n) of the text as the views cut it (one cached forward that keeps
-    no maps: the explorer's result cache then holds its own 75 MB result at 512 tokens, not a
-    second one beside it), or None for a model whose layers cannot be taken apart."""
-    fitted = loaded.runner.fit(text, context.max_tokens)
-    try:
+    """||f_h(x_j)|| (layers, heads, n) of the text as the views cut it, or None for a model whose
+    layers cannot be taken apart. Usually taken from the views' own forward pass (put in the cache
+    under this key by runners.analyse); else one cached forward that keeps no maps (the explorer's
+    result cache then holds its own 75 MB result at 512 tokens, not a second one beside it)."""
+    try:  # the explorer's own pass put them in the cache (runners._attend); a second forward only without
         return runners.cached(
-            context, loaded, "value_norms", fitted, fn=lambda: explain.value_norms(loaded.runner, fitted)
+            context,
+            loaded,
+            "value_norms",
+            text,
+            fn=lambda: explain.value_norms(loaded.runner, loaded.runner.fit(text, context.max_tokens)),
         )
     except ValueError:
         return None
