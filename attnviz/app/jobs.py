@@ -62,7 +62,7 @@ class Job:
     max_tokens: int
     limit: int
     budget_s: float
-    state: str = "running"  # running, done, failed, cancelled, budget
+    state: str = "running"  # running, done, failed, refused (the input: no resume), cancelled, budget
     progress: corpus.RunProgress | None = None
     error: str | None = None
     result: corpus.CorpusResult | None = None
@@ -223,8 +223,9 @@ def _run_admitted(job: Job) -> None:
         job.state = "done"
     except _Stopped as stop:
         job.state = str(stop)
-    except (ValueError, OSError) as exc:
-        job.state, job.error = "failed", str(exc).splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+    except (ValueError, OSError) as exc:  # ValueError: the input itself (a bomb, no text column): no resume
+        said = str(exc).splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        job.state, job.error = "refused" if isinstance(exc, ValueError) else "failed", said
     except Exception as exc:  # never let a thread die silently: the page shows what happened
         LOG.warning("attnviz: corpus run failed: %s: %.300s", type(exc).__name__, exc)
         job.state, job.error = "failed", type(exc).__name__

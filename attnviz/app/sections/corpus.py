@@ -177,9 +177,12 @@ def progress() -> None:
     st.session_state["_corpus_seen"] = (id(job), job.state)
     if job.active:
         _live()
-    elif job.state in ("cancelled", "budget", "failed"):
-        message = {"cancelled": "corpus.cancelled", "budget": "corpus.over_budget", "failed": "corpus.failed"}
+    elif job.state in ("cancelled", "budget", "failed", "refused"):
+        message = {"cancelled": "corpus.cancelled", "budget": "corpus.over_budget", "failed": "corpus.failed",
+                   "refused": "corpus.refused"}  # fmt: skip
         widgets.show_error(t(message[job.state]), job.error)
+        if job.state == "refused":  # the same file would be refused again: nothing to resume
+            return
         st.button(t("corpus.resume"), key="corpus_resume", on_click=_resume, help=t("corpus.resume_help"))
         if st.session_state.pop("_corpus_busy", False):
             st.warning(t("corpus.busy"), icon="⏳")
