@@ -6,6 +6,7 @@ one pass where it made two."""
 
 from __future__ import annotations
 
+import importlib
 import threading
 from pathlib import Path
 
@@ -133,3 +134,29 @@ def test_the_explorer_makes_one_pass_and_still_shows_the_moved_share(monkeypatch
     assert second == []
     captions = " ".join(str(c.value) for c in at.caption)
     assert "by norm-based weights that token supplies only" in captions, captions
+
+
+def test_the_pass_keeps_the_values_and_makes_the_norms_only_when_asked(
+    scratch: attnviz.ScratchModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing of the norms' work happens inside the views' pass (it would delay the first
+    chart); the first `norms()` makes them, later ones return the same array, and the kept value
+    vectors are let go."""
+    module = importlib.import_module("attnviz.explain.value_norms")  # the package's `value_norms` is the function
+
+    calls: list[int] = []
+    original = module._transformed
+
+    def counting(*args: object, **kwargs: object) -> torch.Tensor:
+        calls.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module, "_transformed", counting)
+    att, values = explain.attend_keeping_values(scratch, TEXT)
+    assert values is not None and calls == []
+    width = values.parts[0].n_heads * values.parts[0].head_dim
+    assert len(values.values) == scratch.n_layers and values.values[0].shape == (att.n, width)
+    first = values.norms()
+    assert len(calls) == scratch.n_layers and values.values == []
+    assert values.norms() is first and len(calls) == scratch.n_layers
+    np.testing.assert_allclose(first, explain.value_norms(scratch, TEXT), rtol=1e-4, atol=1e-5)

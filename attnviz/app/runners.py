@@ -118,11 +118,11 @@ def _attend(context: Ctx, loaded: Loaded, text: str) -> Attention:
     """The views' forward pass; the value norms of the same pass go into the result cache under
     the key the hide-sinks switch reads (`value_norms`), so that switch, drawn under the views,
     needs no second forward (a 512-token run: one pass, not two; issue 24.1)."""
-    from ..explain import attend_with_value_norms  # not on the import path of a cold start's frame
+    from ..explain import attend_keeping_values  # not on the import path of a cold start's frame
 
-    att, norms = attend_with_value_norms(loaded.runner, text, context.max_tokens)
-    if norms is not None:
-        results(context.settings).put(("value_norms", loaded.key, text, context.max_tokens), norms)
+    att, values = attend_keeping_values(loaded.runner, text, context.max_tokens)
+    if values is not None:  # their norms are made when the switch asks, after the views are sent
+        results(context.settings).put(("value_norms", loaded.key, text, context.max_tokens), values)
     return att
 
 

@@ -10,7 +10,7 @@ Methods on an `Attention` or an array, numpy in and out (heads.py computes with 
 Methods that run a model (take a Runner and a text; batches go through the background lane):
     norms.py         norm_weights, norm_reconstruction        (Kobayashi et al. 2020)
     value_norms.py   value_norms, moved_share                 (the same, no (n, n) maps kept;
-                     attend_with_value_norms                   from the views' own pass)
+                     attend_keeping_values, PassValues         from the views' own pass)
     attributions.py  occlusion, input_x_gradient, integrated_gradients, completeness_gap
     ablation.py      ablate, head_importance, pruning_curves     (Michel et al. 2019)
     context_mixing.py contributions, contributions_all         (whole layers: GlobEnc, ALTI,
@@ -47,7 +47,7 @@ from .rollout import rollout, rollout_layers
 from .scoreboard import FAITHFULNESS_MAX_TOKENS, SCOREBOARD_METHODS, Scoreboard, ScoreRow, faithfulness
 from .sentence_pairs import across_share, pair_blocks, pair_segments
 from .sinks import SINK_THRESHOLD, SinkScores, hide_sinks, removed_share, sink_scores
-from .value_norms import attend_with_value_norms, moved_share, value_norms
+from .value_norms import PassValues, attend_keeping_values, attend_with_value_norms, moved_share, value_norms
 
 __all__ = [
     "BROAD_ENTROPY",
@@ -68,6 +68,7 @@ __all__ = [
     "LogitLens",
     "MinimalPair",
     "NormWeights",
+    "PassValues",
     "PruningCurve",
     "ScoreRow",
     "Scoreboard",
@@ -75,6 +76,7 @@ __all__ = [
     "ablate",
     "across_share",
     "agreement",
+    "attend_keeping_values",
     "attend_with_value_norms",
     "completeness_gap",
     "contributions",

@@ -7,14 +7,16 @@ overflowed the app's 128 MB result cache, which then evicted one for the other o
 forwards a rerun). The explorer's sinks caveat needs only the value norms: alpha ||f|| of one
 head is its attention row times these (`moved_share`).
 
-`attend_with_value_norms` gives them from the views' own forward (the explorer's 512-token run
-then makes one pass, not two: issue 24.1)."""
+`attend_keeping_values` keeps the value vectors of the views' own forward, and `PassValues.norms()`
+makes the norms from them when the page asks, after the views are sent (the explorer's 512-token
+run then makes one pass, not two: issue 24.1)."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -23,42 +25,77 @@ from ..models.base import LayerParts, Runner
 from ..result import Attention
 from .norms import _transformed
 
-__all__ = ["attend_with_value_norms", "moved_share", "value_norms"]
+__all__ = ["PassValues", "attend_keeping_values", "attend_with_value_norms", "moved_share", "value_norms"]
 
 _Hook = Callable[[torch.nn.Module, tuple[torch.Tensor, ...], torch.Tensor], None]
 
 
+@dataclass
+class PassValues:
+    """Each layer's value vectors v = x W_V + b_V (n, heads * head_dim) of one forward pass, kept
+    so that the value norms are computed only when first asked for (`norms()`), after the pass's
+    attention went to the page: on the explorer's 512-token run that is 25 ms (a fifth of the pass)
+    off the path to the first chart. The vectors are dropped once the norms are made."""
+
+    parts: list[LayerParts]
+    values: list[np.ndarray]
+    _norms: np.ndarray | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def norms(self) -> np.ndarray:
+        """(layers, heads, n) float32: ||f_h(x_j)||, output bias excluded (Kobayashi et al. 2020)."""
+        with self._lock:
+            if self._norms is None:
+                with torch.inference_mode():
+                    self._norms = np.stack(
+                        [
+                            torch.linalg.vector_norm(_transformed(p, torch.from_numpy(v).float()), dim=-1).numpy()
+                            for p, v in zip(self.parts, self.values, strict=True)
+                        ]
+                    ).astype(np.float32, copy=False)
+                self.values = []
+            return self._norms
+
+
 def _keeping(parts: list[LayerParts], out: dict[int, np.ndarray]) -> contextlib.ExitStack:
-    """Hooks on each layer's value projection that write ||f_h(x_j)|| (heads, n) of the first
-    text of the batch into `out[layer]`, for passes on this thread only (another visitor's pass
-    through the same modules meanwhile must not write here). Close the stack to remove them."""
+    """Hooks on each layer's value projection that keep v (n, H * hs) of the first text of the
+    batch in `out[layer]` (a view of the pass's own tensor on the CPU, not a copy), for passes on
+    this thread only (another visitor's pass through the same modules meanwhile must not write
+    here). A layer seen twice marks `out[-1]`. Close the stack to remove the hooks."""
     owner = threading.get_ident()
 
-    def keep(layer: int, p: LayerParts) -> _Hook:
+    def keep(layer: int) -> _Hook:
         def hook(_m: torch.nn.Module, _args: tuple[torch.Tensor, ...], v: torch.Tensor) -> None:
             if threading.get_ident() != owner:
                 return
-            if layer in out:  # a layer run twice: not the one pass these norms belong to
+            if layer in out:  # a layer run twice: not the one pass these values belong to
                 out[-1] = np.empty(0)
-            f = _transformed(p, v[0].float())  # (H, n, d)
-            out[layer] = torch.linalg.vector_norm(f, dim=-1).cpu().numpy()
+            out[layer] = v[0].detach().float().cpu().numpy()
 
         return hook
 
     stack = contextlib.ExitStack()
     for layer, p in enumerate(parts):
-        stack.callback(p.value.register_forward_hook(keep(layer, p)).remove)
+        stack.callback(p.value.register_forward_hook(keep(layer)).remove)
     return stack
 
 
-def attend_with_value_norms(
+def _complete(parts: list[LayerParts], out: dict[int, np.ndarray], n: int, width: int) -> PassValues | None:
+    """The pass's values when it ran through each layer once, for `n` tokens; else None."""
+    layers = [out.get(layer) for layer in range(len(parts))]
+    if -1 in out or any(v is None or v.shape != (n, width) for v in layers):
+        return None
+    return PassValues(parts, [v for v in layers if v is not None])
+
+
+def attend_keeping_values(
     model: Runner, text: str, max_tokens: int | None = None
-) -> tuple[Attention, np.ndarray | None]:
-    """`model.attend(text, max_tokens)` and, from the same forward pass, the value norms
-    (layers, heads, n) float32 that `value_norms(model, model.fit(text, max_tokens))` gives, or
-    None where they cannot come from that pass: layers that do not come apart (ValueError from
-    `layers()`), or a pass that did not run through them once each (the embedded MiniLM loading
-    its full model meanwhile, an accelerator out of memory answering from a CPU copy).
+) -> tuple[Attention, PassValues | None]:
+    """`model.attend(text, max_tokens)` and the same pass's value vectors, whose `norms()` equal
+    `value_norms(model, model.fit(text, max_tokens))`; None where that pass cannot give them: layers
+    that do not come apart (ValueError from `layers()`), or a pass that did not run through them
+    once each (the embedded MiniLM loading its full model meanwhile, an accelerator out of memory
+    answering from a CPU copy).
 
     A runner whose `attend` runs through other modules than `layers()` names them in
     `attend_layers()` (the embedded MiniLM's quick encoder, models/minilm_quick.py)."""
@@ -69,10 +106,15 @@ def attend_with_value_norms(
     out: dict[int, np.ndarray] = {}
     with _keeping(parts, out):
         att = model.attend(text, max_tokens)
-    layers = [out.get(layer) for layer in range(len(parts))]
-    if -1 in out or any(a is None or a.shape != (model.n_heads, att.n) for a in layers):
-        return att, None
-    return att, np.stack(layers).astype(np.float32, copy=False)  # type: ignore[arg-type]
+    return att, _complete(parts, out, att.n, model.n_heads * parts[0].head_dim if parts else 0)
+
+
+def attend_with_value_norms(
+    model: Runner, text: str, max_tokens: int | None = None
+) -> tuple[Attention, np.ndarray | None]:
+    """`attend_keeping_values` with the norms made at once: (attention, (layers, heads, n) or None)."""
+    att, values = attend_keeping_values(model, text, max_tokens)
+    return att, None if values is None else values.norms()
 
 
 def value_norms(model: Runner, text: str) -> np.ndarray:
@@ -84,9 +126,10 @@ def value_norms(model: Runner, text: str) -> np.ndarray:
     out: dict[int, np.ndarray] = {}
     with _keeping(parts, out), model.gate.background(), torch.inference_mode():
         model.last_hidden(enc.inputs)
-    if -1 in out or sorted(out) != list(range(len(parts))):
+    values = _complete(parts, out, len(enc.tokens), model.n_heads * parts[0].head_dim if parts else 0)
+    if values is None:
         raise ValueError(f"model '{model.name}' did not run each of its {len(parts)} layers once")
-    return np.stack([out[layer] for layer in range(len(parts))]).astype(np.float32, copy=False)
+    return values.norms()
 
 
 def moved_share(weights: np.ndarray, norms: np.ndarray, column: int) -> float:

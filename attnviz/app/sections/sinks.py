@@ -41,14 +41,15 @@ def _value_norms(context: Ctx, loaded: Loaded, text: str) -> np.ndarray | None:
     layers cannot be taken apart. Usually taken from the views' own forward pass (put in the cache
     under this key by runners.analyse); else one cached forward that keeps no maps (the explorer's
     result cache then holds its own 75 MB result at 512 tokens, not a second one beside it)."""
-    try:  # the explorer's own pass put them in the cache (runners._attend); a second forward only without
-        return runners.cached(
+    try:  # the explorer's own pass put its values in the cache (runners._attend); a second forward only without
+        got = runners.cached(
             context,
             loaded,
             "value_norms",
             text,
             fn=lambda: explain.value_norms(loaded.runner, loaded.runner.fit(text, context.max_tokens)),
         )
+        return got.norms() if isinstance(got, explain.PassValues) else got
     except ValueError:
         return None
 
