@@ -22,17 +22,17 @@ from attnviz.app import warmup  # noqa: E402
 from attnviz.config import settings_from_env  # noqa: E402
 
 settings = settings_from_env()
-# Once per process, first thing: torch, transformers and the first model load in a thread while
-# this run draws the frame and the sentence box (cold start, bench/results_browser.md).
-warmup.start(settings)
-# plotly's lazy pandas import, on this thread: Streamlit reads sys.modules["pandas"] directly, so
-# it must never find a half-imported pandas from another thread (app/warmup.py)
-warmup.warm_up()
+# Once per process: torch and the first model load in a thread, from the moment this run has
+# handed over the page's title and sentence box (cold start, app/warmup.py).
+warmup.start(settings, after_first_screen=True)
 
-from attnviz.app import charts, client_guard, nav, sidebar, state, visitor  # noqa: E402
+from attnviz.app import nav, state  # noqa: E402
 
 state.leave_legacy_pages_mode()
 st.set_page_config(page_title="attnviz", page_icon=str(nav.ICON), layout="wide")
+
+from attnviz.app import charts, client_guard, sidebar, visitor  # noqa: E402
+
 client_guard.install(settings)  # widget states that fit their widgets; one upload limit
 state.start_run(settings)
 visitor.identify(settings)  # one budget per visitor, whichever of their tabs
@@ -44,6 +44,12 @@ page = nav.navigation(state.lang())
 context = sidebar.sidebar(settings)
 st.session_state["_ctx"] = context
 charts.sync_url(context, on_explorer=nav.is_explorer(page), page=page.url_path)
+if not nav.is_explorer(page):  # the explorer does both after its sentence box (warmup.loading)
+    warmup.preload_chart_code()  # the browser loads the chart code now, not once the first chart's data is in
+    # pandas, on this thread before the page: Streamlit and plotly read sys.modules["pandas"]
+    # directly, so they must never find a half-imported pandas from another thread (app/warmup.py)
+    warmup.warm_up()
 with visitor.turn():  # at most two runs of one visitor at once, whichever tabs
     page.run()
+warmup.first_screen()  # whichever page came first, the warm-up may go ahead
 charts.share_link(context, on_explorer=nav.is_explorer(page))  # values the page clamped, and the copy box

@@ -1,5 +1,6 @@
 """A cold server and a long text in a real browser (issue 24): the page frame and the sentence
-box come before the first chart while the model loads once, in the warm-up thread; what sits
+box come before the first chart while the model loads once, in the warm-up thread, and the
+browser fetches Streamlit's chart code meanwhile (app/warmup.py); what sits
 below the fold (the token focus) is computed and sent only when opened; the hide-sinks switch,
 which needs a second forward pass, is filled in after the views. Order and content only,
 nothing timed (bench/bench_browser.py measures)."""
@@ -27,7 +28,8 @@ def server(chromium: Any) -> Iterator[str]:
         yield url
 
 
-# First appearance of the sentence box and of a drawn chart, in the order the page shows them.
+# First appearance of the sentence box and of a drawn chart, in the order the page shows them;
+# and when the first chart element came into the page (performance.now(), for the chart code).
 ORDER_JS = """
 (() => {
   const seen = window.__order = [];
@@ -37,11 +39,17 @@ ORDER_JS = """
   };
   const check = () => {
     for (const [name, probe] of Object.entries(probes)) if (!seen.includes(name) && probe()) seen.push(name);
+    if (window.__chart_element === undefined && document.querySelector('[data-testid="stPlotlyChart"]'))
+      window.__chart_element = performance.now();
   };
   new MutationObserver(check).observe(document, {childList: true, subtree: true});
   check();
 })();
 """
+
+
+CHART_CODE_JS = """() => performance.getEntriesByType('resource')
+  .filter(e => /\\/static\\/js\\/PlotlyChart\\.[^/]*\\.js$/.test(e.name)).map(e => e.startTime)"""
 
 
 def _chart_count(s: Session, key: str) -> int:
@@ -57,6 +65,10 @@ def test_a_cold_server_shows_the_sentence_box_first_and_loads_the_model_once(chr
         s = Session(page, server)
         s.open()  # waits for the views shown, drawn
         assert page.evaluate("() => window.__order") == ["box", "chart"]
+        # the browser was asked for Streamlit's chart code before the first chart came, and loaded it once
+        code = page.evaluate(CHART_CODE_JS)
+        assert len(code) == 1, code
+        assert code[0] < page.evaluate("() => window.__chart_element")
         port = urllib.parse.urlsplit(server).port
         log = (ARTIFACTS / f"streamlit-{port}.log").read_text(encoding="utf-8", errors="replace")
         assert log.count("loaded model 'minilm'") == 1, log[-2000:]  # the warm-up's load, reused by the page

@@ -1,23 +1,31 @@
 """A cold server's start: what the first page needs, made ready while the page frame is drawn.
 
-Two jobs, each once per process:
+Each job once per process (the preload once per session):
 
-- `start(settings)`, at the top of app.py: a background thread imports torch and loads the
-  first model of the list (the embedded MiniLM) into the model registry (app/registry.py), then
-  runs one small pass. The first visitor's page draws its frame, the sentence box and "Loading
-  model …" meanwhile, and the page's own `load_runner` waits on the same registry entry (one
-  load per key), so the model is never loaded twice (bench/results_browser.md: cold start).
-  transformers is not imported for it: MiniLM's first answers come from its files through
-  `tokenizers` and plain torch (models/minilm_quick.py); transformers' model loads when
-  something first needs it, after the explorer's views are sent (the hide-sinks switch).
-- `warm_up()`, on the script's own thread at the top of app.py: imports what plotly imports
-  lazily while serialising a figure. Eight visitors opening a freshly started server at once
-  got "partially initialized module 'pandas'": plotly imports pandas (and narwhals) lazily
-  while serialising a figure, and two script threads raced on that first import. Importing
-  them, and serialising one small figure, first removes the race (tests/test_load.py opens
-  every page of a cold server eight times at once). Never from the background thread: Streamlit
-  reads `sys.modules["pandas"]` directly and failed on a half-imported one ("'pandas' has no
-  attribute 'Series'").
+- `start(settings, after_first_screen=True)`, at the top of app.py: a background thread imports
+  torch and loads the first model of the list (the embedded MiniLM) into the model registry
+  (app/registry.py), then runs one small pass. It first waits until the first page has handed
+  its title and sentence box to Streamlit (`first_screen()`, at most FIRST_SCREEN_WAIT_S): the
+  server has two cores and one GIL, so a torch import beside the script thread doubled the time
+  to the sentence box and starved the event loop that sends it, and gained the first chart
+  nothing (both are Python work under one GIL). The page's own `load_runner` waits on the same
+  registry entry (one load per key), so the model is never loaded twice
+  (bench/results_browser.md: cold start). transformers is not imported for it: MiniLM's first
+  answers come from its files through `tokenizers` and plain torch (models/minilm_quick.py).
+- `warm_up()`, on a script thread before anything of the page that makes a figure or a table
+  (app.py before the page; the explorer's `loading()`, right after its sentence box): imports
+  pandas and what plotly imports lazily. Eight visitors opening a freshly started server at
+  once got "partially initialized module 'pandas'": two script threads raced on that first
+  import while plotly and Streamlit read `sys.modules["pandas"]` directly. Importing them, and
+  serialising one small figure, first under a lock that every run passes removes the race
+  (tests/test_load.py opens every page of a cold server eight times at once). Never from the
+  background thread: Streamlit failed on a half-imported one ("'pandas' has no attribute
+  'Series'"). The frame, the title and the sentence box make no figure and no table.
+- `preload_chart_code()`, once the first screen is out (the explorer's `loading()`; app.py
+  before any other page): the browser fetches and compiles Streamlit's Plotly chart code (one 4.7 MB module it otherwise asks for only when the
+  first chart arrives) while the server loads the model, so the first chart is drawn as soon as
+  its data arrives. Once per session, on its first run; a Streamlit without that one file name
+  sends nothing (the chart then loads its code itself, as before).
 """
 
 from __future__ import annotations
@@ -25,14 +33,16 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import re
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..config import Settings
 
-__all__ = ["loading", "start", "started", "warm_up"]
+__all__ = ["chart_code_file", "first_screen", "loading", "preload_chart_code", "start", "started", "warm_up"]
 
 LOG = logging.getLogger("attnviz")
 MODULES = ("numpy", "pandas", "pyarrow", "narwhals", "plotly.graph_objects", "plotly.io", "plotly.subplots")
@@ -40,6 +50,16 @@ _DONE = threading.Event()
 _LOCK = threading.Lock()
 _STARTED: list[threading.Thread] = []
 _START_LOCK = threading.Lock()
+_FIRST_SCREEN = threading.Event()
+FIRST_SCREEN_WAIT_S = 2.0  # a first visit to another page: the warm-up goes ahead after this
+CHART_CODE = re.compile(r"PlotlyChart\.[A-Za-z0-9_-]{4,16}\.js")  # the chunk's name in Streamlit's build
+_CHART_CODE_SENT = "_chart_code_sent"
+# A classic script may import a module: the URL is resolved against Streamlit's own entry module,
+# so the browser's module map holds one copy, which the chart's lazy import then finds ready.
+_PRELOAD_JS = (
+    '<script>(() => {{ const main = document.querySelector(\'script[type="module"][src*="/static/js/index."]\');'
+    " if (main) import(new URL('./{name}', main.src).href).catch(() => {{}}); }})();</script>"
+)
 
 
 def warm_up() -> None:
@@ -62,12 +82,44 @@ def warm_up() -> None:
         _DONE.set()
 
 
-def start(settings: Settings) -> None:
-    """Start the background load once per process (later calls return at once)."""
+def chart_code_file(static: Path | None = None) -> str | None:
+    """The file name of Streamlit's Plotly chart module in its static folder, if exactly one."""
+    if static is None:
+        import streamlit
+
+        static = Path(streamlit.__file__).parent / "static" / "static" / "js"
+    names = [p.name for p in static.glob("PlotlyChart.*.js") if CHART_CODE.fullmatch(p.name)]
+    return names[0] if len(names) == 1 else None
+
+
+def preload_chart_code() -> None:
+    """On a session's first run: the browser starts loading the chart code now (see the module's
+    docstring). The script names nothing of the visitor's: a file name of Streamlit's, checked."""
+    import streamlit as st
+
+    if st.session_state.get(_CHART_CODE_SENT):
+        return
+    st.session_state[_CHART_CODE_SENT] = True
+    name = chart_code_file()
+    if name is not None:
+        st.sidebar.html(_PRELOAD_JS.format(name=name), unsafe_allow_javascript=True)
+
+
+def first_screen() -> None:
+    """The page's first screen (its title and sentence box) is handed to Streamlit: the warm-up
+    thread may take the CPU now."""
+    _FIRST_SCREEN.set()
+
+
+def start(settings: Settings, *, after_first_screen: bool = False) -> None:
+    """Start the background load once per process (later calls return at once); with
+    `after_first_screen`, it begins once `first_screen()` is called (or after FIRST_SCREEN_WAIT_S)."""
     with _START_LOCK:
         if _STARTED:
             return
-        thread = threading.Thread(target=_load_first_model, args=(settings,), name="attnviz-warmup", daemon=True)
+        thread = threading.Thread(
+            target=_load_first_model, args=(settings, after_first_screen), name="attnviz-warmup", daemon=True
+        )
         _STARTED.append(thread)
     thread.start()
 
@@ -79,9 +131,16 @@ def started() -> threading.Thread | None:
 
 @contextlib.contextmanager
 def loading(model: str) -> Iterator[None]:
-    """A spinner naming the model while the warm-up thread still runs (a cold server): what the
-    page imports next (torch) waits for that thread, and the page showed nothing meanwhile.
-    Nothing once the thread is done (Streamlit shows a spinner only after half a second anyway)."""
+    """Right after the explorer's sentence box: the first screen is out, so the browser starts
+    on the chart code (`preload_chart_code`: compiling it earlier delayed the box), the warm-up
+    thread goes ahead (`first_screen`), and what plotly needs is imported (`warm_up`) before the
+    page's figures. Then a spinner naming the model while the warm-up thread still runs (a cold
+    server): what the page imports next (torch) waits for that thread, and the page showed
+    nothing meanwhile. No spinner once the thread is done (Streamlit shows one only after half a
+    second anyway)."""
+    preload_chart_code()
+    first_screen()
+    warm_up()
     thread = started()
     if thread is None or not thread.is_alive():
         yield
@@ -95,10 +154,12 @@ def loading(model: str) -> Iterator[None]:
         yield
 
 
-def _load_first_model(settings: Settings) -> None:
+def _load_first_model(settings: Settings, after_first_screen: bool = False) -> None:
     """The model the explorer opens with, loaded as `runners.load_runner` would load it for a
     new session (same registry key: the model, device "auto", no options). Any failure is only
     logged: the page then loads (and reports) it itself."""
+    if after_first_screen:
+        _FIRST_SCREEN.wait(FIRST_SCREEN_WAIT_S)
     try:
         from ..models import EMBEDDED_MODEL
         from .registry import REGISTRY, load

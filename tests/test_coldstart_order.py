@@ -1,0 +1,185 @@
+"""A cold start's order (issue 24.2, app/warmup.py): the frame, the title and the sentence box
+need neither torch nor pandas; the warm-up thread takes the CPU only once the first screen is
+handed over; the explorer imports pandas (the race guard) before its sections; the browser is
+asked for Streamlit's chart code once per session, by the very file name Streamlit loads lazily.
+Order and content only, nothing timed (bench/bench_browser.py measures)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attnviz.app import registry as model_registry
+from attnviz.app import warmup
+from attnviz.config import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+# What app.py imports before the page runs: the frame, the sidebar, the title and the sentence box.
+FRAME = (
+    "attnviz.app.warmup",
+    "attnviz.config",
+    "attnviz.app.nav",
+    "attnviz.app.state",
+    "attnviz.app.charts",
+    "attnviz.app.client_guard",
+    "attnviz.app.sidebar",
+    "attnviz.app.visitor",
+    "attnviz.app.widgets",
+)
+PROBE = """
+import json, sys
+import streamlit
+for name in %r:
+    __import__(name)
+print(json.dumps(sorted(m for m in ("torch", "transformers", "pandas", "pyarrow") if m in sys.modules)))
+"""
+
+
+def test_the_frame_imports_neither_torch_nor_pandas() -> None:
+    """One fresh interpreter imports what app.py imports before the page: none of the heavy ones."""
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE % (FRAME,)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def _call_names(tree: ast.AST) -> set[str]:
+    return {ast.unparse(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+
+
+def test_app_imports_the_frame_before_the_page_and_guards_pandas_for_every_page() -> None:
+    source = (ROOT / "app.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    imported = {
+        f"{node.module}.{alias.name}"
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+    assert {name for name in imported if name.startswith("attnviz.app.")} <= set(FRAME)
+    # every page but the explorer: pandas before the page; the explorer: in warmup.loading
+    guard = next(n for n in tree.body if isinstance(n, ast.If) and "nav.is_explorer" in ast.unparse(n.test))
+    assert ast.unparse(guard.test) == "not nav.is_explorer(page)"
+    assert "warmup.warm_up" in _call_names(guard)
+    assert source.index("warmup.warm_up()") < source.index("page.run()")
+    assert source.index("warmup.start(settings, after_first_screen=True)") < source.index("page.run()")
+
+
+def test_the_explorer_draws_only_its_title_and_box_before_warmup_loading() -> None:
+    """The explorer skips app.py's pandas import: what it does before `warmup.loading` (which
+    imports pandas first) must make no figure and no table."""
+    tree = ast.parse((ROOT / "pages" / "explorer.py").read_text(encoding="utf-8"))
+    body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    first_with = next(i for i, n in enumerate(body) if isinstance(n, ast.With))
+    assert ast.unparse(body[first_with].items[0].context_expr).startswith("warmup.loading(")
+    before = body[:first_with]
+    imports = [n for n in before if isinstance(n, ast.Import | ast.ImportFrom)]
+    assert {ast.unparse(n) for n in imports} == {"import streamlit as st", "from attnviz.app import warmup, widgets"}
+    calls = set().union(*(_call_names(n) for n in before if n not in imports))
+    assert calls == {"widgets.page_header", "widgets.sentence_box"}
+
+
+class _RecordingEvent(threading.Event):
+    def __init__(self, log: list[tuple[str, Any]]) -> None:
+        super().__init__()
+        self.log = log
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.log.append(("wait", timeout))
+        return super().wait(timeout)
+
+
+class _Runner:
+    def attend(self, text: str, max_tokens: int) -> None:
+        return None
+
+
+def _recording_warm_up(monkeypatch: pytest.MonkeyPatch, wait_s: float) -> tuple[list[tuple[str, Any]], _RecordingEvent]:
+    log: list[tuple[str, Any]] = []
+    event = _RecordingEvent(log)
+    monkeypatch.setattr(model_registry, "REGISTRY", model_registry._Registry())
+    monkeypatch.setattr(model_registry, "load", lambda *args: log.append(("load", event.is_set())) or _Runner())
+    monkeypatch.setattr(warmup, "_STARTED", [])
+    monkeypatch.setattr(warmup, "_FIRST_SCREEN", event)
+    monkeypatch.setattr(warmup, "FIRST_SCREEN_WAIT_S", wait_s)
+    return log, event
+
+
+def test_the_warm_up_takes_the_cpu_only_once_the_first_screen_is_handed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    log, _event = _recording_warm_up(monkeypatch, wait_s=600.0)
+    warmup.start(Settings(), after_first_screen=True)
+    thread = warmup.started()
+    assert thread is not None
+    warmup.first_screen()
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    assert log == [("wait", 600.0), ("load", True)]  # it waited, and loaded after the first screen
+
+
+def test_without_a_first_screen_the_warm_up_goes_ahead_after_its_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first visit to another page never calls `first_screen` before its own run ends."""
+    log, _event = _recording_warm_up(monkeypatch, wait_s=0.01)
+    warmup.start(Settings(), after_first_screen=True)
+    thread = warmup.started()
+    assert thread is not None
+    thread.join(timeout=120)
+    assert log == [("wait", 0.01), ("load", False)]
+
+
+def test_a_plain_start_does_not_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    log, _event = _recording_warm_up(monkeypatch, wait_s=600.0)
+    warmup.start(Settings())
+    thread = warmup.started()
+    assert thread is not None
+    thread.join(timeout=120)
+    assert log == [("load", False)]
+
+
+def test_the_chart_code_is_the_module_streamlit_loads_lazily() -> None:
+    """The preload imports the file Streamlit's entry module imports for a Plotly chart, by the
+    same relative name, so the browser keeps one copy (a Streamlit upgrade that renames it fails here)."""
+    import streamlit
+
+    static = Path(streamlit.__file__).parent / "static"
+    name = warmup.chart_code_file()
+    assert name is not None and warmup.CHART_CODE.fullmatch(name)
+    index_html = (static / "index.html").read_text(encoding="utf-8")
+    entry = next(part.split('"')[0] for part in index_html.split('src="./static/js/')[1:] if "index." in part[:10])
+    entry_js = (static / "static" / "js" / entry).read_text(encoding="utf-8")
+    assert f"import(`./{name}`)" in entry_js or f'import("./{name}")' in entry_js
+    assert warmup.chart_code_file(static / "no-such-folder") is None
+
+
+def _preload_twice() -> None:
+    from attnviz.app import warmup
+
+    warmup.preload_chart_code()
+    warmup.preload_chart_code()
+
+
+def test_the_chart_code_is_asked_for_once_per_session() -> None:
+    at = AppTest.from_function(_preload_twice, default_timeout=60)
+    at.run()
+    scripts = at.sidebar.get("html")
+    assert len(scripts) == 1
+    body = scripts[0].proto.body
+    assert scripts[0].proto.unsafe_allow_javascript
+    assert body.startswith("<script>") and body.endswith("</script>")
+    assert f"'./{warmup.chart_code_file()}'" in body
+    at.run()  # the session's next run: nothing sent again
+    assert at.sidebar.get("html") == []
