@@ -134,15 +134,15 @@ def loading(model: str) -> Iterator[None]:
     """Right after the explorer's sentence box: the first screen is out, so the browser starts
     on the chart code (`preload_chart_code`: compiling it earlier delayed the box), the warm-up
     thread goes ahead (`first_screen`), and what plotly needs is imported (`warm_up`) before the
-    page's figures. Then a spinner naming the model while the warm-up thread still runs (a cold
+    page's figures, under a spinner naming the model while the warm-up thread still runs (a cold
     server): what the page imports next (torch) waits for that thread, and the page showed
     nothing meanwhile. No spinner once the thread is done (Streamlit shows one only after half a
     second anyway)."""
     preload_chart_code()
     first_screen()
-    warm_up()
     thread = started()
     if thread is None or not thread.is_alive():
+        warm_up()
         yield
         return
     import streamlit as st
@@ -151,6 +151,7 @@ def loading(model: str) -> Iterator[None]:
     from .widgets import escape_md
 
     with st.spinner(t("spinner.loading", name=escape_md(model))):
+        warm_up()
         yield
 
 
