@@ -183,3 +183,13 @@ def test_the_chart_code_is_asked_for_once_per_session() -> None:
     assert f"'./{warmup.chart_code_file()}'" in body
     at.run()  # the session's next run: nothing sent again
     assert at.sidebar.get("html") == []
+
+
+def test_the_preload_script_takes_only_a_chart_file_name_and_a_plain_selector() -> None:
+    name = warmup.chart_code_file()
+    assert name is not None
+    script = warmup.preload_script(name, ".st-key-sentence_input textarea")
+    assert "document.querySelector('.st-key-sentence_input textarea')" in script
+    for bad_name, bad_after in [("x.js", ""), (name, "a'); alert(1); ('"), (name, "</script>")]:
+        with pytest.raises(ValueError):
+            warmup.preload_script(bad_name, bad_after)

@@ -42,7 +42,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..config import Settings
 
-__all__ = ["chart_code_file", "first_screen", "loading", "preload_chart_code", "start", "started", "warm_up"]
+__all__ = [
+    "chart_code_file",
+    "first_screen",
+    "loading",
+    "preload_chart_code",
+    "preload_script",
+    "start",
+    "started",
+    "warm_up",
+]
 
 LOG = logging.getLogger("attnviz")
 MODULES = ("numpy", "pandas", "pyarrow", "narwhals", "plotly.graph_objects", "plotly.io", "plotly.subplots")
@@ -56,10 +65,20 @@ CHART_CODE = re.compile(r"PlotlyChart\.[A-Za-z0-9_-]{4,16}\.js")  # the chunk's 
 _CHART_CODE_SENT = "_chart_code_sent"
 # A classic script may import a module: the URL is resolved against Streamlit's own entry module,
 # so the browser's module map holds one copy, which the chart's lazy import then finds ready.
-_PRELOAD_JS = (
-    '<script>(() => {{ const main = document.querySelector(\'script[type="module"][src*="/static/js/index."]\');'
-    " if (main) import(new URL('./{name}', main.src).href).catch(() => {{}}); }})();</script>"
-)
+_PRELOAD_JS = """<script>(() => {
+  const main = document.querySelector('script[type="module"][src*="/static/js/index."]');
+  if (!main) return;
+  let done = false;
+  const go = () => { if (done) return; done = true;
+    requestAnimationFrame(() => setTimeout(() => import(new URL('./NAME', main.src).href).catch(() => {}), 0)); };
+  const shown = () => !'AFTER' || document.querySelector('AFTER');
+  if (shown()) return go();
+  const seen = new MutationObserver(() => { if (shown()) { seen.disconnect(); go(); } });
+  seen.observe(document.body, {childList: true, subtree: true});
+  setTimeout(() => { seen.disconnect(); go(); }, WAIT_MS);
+})();</script>"""
+PRELOAD_WAIT_MS = 3000  # no such element by then: the code loads anyway
+SAFE_SELECTOR = re.compile(r"[A-Za-z0-9_ .#>-]*")
 
 
 def warm_up() -> None:
@@ -92,9 +111,19 @@ def chart_code_file(static: Path | None = None) -> str | None:
     return names[0] if len(names) == 1 else None
 
 
-def preload_chart_code() -> None:
-    """On a session's first run: the browser starts loading the chart code now (see the module's
-    docstring). The script names nothing of the visitor's: a file name of Streamlit's, checked."""
+def preload_script(name: str, after: str = "") -> str:
+    """The script that imports the chart code `name`, once the element `after` (a CSS selector
+    of ours) is in the page and painted: the module's compile (a second of the browser's main
+    thread on a busy 2-core machine) must not hold up the sentence box."""
+    if not CHART_CODE.fullmatch(name) or not SAFE_SELECTOR.fullmatch(after):
+        raise ValueError("not a chart code file name or not a plain selector")
+    return _PRELOAD_JS.replace("NAME", name).replace("AFTER", after).replace("WAIT_MS", str(PRELOAD_WAIT_MS))
+
+
+def preload_chart_code(after: str = "") -> None:
+    """On a session's first run: the browser starts loading the chart code (see the module's
+    docstring) at once, or once the element `after` is drawn. The script names nothing of the
+    visitor's: a file name of Streamlit's and a selector of ours, both checked."""
     import streamlit as st
 
     if st.session_state.get(_CHART_CODE_SENT):
@@ -102,7 +131,7 @@ def preload_chart_code() -> None:
     st.session_state[_CHART_CODE_SENT] = True
     name = chart_code_file()
     if name is not None:
-        st.sidebar.html(_PRELOAD_JS.format(name=name), unsafe_allow_javascript=True)
+        st.sidebar.html(preload_script(name, after), unsafe_allow_javascript=True)
 
 
 def first_screen() -> None:
@@ -132,23 +161,25 @@ def started() -> threading.Thread | None:
 @contextlib.contextmanager
 def loading(model: str) -> Iterator[None]:
     """Right after the explorer's sentence box: the first screen is out, so the browser starts
-    on the chart code (`preload_chart_code`: compiling it earlier delayed the box), the warm-up
+    on the chart code once the box is drawn (`preload_chart_code`: compiling it earlier delayed
+    the box), the warm-up
     thread goes ahead (`first_screen`), and what plotly needs is imported (`warm_up`) before the
     page's figures, under a spinner naming the model while the warm-up thread still runs (a cold
     server): what the page imports next (torch) waits for that thread, and the page showed
     nothing meanwhile. No spinner once the thread is done (Streamlit shows one only after half a
     second anyway)."""
-    preload_chart_code()
+    import streamlit as st
+
+    from .state import SENTENCE_INPUT, t
+    from .widgets import escape_md
+
+    preload_chart_code(after=f".st-key-{SENTENCE_INPUT} textarea")
     first_screen()
     thread = started()
     if thread is None or not thread.is_alive():
         warm_up()
         yield
         return
-    import streamlit as st
-
-    from .state import t
-    from .widgets import escape_md
 
     with st.spinner(t("spinner.loading", name=escape_md(model))):
         warm_up()
