@@ -22,10 +22,12 @@ Each job once per process (the preload once per session):
   background thread: Streamlit failed on a half-imported one ("'pandas' has no attribute
   'Series'"). The frame, the title and the sentence box make no figure and no table.
 - `preload_chart_code()`, once the first screen is out (the explorer's `loading()`; app.py
-  before any other page): the browser fetches and compiles Streamlit's Plotly chart code (one 4.7 MB module it otherwise asks for only when the
-  first chart arrives) while the server loads the model, so the first chart is drawn as soon as
-  its data arrives. Once per session, on its first run; a Streamlit without that one file name
-  sends nothing (the chart then loads its code itself, as before).
+  before any other page): the browser fetches and compiles Streamlit's Plotly chart code (one
+  4.7 MB module it otherwise asks for only when the first chart's data arrives) while the
+  server loads the model; on the explorer only once the sentence box is drawn, since the
+  compile holds the browser's main thread for a second or more on a busy 2-core machine. Once
+  per session, on its first run; a Streamlit without that one file name sends nothing (the
+  chart then loads its code itself, as before).
 """
 
 from __future__ import annotations
@@ -162,9 +164,8 @@ def started() -> threading.Thread | None:
 def loading(model: str) -> Iterator[None]:
     """Right after the explorer's sentence box: the first screen is out, so the browser starts
     on the chart code once the box is drawn (`preload_chart_code`: compiling it earlier delayed
-    the box), the warm-up
-    thread goes ahead (`first_screen`), and what plotly needs is imported (`warm_up`) before the
-    page's figures, under a spinner naming the model while the warm-up thread still runs (a cold
+    the box), the warm-up thread goes ahead (`first_screen`), and what plotly needs is imported
+    (`warm_up`) before the page's figures, under a spinner naming the model while the warm-up thread still runs (a cold
     server): what the page imports next (torch) waits for that thread, and the page showed
     nothing meanwhile. No spinner once the thread is done (Streamlit shows one only after half a
     second anyway)."""
