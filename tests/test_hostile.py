@@ -30,10 +30,10 @@ def chromium() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def served(chromium: Any) -> Iterator[tuple[str, Path]]:
-    """A server of its own (its log is read: how often it loaded a model)."""
-    with streamlit_server(args=["--server.fileWatcherType=none"]) as (url, _proc):
-        yield url, ARTIFACTS / f"streamlit-{url.rsplit(':', 1)[1]}.log"
+def served(chromium: Any, _shared_server: str) -> tuple[str, Path]:
+    """The shared app server (tests/conftest.py) and its log (read: how often it loaded a model).
+    The test that needs other settings (a baked model) starts its own."""
+    return _shared_server, ARTIFACTS / f"streamlit-{_shared_server.rsplit(':', 1)[1]}.log"
 
 
 @pytest.fixture
@@ -77,9 +77,9 @@ RUN_STARTED_JS = """(want) => {
 
 
 def test_a_fast_page_switch_never_loses_the_sentence(session: Session, minilm: attnviz.PretrainedModel) -> None:
-    """Ctrl+Enter, then a click on another page while the run it started is still going, twenty
-    times over: every page shows the sentence just typed (it used to show "The sentence is
-    empty" or an older one).
+    """Ctrl+Enter, then a click on another page while the run it started is still going, eight
+    times over (each switch of the cycle twice): every page shows the sentence just typed (it
+    used to show "The sentence is empty" or an older one).
 
     The click waits until the server has started that run: a click in the few milliseconds
     before (faster than a hand moves) loses the edit inside Streamlit itself, where the page
@@ -88,7 +88,7 @@ def test_a_fast_page_switch_never_loses_the_sentence(session: Session, minilm: a
     s = session
     s.open()
     pages = ["caveats", "explorer", "lab", "explorer"]
-    for i in range(20):
+    for i in range(2 * len(pages)):
         text = f"fast switch number {i} keeps its words"
         tokens = list(minilm.encode(text).tokens)
         box = s.page.locator(".st-key-sentence_input textarea")

@@ -13,7 +13,6 @@ app's own, to the loopback, may open).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 from urllib.parse import urlparse
 
@@ -21,7 +20,7 @@ import pytest
 
 from attnviz.app import nav
 
-from .browser import ROOT, browser, streamlit_server
+from .browser import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -45,6 +44,15 @@ SETTLED_JS = """(min) => {
   return drawn.length === charts.length && drawn.length >= min;
 }"""
 
+# Whatever the drawn page asks for after its first paint (the icon font once an icon is laid out,
+# the favicon once the page config sets it) has been asked for: the fonts the page uses are
+# loaded and two frames have been laid out since.
+FONTS_LOADED_JS = """async () => {
+  const frame = () => new Promise(r => requestAnimationFrame(() => r()));
+  await document.fonts.ready; await frame(); await frame(); await document.fonts.ready;
+  return document.fonts.status;
+}"""
+
 FAVICON_JS = """() => [...document.querySelectorAll('link[rel~="icon"]')].map(l => l.href)"""
 
 
@@ -60,29 +68,33 @@ def test_the_page_icon_is_a_local_file() -> None:
     assert icon.is_file() and icon.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_no_page_fetches_anything_from_outside_the_machine() -> None:
+def test_no_page_fetches_anything_from_outside_the_machine(chromium: Any, server: str) -> None:
+    """On the shared app server (tests/conftest.py): what is checked is what the browser asks
+    for, in a browser context of its own (nothing from another test's browser cache)."""
     attempts: list[str] = []
     favicons: list[str] = []
-    with streamlit_server() as (url, _), browser() as chromium:
-        context = chromium.new_context()
+    url = server
+    context = chromium.new_context()
 
-        def guard(route: Any) -> None:
-            if outside(route.request.url):
-                attempts.append(route.request.url)
-                route.abort()
-            else:
-                route.continue_()
+    def guard(route: Any) -> None:
+        if outside(route.request.url):
+            attempts.append(route.request.url)
+            route.abort()
+        else:
+            route.continue_()
 
-        context.route("**/*", guard)
+    context.route("**/*", guard)
+    try:
         for path in PAGES:
             page = context.new_page()
             page.on("websocket", lambda ws: attempts.append(ws.url) if outside(ws.url) else None)
             page.goto(f"{url}/{path}")
             page.wait_for_function(SETTLED_JS, arg=MIN_CHARTS.get(path, 0), timeout=LOAD_MS)
-            time.sleep(1.0)  # anything loaded lazily after the first paint (icons, fonts) comes now
+            assert page.evaluate(FONTS_LOADED_JS) == "loaded", path
             page.wait_for_function(SETTLED_JS, arg=MIN_CHARTS.get(path, 0), timeout=LOAD_MS)
             favicons += [f"/{path}: {href}" for href in page.evaluate(FAVICON_JS) if outside(href)]
             page.close()
+    finally:
         context.close()
     assert not attempts, f"requests to outside hosts: {sorted(set(attempts))}"
     assert not favicons, f"favicons from outside hosts: {favicons}"
