@@ -22,12 +22,17 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 def pytest_configure(config: pytest.Config) -> None:
     """In a pytest-xdist worker (scripts/check runs several), torch's kernels get the worker's
     share of the cores: two workers of two threads each on two cores spend their time waiting
-    on each other's threads. The app servers the tests start keep torch's own default."""
+    on each other's threads. The processes a worker starts (app servers, command lines, README
+    lines) inherit that share through OMP_NUM_THREADS, which torch reads at import: two servers
+    of two threads each beside two busy workers oversubscribed two cores. A test that needs a
+    number of threads sets it (tests/test_long_limits.py); an OMP_NUM_THREADS already set wins."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
     if workers > 1:
+        share = max(1, (os.cpu_count() or 1) // workers)
+        os.environ.setdefault("OMP_NUM_THREADS", str(share))
         import torch
 
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+        torch.set_num_threads(share)
 
 
 SENTENCES = [
