@@ -35,6 +35,45 @@ def pytest_configure(config: pytest.Config) -> None:
         torch.set_num_threads(share)
 
 
+# The longest test files (seconds in CI's --durations list, most first). scripts/check runs the
+# files whole, each on one pytest-xdist worker, in the order collected (--no-loadscope-reorder:
+# xdist's own order, most tests first, left the long browser files with few tests for the end,
+# one worker running test_load.py for minutes while the other had finished). Longest first, the
+# short files fill in at the end. A stale list costs minutes, never a result.
+LONGEST_FIRST = (
+    "test_load.py",
+    "test_docker.py",
+    "test_hostile.py",
+    "test_browser_layout.py",
+    "test_offline.py",
+    "test_browser.py",
+    "test_readme.py",
+    "test_hostile_inputs.py",
+    "test_browser_decoder.py",
+    "test_browser_evidence.py",
+    "test_corpus.py",
+    "test_training_app_sparse.py",
+    "test_hostile_uploads.py",
+    "test_faithfulness.py",
+    "test_browser_visitor.py",
+    "test_ablation.py",
+    "test_browser_training.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files in the order above, then the other files with browser or slow tests, then the rest,
+    each in its collected order; the tests of a file keep theirs."""
+    heavy = {item.path.name for item in items if item.get_closest_marker("browser") or item.get_closest_marker("slow")}
+    first = {name: rank for rank, name in enumerate(LONGEST_FIRST)}
+
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return first.get(name, len(first) + (0 if name in heavy else 1))
+
+    items[:] = sorted(items, key=rank)
+
+
 SENTENCES = [
     "The animal didn't cross the street because it was tired.",
     "The animal didn't cross the street because it was wide.",
