@@ -1,6 +1,7 @@
 """What a hostile (or just fast) visitor did to the public demo, replayed in a real browser and
 over a raw websocket (issue 10): a crafted link, a fast page switch, a client that clears the
-server's caches, and every page reached by its typed URL."""
+server's caches, a model baked into the image. (Every page reached by its typed URL:
+tests/test_offline.py.)"""
 
 from __future__ import annotations
 
@@ -45,19 +46,6 @@ def _title_is(s: Session, key: str) -> None:
     s.page.wait_for_function(
         "(want) => document.querySelector('h1')?.innerText === want", arg=i18n.t(key, "en"), timeout=FIRST_LOAD_MS
     )
-
-
-def test_every_page_opens_at_its_typed_url(session: Session) -> None:
-    """/explorer showed "Page not found" and fell back to the main page: the default page is
-    served at "/" only, so a hidden alias serves it at /explorer too."""
-    s = session
-    for path, title in URL_PATHS.items():
-        s.page.goto(f"{s.url}/{path}")
-        _title_is(s, title)
-        s.wait_idle(FIRST_LOAD_MS)
-        assert s.page.get_by_text("Page not found").count() == 0, path
-        assert s.page.locator('[data-testid="stException"]').count() == 0, path
-    assert not s.crashed
 
 
 def test_a_crafted_link_shows_the_page_not_an_error_screen(session: Session) -> None:

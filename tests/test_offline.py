@@ -1,5 +1,6 @@
 """Nothing is fetched from outside the machine: every page of the app, in a real browser, with
-every request to a host other than the loopback refused and written down.
+every request to a host other than the loopback refused and written down. Each page is opened
+at its typed URL and must be that page (its own title, no "Page not found", no exception).
 
 A classroom without internet must get the whole app from `streamlit run app.py` or the image:
 fonts, icons, scripts, the favicon. Streamlit bundles its fonts and the Material Symbols icon
@@ -18,6 +19,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+from attnviz import i18n
 from attnviz.app import nav
 
 from .browser import ROOT
@@ -25,6 +27,7 @@ from .browser import ROOT
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 PAGES = ("", *(p.name for p in nav.PAGES))  # "/" and every page
+HEADINGS = {"": nav.PAGES[0].heading_key} | {p.name: p.heading_key for p in nav.PAGES}  # "/" is the explorer
 MIN_CHARTS = {"": 1, "explorer": 1, "lab": 1, "explain": 1}  # drawn by default (other pages: at least none)
 LOAD_MS = 240_000  # the first page imports torch and loads the model on a busy 2-core machine
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -68,13 +71,17 @@ def test_the_page_icon_is_a_local_file() -> None:
     assert icon.is_file() and icon.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_no_page_fetches_anything_from_outside_the_machine(chromium: Any, server: str) -> None:
+def test_every_page_opens_at_its_typed_url_and_fetches_nothing_from_outside(chromium: Any, server: str) -> None:
     """On the shared app server (tests/conftest.py): what is checked is what the browser asks
-    for, in a browser context of its own (nothing from another test's browser cache)."""
+    for, in a browser context of its own (nothing from another test's browser cache).
+
+    /explorer once showed "Page not found" and fell back to the main page: the default page is
+    served at "/" only, so a hidden alias serves it at /explorer too (was test_hostile's
+    test_every_page_opens_at_its_typed_url, which opened the same URLs)."""
     attempts: list[str] = []
     favicons: list[str] = []
     url = server
-    context = chromium.new_context()
+    context = chromium.new_context(locale="en-US")
 
     def guard(route: Any) -> None:
         if outside(route.request.url):
@@ -90,6 +97,13 @@ def test_no_page_fetches_anything_from_outside_the_machine(chromium: Any, server
             page.on("websocket", lambda ws: attempts.append(ws.url) if outside(ws.url) else None)
             page.goto(f"{url}/{path}")
             page.wait_for_function(SETTLED_JS, arg=MIN_CHARTS.get(path, 0), timeout=LOAD_MS)
+            page.wait_for_function(  # this page, not the main page it used to fall back to
+                "(want) => document.querySelector('h1')?.innerText === want",
+                arg=i18n.t(HEADINGS[path], "en"),
+                timeout=LOAD_MS,
+            )
+            assert page.get_by_text("Page not found").count() == 0, path
+            assert page.locator('[data-testid="stException"]').count() == 0, path
             assert page.evaluate(FONTS_LOADED_JS) == "loaded", path
             page.wait_for_function(SETTLED_JS, arg=MIN_CHARTS.get(path, 0), timeout=LOAD_MS)
             favicons += [f"/{path}: {href}" for href in page.evaluate(FAVICON_JS) if outside(href)]
