@@ -35,29 +35,36 @@ def pytest_configure(config: pytest.Config) -> None:
         torch.set_num_threads(share)
 
 
-# The longest test files (seconds in CI's --durations list, most first). scripts/check runs the
+# The longest test files (seconds a file, most first: a whole run's --junitxml, summed by file). scripts/check runs the
 # files whole, each on one pytest-xdist worker, in the order collected (--no-loadscope-reorder:
 # xdist's own order, most tests first, left the long browser files with few tests for the end,
 # one worker running test_load.py for minutes while the other had finished). Longest first, the
 # short files fill in at the end. A stale list costs minutes, never a result.
 LONGEST_FIRST = (
-    "test_load.py",
     "test_docker.py",
+    "test_load.py",
+    "test_browser.py",
     "test_hostile.py",
     "test_browser_layout.py",
-    "test_offline.py",
-    "test_browser.py",
     "test_readme.py",
-    "test_hostile_inputs.py",
-    "test_browser_decoder.py",
-    "test_browser_evidence.py",
-    "test_corpus.py",
-    "test_training_app_sparse.py",
-    "test_hostile_uploads.py",
+    "test_app_training.py",
+    "test_export_hostile.py",
     "test_faithfulness.py",
+    "test_corpus.py",
+    "test_bench.py",
+    "test_hostile_inputs.py",
     "test_browser_visitor.py",
-    "test_ablation.py",
+    "test_gone_sessions.py",
+    "test_offline.py",
+    "test_hostile_uploads.py",
+    "test_training_app_sparse.py",
+    "test_app.py",
     "test_browser_training.py",
+    "test_app_evidence.py",
+    "test_trainproc.py",
+    "test_browser_corpus.py",
+    "test_cli.py",
+    "test_browser_decoder.py",
 )
 
 
