@@ -35,11 +35,12 @@ def pytest_configure(config: pytest.Config) -> None:
         torch.set_num_threads(share)
 
 
-# The longest test files (seconds a file, most first: a whole run's --junitxml, summed by file). scripts/check runs the
-# files whole, each on one pytest-xdist worker, in the order collected (--no-loadscope-reorder:
-# xdist's own order, most tests first, left the long browser files with few tests for the end,
-# one worker running test_load.py for minutes while the other had finished). Longest first, the
-# short files fill in at the end. A stale list costs minutes, never a result.
+# The longest test files, most first (a whole run's --junitxml, seconds summed by file).
+# scripts/check runs the files whole, each on one pytest-xdist worker, in the order collected
+# (--no-loadscope-reorder: xdist's own order, most tests first, left the long browser files with
+# few tests for the end, one worker running test_load.py for minutes while the other had
+# finished). Longest first, the short files fill in at the end. A stale list costs minutes,
+# never a result.
 LONGEST_FIRST = (
     "test_docker.py",
     "test_load.py",
