@@ -22,12 +22,64 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 def pytest_configure(config: pytest.Config) -> None:
     """In a pytest-xdist worker (scripts/check runs several), torch's kernels get the worker's
     share of the cores: two workers of two threads each on two cores spend their time waiting
-    on each other's threads. The app servers the tests start keep torch's own default."""
+    on each other's threads. The processes a worker starts (app servers, command lines, README
+    lines) inherit that share through OMP_NUM_THREADS, which torch reads at import: two servers
+    of two threads each beside two busy workers oversubscribed two cores. A test that needs a
+    number of threads sets it (tests/test_long_limits.py); an OMP_NUM_THREADS already set wins."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
     if workers > 1:
+        share = max(1, (os.cpu_count() or 1) // workers)
+        os.environ.setdefault("OMP_NUM_THREADS", str(share))
         import torch
 
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+        torch.set_num_threads(share)
+
+
+# The longest test files, most first (a whole run's --junitxml, seconds summed by file).
+# scripts/check runs the files whole, each on one pytest-xdist worker, in the order collected
+# (--no-loadscope-reorder: xdist's own order, most tests first, left the long browser files with
+# few tests for the end, one worker running test_load.py for minutes while the other had
+# finished). Longest first, the short files fill in at the end. A stale list costs minutes,
+# never a result.
+LONGEST_FIRST = (
+    "test_docker.py",
+    "test_load.py",
+    "test_browser.py",
+    "test_hostile.py",
+    "test_browser_layout.py",
+    "test_readme.py",
+    "test_app_training.py",
+    "test_export_hostile.py",
+    "test_faithfulness.py",
+    "test_corpus.py",
+    "test_bench.py",
+    "test_hostile_inputs.py",
+    "test_browser_visitor.py",
+    "test_gone_sessions.py",
+    "test_offline.py",
+    "test_hostile_uploads.py",
+    "test_training_app_sparse.py",
+    "test_app.py",
+    "test_browser_training.py",
+    "test_app_evidence.py",
+    "test_trainproc.py",
+    "test_browser_corpus.py",
+    "test_cli.py",
+    "test_browser_decoder.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files in the order above, then the other files with browser or slow tests, then the rest,
+    each in its collected order; the tests of a file keep theirs."""
+    heavy = {item.path.name for item in items if item.get_closest_marker("browser") or item.get_closest_marker("slow")}
+    first = {name: rank for rank, name in enumerate(LONGEST_FIRST)}
+
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return first.get(name, len(first) + (0 if name in heavy else 1))
+
+    items[:] = sorted(items, key=rank)
 
 
 SENTENCES = [
@@ -93,7 +145,8 @@ def _shared_server() -> Iterator[str]:
     """One app server for every module that takes `server` (in each pytest-xdist worker that
     runs one): starting one costs a Python with torch, Streamlit and the first model load. A
     module that needs a fresh server, or other settings, starts its own (test_browser_cold_start,
-    test_hostile, test_browser_visitor). Each test opens its own browser context, so no cookie
+    test_browser_visitor, test_load's cold start, test_hostile's baked model); test_hostile and
+    test_offline use this one. Each test opens its own browser context, so no cookie
     or session state crosses tests; what the server keeps (loaded models, cached results) is
     what any long-running server keeps."""
     from .browser import chromium_path, streamlit_server
