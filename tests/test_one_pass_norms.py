@@ -160,3 +160,22 @@ def test_the_pass_keeps_the_values_and_makes_the_norms_only_when_asked(
     assert len(calls) == scratch.n_layers and values.values == []
     assert values.norms() is first and len(calls) == scratch.n_layers
     np.testing.assert_allclose(first, explain.value_norms(scratch, TEXT), rtol=1e-4, atol=1e-5)
+
+
+def test_norms_that_fail_leave_the_caveat_without_its_norm_clause(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An accelerator out of memory while the switch makes the norms: the page goes on (no
+    exception), the caveat says what attention alone says."""
+    for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS", "ATTNVIZ_LANG"):
+        monkeypatch.delenv(key, raising=False)
+
+    def out_of_memory(self: explain.PassValues) -> np.ndarray:
+        raise torch.OutOfMemoryError("CUDA out of memory (a test)")
+
+    monkeypatch.setattr(explain.PassValues, "norms", out_of_memory)
+    text = "Norms that fail: " + " ".join(f"item{i}" for i in range(25)) + "."
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["text"] = text
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    captions = " ".join(str(c.value) for c in at.caption)
+    assert "of its attention to" in captions and "by norm-based weights" not in captions, captions

@@ -48,13 +48,17 @@ class PassValues:
             if self._norms is None:
                 with torch.inference_mode():
                     self._norms = np.stack(
-                        [
-                            torch.linalg.vector_norm(_transformed(p, torch.from_numpy(v).float()), dim=-1).numpy()
-                            for p, v in zip(self.parts, self.values, strict=True)
-                        ]
+                        [_lengths(p, v) for p, v in zip(self.parts, self.values, strict=True)]
                     ).astype(np.float32, copy=False)
                 self.values = []
             return self._norms
+
+
+def _lengths(p: LayerParts, v: np.ndarray) -> np.ndarray:
+    """||f_h(x_j)|| (H, n) of one layer from its kept values (n, H * hs), on the device of the
+    layer's weights (a model on the GPU kept its values on the CPU)."""
+    values = torch.from_numpy(v).to(device=p.output.weight.device, dtype=torch.float32)
+    return torch.linalg.vector_norm(_transformed(p, values), dim=-1).cpu().numpy()
 
 
 def _keeping(parts: list[LayerParts], out: dict[int, np.ndarray]) -> contextlib.ExitStack:

@@ -6,6 +6,7 @@ and move almost nothing, and the Caveats page's table of the sentence's sink hea
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from ..widgets import escape_md
 from .explain import Subject
 from .explorer import Focus
 
+LOG = logging.getLogger("attnviz")
 TOGGLE = "sinks_toggle"  # the widget
 STATE = state.HIDE_SINKS  # its value: a plain key survives a visit to another page (state.KEPT)
 
@@ -50,6 +52,9 @@ def _value_norms(context: Ctx, loaded: Loaded, text: str) -> np.ndarray | None:
             fn=lambda: explain.value_norms(loaded.runner, loaded.runner.fit(text, context.max_tokens)),
         )
         return got.norms() if isinstance(got, explain.PassValues) else got
+    except RuntimeError as exc:  # the accelerator out of memory, say: the caveat goes without the norms
+        LOG.warning("attnviz: value norms failed: %s: %.300s", type(exc).__name__, exc)
+        return None
     except ValueError:
         return None
 
