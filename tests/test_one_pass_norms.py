@@ -1,4 +1,4 @@
-"""The value norms from the views' own forward pass (explain.attend_with_value_norms, issue 24.1):
+"""The value norms from the views' own forward pass (explain.attend_keeping_values, issue 24.1):
 the same attention as `attend` and the same norms as the second forward of `value_norms` on the
 text as the views cut it, for the quick MiniLM (no transformers load for it), the Hugging Face
 runner and the scratch encoder; None where that pass cannot give them; and the explorer making
@@ -27,8 +27,16 @@ LONG = " ".join(f"bank{i % 7} river money, tired {i}" for i in range(40))
 APP = str(Path(__file__).with_name("app_entry.py"))
 
 
+def _with_norms(
+    model: attnviz.PretrainedModel | attnviz.ScratchModel, text: str, limit: int | None = None
+) -> tuple[attnviz.Attention, np.ndarray | None]:
+    """The pass's attention and its value norms made at once (None where the pass gives none)."""
+    att, values = explain.attend_keeping_values(model, text, limit)
+    return att, None if values is None else values.norms()
+
+
 def _same(model: attnviz.PretrainedModel | attnviz.ScratchModel, text: str, limit: int | None) -> np.ndarray:
-    att, norms = explain.attend_with_value_norms(model, text, limit)
+    att, norms = _with_norms(model, text, limit)
     plain = model.attend(text, limit)
     assert att.tokens == plain.tokens and att.truncated == plain.truncated
     np.testing.assert_array_equal(att.weights, plain.weights)  # the hooks change nothing
@@ -46,7 +54,7 @@ def test_the_quick_minilm_gives_the_second_passes_norms_without_loading_transfor
 ) -> None:
     quick = load_model(EMBEDDED_MODEL, "cpu")
     assert isinstance(quick, QuickMiniLM) and quick.quick is not None
-    att, norms = explain.attend_with_value_norms(quick, text, limit)
+    att, norms = _with_norms(quick, text, limit)
     assert quick.quick is not None and quick._full is None  # still the quick encoder: nothing loaded
     reference = _load_hf(str(embedded_model_dir()), torch.device("cpu"), 512, EMBEDDED_MODEL)
     np.testing.assert_allclose(att.weights, reference.attend(text, limit).weights, atol=1e-5, rtol=0)
@@ -72,7 +80,7 @@ def test_layers_that_do_not_come_apart_give_the_attention_and_no_norms(
         raise ValueError("not a post-LayerNorm encoder")
 
     monkeypatch.setattr(scratch, "layers", no_layers)
-    att, norms = explain.attend_with_value_norms(scratch, TEXT)
+    att, norms = _with_norms(scratch, TEXT)
     assert norms is None
     np.testing.assert_array_equal(att.weights, scratch.attend(TEXT).weights)
 
@@ -83,7 +91,7 @@ def test_a_pass_that_misses_the_hooked_layers_gives_no_norms(scratch: attnviz.Sc
     other = load_model("scratch", "cpu")  # the same architecture, other module objects
     object.__setattr__(scratch, "attend_layers", other.layers)
     try:
-        att, norms = explain.attend_with_value_norms(scratch, TEXT)
+        att, norms = _with_norms(scratch, TEXT)
     finally:
         object.__delattr__(scratch, "attend_layers")
     assert norms is None and att.n > 0
@@ -106,7 +114,7 @@ def test_another_threads_pass_meanwhile_writes_nothing(scratch: attnviz.ScratchM
 
     object.__setattr__(scratch, "attend", attend_while_another_runs)
     try:
-        _, norms = explain.attend_with_value_norms(scratch, TEXT)
+        _, norms = _with_norms(scratch, TEXT)
     finally:
         object.__delattr__(scratch, "attend")
     assert inside.is_set() and norms is not None

@@ -47,7 +47,7 @@ from .rollout import rollout, rollout_layers
 from .scoreboard import FAITHFULNESS_MAX_TOKENS, SCOREBOARD_METHODS, Scoreboard, ScoreRow, faithfulness
 from .sentence_pairs import across_share, pair_blocks, pair_segments
 from .sinks import SINK_THRESHOLD, SinkScores, hide_sinks, removed_share, sink_scores
-from .value_norms import PassValues, attend_keeping_values, attend_with_value_norms, moved_share, value_norms
+from .value_norms import PassValues, attend_keeping_values, moved_share, value_norms
 
 __all__ = [
     "BROAD_ENTROPY",
@@ -77,7 +77,6 @@ __all__ = [
     "across_share",
     "agreement",
     "attend_keeping_values",
-    "attend_with_value_norms",
     "completeness_gap",
     "contributions",
     "contributions_all",

@@ -25,7 +25,7 @@ from ..models.base import LayerParts, Runner
 from ..result import Attention
 from .norms import _transformed
 
-__all__ = ["PassValues", "attend_keeping_values", "attend_with_value_norms", "moved_share", "value_norms"]
+__all__ = ["PassValues", "attend_keeping_values", "moved_share", "value_norms"]
 
 _Hook = Callable[[torch.nn.Module, tuple[torch.Tensor, ...], torch.Tensor], None]
 
@@ -84,10 +84,12 @@ def _keeping(parts: list[LayerParts], out: dict[int, np.ndarray]) -> contextlib.
     return stack
 
 
-def _complete(parts: list[LayerParts], out: dict[int, np.ndarray], n: int, width: int) -> PassValues | None:
+def _complete(parts: list[LayerParts], out: dict[int, np.ndarray], n: int) -> PassValues | None:
     """The pass's values when it ran through each layer once, for `n` tokens; else None."""
     layers = [out.get(layer) for layer in range(len(parts))]
-    if -1 in out or any(v is None or v.shape != (n, width) for v in layers):
+    if -1 in out or any(
+        v is None or v.shape != (n, p.n_heads * p.head_dim) for v, p in zip(layers, parts, strict=True)
+    ):
         return None
     return PassValues(parts, [v for v in layers if v is not None])
 
@@ -110,15 +112,7 @@ def attend_keeping_values(
     out: dict[int, np.ndarray] = {}
     with _keeping(parts, out):
         att = model.attend(text, max_tokens)
-    return att, _complete(parts, out, att.n, model.n_heads * parts[0].head_dim if parts else 0)
-
-
-def attend_with_value_norms(
-    model: Runner, text: str, max_tokens: int | None = None
-) -> tuple[Attention, np.ndarray | None]:
-    """`attend_keeping_values` with the norms made at once: (attention, (layers, heads, n) or None)."""
-    att, values = attend_keeping_values(model, text, max_tokens)
-    return att, None if values is None else values.norms()
+    return att, _complete(parts, out, att.n)
 
 
 def value_norms(model: Runner, text: str) -> np.ndarray:
@@ -130,7 +124,7 @@ def value_norms(model: Runner, text: str) -> np.ndarray:
     out: dict[int, np.ndarray] = {}
     with _keeping(parts, out), model.gate.background(), torch.inference_mode():
         model.last_hidden(enc.inputs)
-    values = _complete(parts, out, len(enc.tokens), model.n_heads * parts[0].head_dim if parts else 0)
+    values = _complete(parts, out, len(enc.tokens))
     if values is None:
         raise ValueError(f"model '{model.name}' did not run each of its {len(parts)} layers once")
     return values.norms()
