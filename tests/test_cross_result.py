@@ -60,8 +60,13 @@ def test_heatmap_draws_the_rectangle_and_escapes_both_axes() -> None:
     go.Figure(fig.to_dict())  # the dicts are valid plotly
     trace = fig.data[0]
     np.testing.assert_array_equal(np.asarray(trace.z), att.weights[1, 2])
-    assert list(fig.layout.xaxis.ticktext) == _escaped(KEYS)
-    assert list(fig.layout.yaxis.ticktext) == _escaped(QUERIES)
+    assert [k.rsplit(" (", 1)[0] for k in trace.x] == _escaped(KEYS)  # hover names each token whole
+    assert [q.rsplit(" (", 1)[0] for q in trace.y] == _escaped(QUERIES)
+    for shown, whole in [
+        *zip(fig.layout.xaxis.ticktext, _escaped(KEYS)),
+        *zip(fig.layout.yaxis.ticktext, _escaped(QUERIES)),
+    ]:
+        assert shown == whole or (shown.endswith("…") and whole.startswith(shown[:-1]))  # views/margins.py
     assert len(trace.x) == 5 and len(trace.y) == 3
     assert "<img" not in json.dumps(fig.to_plotly_json(), default=str)
 

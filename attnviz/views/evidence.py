@@ -21,6 +21,7 @@ from ._base import (
     token_axis,
     token_map_trace,
 )
+from .margins import fit_margins
 
 if TYPE_CHECKING:  # the views take explain's results but do not need torch to be imported
     from ..explain import Contributions, Scoreboard
@@ -60,7 +61,7 @@ def contribution_map(
         t("fig.axis_from", lang),
         t("fig.axis_output", lang),
     )
-    return figure([trace], layout)
+    return figure([trace], fit_margins(layout))
 
 
 def deletion_curves(board: Scoreboard, *, highlight: str | None = None, lang: str = DEFAULT_LANGUAGE) -> go.Figure:

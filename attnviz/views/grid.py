@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
 from ._base import FOCUS_COLOR, SEQUENTIAL, Json, colour, escape, figure, head_label, layout_title
+from .margins import fit_margins
 from .pick import PICK_LAYOUT, pick_markers
 
 
@@ -211,4 +212,4 @@ def _grid_layout(n_layers: int, n_heads: int, lang: str, *, square: bool) -> Jso
     if square:
         xaxis |= {"constrain": "domain"}
         yaxis |= {"scaleanchor": "x", "scaleratio": 1, "constrain": "domain"}
-    return PICK_LAYOUT | {"xaxis": xaxis, "yaxis": yaxis}
+    return fit_margins(PICK_LAYOUT | {"xaxis": xaxis, "yaxis": yaxis})

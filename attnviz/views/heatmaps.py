@@ -20,6 +20,7 @@ from ._base import (
     token_map_trace,
     which_head,
 )
+from .margins import fit_margins
 
 MASKED_BELOW = -1e4  # matrix: scores at or below this were masked (HF used -10000, others -1e9 or -inf)
 
@@ -55,7 +56,7 @@ def heatmap(
         cols, col_axis = token_axis(att.keys)
         trace["x"] = cols
         layout["xaxis"] = col_axis | {"title": {"text": t("axis.key", lang)}, "constrain": "domain"}
-    return figure([trace], layout)
+    return figure([trace], fit_margins(layout))
 
 
 def matrix(
