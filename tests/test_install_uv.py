@@ -28,7 +28,7 @@ global.constraint='/etc/machine-constraints.txt'
 
 RECORDER = """#!/bin/sh
 # write down the call, and the lines of every -r file (their paths are temporary)
-if [ "$1" = config ]; then cat "$CONFIG"; exit 0; fi
+case "$1" in config) cat "$CONFIG"; exit 0 ;; --version) exit 0 ;; esac
 echo "$NAME $*" >> "$LOG"
 prev=""
 for arg in "$@"; do
