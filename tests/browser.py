@@ -130,3 +130,22 @@ def streamlit_server(
         finally:
             _stop(proc)
         return
+
+
+def server_log(url: str) -> Path:
+    """The log file streamlit_server writes for the server at URL."""
+    return ARTIFACTS / f"streamlit-{url.rsplit(':', 1)[1]}.log"
+
+
+class LogFrom:
+    """A server's log from where it stood when this was made: a shared server's log holds what
+    the modules before wrote too (conftest's _shared_server)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.start = path.stat().st_size if path.exists() else 0
+
+    def read_text(self, errors: str = "replace") -> str:
+        with self.path.open("rb") as fh:
+            fh.seek(self.start)
+            return fh.read().decode("utf-8", errors=errors)

@@ -42,17 +42,16 @@ def pytest_configure(config: pytest.Config) -> None:
 # finished). Longest first, the short files fill in at the end. A stale list costs minutes,
 # never a result.
 LONGEST_FIRST = (
-    "test_docker.py",
     "test_load.py",
     "test_browser.py",
     "test_hostile.py",
     "test_browser_layout.py",
     "test_readme.py",
     "test_app_training.py",
+    "test_docker.py",  # 189 s with pip, 25-40 s with uv's cache (scripts/install)
     "test_export_hostile.py",
-    "test_faithfulness.py",
     "test_corpus.py",
-    "test_bench.py",
+    "test_faithfulness.py",
     "test_hostile_inputs.py",
     "test_browser_visitor.py",
     "test_gone_sessions.py",
@@ -66,6 +65,7 @@ LONGEST_FIRST = (
     "test_browser_corpus.py",
     "test_cli.py",
     "test_browser_decoder.py",
+    "test_bench.py",
 )
 
 
@@ -145,8 +145,9 @@ def _shared_server() -> Iterator[str]:
     """One app server for every module that takes `server` (in each pytest-xdist worker that
     runs one): starting one costs a Python with torch, Streamlit and the first model load. A
     module that needs a fresh server, or other settings, starts its own (test_browser_cold_start,
-    test_browser_visitor, test_load's cold start, test_hostile's baked model); test_hostile and
-    test_offline use this one. Each test opens its own browser context, so no cookie
+    test_browser_visitor, test_load's cold start, test_hostile's baked model); test_hostile,
+    test_offline and test_hostile_inputs (reading its log from where it stood: browser.LogFrom)
+    use this one. Each test opens its own browser context, so no cookie
     or session state crosses tests; what the server keeps (loaded models, cached results) is
     what any long-running server keeps."""
     from .browser import chromium_path, streamlit_server

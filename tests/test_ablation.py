@@ -415,23 +415,9 @@ def test_the_effect_bars_escape_tokens() -> None:
 def test_the_benchmark_runs_and_writes_its_table(tmp_path: Path) -> None:
     """A smoke run at 16 tokens (timings are figures to read, not to test; the benchmark
     itself checks that head_importance equals the one-pass-per-head reference)."""
-    import subprocess
-    import sys
+    from .benchrun import run_bench
 
     out = tmp_path / "ablation.md"
-    root = Path(__file__).resolve().parents[1]
-    subprocess.run(
-        [
-            sys.executable,
-            "bench/bench_ablation.py",
-            *["--sizes", "16", "--repeat", "1", "--threads", "1", "--out"],
-            str(out),
-        ],
-        cwd=root,
-        check=True,
-        capture_output=True,
-        timeout=600,
-        env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(root)},
-    )
+    run_bench("bench_ablation.py", "--sizes", "16", "--repeat", "1", "--threads", "1", "--out", str(out))
     row = next(line for line in out.read_text().splitlines() if line.startswith("| 16 |"))
     assert row.count("|") == 11

@@ -23,6 +23,8 @@ import attnviz
 from attnviz import corpus, explain
 from attnviz.corpus.batch import Item, _layer_stats
 
+from .benchrun import run_bench
+
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED = ROOT / "assets" / "corpus"
 SENTENCES = [
@@ -411,25 +413,6 @@ def test_atlas_pca_points_and_cap(minilm: attnviz.PretrainedModel) -> None:
 def test_corpus_benchmark_smoke(tmp_path: Path) -> None:
     """The benchmark keeps working and prints its table (no timing is asserted)."""
     out = tmp_path / "corpus.md"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "bench/bench_corpus.py",
-            "--sentences",
-            "40",
-            "--loop",
-            "8",
-            "--memory",
-            "--no-ray",
-            "--out",
-            str(out),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    run_bench("bench_corpus.py", "--sentences", "40", "--loop", "8", "--memory", "--no-ray", "--out", str(out))
     table = out.read_text()
     assert "| local engine (batched) |" in table and "| loop of attend |" in table

@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import re
-import subprocess
 import sys
 import types
 from pathlib import Path
@@ -27,6 +26,7 @@ from attnviz.export import (
     settings_from_html,
 )
 
+from .benchrun import run_bench
 from .browser import ARTIFACTS, browser
 
 SETTINGS = {"layer": 2, "head": 3, "options": {"merge_words": False}}
@@ -168,21 +168,12 @@ def test_attention_json_is_compact_and_can_select_a_layer_or_head(tired: Attenti
         attention_json(tired, layer=0, head=-1)
 
 
-@pytest.mark.slow  # a benchmark in a new interpreter
+@pytest.mark.slow  # a benchmark run (tests/benchrun.py)
 def test_export_benchmark_smoke() -> None:
     """bench/bench_export.py keeps working: at 16 tokens the compact JSON is less than half the
     old size and reads back within 6 significant digits (sizes are deterministic; no timing)."""
-    root = Path(__file__).resolve().parents[1]
-    out = subprocess.run(
-        [sys.executable, "bench/bench_export.py", "--sizes", "16", "--repeat", "1"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(root)},
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    cells = next(line for line in out.stdout.splitlines() if line.startswith("| 16 |")).strip("| ").split(" | ")
+    stdout = run_bench("bench_export.py", "--sizes", "16", "--repeat", "1")
+    cells = next(line for line in stdout.splitlines() if line.startswith("| 16 |")).strip("| ").split(" | ")
     before_mb, now_mb, rel_err, npz_mb = float(cells[2]), float(cells[4]), float(cells[7]), float(cells[8])
     assert cells[1] == "18,432" and now_mb < 0.5 * before_mb and 0 < npz_mb < now_mb
     assert rel_err <= 5.0e-6

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +16,7 @@ from attnviz import explain
 from attnviz.explain.scoreboard import _masks, _order, _steps
 from attnviz.models import PretrainedModel
 
+from .benchrun import run_bench
 from .conftest import SENTENCES
 
 TIRED = SENTENCES[0]
@@ -209,16 +208,7 @@ def test_progress_rises_to_one(minilm: PretrainedModel) -> None:
 
 
 def _bench(script: str, *args: str) -> str:
-    out = subprocess.run(
-        [sys.executable, f"bench/{script}", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "HOME": str(ROOT)},
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    return out.stdout
+    return run_bench(script, *args)
 
 
 @pytest.mark.slow

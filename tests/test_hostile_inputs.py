@@ -11,12 +11,11 @@ import math
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .browser import ARTIFACTS, streamlit_server
+from .browser import LogFrom, server_log
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]  # a real `streamlit run` server (tests/test_markers.py)
 
@@ -126,12 +125,13 @@ def _exceptions(msgs: list[Any]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def served() -> Iterator[tuple[str, Path]]:
-    with streamlit_server(args=["--server.fileWatcherType=none"]) as (url, _proc):
-        yield url, ARTIFACTS / f"streamlit-{url.rsplit(':', 1)[1]}.log"
+def served(_shared_server: str) -> tuple[str, LogFrom]:
+    """The worker's shared server (tests/conftest.py; the settings this module needs), and its
+    log from here on: what this module's messages made it write."""
+    return _shared_server, LogFrom(server_log(_shared_server))
 
 
-def _tracebacks(log: Path) -> list[str]:
+def _tracebacks(log: LogFrom) -> list[str]:
     text = log.read_text(errors="replace")
     return [text[max(0, m.start() - 200) : m.start() + 1500] for m in re.finditer("Traceback", text)]
 
@@ -148,7 +148,7 @@ def _works(url: str, words: str) -> None:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p or "explorer" for p in PAGES])
-def test_widget_states_of_any_type_end_no_run_in_a_traceback(served: tuple[str, Path], page: str) -> None:
+def test_widget_states_of_any_type_end_no_run_in_a_traceback(served: tuple[str, LogFrom], page: str) -> None:
     url, log = served
     c = Client(url)
     try:
@@ -173,7 +173,7 @@ def test_widget_states_of_any_type_end_no_run_in_a_traceback(served: tuple[str, 
     _works(url, f"still working after page {page or 'explorer'}")
 
 
-def test_frames_that_are_not_backmsgs_and_odd_requests_leave_no_traceback(served: tuple[str, Path]) -> None:
+def test_frames_that_are_not_backmsgs_and_odd_requests_leave_no_traceback(served: tuple[str, LogFrom]) -> None:
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 

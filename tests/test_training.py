@@ -4,8 +4,6 @@ and the trained model as a Runner (views, head statistics, head switches)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -31,6 +29,8 @@ from attnviz.training import (
     train,
 )
 from attnviz.training.tasks import IGNORE
+
+from .benchrun import run_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 ZH = "注意力让每个字都去看句子里的其他字。看得多，权重就大；看得少，权重就小。小猫坐在垫子上，小狗坐在木头上。"
@@ -306,10 +306,7 @@ def test_training_benchmark_smoke(tmp_path: Path) -> None:
     """bench/bench_training.py keeps working and prints its table (timings are read, not tested)."""
     out = tmp_path / "training.md"
     args = ["--tasks", "copy", "--scale", "0.04", "--threads", "1", "--no-step-times", "--out", str(out)]
-    done = subprocess.run(
-        [sys.executable, "bench/bench_training.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    run_bench("bench_training.py", *args)
     rows = [line for line in out.read_text().splitlines() if line.startswith("| copy |")]
     assert len(rows) == 2 and "attnviz" in rows[0] and "GPT-2 style" in rows[1]
 

@@ -43,8 +43,10 @@ def _started(job: training_jobs.Job, pids: set[int], steps: int = 10) -> None:
 
 
 @pytest.fixture
-def closed() -> Iterator[set[str]]:
-    """Sessions in this set have gone, as Streamlit's runtime would say."""
+def closed(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
+    """Sessions in this set have gone, as Streamlit's runtime would say; a gone session's grace
+    is 0.5 s here, not 3 s (the same path, the deadline below measured from it)."""
+    monkeypatch.setattr(sessions, "GRACE_S", 0.5)
     gone: set[str] = set()
     sessions.clear()
     old = sessions.set_alive(lambda s: s not in gone)
