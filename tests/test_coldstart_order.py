@@ -65,23 +65,15 @@ def _call_names(tree: ast.AST) -> set[str]:
 def test_app_imports_the_frame_before_the_page_and_guards_pandas_for_every_page() -> None:
     source = (ROOT / "app.py").read_text(encoding="utf-8")
     tree = ast.parse(source)
-    # app.py's two ways in (its docstring): the server's start imports it as a module, each page
-    # run executes it as __main__; the page's frame is the __main__ branch
-    split = next(n for n in tree.body if isinstance(n, ast.If) and "__name__" in ast.unparse(n.test))
-    assert ast.unparse(split.test) == "__name__ != '__main__'"
-    server, run = split.body, split.orelse
-    assert {ast.unparse(n) for n in server if isinstance(n, ast.ImportFrom)} == {
-        "from attnviz.app.warmup import lifespan"
-    }
     imported = {
         f"{node.module}.{alias.name}"
-        for node in run
+        for node in tree.body
         if isinstance(node, ast.ImportFrom) and node.module
         for alias in node.names
     }
     assert {name for name in imported if name.startswith("attnviz.app.")} <= set(FRAME)
     # every page but the explorer: pandas before the page; the explorer: in warmup.loading
-    guard = next(n for n in run if isinstance(n, ast.If) and "nav.is_explorer" in ast.unparse(n.test))
+    guard = next(n for n in tree.body if isinstance(n, ast.If) and "nav.is_explorer" in ast.unparse(n.test))
     assert ast.unparse(guard.test) == "not nav.is_explorer(page)"
     assert "warmup.warm_up" in _call_names(guard)
     assert source.index("warmup.warm_up()") < source.index("page.run()")

@@ -2,12 +2,6 @@
 
 Each job once per process (the preload once per session):
 
-- `lifespan`, the server's start under `streamlit run app.py` (app.py hands Streamlit an
-  `st.App` with it): `start(settings)` at once, so torch and the first model load while the
-  first browser is still fetching and drawing the page frame (about a second of idle server
-  between "healthy" and the first run), and a classroom's server has the model ready before
-  the first student opens the page. Under AppTest, or a server without it, the page's own
-  call below starts the same thread (once per process: whichever comes first).
 - `start(settings, after_first_screen=True)`, at the top of app.py: a background thread imports
   torch and loads the first model of the list (the embedded MiniLM) into the model registry
   (app/registry.py), then runs one small pass. It first waits until the first page has handed
@@ -43,9 +37,9 @@ import importlib
 import logging
 import re
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -53,7 +47,6 @@ if TYPE_CHECKING:
 __all__ = [
     "chart_code_file",
     "first_screen",
-    "lifespan",
     "loading",
     "preload_chart_code",
     "preload_script",
@@ -160,24 +153,6 @@ def start(settings: Settings, *, after_first_screen: bool = False) -> None:
         )
         _STARTED.append(thread)
     thread.start()
-
-
-@contextlib.asynccontextmanager
-async def lifespan(_app: Any) -> AsyncIterator[None]:
-    """The server's start and stop (app.py's `st.App(..., lifespan=lifespan)`): the warm-up
-    thread starts with the server, not with the first page (module doc). The stop needs
-    nothing: the thread is a daemon."""
-    from .._malloc import return_large_frees_to_the_os
-    from ..config import settings_from_env
-
-    return_large_frees_to_the_os()  # process-wide: before the first large array, not after it
-    try:
-        settings = settings_from_env()
-    except Exception as exc:  # a bad setting: the first page says which, in its own words
-        LOG.warning("attnviz: no warm-up at the server's start: %s: %.300s", type(exc).__name__, exc)
-    else:
-        start(settings)
-    yield
 
 
 def started() -> threading.Thread | None:
