@@ -63,8 +63,8 @@ def test_heatmap_draws_the_rectangle_and_escapes_both_axes() -> None:
     assert [k.rsplit(" (", 1)[0] for k in trace.x] == _escaped(KEYS)  # hover names each token whole
     assert [q.rsplit(" (", 1)[0] for q in trace.y] == _escaped(QUERIES)
     for shown, whole in [
-        *zip(fig.layout.xaxis.ticktext, _escaped(KEYS)),
-        *zip(fig.layout.yaxis.ticktext, _escaped(QUERIES)),
+        *zip(fig.layout.xaxis.ticktext, _escaped(KEYS), strict=True),
+        *zip(fig.layout.yaxis.ticktext, _escaped(QUERIES), strict=True),
     ]:
         assert shown == whole or (shown.endswith("…") and whole.startswith(shown[:-1]))  # views/margins.py
     assert len(trace.x) == 5 and len(trace.y) == 3
