@@ -78,9 +78,7 @@ def _work(lines: list[str]) -> list[str]:
         line = re.sub(r"^(pip|uv pip) install", "", line)
         line = re.sub(r" --python \S+ --index-strategy unsafe-best-match", "", line)
         line = re.sub(
-            r" --(extra-index-url|find-links) \S+| --index-url \S+mirror\S+| -c /etc/\S+| --no-cache| --compile-bytecode",
-            "",
-            line,
+            r" --(extra-index-url|find-links) \S+| --index-url \S+mirror\S+| -c /etc/\S+| --no-cache", "", line
         )
         out.append(re.sub(r"/\S*/(deps|nodeps)\.txt", r"\1.txt", line).strip())
     return out
@@ -117,7 +115,6 @@ def test_pip_configuration_reaches_uv(tmp_path: Path) -> None:
     for call in calls:
         assert f" --python {python} " in call, call  # the interpreter of PIP, as a path
         assert "--index-strategy unsafe-best-match" in call  # pip's rule: the best version of all indexes
-        assert " --compile-bytecode" in call  # as pip does: a new user's first page does not compile torch
         for option in (
             "--extra-index-url file:///one/simple --extra-index-url file:///two/simple",
             "--find-links /opt/wheels",
