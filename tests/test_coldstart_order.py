@@ -7,10 +7,6 @@ Order and content only, nothing timed (bench/bench_browser.py measures)."""
 from __future__ import annotations
 
 import ast
-import json
-import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -21,6 +17,8 @@ from streamlit.testing.v1 import AppTest
 from attnviz.app import registry as model_registry
 from attnviz.app import warmup
 from attnviz.config import Settings
+
+from .test_imports import fresh_python
 
 ROOT = Path(__file__).resolve().parents[1]
 # What app.py imports before the page runs: the frame, the sidebar, the title and the sentence box.
@@ -46,16 +44,7 @@ print(json.dumps(sorted(m for m in ("torch", "transformers", "pandas", "pyarrow"
 
 def test_the_frame_imports_neither_torch_nor_pandas() -> None:
     """One fresh interpreter imports what app.py imports before the page: none of the heavy ones."""
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE % (FRAME,)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+    assert fresh_python(PROBE % (FRAME,)) == []
 
 
 def _call_names(tree: ast.AST) -> set[str]:

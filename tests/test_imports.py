@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,10 +25,11 @@ print(json.dumps(found))
 """
 
 
-def test_views_config_and_urls_do_not_import_torch() -> None:
-    """One fresh interpreter imports the three, one after the other, and reports what came with them."""
+def fresh_python(code: str) -> Any:
+    """`code` run in a fresh interpreter, this checkout first on its path: its last line of
+    output read as JSON (what a probe of `sys.modules` reports)."""
     out = subprocess.run(
-        [sys.executable, "-c", PROBE % (LIGHT,)],
+        [sys.executable, "-c", code],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -35,8 +37,12 @@ def test_views_config_and_urls_do_not_import_torch() -> None:
         timeout=120,
         check=True,
     )
-    found = json.loads(out.stdout.strip().splitlines()[-1])
-    assert found == {name: [] for name in LIGHT}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_views_config_and_urls_do_not_import_torch() -> None:
+    """One fresh interpreter imports the three, one after the other, and reports what came with them."""
+    assert fresh_python(PROBE % (LIGHT,)) == {name: [] for name in LIGHT}
 
 
 @pytest.mark.parametrize(

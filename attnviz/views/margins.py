@@ -22,28 +22,35 @@ from ._base import Json, escape
 __all__ = ["MAX_LABEL_PX", "fit_margins", "label_px"]
 
 TICK_FONT_PX = 12  # the tick labels' font size (app/plot_theme.py: Streamlit's look)
-TITLE_FONT_PX = 14  # the axis titles' font size
 MAX_LABEL_PX = 110  # a tick label wider than this is shortened on the axis
 SIDE_BY_SIDE_PX = 260  # x labels wider than this all together stand upright (a narrow column's plot width)
 TICK_ROOM_PX = 14  # margin.pad, the gap plotly.js keeps between the axis and its labels, and a little air
 TITLE_ROOM_PX = {"x": 20 + 22, "y": 24 + 22}  # the theme's title standoff and the title's own line
 
 
+def _em(c: str) -> float:
+    return 1.0 if unicodedata.east_asian_width(c) in "WF" else 0.62
+
+
 def label_px(text: str, size: float = TICK_FONT_PX) -> float:
     """An upper estimate of a label's width in px: `text` as Plotly reads it (entities such as
     "&lt;" are one character), a wide (CJK) character 1 em, any other 0.62 em (Source Sans's
     widest capitals; most letters are near 0.5 em)."""
-    return size * sum(1.0 if unicodedata.east_asian_width(c) in "WF" else 0.62 for c in html.unescape(text))
+    return size * sum(_em(c) for c in html.unescape(text))
 
 
 def _shortened(text: str, max_px: float) -> str:
-    """`text` (escaped for Plotly) cut to fit `max_px` with an ellipsis, still escaped."""
+    """`text` (escaped for Plotly) cut to fit `max_px` with an ellipsis, still escaped: one pass
+    over the characters, whatever length a visitor's word has."""
     if label_px(text) <= max_px:
         return text
-    plain = html.unescape(text)
-    while plain and label_px(escape(plain) + "…") > max_px:
-        plain = plain[:-1]
-    return escape(plain) + "…"
+    room, kept = max_px - label_px("…"), []
+    for c in html.unescape(text):
+        room -= TICK_FONT_PX * _em(c)
+        if room < 0:
+            break
+        kept.append(c)
+    return escape("".join(kept)) + "…"
 
 
 def _labels(axis: Json) -> list[str]:
@@ -59,7 +66,7 @@ def _title(axis: Json) -> str:
     return str(title.get("text") or "") if isinstance(title, dict) else str(title or "")
 
 
-def fit_margins(layout: Json, *, side_by_side_px: float = SIDE_BY_SIDE_PX) -> Json:
+def fit_margins(layout: Json) -> Json:
     """`layout` (a plain dict with an `xaxis` and a `yaxis` on the left and bottom) with both
     axes' automargin off, long tick labels shortened, the x labels' angle fixed and the left and
     bottom margins made room for the labels and the axis titles. Other margins are kept (the
@@ -71,7 +78,7 @@ def fit_margins(layout: Json, *, side_by_side_px: float = SIDE_BY_SIDE_PX) -> Js
             axis["ticktext"] = [_shortened(label, MAX_LABEL_PX) for label in labels]
         axis["automargin"] = False
     x_widths = [label_px(label) for label in _labels(x)]
-    upright = sum(width + 6 for width in x_widths) > side_by_side_px
+    upright = sum(width + 6 for width in x_widths) > SIDE_BY_SIDE_PX
     x["tickangle"] = 90 if upright else 0
     x_labels = max(x_widths, default=0.0) if upright else 1.4 * TICK_FONT_PX
     y_labels = max((label_px(label) for label in _labels(y)), default=0.0)
