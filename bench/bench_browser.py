@@ -82,7 +82,8 @@ OBSERVER_JS = """
     spinner: () => document.querySelector('[data-testid="stSpinner"]'),
     title: () => document.querySelector('[data-testid="stMain"] h1'),
     box: () => document.querySelector('.st-key-sentence_input textarea'),
-    chart: () => document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'),
+    chart: () => document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg,'
+      + ' [data-attnviz-map][data-drawn]'),
   };
   const check = () => {
     for (const [name, probe] of Object.entries(probes)) {
@@ -102,10 +103,16 @@ CHART_CODE_JS = """() => { const e = performance.getEntriesByType('resource')
   .find(e => /\\/static\\/js\\/PlotlyChart\\.[^/]*\\.js$/.test(e.name));
   return e ? performance.timeOrigin + e.startTime : null; }"""
 
-VIEWS_DRAWN_JS = """(keys) => keys.every(k => {
-  const gd = document.querySelector('.st-key-' + k + ' .js-plotly-plot');
-  return !!gd && !!gd.querySelector('.main-svg') && !!gd._fullLayout;
-})"""
+# A view's chart, Plotly's or the canvas map's (app/token_canvas.py): what it draws and whether it has.
+CHART_OF = """const chartOf = (k) => {
+    const m = document.querySelector('.st-key-' + k + ' [data-attnviz-map][data-drawn]');
+    if (m) return {data: m.__attnvizMap, ready: true, el: m};
+    const gd = document.querySelector('.st-key-' + k + ' .js-plotly-plot');
+    return gd ? {data: gd.data, ready: !!gd.querySelector('.main-svg') && !!gd._fullLayout, el: gd} : null;
+  };"""
+
+VIEWS_DRAWN_JS = """(keys) => { CHART_OF
+  return keys.every(k => { const c = chartOf(k); return !!c && c.ready; }); }""".replace("CHART_OF", CHART_OF)
 
 IDLE_JS = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
@@ -117,9 +124,8 @@ IDLE_JS = """() => {
 # watch the run from here (every animation frame): when the script starts and stops running on
 # the server, when each view is redrawn, and the browser's long tasks (main thread busy > 50 ms:
 # parsing the messages, Plotly drawing) for the breakdown.
-MARK_JS = """([keys, n]) => {
-  window.__old = new Map(keys.map(k => {
-    const gd = document.querySelector('.st-key-' + k + ' .js-plotly-plot'); return [k, gd ? gd.data : null]; }));
+MARK_JS = """([keys, n]) => { CHART_OF
+  window.__old = new Map(keys.map(k => { const c = chartOf(k); return [k, c ? c.data : null]; }));
   if (!window.__long) {
     window.__long = [];
     new PerformanceObserver(list => { for (const e of list.getEntries()) window.__long.push([e.startTime, e.duration]); })
@@ -139,14 +145,14 @@ MARK_JS = """([keys, n]) => {
     if (w.tokens === null && code && code.innerText !== oldTokens && code.innerText.trim().split(' · ').length === n)
       w.tokens = now;
     for (const k of keys) {
-      const gd = document.querySelector('.st-key-' + k + ' .js-plotly-plot');
-      if (w.views[k] === undefined && gd && gd._fullLayout && gd.data !== window.__old.get(k)
-          && !gd.closest('[data-stale="true"]')) w.views[k] = now;
+      const c = chartOf(k);
+      if (w.views[k] === undefined && c && c.ready && c.data !== window.__old.get(k)
+          && !c.el.closest('[data-stale="true"]')) w.views[k] = now;
     }
     if (w.done === null || Object.keys(w.views).length < keys.length) requestAnimationFrame(tick);
   };
   requestAnimationFrame(tick);
-}"""
+}""".replace("CHART_OF", CHART_OF)
 
 WATCH_JS = """() => { const w = window.__watch;
   const busy = window.__long.filter(([s, d]) => s + d >= w.t0).reduce((a, [s, d]) => a + d, 0);
@@ -154,15 +160,14 @@ WATCH_JS = """() => { const w = window.__watch;
     "RECORDS", RECORDS_JS
 )
 
-REDRAWN_JS = """([keys, n]) => {
+REDRAWN_JS = """([keys, n]) => { CHART_OF
   const code = document.querySelector('.st-key-tokens code');
   if (!code || code.innerText.trim().split(' · ').length !== n) return false;
   return keys.every(k => {
-    const gd = document.querySelector('.st-key-' + k + ' .js-plotly-plot');
-    return !!gd && !!gd.querySelector('.main-svg') && !!gd._fullLayout && gd.data !== window.__old.get(k)
-      && !gd.closest('[data-stale="true"]');
+    const c = chartOf(k);
+    return !!c && c.ready && c.data !== window.__old.get(k) && !c.el.closest('[data-stale="true"]');
   });
-}"""
+}""".replace("CHART_OF", CHART_OF)
 
 TOKENS_JS = """(n) => { const c = document.querySelector('.st-key-tokens code');
   return !!c && c.innerText.trim().split(' · ').length === n; }"""
@@ -312,11 +317,7 @@ def run(
             sampler = RSSSampler(proc.pid).start()
             try:
                 page.goto(url, wait_until="commit")
-                page.wait_for_function(
-                    "() => document.querySelector('[data-testid=\"stPlotlyChart\"] .js-plotly-plot .main-svg')",
-                    timeout=timeout_ms,
-                    polling=50,
-                )
+                page.wait_for_function("() => window.__seen && window.__seen.chart", timeout=timeout_ms, polling=50)
                 page.wait_for_function(VIEWS_DRAWN_JS, arg=list(VIEWS), timeout=timeout_ms, polling=50)
                 seen = page.evaluate("() => window.__seen")
                 res.frame_s = _since(seen, "frame", t0)

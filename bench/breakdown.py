@@ -5,6 +5,7 @@ An init script (`PROBES_JS`) records, in the page's own clock (performance.now()
 - every websocket message from the server: arrival, size, and which chart it carries (a chart's
   element id holds its key, e.g. "chart_heatmap"), so "the heatmap's message arrived at 0.61 s"
   is the server's time to compute, serialise and send it, plus the wire;
+- every draw of the canvas map (its "attnviz:drawn" event: from its data to its pixels);
 - every Plotly.newPlot / Plotly.react call (window.Plotly is wrapped as Streamlit's chunk sets
   it): which view, when it started, how long its synchronous part took and when its promise
   settled: the browser's drawing, chart by chart.
@@ -78,6 +79,11 @@ PROBES_JS = """
       };
     }
   };
+  // The canvas map (app/token_canvas.js) says when it drew: from its data's arrival, in ms.
+  document.addEventListener('attnviz:drawn', (ev) => {
+    const d = ev.detail;
+    plots.push({key: keyOf(ev.target), name: 'canvas', start: d.start, sync: d.duration, done: d.start + d.duration, full: true});
+  }, true);
   let current;
   Object.defineProperty(window, 'Plotly', {configurable: true, enumerable: true,
     get() { return current; }, set(v) { current = v; wrap(v); }});

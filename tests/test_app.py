@@ -16,6 +16,7 @@ import attnviz
 from attnviz import i18n
 from attnviz.app import nav
 from attnviz.app.widgets import escape_md
+from attnviz.views import token_canvas
 
 APP = str(Path(__file__).resolve().parent / "app_entry.py")  # runs app.py (see app_entry.py for why)
 PAGES = tuple(f"../pages/{p.name}.py" for p in nav.PAGES)  # the explorer first
@@ -63,6 +64,11 @@ def _array(value: Any) -> np.ndarray:
 
 
 def _heatmap_z(at: AppTest, key: str = "chart_heatmap") -> np.ndarray:
+    """The map a heatmap chart draws: the canvas map's float32 bytes (app/token_canvas.py, the
+    explorer's heatmap) or a Plotly heatmap's z."""
+    for element in at.get("bidi_component"):
+        if element.proto.id.endswith(f"-{key}"):
+            return token_canvas.read(element.proto.bytes)[1]
     return _array(_chart(at, key)["data"][0]["z"])
 
 
@@ -80,7 +86,8 @@ def _messages(at: AppTest, kind: str) -> list[str]:
 def test_every_page_runs_without_exception() -> None:
     at = _ok(_app())
     assert at.title[0].value == "Attention explorer"
-    assert len(at.get("plotly_chart")) >= 2  # heatmap, all heads (head and graph views: in their closed expander)
+    assert len(at.get("bidi_component")) == 1  # the heatmap, on its canvas (app/token_canvas.py)
+    assert len(at.get("plotly_chart")) >= 1  # all heads (head and graph views: in their closed expander)
     titles = {}
     for page in PAGES[1:]:
         _ok(at.switch_page(page).run())

@@ -56,7 +56,7 @@ def _run(at: AppTest) -> AppTest:
 
 
 def _charts(at: AppTest) -> set[str]:
-    return {e.proto.id.rsplit("-", 1)[-1] for e in at.get("plotly_chart")}
+    return {e.proto.id.rsplit("-", 1)[-1] for kind in ("plotly_chart", "bidi_component") for e in at.get(kind)}
 
 
 def _widget_keys(at: AppTest) -> set[str]:

@@ -67,7 +67,19 @@ _IMAGES_JS = """(() => {
   document.addEventListener('click', (event) => {
     const button = event.target.closest && event.target.closest('[data-attnviz-image]');
     if (!button) return;
-    const gd = chartOf(button), Plotly = window.Plotly, d = button.dataset;
+    const d = button.dataset, save = (url) => {
+      const a = document.createElement('a');
+      a.href = url; a.download = d.name + '.' + d.attnvizImage;
+      document.body.appendChild(a); a.click(); a.remove();
+      d.state = 'done';
+    };
+    const canvas = d.chart && document.querySelector('.st-key-' + CSS.escape(d.chart) + ' [data-attnviz-map]');
+    if (canvas && canvas.__attnvizImage) {  // the explorer's canvas heatmap (app/token_canvas.py)
+      const scale = d.attnvizImage === 'png' ? Number(d.scale) : 1;
+      save(canvas.__attnvizImage(d.attnvizImage, d.caption, Number(d.width), Number(d.height), scale, ROOM, FONT));
+      return;
+    }
+    const gd = chartOf(button), Plotly = window.Plotly;
     if (!gd || !Plotly || !gd._fullLayout) { d.state = 'unavailable'; return; }
     const format = d.attnvizImage, bottom = gd._fullLayout.margin.b;
     const layout = Object.assign({}, gd.layout);
@@ -78,12 +90,7 @@ _IMAGES_JS = """(() => {
     const size = {format: format, width: Number(d.width), height: Number(d.height) + ROOM,
       scale: format === 'png' ? Number(d.scale) : 1};
     d.state = 'working';
-    Plotly.toImage({data: gd.data, layout: layout}, size).then((url) => {
-      const a = document.createElement('a');
-      a.href = url; a.download = d.name + '.' + format;
-      document.body.appendChild(a); a.click(); a.remove();
-      d.state = 'done';
-    }).catch(() => { d.state = 'failed'; });
+    Plotly.toImage({data: gd.data, layout: layout}, size).then(save).catch(() => { d.state = 'failed'; });
   });
 })();""".replace("ROOM", str(CAPTION_ROOM)).replace("FONT", json.dumps(CAPTION_FONT))
 

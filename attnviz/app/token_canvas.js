@@ -1,0 +1,340 @@
+// The explorer's token map drawn on a canvas (issue 24.1): the float32 weights arrive as bytes,
+// one pixel per cell is coloured once, and the visible part is scaled into the plot. Hover reads
+// the same array, so it shows the exact weight; drag a box to zoom in, double-click for the whole
+// map. Every visitor string (tokens) reaches the page as canvas text or as textContent only.
+//
+// Payload (attnviz/views/token_canvas.py): "AVM1", uint32 header length, UTF-8 JSON header,
+// zero padding to a multiple of 4, then rows x cols float32 little-endian.
+
+const FONT = '"Source Sans", sans-serif';
+const MAX_LABEL_PX = 110;
+const LINE_PX = 15;
+
+function parse(bytes) {
+  const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  const magic = String.fromCharCode(u8[0], u8[1], u8[2], u8[3]);
+  if (magic !== "AVM1") throw new Error("not a token map payload");
+  const length = new DataView(u8.buffer, u8.byteOffset + 4, 4).getUint32(0, true);
+  const head = JSON.parse(new TextDecoder().decode(u8.subarray(8, 8 + length)));
+  const start = 8 + length + ((4 - ((8 + length) % 4)) % 4);
+  const [rows, cols] = head.shape;
+  const z = new Float32Array(u8.slice(start, start + 4 * rows * cols).buffer);
+  return { head, z, rows, cols };
+}
+
+function hexRgb(c) {
+  const m = /^#?([0-9a-f]{6})$/i.exec(c.trim());
+  if (m) return [0, 2, 4].map((i) => parseInt(m[1].slice(i, i + 2), 16));
+  const n = c.match(/[\d.]+/g) || [0, 0, 0];
+  return n.slice(0, 3).map(Number);
+}
+
+function lut(scale) {
+  // 256 colours interpolated in RGB between the scale's stops, as plotly.js does.
+  const stops = scale.map(([p, c]) => [Number(p), hexRgb(c)]);
+  const out = new Uint8ClampedArray(256 * 3);
+  for (let i = 0; i < 256; i++) {
+    const p = i / 255;
+    let k = 1;
+    while (k < stops.length - 1 && stops[k][0] < p) k++;
+    const [p0, c0] = stops[k - 1], [p1, c1] = stops[k];
+    const f = p1 > p0 ? Math.min(1, Math.max(0, (p - p0) / (p1 - p0))) : 0;
+    for (let ch = 0; ch < 3; ch++) out[3 * i + ch] = Math.round(c0[ch] + f * (c1[ch] - c0[ch]));
+  }
+  return out;
+}
+
+function range(head, z) {
+  if (head.zmin !== null && head.zmax !== null) return [head.zmin, head.zmax];
+  let lo = Infinity, hi = -Infinity;
+  for (let i = 0; i < z.length; i++) {
+    const v = z[i];
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  return lo <= hi ? [lo, hi] : [0, 1];
+}
+
+function cells(map) {
+  // One RGBA pixel per cell; a NaN cell stays transparent (a gap, as in Plotly).
+  const { z, rows, cols, colours, lo, hi } = map;
+  const canvas = document.createElement("canvas");
+  canvas.width = cols;
+  canvas.height = rows;
+  const ctx = canvas.getContext("2d");
+  const img = ctx.createImageData(cols, rows);
+  const px = img.data, span = hi > lo ? hi - lo : 1;
+  for (let i = 0; i < z.length; i++) {
+    const v = z[i];
+    if (v !== v) continue;
+    const k = 3 * Math.round(255 * Math.min(1, Math.max(0, (v - lo) / span)));
+    px[4 * i] = colours[k];
+    px[4 * i + 1] = colours[k + 1];
+    px[4 * i + 2] = colours[k + 2];
+    px[4 * i + 3] = 255;
+  }
+  ctx.putImageData(img, 0, 0);
+  return canvas;
+}
+
+function ticks(lo, hi) {
+  // About five round numbers inside [lo, hi] (1, 2 or 5 times a power of ten apart).
+  const span = hi - lo || 1, raw = span / 5, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+  const digits = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  const out = [];
+  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) out.push([v, v.toFixed(digits)]);
+  return out;
+}
+
+function shortened(ctx, text, max) {
+  if (ctx.measureText(text).width <= max) return text;
+  const chars = Array.from(text);
+  let lo = 0, hi = chars.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(chars.slice(0, mid).join("") + "…").width <= max) lo = mid;
+    else hi = mid - 1;
+  }
+  return chars.slice(0, lo).join("") + "…";
+}
+
+function palette(map, el) {
+  const bg = getComputedStyle(el).getPropertyValue("--st-background-color") || "#ffffff";
+  const [r, g, b] = hexRgb(bg);
+  return map.head.palette[0.299 * r + 0.587 * g + 0.114 * b < 128 ? "dark" : "light"];
+}
+
+function labelled(ctx, labels, view, step) {
+  const out = [];
+  for (let i = Math.ceil(view[0] / step) * step; i < view[1]; i += step) out.push([i, shortened(ctx, labels[i], MAX_LABEL_PX)]);
+  return out;
+}
+
+function layout(ctx, map, width, height, view) {
+  // Where everything goes, measured with the canvas's own text metrics: the labels depend on the
+  // plot's size and the plot's size on the labels, so twice from a first guess.
+  const { head } = map, [r0, r1, c0, c1] = view;
+  ctx.font = `12px ${FONT}`;
+  const bar = ticks(map.lo, map.hi);
+  const barText = Math.max(...bar.map(([, s]) => ctx.measureText(s).width), ctx.measureText(head.bar).width / 2);
+  const top = 34 + (head.note ? 18 : 0), right = 24 + 16 + 6 + barText + 8;
+  let size = Math.max(60, Math.min(width - 160 - right, height - top - 120)), L = null;
+  for (let pass = 0; pass < 2; pass++) {
+    const ys = labelled(ctx, head.rows, [r0, r1], Math.max(1, Math.ceil(LINE_PX / (size / (r1 - r0)))));
+    const colPx = size / (c1 - c0), xStep = Math.max(1, Math.ceil(LINE_PX / colPx));
+    const xs = labelled(ctx, head.cols, [c0, c1], xStep);
+    const yText = Math.max(0, ...ys.map(([, s]) => ctx.measureText(s).width));
+    const xText = Math.max(0, ...xs.map(([, s]) => ctx.measureText(s).width));
+    const upright = xText + 6 > colPx * xStep;
+    const left = 24 + 16 + yText + 8, labels = (upright ? xText : LINE_PX) + 6, bottom = labels + 10 + 24;
+    size = Math.max(40, Math.min(width - left - right, height - top - bottom));
+    const x0 = left + Math.max(0, (width - left - right - size) / 2);
+    L = { top, left, bottom, right, size, x0, y0: top, ys, xs, upright, bar, labels };
+  }
+  return L;
+}
+
+function draw(ctx, map, width, height, view, colours) {
+  const { head } = map, L = layout(ctx, map, width, height, view), [r0, r1, c0, c1] = view;
+  const { x0, y0, size } = L, cw = size / (c1 - c0), ch = size / (r1 - r0);
+  ctx.clearRect(0, 0, width, height);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(map.image, c0, r0, c1 - c0, r1 - r0, x0, y0, size, size);
+  ctx.fillStyle = colours.heading;
+  ctx.font = `700 16px ${FONT}`;
+  ctx.textBaseline = "alphabetic";
+  ctx.textAlign = "left";
+  ctx.fillText(head.title, 8, 22);
+  ctx.fillStyle = colours.label;
+  if (head.note) {
+    ctx.font = `11px ${FONT}`;
+    ctx.fillText(head.note, 8, 40);
+  }
+  ctx.font = `12px ${FONT}`;
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  for (const [i, s] of L.ys) ctx.fillText(s, x0 - 6, y0 + (i - r0 + 0.5) * ch);
+  for (const [j, s] of L.xs) {
+    const x = x0 + (j - c0 + 0.5) * cw;
+    ctx.save();
+    ctx.translate(x, y0 + size + 6);
+    if (L.upright) ctx.rotate(-Math.PI / 2);
+    else ctx.textAlign = "center";
+    ctx.textBaseline = L.upright ? "middle" : "top";
+    ctx.fillText(s, 0, 0);
+    ctx.restore();
+  }
+  ctx.font = `14px ${FONT}`;
+  ctx.textAlign = "center";
+  ctx.textBaseline = "alphabetic";
+  ctx.fillText(head.xtitle, x0 + size / 2, y0 + size + L.labels + 24);
+  ctx.save();
+  ctx.translate(18, y0 + size / 2);
+  ctx.rotate(-Math.PI / 2);
+  ctx.fillText(head.ytitle, 0, 0);
+  ctx.restore();
+  colourbar(ctx, map, L);
+  return L;
+}
+
+function colourbar(ctx, map, L) {
+  const bx = L.x0 + L.size + 24, by = L.y0 + 20, bh = Math.max(20, L.size - 20), span = map.hi - map.lo || 1;
+  for (let y = 0; y < bh; y++) {
+    const k = 3 * Math.round(255 * (1 - y / Math.max(1, bh - 1)));
+    ctx.fillStyle = `rgb(${map.colours[k]},${map.colours[k + 1]},${map.colours[k + 2]})`;
+    ctx.fillRect(bx, by + y, 16, 1);
+  }
+  ctx.font = `12px ${FONT}`;
+  ctx.textAlign = "left";
+  ctx.textBaseline = "middle";
+  for (const [v, s] of L.bar) ctx.fillText(s, bx + 22, by + bh * (1 - (v - map.lo) / span));
+  ctx.textBaseline = "alphabetic";
+  ctx.fillText(map.head.bar, bx - 2, by - 8);
+}
+
+function fill(template, values) {
+  return template.split("{q}").join(values.q).split("{k}").join(values.k).split("{w}").join(values.w);
+}
+
+export default function ({ data, parentElement }) {
+  let born = performance.now();  // the first draw counts from the data's arrival here
+  const map = parse(data);
+  map.colours = lut(map.head.scale);
+  [map.lo, map.hi] = range(map.head, map.z);
+  map.image = cells(map);
+  const root = document.createElement("div");
+  root.className = "attnviz-map";
+  root.dataset.attnvizMap = "";
+  const canvas = document.createElement("canvas");
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", `${map.head.title}. ${map.head.hint}`);
+  const tip = document.createElement("div");
+  tip.className = "attnviz-map-tip";
+  const box = document.createElement("div");
+  box.className = "attnviz-map-box";
+  root.append(canvas, tip, box);
+  for (const old of parentElement.querySelectorAll(":scope > .attnviz-map")) old.remove();  // keep Streamlit's <style>
+  parentElement.append(root);
+  const full = [0, map.rows, 0, map.cols];
+  let view = full, L = null, drawn = 0, start = null;
+  const height = map.head.height;
+
+  function render() {
+    born = born === null ? performance.now() : born;
+    seen = root.clientWidth;
+    const width = Math.max(200, seen || parentElement.clientWidth || 600), dpr = window.devicePixelRatio || 1;
+    const ctx = canvas.getContext("2d"), whole = layout(ctx, map, width, height, full);
+    const used = Math.min(height, Math.ceil(whole.y0 + whole.size + whole.bottom + 4));  // no empty band under it
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(used * dpr);
+    canvas.style.width = `${width}px`;
+    canvas.style.height = `${used}px`;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    L = draw(ctx, map, width, used, view, palette(map, parentElement));
+    root.dataset.view = view.join(",");
+    root.dataset.drawn = String(++drawn);
+    const now = performance.now();
+    root.dispatchEvent(new CustomEvent("attnviz:drawn", { bubbles: true, detail: { start: born, duration: now - born } }));
+    born = null;
+  }
+
+  function cell(event) {
+    const r = canvas.getBoundingClientRect(), x = event.clientX - r.left, y = event.clientY - r.top;
+    if (!L || x < L.x0 || y < L.y0 || x >= L.x0 + L.size || y >= L.y0 + L.size) return null;
+    const [r0, r1, c0, c1] = view;
+    const i = r0 + Math.floor(((y - L.y0) / L.size) * (r1 - r0)), j = c0 + Math.floor(((x - L.x0) / L.size) * (c1 - c0));
+    return { i: Math.min(i, r1 - 1), j: Math.min(j, c1 - 1), x, y };
+  }
+
+  function hover(event) {
+    const at = cell(event);
+    if (start) {
+      const x = Math.min(start.x, at ? at.x : start.x), y = Math.min(start.y, at ? at.y : start.y);
+      Object.assign(box.style, { display: "block", left: `${x}px`, top: `${y}px`,
+        width: `${Math.abs((at ? at.x : start.x) - start.x)}px`, height: `${Math.abs((at ? at.y : start.y) - start.y)}px` });
+    }
+    const v = at ? map.z[at.i * map.cols + at.j] : NaN;
+    if (!at || v !== v) {
+      tip.style.display = "none";
+      return;
+    }
+    const values = { q: `${map.head.rows[at.i]} (${at.i})`, k: `${map.head.cols[at.j]} (${at.j})`, w: v.toFixed(6) };
+    tip.textContent = map.head.hover.map((line) => fill(line, values)).join("\n");
+    tip.style.display = "block";
+    tip.style.left = `${Math.min(at.x + 14, root.clientWidth - tip.offsetWidth - 4)}px`;
+    tip.style.top = `${at.y + 14}px`;
+    root.dataset.hover = `${at.i},${at.j}`;
+  }
+
+  function press(event) {
+    const at = cell(event);
+    start = at && event.button === 0 ? at : null;
+  }
+
+  function release(event) {
+    const from = start, to = cell(event) || from;
+    start = null;
+    box.style.display = "none";
+    if (!from || Math.abs(to.x - from.x) + Math.abs(to.y - from.y) < 6) return;
+    view = [Math.min(from.i, to.i), Math.max(from.i, to.i) + 1, Math.min(from.j, to.j), Math.max(from.j, to.j) + 1];
+    render();
+  }
+
+  function reset() {
+    view = full;
+    render();
+  }
+
+  function leave() {
+    tip.style.display = "none";
+  }
+
+  root.__attnvizMap = map;
+  root.__attnvizZoom = (v) => { view = v || full; render(); };
+  root.__attnvizImage = (format, caption, width, h, scale, room, font) => image(map, format, caption, width, h, scale, room, font, parentElement);
+  canvas.addEventListener("mousemove", hover);
+  canvas.addEventListener("mousedown", press);
+  canvas.addEventListener("mouseup", release);
+  canvas.addEventListener("dblclick", reset);
+  canvas.addEventListener("mouseleave", leave);
+  let seen = 0;
+  const observer = new ResizeObserver(() => {
+    if (root.clientWidth !== seen) render();
+  });
+  observer.observe(root);
+  render();
+  return () => observer.disconnect();
+}
+
+function image(map, format, caption, width, height, scale, room, font, el) {
+  // The whole map as a slide image, the caption under it: PNG, or that PNG inside an SVG.
+  const canvas = document.createElement("canvas");
+  canvas.width = width * scale;
+  canvas.height = (height + room) * scale;
+  const ctx = canvas.getContext("2d");
+  ctx.scale(scale, scale);
+  const colours = palette(map, el);
+  ctx.fillStyle = colours.background;
+  ctx.fillRect(0, 0, width, height + room);
+  draw(ctx, map, width, height, [0, map.rows, 0, map.cols], colours);
+  ctx.font = `${font.size}px ${FONT}`;
+  ctx.fillStyle = font.color;
+  ctx.textAlign = "left";
+  ctx.textBaseline = "top";
+  ctx.fillText(caption, 8, height + 6);
+  const png = canvas.toDataURL("image/png");
+  if (format === "png") return png;
+  const doc = document.implementation.createDocument("http://www.w3.org/2000/svg", "svg", null);
+  const svg = doc.documentElement;
+  svg.setAttribute("width", String(width));
+  svg.setAttribute("height", String(height + room));
+  const img = doc.createElementNS("http://www.w3.org/2000/svg", "image");
+  img.setAttribute("href", png);
+  img.setAttribute("width", String(width));
+  img.setAttribute("height", String(height + room));
+  const title = doc.createElementNS("http://www.w3.org/2000/svg", "title");
+  title.textContent = caption;
+  svg.append(title, img);
+  return "data:image/svg+xml;charset=utf-8," + encodeURIComponent(new XMLSerializer().serializeToString(doc));
+}

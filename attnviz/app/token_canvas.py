@@ -1,0 +1,62 @@
+"""The explorer's heatmap on a canvas (issue 24.1): a Streamlit v2 component fed the float32 map.
+
+Plotly's heatmap made the browser parse, copy and draw a 1.5 MB figure at 512 tokens (about 0.3
+s of a new sentence's 1.2 s); this draws the same figure from its bytes (views/token_canvas.py)
+in a few ms, with exact hover, drag-to-zoom and double-click to see the whole map. It mounts in
+the page, not in an iframe (`isolate_styles=False`), so the PNG and SVG buttons under it and the
+tests find it under its key: `.st-key-<key> [data-attnviz-map]`.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from ..views import token_canvas
+from . import charts, plot_theme
+from .state import t
+
+__all__ = ["CSS", "token_map"]
+
+CSS = (
+    ".attnviz-map{position:relative;width:100%;user-select:none}"
+    ".attnviz-map canvas{display:block;cursor:crosshair}"
+    ".attnviz-map-tip{position:absolute;display:none;pointer-events:none;white-space:pre;z-index:2;"
+    "font:12px 'Source Sans',sans-serif;padding:4px 8px;border-radius:4px;"
+    "background:var(--st-background-color,#fff);color:var(--st-text-color,#333);"
+    "border:1px solid var(--st-border-color,#ccc)}"
+    ".attnviz-map-box{position:absolute;display:none;pointer-events:none;"
+    "border:1px solid var(--st-primary-color,#ff4b4b);background:rgba(128,128,128,.15)}"
+)
+
+
+@cache
+def _component() -> Any:
+    js = resources.files(__package__).joinpath("token_canvas.js").read_text("utf-8")
+    return st.components.v2.component("attnviz_token_map", js=js, css=CSS, isolate_styles=False)
+
+
+@cache
+def palette() -> dict[str, dict[str, str]]:
+    """The chart look's heading, label and background colours, light and dark (plot_theme)."""
+    out = {}
+    for mode in ("light", "dark"):
+        look = plot_theme.template_json(mode)["layout"]
+        out[mode] = {
+            "heading": look["title"]["font"]["color"],
+            "label": look["font"]["color"],
+            "background": look["paper_bgcolor"],
+        }
+    return out
+
+
+def token_map(fig: go.Figure, rows: list[str], cols: list[str], key: str) -> None:
+    """`fig` (a `views.heatmap`) drawn on the canvas, and under it the PNG and SVG buttons."""
+    data = token_canvas.payload(fig, rows, cols, palette(), t("map.zoom_hint"))
+    _component()(key=key, data=data)
+    name = "attnviz-" + key.removeprefix("chart_").replace("_", "-")
+    charts.image_buttons(fig, key, name, charts.page_caption())
