@@ -37,6 +37,7 @@ WORDS = ["river", "bank", "money", "animal", "street", "tired", "wide", "dog", "
 # computed, in a closed expander: issue 24.1)
 DRAWN_JS = """() => { const e = document.querySelector('.st-key-tokens code');
   return !!e && ['view_heatmap', 'view_grid'].every(k => {
+    if (document.querySelector('.st-key-' + k + ' [data-attnviz-map][data-drawn]')) return true;  // the canvas map
     const g = document.querySelector('.st-key-' + k + ' .js-plotly-plot'); return !!g && !!g._fullLayout; }); }"""
 IDLE_JS = """() => { const app = document.querySelector('[data-testid="stApp"]');
   return !!app && app.dataset.testScriptState === 'notRunning'; }"""

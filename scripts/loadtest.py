@@ -156,6 +156,7 @@ IDLE_JS = """() => { const app = document.querySelector('[data-testid="stApp"]')
 DRAWN_JS = """(proof) => { const e = document.querySelector('.st-key-tokens code');
   const t = e && (' ' + e.innerText.replace(/[\\s·\\[\\]]+/g, ' ').trim() + ' ');
   return !!t && t.includes(proof) && ['view_heatmap', 'view_grid'].every(k => {
+    if (document.querySelector('.st-key-' + k + ' [data-attnviz-map][data-drawn]')) return true;  // the canvas map
     const g = document.querySelector('.st-key-' + k + ' .js-plotly-plot'); return !!g && !!g._fullLayout; }); }"""
 # (the explorer's charts: the head and graph views wait, not computed, in a closed expander)
 

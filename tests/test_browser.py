@@ -50,19 +50,25 @@ IDLE_JS = """() => {
     && !document.querySelector('[data-testid="stSpinner"]');
 }"""
 
-# Each explorer view shown holds a chart that Plotly has drawn: the heatmap and the grid, and the
-# head and graph views whenever their expander is open.
+# Each explorer view shown holds a drawn chart: the heatmap (on its canvas, app/token_canvas.py)
+# and the grid (Plotly), and the head and graph views whenever their expander is open.
 VIEWS_DRAWN_JS = """([keys, lazy, expander]) => {
   const box = document.querySelector('.st-key-' + expander);
   const details = box && (box.closest('details') || box.querySelector('details'));
   return [...keys, ...(details && details.open ? lazy : [])].every(k => {
+    if (document.querySelector('.st-key-' + k + ' [data-attnviz-map][data-drawn]')) return true;
     const gd = document.querySelector('.st-key-' + k + ' .js-plotly-plot');
     return !!gd && !!gd.querySelector('.main-svg') && !!gd._fullLayout;
   });
 }"""
 
 DRAWN_COUNT_JS = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')]
-  .filter(gd => gd.querySelector('.main-svg') && gd._fullLayout).length"""
+  .filter(gd => gd.querySelector('.main-svg') && gd._fullLayout).length
+  + document.querySelectorAll('[data-attnviz-map][data-drawn]').length"""
+
+# The texts a canvas map drew (title, axis titles, tick labels, colour bar), or null without one.
+CANVAS_TEXT_JS = """(key) => { const m = document.querySelector('.st-key-' + key + ' [data-attnviz-map][data-drawn]');
+  return m ? m.__attnvizText : null; }"""
 
 # Anything a payload could have smuggled into the page.
 INJECTED_JS = """() => {
@@ -147,10 +153,17 @@ class Session:
     # --- reading the page ---------------------------------------------------------------------
 
     def svg_texts(self, key: str) -> list[str]:
-        """Every text drawn in the SVG of the chart inside container `key` (tick labels, titles)."""
+        """Every text drawn in the chart inside container `key` (tick labels, titles): the SVG's of
+        a Plotly chart, or what a canvas map wrote."""
+        drawn = self.page.evaluate(CANVAS_TEXT_JS, key)
+        if drawn is not None:
+            return [str(s) for s in drawn]
         return [str(s) for s in self.page.locator(f".st-key-{key} .js-plotly-plot svg text").all_text_contents()]
 
     def chart_title(self, key: str) -> str:
+        drawn = self.page.evaluate(CANVAS_TEXT_JS, key)
+        if drawn is not None:
+            return str(drawn[0])
         return str(self.page.locator(f".st-key-{key} .js-plotly-plot .gtitle").first.text_content())
 
     def layer_head_widgets(self) -> tuple[str, str]:
@@ -456,8 +469,10 @@ def test_dark_theme_draws_the_charts(dark_session: Session) -> None:
     )
     assert _luminance(background) < 0.25, background
     for key in ("view_heatmap", "view_head"):
-        fill = s.page.evaluate(
-            "(k) => getComputedStyle(document.querySelector('.st-key-' + k + ' .js-plotly-plot svg text')).fill",
+        fill = s.page.evaluate(  # the canvas map's label colour, or the SVG's
+            "(k) => { const m = document.querySelector('.st-key-' + k + ' [data-attnviz-map][data-drawn]');"
+            " return m ? m.dataset.label"
+            " : getComputedStyle(document.querySelector('.st-key-' + k + ' .js-plotly-plot svg text')).fill; }",
             key,
         )
         assert _luminance(fill) > 0.6, (key, fill)  # readable on the dark background

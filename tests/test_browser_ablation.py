@@ -16,11 +16,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TEXT = "Quiet owls watch sleepy mice under the moon."
 
-# The heatmap of the focused head as Plotly drew it: the z of its first trace after calc.
+# The heatmap of the focused head as drawn: the canvas map's float32 rows (app/token_canvas.py).
 HEATMAP_Z_JS = """() => {
-  const gd = document.querySelector('.st-key-view_heatmap .js-plotly-plot');
-  if (!gd || !gd.calcdata || !gd.calcdata[0]) return null;
-  return gd.calcdata[0][0].z.map(row => Array.from(row));
+  const m = document.querySelector('.st-key-view_heatmap [data-attnviz-map][data-drawn]');
+  if (!m || m.closest('[data-stale="true"]')) return null;
+  const {z, rows, cols} = m.__attnvizMap;
+  return Array.from({length: rows}, (_, i) => Array.from(z.subarray(i * cols, (i + 1) * cols)));
 }"""
 
 # Where to click for cell (layer, head) of the all-heads grid (geometry from the figure itself,
@@ -41,11 +42,10 @@ def _drawn_z(s: Session) -> np.ndarray:
 def _wait_z(s: Session, want: np.ndarray) -> None:
     """Wait until the drawn heatmap is `want` (within float32 noise)."""
     s.page.wait_for_function(
-        """(want) => { const gd = document.querySelector('.st-key-view_heatmap .js-plotly-plot');
-          if (!gd || !gd.calcdata || !gd.calcdata[0]) return false;
-          const z = gd.calcdata[0][0].z;
-          return z.length === want.length && z.every((row, i) => want[i].every((v, j) => Math.abs(row[j] - v) < 1e-4));
-        }""",
+        f"""(want) => {{ const z = ({HEATMAP_Z_JS})();
+          return !!z && z.length === want.length
+            && z.every((row, i) => want[i].every((v, j) => Math.abs(row[j] - v) < 1e-4));
+        }}""",
         arg=want.tolist(),
         timeout=WAIT_MS,
     )

@@ -1,5 +1,5 @@
 """The evidence pieces in a real browser (Debian's chromium against `streamlit run app.py`, as in
-tests/test_browser.py): the hide-sinks switch changes the heatmap Plotly draws, and the Explain
+tests/test_browser.py): the hide-sinks switch changes the heatmap drawn, and the Explain
 page draws the scoreboard's table, its deletion curves and the layer-by-layer agreement."""
 
 from __future__ import annotations
@@ -16,8 +16,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SHORT = "dog bites man"
 
-# The z matrix Plotly drew for the heatmap in container `key` (its full data, after rendering).
+# The map drawn in container `key`: the canvas map's float32 rows (app/token_canvas.py), or the
+# z matrix Plotly drew (its full data, after rendering).
 HEATMAP_Z_JS = """(key) => {
+  const m = document.querySelector('.st-key-' + key + ' [data-attnviz-map][data-drawn]');
+  if (m) { const {z, rows, cols} = m.__attnvizMap;
+    return Array.from({length: rows}, (_, i) => Array.from(z.subarray(i * cols, (i + 1) * cols))); }
   const gd = document.querySelector('.st-key-' + key + ' .js-plotly-plot');
   const hm = gd && gd._fullData && gd._fullData.find(t => t.type === 'heatmap');
   return hm ? Array.from(hm.z, row => Array.from(row)) : null;
@@ -48,9 +52,7 @@ def test_hide_sinks_changes_the_drawn_heatmap(session: Session, minilm: attnviz.
 
     s.page.locator(".st-key-sinks_toggle label").click()
     s.page.wait_for_function(
-        "([key, col]) => { const gd = document.querySelector('.st-key-' + key + ' .js-plotly-plot');"
-        " const hm = gd && gd._fullData && gd._fullData.find(t => t.type === 'heatmap');"
-        " return !!hm && Array.from(hm.z).every(row => row[col] === 0); }",
+        f"([key, col]) => {{ const z = ({HEATMAP_Z_JS})(key); return !!z && z.every(row => row[col] === 0); }}",
         arg=["view_heatmap", int(columns[0])],
         timeout=WAIT_MS,
     )

@@ -135,7 +135,7 @@ def test_the_first_screen_shows_a_picture_before_the_switches_and_no_label_is_cu
     s = wide
     s.open({"lang": lang})
     s.page.locator(".st-key-ablation").first.wait_for()
-    heatmap = s.page.evaluate(TOP_JS, ".st-key-view_heatmap .js-plotly-plot")
+    heatmap = s.page.evaluate(TOP_JS, ".st-key-view_heatmap [data-attnviz-map]")
     switches = s.page.evaluate(TOP_JS, ".st-key-ablation")
     assert heatmap is not None and heatmap < 900  # a picture starts on the first screen
     assert switches is not None and switches > heatmap  # the paper's switch comes after it

@@ -231,7 +231,14 @@ export default function ({ data, parentElement }) {
     canvas.style.width = `${width}px`;
     canvas.style.height = `${used}px`;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    L = draw(ctx, map, width, used, view, palette(map, parentElement));
+    const colours = palette(map, parentElement);
+    L = draw(ctx, map, width, used, view, colours);
+    root.dataset.heading = `rgb(${hexRgb(colours.heading).join(", ")})`;  // what the page's tests read
+    root.dataset.label = `rgb(${hexRgb(colours.label).join(", ")})`;
+    const h = map.head;  // every text drawn, as the page's tests and tools read it
+    root.__attnvizText = [h.title, h.note, h.xtitle, h.ytitle, h.bar, ...[...L.ys, ...L.xs, ...L.bar].map(([, t]) => t)]
+      .filter((t) => t);
+    root.__attnvizLayout = { x0: L.x0, y0: L.y0, size: L.size, view: [...view] };
     root.dataset.view = view.join(",");
     root.dataset.drawn = String(++drawn);
     const now = performance.now();

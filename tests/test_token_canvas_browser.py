@@ -1,0 +1,104 @@
+"""The explorer's heatmap on its canvas (attnviz/app/token_canvas.js), in chromium against
+`streamlit run app.py`: pointing at a cell shows that cell's exact weight and tokens, a
+visitor's markup stays text, a dragged box zooms in and a double-click shows the whole map, and
+the PNG button saves the map with its caption."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import attnviz
+from attnviz import i18n
+
+from .test_browser import CLEAN, INJECTED_JS, WAIT_MS, Session, _tokens
+from .test_browser_share import _png_size
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+MAP = ".st-key-view_heatmap [data-attnviz-map][data-drawn]"
+HOSTILE = "The <img src=x onerror=alert(1)> cat sat."
+
+# Where cell (i, j) of the visible map lies on the page, from the canvas's own layout.
+CELL_JS = """([i, j]) => {
+  const m = document.querySelector('MAP'), L = m.__attnvizLayout, box = m.querySelector('canvas').getBoundingClientRect();
+  const [r0, r1, c0, c1] = L.view;
+  return {x: box.left + L.x0 + (j - c0 + 0.5) * L.size / (c1 - c0), y: box.top + L.y0 + (i - r0 + 0.5) * L.size / (r1 - r0)};
+}""".replace("MAP", MAP)
+
+TIP_JS = """() => { const t = document.querySelector('.st-key-view_heatmap .attnviz-map-tip');
+  return t && getComputedStyle(t).display !== 'none' ? t.textContent : null; }"""
+
+
+def _point(s: Session, i: int, j: int) -> tuple[float, float]:
+    spot = s.page.evaluate(CELL_JS, [i, j])
+    return float(spot["x"]), float(spot["y"])
+
+
+def _hover(s: Session, i: int, j: int) -> str:
+    s.page.mouse.move(*_point(s, i, j))
+    s.page.wait_for_function(
+        f"([i, j]) => document.querySelector('{MAP}').dataset.hover === i + ',' + j", arg=[i, j], timeout=WAIT_MS
+    )
+    return str(s.page.evaluate(TIP_JS))
+
+
+def test_pointing_at_a_cell_shows_its_exact_weight_and_markup_stays_text(
+    session: Session, minilm: attnviz.PretrainedModel
+) -> None:
+    s = session
+    s.open({"text": HOSTILE})
+    tokens = _tokens(minilm, HOSTILE)
+    att = minilm.attend(HOSTILE)
+    s.page.locator(MAP).scroll_into_view_if_needed()
+    for i, j in ((0, 0), (3, 5), (len(tokens) - 1, 2)):
+        want = i18n.t(
+            "fig.hover_heatmap", "en", q=f"{tokens[i]} ({i})", k=f"{tokens[j]} ({j})", w=f"{att.head(0, 0)[i, j]:.6f}"
+        )
+        assert _hover(s, i, j) == want.replace("<br>", "\n")  # the float32 the server sent, to 6 places
+    drawn = s.svg_texts("view_heatmap")
+    assert "<" in tokens and "<" in drawn  # the visitor's "<" is written as a character, not parsed
+    assert s.page.evaluate(INJECTED_JS) == CLEAN and not s.dialogs
+    assert not s.crashed
+
+
+def test_a_dragged_box_zooms_in_and_a_double_click_shows_the_whole_map(
+    session: Session, minilm: attnviz.PretrainedModel
+) -> None:
+    s = session
+    s.open()
+    m = s.page.locator(MAP)
+    m.scroll_into_view_if_needed()
+    n = int(m.evaluate("m => m.__attnvizMap.rows"))
+    assert m.get_attribute("data-view") == f"0,{n},0,{n}"
+    s.page.mouse.move(*_point(s, 2, 3))
+    s.page.mouse.down()
+    s.page.mouse.move(*_point(s, 6, 8), steps=4)
+    s.page.mouse.up()
+    s.page.wait_for_function(f"() => document.querySelector('{MAP}').dataset.view === '2,7,3,9'", timeout=WAIT_MS)
+    tokens = _tokens(minilm, i18n.examples("en")["default"])
+    zoomed = s.svg_texts("view_heatmap")
+    assert set(tokens[2:9]) & set(zoomed)  # the labels are those of the rows and columns in view
+    assert tokens[0] not in zoomed
+    s.page.mouse.dblclick(*_point(s, 4, 5))
+    s.page.wait_for_function(f"() => document.querySelector('{MAP}').dataset.view === '0,{n},0,{n}'", timeout=WAIT_MS)
+    s.shot("canvas-map", key="view_heatmap")
+    assert not s.crashed
+
+
+def test_the_png_button_saves_the_map_at_slide_size(session: Session) -> None:
+    s = session
+    s.open()
+    images = s.page.locator(".st-key-view_heatmap [data-attnviz-image]")
+    images.first.wait_for()
+    with s.page.expect_download(timeout=WAIT_MS) as png:
+        images.nth(0).click()
+    assert png.value.suggested_filename == "attnviz-heatmap.png"
+    width, height = _png_size(Path(png.value.path()).read_bytes())
+    assert (width, height) == (1920, 2 * (int(images.nth(0).get_attribute("data-height") or 0) + 36))
+    with s.page.expect_download(timeout=WAIT_MS) as svg:
+        images.nth(1).click()
+    text = Path(svg.value.path()).read_text(encoding="utf-8")
+    assert text.startswith("<svg") and "minilm" in text and "data:image/png;base64," in text
+    assert not s.dialogs and not s.crashed
