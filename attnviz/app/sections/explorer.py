@@ -22,7 +22,6 @@ from ..runners import Loaded
 from ..state import Ctx, t
 from . import decoder
 
-CANVAS_FROM_TOKENS = 0  # token maps with this many rows or columns and more: the canvas, not Plotly
 THUMB = 32  # model-view thumbnails of at most 32 x 32 cells: 72 heads at 512 tokens stay ~0.5 MB
 DEFAULTS: tuple[tuple[str, object], ...] = (
     ("hide_special", False),
@@ -153,10 +152,7 @@ def heatmap_view(context: Ctx, focus: Focus) -> None:
             focus.att, focus.layer, focus.head, zmax=1.0 if focus.color_range == "fixed" else None, lang=context.lang
         )
         fig = decoder_views.note_group(fig, focus.att, focus.head, lang=context.lang)  # grouped heads
-        if max(focus.att.n, focus.att.n_keys) < CANVAS_FROM_TOKENS:
-            _show(focus, fig, "chart_heatmap", "caveat.heatmap", "heatmap")
-            return
-        token_canvas.token_map(fig, list(focus.att.tokens), focus.att.keys, "chart_heatmap")  # issue 24.1
+        token_canvas.token_map(fig, list(focus.att.tokens), focus.att.keys, "chart_heatmap")  # a canvas: issue 24.1
         widgets.caveat("caveat.heatmap")
         downloads.figure_downloads(fig, "heatmap", focus.settings)
 
