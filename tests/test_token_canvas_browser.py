@@ -5,14 +5,16 @@ the PNG button saves the map with its caption."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import attnviz
 from attnviz import i18n
 
-from .test_browser import CLEAN, INJECTED_JS, WAIT_MS, Session, _tokens
+from .test_browser import CLEAN, INJECTED_JS, WAIT_MS, Session, _luminance, _session, _tokens
 from .test_browser_share import _png_size
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -102,3 +104,40 @@ def test_the_png_button_saves_the_map_at_slide_size(session: Session) -> None:
     text = Path(svg.value.path()).read_text(encoding="utf-8")
     assert text.startswith("<svg") and "minilm" in text and "data:image/png;base64," in text
     assert not s.dialogs and not s.crashed
+
+
+# The colours of the text the canvas wrote right of its colour bar (tick values and "weight"): the
+# lightest and the darkest opaque pixel there, as "rgb(r, g, b)".
+BAR_TEXT_JS = """() => {
+  const m = document.querySelector('MAP'), L = m.__attnvizLayout, canvas = m.querySelector('canvas');
+  const dpr = canvas.width / canvas.clientWidth, x = Math.round(L.barText * dpr);
+  const px = canvas.getContext('2d').getImageData(x, 0, canvas.width - x, canvas.height).data;
+  let light = null, dark = null, best = -1, worst = 2;
+  for (let i = 0; i < px.length; i += 4) {
+    if (px[i + 3] < 250) continue;
+    const lum = (0.2126 * px[i] + 0.7152 * px[i + 1] + 0.0722 * px[i + 2]) / 255;
+    const rgb = `rgb(${px[i]}, ${px[i + 1]}, ${px[i + 2]})`;
+    if (lum > best) { best = lum; light = rgb; }
+    if (lum < worst) { worst = lum; dark = rgb; }
+  }
+  return {light, dark};
+}""".replace("MAP", MAP)
+
+
+@pytest.fixture
+def dark_session(chromium: Any, server: str) -> Iterator[Session]:
+    yield from _session(chromium, server, color_scheme="dark")
+
+
+def test_the_words_beside_the_colour_bar_are_readable_in_light_and_dark(
+    session: Session, dark_session: Session
+) -> None:
+    for s, mode in ((session, "light"), (dark_session, "dark")):
+        s.open()
+        seen = s.page.evaluate(BAR_TEXT_JS)
+        assert seen["light"] is not None, mode  # the values and the bar's title were written
+        if mode == "dark":
+            assert _luminance(seen["light"]) > 0.6, (mode, seen)  # light text on the dark page
+        else:
+            assert _luminance(seen["dark"]) < 0.6, (mode, seen)  # grey text on the white page
+        assert not s.crashed

@@ -174,17 +174,18 @@ function draw(ctx, map, width, height, view, colours) {
   ctx.rotate(-Math.PI / 2);
   ctx.fillText(head.ytitle, 0, 0);
   ctx.restore();
-  colourbar(ctx, map, L);
+  colourbar(ctx, map, L, colours);
   return L;
 }
 
-function colourbar(ctx, map, L) {
+function colourbar(ctx, map, L, colours) {
   const bx = L.x0 + L.size + 24, by = L.y0 + 20, bh = Math.max(20, L.size - 20), span = map.hi - map.lo || 1;
   for (let y = 0; y < bh; y++) {
     const k = 3 * Math.round(255 * (1 - y / Math.max(1, bh - 1)));
     ctx.fillStyle = `rgb(${map.colours[k]},${map.colours[k + 1]},${map.colours[k + 2]})`;
     ctx.fillRect(bx, by + y, 16, 1);
   }
+  ctx.fillStyle = colours.label;
   ctx.font = `12px ${FONT}`;
   ctx.textAlign = "left";
   ctx.textBaseline = "middle";
@@ -238,7 +239,7 @@ export default function ({ data, parentElement }) {
     const h = map.head;  // every text drawn, as the page's tests and tools read it
     root.__attnvizText = [h.title, h.note, h.xtitle, h.ytitle, h.bar, ...[...L.ys, ...L.xs, ...L.bar].map(([, t]) => t)]
       .filter((t) => t);
-    root.__attnvizLayout = { x0: L.x0, y0: L.y0, size: L.size, view: [...view] };
+    root.__attnvizLayout = { x0: L.x0, y0: L.y0, size: L.size, view: [...view], barText: L.x0 + L.size + 24 + 22 };
     root.dataset.view = view.join(",");
     root.dataset.drawn = String(++drawn);
     const now = performance.now();
