@@ -296,6 +296,8 @@ export default function ({ data, parentElement }) {
 
   function leave() {
     tip.style.display = "none";
+    start = null;  // a box dragged out of the map is dropped
+    box.style.display = "none";
   }
 
   root.__attnvizMap = map;
