@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -89,7 +90,7 @@ def test_a_dragged_box_zooms_in_and_a_double_click_shows_the_whole_map(
     assert not s.crashed
 
 
-def test_the_png_button_saves_the_map_at_slide_size(session: Session) -> None:
+def test_the_png_and_svg_buttons_save_the_map_at_slide_size(session: Session) -> None:
     s = session
     s.open()
     images = s.page.locator(".st-key-view_heatmap [data-attnviz-image]")
@@ -103,6 +104,9 @@ def test_the_png_button_saves_the_map_at_slide_size(session: Session) -> None:
         images.nth(1).click()
     text = Path(svg.value.path()).read_text(encoding="utf-8")
     assert text.startswith("<svg") and "minilm" in text and "data:image/png;base64," in text
+    svg = ElementTree.fromstring(text)  # well-formed, and its words are text, not pixels
+    written = {el.text for el in svg.iter("{http://www.w3.org/2000/svg}text")}
+    assert {"animal", "tired", i18n.t("axis.key", "en"), i18n.t("fig.weight", "en")} <= written, written
     assert not s.dialogs and not s.crashed
 
 

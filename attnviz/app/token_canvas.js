@@ -130,7 +130,7 @@ function layout(ctx, map, width, height, view) {
     const left = 24 + 16 + yText + 8, labels = (upright ? xText : LINE_PX) + 6, bottom = labels + 10 + 24;
     size = Math.max(40, Math.min(width - left - right, height - top - bottom));
     const x0 = left + Math.max(0, (width - left - right - size) / 2);
-    L = { top, left, bottom, right, size, x0, y0: top, ys, xs, upright, bar, labels };
+    L = { top, left, bottom, right, size, x0, y0: top, ys, xs, upright, bar, labels, yText };
   }
   return L;
 }
@@ -170,7 +170,7 @@ function draw(ctx, map, width, height, view, colours) {
   ctx.textBaseline = "alphabetic";
   ctx.fillText(head.xtitle, x0 + size / 2, y0 + size + L.labels + 24);
   ctx.save();
-  ctx.translate(18, y0 + size / 2);
+  ctx.translate(Math.max(18, x0 - 6 - L.yText - 14), y0 + size / 2);  // beside its labels, as Plotly puts it
   ctx.rotate(-Math.PI / 2);
   ctx.fillText(head.ytitle, 0, 0);
   ctx.restore();
@@ -317,34 +317,78 @@ export default function ({ data, parentElement }) {
   return () => observer.disconnect();
 }
 
+const SVG = "http://www.w3.org/2000/svg";
+const ANCHOR = { left: "start", start: "start", center: "middle", right: "end", end: "end" };
+const BASELINE = { middle: "central", top: "text-before-edge", alphabetic: "alphabetic" };
+
+function svgContext(doc, parent) {
+  // The part of a canvas 2D context that `draw` uses, writing SVG elements: the same layout, with
+  // text as text (a slide can be edited) and the cells as one pixelated image.
+  const measure = document.createElement("canvas").getContext("2d");
+  let ops = [];
+  const stack = [];
+  const add = (tag, attrs) => {
+    const el = doc.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+    if (ops.length) el.setAttribute("transform", ops.join(" "));
+    parent.append(el);
+    return el;
+  };
+  const ctx = {
+    font: `12px ${FONT}`, fillStyle: "#000", textAlign: "start", textBaseline: "alphabetic", imageSmoothingEnabled: false,
+    measureText: (text) => { measure.font = ctx.font; return measure.measureText(text); },
+    clearRect: () => {},
+    save: () => stack.push({ ops: [...ops], font: ctx.font, fillStyle: ctx.fillStyle, textAlign: ctx.textAlign, textBaseline: ctx.textBaseline }),
+    restore: () => { const s = stack.pop(); ops = s.ops; delete s.ops; Object.assign(ctx, s); },
+    translate: (x, y) => ops.push(`translate(${x} ${y})`),
+    rotate: (a) => ops.push(`rotate(${(a * 180) / Math.PI})`),
+    fillRect: (x, y, w, h) => add("rect", { x, y, width: w, height: h, fill: ctx.fillStyle }),
+    fillText: (text, x, y) => {
+      add("text", { x, y, fill: ctx.fillStyle, style: `font: ${ctx.font}; white-space: pre`,
+        "text-anchor": ANCHOR[ctx.textAlign] || "start", "dominant-baseline": BASELINE[ctx.textBaseline] || "alphabetic" })
+        .textContent = text;
+    },
+    drawImage: (img, sx, sy, sw, sh, dx, dy, dw, dh) => {
+      const box = add("svg", { x: dx, y: dy, width: dw, height: dh, viewBox: `${sx} ${sy} ${sw} ${sh}`, preserveAspectRatio: "none" });
+      const cells = doc.createElementNS(SVG, "image");
+      for (const [k, v] of Object.entries({ href: img.toDataURL("image/png"), width: img.width, height: img.height,
+        style: "image-rendering: pixelated", preserveAspectRatio: "none" })) cells.setAttribute(k, String(v));
+      box.append(cells);
+    },
+  };
+  return ctx;
+}
+
 function image(map, format, caption, width, height, scale, room, font, el) {
-  // The whole map as a slide image, the caption under it: PNG, or that PNG inside an SVG.
-  const canvas = document.createElement("canvas");
-  canvas.width = width * scale;
-  canvas.height = (height + room) * scale;
-  const ctx = canvas.getContext("2d");
-  ctx.scale(scale, scale);
-  const colours = palette(map, el);
+  // The whole map as a slide image with the caption under it: a PNG `scale` px per css px, or
+  // an SVG of the same layout (text as text, the cells as one pixelated image).
+  const colours = palette(map, el), full = [0, map.rows, 0, map.cols];
+  let ctx, canvas, doc;
+  if (format === "png") {
+    canvas = document.createElement("canvas");
+    canvas.width = width * scale;
+    canvas.height = (height + room) * scale;
+    ctx = canvas.getContext("2d");
+    ctx.scale(scale, scale);
+  } else {
+    doc = document.implementation.createDocument(SVG, "svg", null);
+    const svg = doc.documentElement;
+    svg.setAttribute("width", String(width));
+    svg.setAttribute("height", String(height + room));
+    svg.setAttribute("viewBox", `0 0 ${width} ${height + room}`);
+    const title = doc.createElementNS(SVG, "title");
+    title.textContent = caption;
+    svg.append(title);
+    ctx = svgContext(doc, svg);
+  }
   ctx.fillStyle = colours.background;
   ctx.fillRect(0, 0, width, height + room);
-  draw(ctx, map, width, height, [0, map.rows, 0, map.cols], colours);
+  draw(ctx, map, width, height, full, colours);
   ctx.font = `${font.size}px ${FONT}`;
   ctx.fillStyle = font.color;
   ctx.textAlign = "left";
   ctx.textBaseline = "top";
   ctx.fillText(caption, 8, height + 6);
-  const png = canvas.toDataURL("image/png");
-  if (format === "png") return png;
-  const doc = document.implementation.createDocument("http://www.w3.org/2000/svg", "svg", null);
-  const svg = doc.documentElement;
-  svg.setAttribute("width", String(width));
-  svg.setAttribute("height", String(height + room));
-  const img = doc.createElementNS("http://www.w3.org/2000/svg", "image");
-  img.setAttribute("href", png);
-  img.setAttribute("width", String(width));
-  img.setAttribute("height", String(height + room));
-  const title = doc.createElementNS("http://www.w3.org/2000/svg", "title");
-  title.textContent = caption;
-  svg.append(title, img);
+  if (format === "png") return canvas.toDataURL("image/png");
   return "data:image/svg+xml;charset=utf-8," + encodeURIComponent(new XMLSerializer().serializeToString(doc));
 }
