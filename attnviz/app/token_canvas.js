@@ -195,7 +195,8 @@ function colourbar(ctx, map, L, colours) {
 }
 
 function fill(template, values) {
-  return template.split("{q}").join(values.q).split("{k}").join(values.k).split("{w}").join(values.w);
+  // One pass over the template: a token that reads "{w}" stays itself.
+  return template.replace(/\{([qkw])\}/g, (_, field) => values[field]);
 }
 
 export default function ({ data, parentElement }) {
