@@ -70,8 +70,8 @@ def test_app_imports_the_frame_before_the_page_and_guards_pandas_for_every_page(
 
 
 def test_the_explorer_draws_only_its_title_and_box_before_warmup_loading() -> None:
-    """The explorer skips app.py's pandas import: what it does before `warmup.loading` (which
-    imports pandas first) must make no figure and no table."""
+    """The explorer skips app.py's pandas import: what it does before `warmup.loading` must make
+    no figure and no table (pandas comes after its first map: the next test)."""
     tree = ast.parse((ROOT / "pages" / "explorer.py").read_text(encoding="utf-8"))
     body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
     first_with = next(i for i, n in enumerate(body) if isinstance(n, ast.With))
@@ -81,6 +81,23 @@ def test_the_explorer_draws_only_its_title_and_box_before_warmup_loading() -> No
     assert {ast.unparse(n) for n in imports} == {"import streamlit as st", "from attnviz.app import warmup, widgets"}
     calls = set().union(*(_call_names(n) for n in before if n not in imports))
     assert calls == {"widgets.page_header", "widgets.sentence_box"}
+
+
+def test_the_explorer_imports_pandas_after_its_first_map_and_before_any_figure() -> None:
+    """On a cold server the heatmap's canvas goes out before `warm_up` (pandas, pyarrow and what
+    plotly reads of them, which beside the warm-up thread's torch import share one GIL); the map
+    makes no plotly figure (tests/test_token_canvas.py), the figures come after the import."""
+    section = ast.parse((ROOT / "attnviz" / "app" / "sections" / "explorer.py").read_text(encoding="utf-8"))
+    view = next(n for n in section.body if isinstance(n, ast.FunctionDef) and n.name == "heatmap_view")
+    calls = [ast.unparse(n.func) for n in ast.walk(view) if isinstance(n, ast.Call)]
+    order = [c for c in calls if c in ("token_canvas.token_map", "warmup.warm_up", "views.heatmap")]
+    assert order == ["token_canvas.token_map", "warmup.warm_up", "views.heatmap"]
+    page = (ROOT / "pages" / "explorer.py").read_text(encoding="utf-8")
+    first_figure = min(page.index(f"section.{name}(") for name in ("grid_view", "more_views", "token_focus_section"))
+    assert page.index("section.heatmap_view(") < first_figure
+    assert page.index("section.analysis(") < page.index("section.heatmap_view(")
+    long_mode = (ROOT / "attnviz" / "app" / "sections" / "long.py").read_text(encoding="utf-8")
+    assert long_mode.index("warmup.warm_up()") < long_mode.index('st.container(key="long_mode")')
 
 
 class _RecordingEvent(threading.Event):

@@ -1,67 +1,71 @@
 """The canvas map's message (attnviz/views/token_canvas.py): what the explorer's heatmap draws
-from is the heatmap figure's own map, bit for bit, with its titles, words and colour range, and
-any visitor token travels as plain text whatever it holds."""
+from is the attention's own float32 map, bit for bit, with the words, colour scale and range of
+`views.heatmap`'s figure (which the HTML download still exports); any visitor token travels as
+plain text whatever it holds; and it is made without plotly, so a cold server's first map does
+not need what plotly reads of pandas (app/warmup.py)."""
 
 from __future__ import annotations
 
 import json
 import struct
+from typing import Any
 
 import numpy as np
 import pytest
 
 import attnviz
-from attnviz import i18n, views
+from attnviz import views
 from attnviz.result import Attention
 from attnviz.views import decoder as decoder_views
 from attnviz.views import token_canvas
 
 from .test_decoder_app_views import causal
+from .test_imports import fresh_python
 
 PALETTE = {m: {"heading": "#000000", "label": "#808495", "background": "#ffffff"} for m in ("light", "dark")}
 
 
-def _read(att: Attention, layer: int, head: int | None, **kw: object) -> tuple[dict[str, object], np.ndarray]:
-    fig = views.heatmap(att, layer, head, **kw)  # type: ignore[arg-type]
-    return token_canvas.read(token_canvas.payload(fig, att.tokens, att.keys, PALETTE, "hint"))
+def _read(att: Attention, layer: int, head: int | None, **kw: Any) -> tuple[dict[str, Any], np.ndarray]:
+    return token_canvas.read(token_canvas.map_payload(att, layer, head, palette=PALETTE, **kw))
 
 
-def test_the_map_is_the_heatmaps_own_float32_bit_for_bit(tired: Attention) -> None:
+def _plotly_text(text: str) -> str:
+    return text.replace("<extra></extra>", "")
+
+
+@pytest.mark.parametrize("zmax", [1.0, None])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_map_is_the_heatmap_figures_own_bit_for_bit(tired: Attention, zmax: float | None, lang: str) -> None:
     for layer, head in ((0, 0), (3, 7), (5, None)):
-        head_, z = _read(tired, layer, head)
-        want = np.asarray(tired.head(layer, head), dtype=np.float32)
-        assert z.dtype == np.float32 and z.shape == want.shape
-        assert np.array_equal(z, want)  # the very numbers hover shows, not a rounding of them
-        assert head_["shape"] == list(want.shape)
+        head_, z = _read(tired, layer, head, zmax=zmax, lang=lang)
+        fig = views.heatmap(tired, layer, head, zmax=zmax, lang=lang)
+        trace = fig.data[0]
+        assert z.dtype == np.float32 and np.array_equal(z, np.asarray(trace.z))  # the numbers hover shows
+        assert np.array_equal(z, np.asarray(tired.head(layer, head), dtype=np.float32))
         assert head_["rows"] == head_["cols"] == list(tired.tokens)
+        assert head_["title"] == fig.layout.title.text and head_["note"] is None
+        assert (head_["xtitle"], head_["ytitle"]) == (fig.layout.xaxis.title.text, fig.layout.yaxis.title.text)
+        assert head_["bar"] == trace.colorbar.title.text and head_["height"] == fig.layout.height
+        marks = {"{q}": "%{y}", "{k}": "%{x}", "{w}": "%{z:.6f}"}
+        hover = "<br>".join(head_["hover"])
+        for mark, field in marks.items():
+            hover = hover.replace(mark, field)
+        assert hover == _plotly_text(trace.hovertemplate)
+        assert head_["scale"] == [[float(p), c] for p, c in trace.colorscale]
+        fixed = None if trace.zauto else (trace.zmin, trace.zmax)
+        assert (head_["zmin"], head_["zmax"]) == (fixed or (None, None))
 
 
-def test_titles_hover_and_colour_range_follow_the_figure(tired: Attention) -> None:
-    head_, _ = _read(tired, 2, 5, zmax=1.0)
-    which = i18n.t("fig.head_n", "en", h=5)
-    assert head_["title"] == i18n.t("fig.layer_which", "en", layer=2, which=which) and head_["note"] is None
-    assert head_["xtitle"] == i18n.t("axis.key", "en") and head_["ytitle"] == i18n.t("axis.query", "en")
-    assert head_["bar"] == i18n.t("fig.weight", "en")
-    assert head_["hover"] == i18n.t("fig.hover_heatmap", "en", q="{q}", k="{k}", w="{w}").split("<br>")
-    assert (head_["zmin"], head_["zmax"]) == (0.0, 1.0)
-    assert head_["scale"][0][0] == 0.0 and head_["scale"][-1][0] == 1.0
-    auto, _ = _read(tired, 2, 5)  # the range follows the data: the canvas takes min and max itself
-    assert auto["zmin"] is None and auto["zmax"] is None
-    zh = token_canvas.read(
-        token_canvas.payload(views.heatmap(tired, 0, 0, lang="zh"), tired.tokens, tired.tokens, PALETTE)
-    )[0]
-    assert zh["title"] == i18n.t("fig.layer_which", "zh", layer=0, which=i18n.t("fig.head_n", "zh", h=0))
-    assert zh["hover"][0].startswith("查询")
+def test_a_decoder_note_is_its_own_line_as_the_figure_has_it() -> None:
+    att = causal(2, 9, 12, kv=3)  # a decoder's grouped heads (tests/test_decoder_app_views.py)
+    note = decoder_views.group_note(att, 4)
+    head_, _ = _read(att, 1, 4, zmax=1.0, note=note)
+    fig = decoder_views.note_group(views.heatmap(att, 1, 4), att, 4)
+    assert note and fig.layout.title.text == f"{head_['title']}<br><sup>{head_['note']}</sup>"
+    assert decoder_views.group_note(att, None) is None  # the mean of the heads reads every group
 
 
-def test_a_title_note_is_its_own_line_without_markup(tired: Attention) -> None:
-    fig = views.heatmap(tired, 0, 0)
-    fig.update_layout(title={"text": "layer 0 &amp; more<br><sup>reads key/value head 1</sup>"})
-    head_ = token_canvas.read(token_canvas.payload(fig, tired.tokens, tired.tokens, PALETTE))[0]
-    assert (head_["title"], head_["note"]) == ("layer 0 & more", "reads key/value head 1")
-
-
-HOSTILE = ["<img src=x onerror=alert(1)>", '"}]', "\u2028", "\\u0000", "=cmd|' /C calc'!A0", "注意力", "\0"]
+HOSTILE = ["<img src=x onerror=alert(1)>", '"}]', "\u2028", "\\u0000", "=cmd|' /C calc'!A0", "注意力", "\0", "{w}"]
 
 
 @pytest.mark.parametrize("pad", range(4))
@@ -70,7 +74,7 @@ def test_hostile_tokens_travel_verbatim_and_the_map_stays_aligned(pad: int) -> N
     n = len(tokens)
     weights = np.random.default_rng(pad).random((1, 1, n, n), dtype=np.float32)
     att = Attention(tokens=tokens, weights=weights / weights.sum(-1, keepdims=True), model="m", text="t")
-    data = token_canvas.payload(views.heatmap(att, 0, 0), tokens, tokens, PALETTE)
+    data = token_canvas.map_payload(att, 0, 0, zmax=1.0, palette=PALETTE)
     (length,) = struct.unpack("<I", data[4:8])
     start = 8 + length + (-(8 + length) % 4)
     assert start % 4 == 0 and len(data) == start + 4 * n * n  # the float32 block starts aligned
@@ -80,22 +84,32 @@ def test_hostile_tokens_travel_verbatim_and_the_map_stays_aligned(pad: int) -> N
     assert np.array_equal(z, att.head(0, 0))
 
 
-def test_a_map_that_does_not_match_its_tokens_is_refused(tired: Attention) -> None:
-    with pytest.raises(ValueError, match="tokens give"):
-        token_canvas.payload(views.heatmap(tired, 0, 0), tired.tokens[:-1], tired.tokens, PALETTE)
+def test_what_is_not_a_map_is_refused() -> None:
     with pytest.raises(ValueError, match="not a token map"):
         token_canvas.read(b"PNG!" + bytes(12))
 
 
-def test_grouped_heads_note_reaches_the_canvas() -> None:
-    att = causal(2, 9, 12, kv=3)  # a decoder's grouped heads (tests/test_decoder_app_views.py)
-    fig = decoder_views.note_group(views.heatmap(att, 1, 4), att, 4)
-    head_ = token_canvas.read(token_canvas.payload(fig, att.tokens, att.keys, PALETTE))[0]
-    assert head_["note"] and "<" not in head_["note"] and "<sup>" in fig.layout.title.text
-
-
 def test_the_embedded_model_map_is_exact_at_512_tokens(minilm: attnviz.PretrainedModel) -> None:
-    text = " ".join(["word"] * 600)
-    att = minilm.attend(text)
+    att = minilm.attend(" ".join(["word"] * 600))
     _, z = _read(att, 5, 11, zmax=1.0)
-    assert z.shape == (att.n, att.n) and np.array_equal(z, np.asarray(att.head(5, 11), dtype=np.float32))
+    assert z.shape == (att.n, att.n) == (512, 512)
+    assert np.array_equal(z, np.asarray(att.head(5, 11), dtype=np.float32))
+
+
+def test_the_map_needs_neither_plotly_nor_pandas() -> None:
+    """What the explorer sends before app/warmup.py's `warm_up`: with a half-imported pandas in
+    sys.modules (another visitor's first import under way) plotly's figure code fails on it;
+    the map's payload does not look at plotly or pandas at all."""
+    out = fresh_python(
+        "import json, sys, types, numpy as np\n"
+        "sys.modules['pandas'] = types.ModuleType('pandas')\n"
+        "from attnviz.result import Attention\n"
+        "from attnviz.views import token_canvas\n"
+        "w = np.full((1, 2, 3, 3), 1 / 3, dtype=np.float32)\n"
+        "att = Attention(tokens=['a', 'b', 'c'], weights=w, model='m', text='a b c')\n"
+        "data = token_canvas.map_payload(att, 0, 1, zmax=1.0, palette={})\n"
+        "print(json.dumps([data.hex(), 'plotly.graph_objs' in sys.modules, 'torch' in sys.modules]))\n"
+    )
+    w = np.full((1, 2, 3, 3), 1 / 3, dtype=np.float32)
+    att = Attention(tokens=["a", "b", "c"], weights=w, model="m", text="a b c")
+    assert out == [token_canvas.map_payload(att, 0, 1, zmax=1.0, palette={}).hex(), False, False]

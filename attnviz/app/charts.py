@@ -156,10 +156,12 @@ def page_caption() -> str:
     return slide_caption(str(session.get(SENTENCE, "")), model)
 
 
-def image_buttons(fig: go.Figure, key: str, name: str, caption: str) -> None:
-    """PNG (1920 px wide) and SVG of the chart `key` just drawn, made in the browser."""
+def image_buttons(fig: go.Figure | int, key: str, name: str, caption: str) -> None:
+    """PNG (1920 px wide) and SVG of the chart `key` just drawn, made in the browser; `fig`: the
+    figure, or the height in px of a chart that is not a figure (the canvas map)."""
+    height = fig if isinstance(fig, int) else _height(fig)
     attrs = {"data-chart": key, "data-name": name, "data-caption": caption, "data-width": str(SLIDE_WIDTH),
-             "data-height": str(_height(fig)), "data-scale": str(SLIDE_SCALE)}  # fmt: skip
+             "data-height": str(height), "data-scale": str(SLIDE_SCALE)}  # fmt: skip
     common = " ".join(f'{k}="{html.escape(v, quote=True)}"' for k, v in attrs.items())
     buttons = "".join(
         f'<button type="button" class="attnviz-image" data-attnviz-image="{fmt}" {common} '

@@ -13,12 +13,13 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import plotly.graph_objects as go
 import streamlit as st
 
+from ..result import Attention
 from ..views import token_canvas
+from ..views._base import map_height
 from . import charts, plot_theme
-from .state import t
+from .state import lang, t
 
 __all__ = ["CSS", "token_map"]
 
@@ -54,9 +55,15 @@ def palette() -> dict[str, dict[str, str]]:
     return out
 
 
-def token_map(fig: go.Figure, rows: list[str], cols: list[str], key: str) -> None:
-    """`fig` (a `views.heatmap`) drawn on the canvas, and under it the PNG and SVG buttons."""
-    data = token_canvas.payload(fig, rows, cols, palette(), t("map.zoom_hint"))
+def token_map(
+    att: Attention, layer: int, head: int | None, key: str, *, zmax: float | None, note: str | None = None
+) -> None:
+    """One head's map (`views.heatmap`'s picture) drawn on the canvas, and under it the PNG and
+    SVG buttons. No plotly figure is made here (views/token_canvas.py: a cold server's first
+    map goes out before what plotly reads of pandas is imported)."""
+    data = token_canvas.map_payload(
+        att, layer, head, zmax=zmax, palette=palette(), note=note, hint=t("map.zoom_hint"), lang=lang()
+    )
     _component()(key=key, data=data)
     name = "attnviz-" + key.removeprefix("chart_").replace("_", "-")
-    charts.image_buttons(fig, key, name, charts.page_caption())
+    charts.image_buttons(map_height(max(att.n, att.n_keys)), key, name, charts.page_caption())

@@ -13,7 +13,9 @@ Each job once per process (the preload once per session):
   (bench/results_browser.md: cold start). transformers is not imported for it: MiniLM's first
   answers come from its files through `tokenizers` and plain torch (models/minilm_quick.py).
 - `warm_up()`, on a script thread before anything of the page that makes a figure or a table
-  (app.py before the page; the explorer's `loading()`, right after its sentence box): imports
+  (app.py before the page; on the explorer right after its first map, the heatmap's canvas,
+  which makes no plotly figure: on a cold server that map no longer waits for these imports,
+  which beside the warm-up thread's torch import shared one GIL with it): imports
   pandas and what plotly imports lazily. Eight visitors opening a freshly started server at
   once got "partially initialized module 'pandas'": two script threads raced on that first
   import while plotly and Streamlit read `sys.modules["pandas"]` directly. Importing them, and
@@ -164,10 +166,10 @@ def started() -> threading.Thread | None:
 def loading(model: str) -> Iterator[None]:
     """Right after the explorer's sentence box: the first screen is out, so the browser starts
     on the chart code once the box is drawn (`preload_chart_code`: compiling it earlier delayed
-    the box), the warm-up thread goes ahead (`first_screen`), and what plotly needs is imported
-    (`warm_up`) before the page's figures, under a spinner naming the model while the warm-up thread still runs (a cold
-    server): what the page imports next (torch) waits for that thread, and the page showed
-    nothing meanwhile. No spinner once the thread is done (Streamlit shows one only after half a
+    the box) and the warm-up thread goes ahead (`first_screen`), under a spinner naming the
+    model while the warm-up thread still runs (a cold server): what the page imports next
+    (torch) waits for that thread, and the page showed nothing meanwhile. What plotly needs
+    (`warm_up`) is imported after the first map (sections/explorer.py `heatmap_view`). No spinner once the thread is done (Streamlit shows one only after half a
     second anyway)."""
     import streamlit as st
 
@@ -178,12 +180,10 @@ def loading(model: str) -> Iterator[None]:
     first_screen()
     thread = started()
     if thread is None or not thread.is_alive():
-        warm_up()
         yield
         return
 
     with st.spinner(t("spinner.loading", name=escape_md(model))):
-        warm_up()
         yield
 
 

@@ -82,11 +82,16 @@ def token_map_trace(z: np.ndarray, keys: list[str], colorbar_title: str, hoverte
     }
 
 
+def map_height(n: int) -> int:
+    """A token map's height in px for n tokens (Plotly's and the explorer's canvas)."""
+    return int(np.clip(260 + 16 * n, 460, 860))
+
+
 def square_map_layout(title: Json, n: int, axis: Json, x_title: str, y_title: str) -> Json:
     """The layout of an n x n token map: square cells, rows top down, height growing with n."""
     return {
         "title": title,
-        "height": int(np.clip(260 + 16 * n, 460, 860)),
+        "height": map_height(n),
         "xaxis": axis | {"title": {"text": x_title}, "constrain": "domain"},
         "yaxis": axis
         | {"title": {"text": y_title}, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},

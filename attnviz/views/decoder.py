@@ -78,15 +78,24 @@ def mark_groups(fig: go.Figure, att: Attention, *, lang: str = DEFAULT_LANGUAGE)
     return fig
 
 
-def note_group(fig: go.Figure, att: Attention, head: int | None, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
-    """Under a one-head heatmap's title: the key/value head it reads and the heads sharing it."""
+def group_note(att: Attention, head: int | None, *, lang: str = DEFAULT_LANGUAGE) -> str | None:
+    """The key/value head one query head reads and the heads sharing it (None: no groups, or the
+    mean of the heads)."""
     found = groups(att)
     if not found or head is None:
-        return fig
+        return None
     kv = int(np.asarray(att.kv_heads)[head])
     others = ", ".join(str(h) for h in found[kv] if h != head)
+    return t("dec.shares", lang, kv=kv, others=others)
+
+
+def note_group(fig: go.Figure, att: Attention, head: int | None, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
+    """Under a one-head heatmap's title: the key/value head it reads and the heads sharing it."""
+    note = group_note(att, head, lang=lang)
+    if note is None:
+        return fig
     title = fig.layout.title.text or ""
-    fig.update_layout(title={"text": f"{title}<br><sup>{t('dec.shares', lang, kv=kv, others=others)}</sup>"})
+    fig.update_layout(title={"text": f"{title}<br><sup>{note}</sup>"})
     return fig
 
 

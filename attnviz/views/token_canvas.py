@@ -3,8 +3,10 @@
 At 512 tokens Plotly's heatmap cost the browser about 0.3 s a new sentence: its 1.5 MB figure
 parsed, copied through JSON twice by Streamlit's chart element, then drawn by plotly.js. The
 app's canvas component (attnviz/app/token_canvas.js) takes the float32 weights as they are, one
-pixel a cell, and reads its hover from the same array. `payload` turns the heatmap figure that
-`views.heatmap` made into that message, so both show the same numbers, title and words:
+pixel a cell, and reads its hover from the same array. `map_payload` makes that message from the
+attention itself with `views.heatmap`'s words (its title, axis titles, hover and colour scale),
+and no plotly figure: on a cold server the map goes out before pandas and what plotly reads of
+it are imported (app/warmup.py). The format:
 
     b"AVM1" | uint32 header length | UTF-8 JSON header | zero padding to 4 | float32 rows x cols
 
@@ -16,78 +18,55 @@ inverse, for tests and tools.
 
 from __future__ import annotations
 
-import html
 import json
-import re
 import struct
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import plotly.graph_objects as go
 
-from ._base import Json
+from ..i18n import DEFAULT_LANGUAGE, t
+from ..result import Attention
+from ._base import SEQUENTIAL, Json, map_height, which_head
 
-__all__ = ["MAGIC", "payload", "read"]
+__all__ = ["MAGIC", "map_payload", "read"]
 
 MAGIC = b"AVM1"
-_NOTE = re.compile(r"<br><sup>(.*?)</sup>$", re.S)
-_TAG = re.compile(r"<[^>]*>")
-_PLACEHOLDERS = {"%{y}": "{q}", "%{x}": "{k}", "%{z:.6f}": "{w}", "<extra></extra>": ""}
 
 
-def _plain(text: str | None) -> str:
-    """Plotly text (our own titles: markup tags, escaped entities) as the words a canvas writes."""
-    return html.unescape(_TAG.sub("", text or ""))
-
-
-def _title(text: str | None) -> tuple[str, str | None]:
-    """A figure title and its small-print note (`layout_title`'s "<br><sup>note</sup>")."""
-    found = _NOTE.search(text or "")
-    if found is None:
-        return _plain(text), None
-    return _plain((text or "")[: found.start()]), _plain(found.group(1))
-
-
-def _hover(template: str | None) -> list[str]:
-    """The heatmap's hovertemplate as lines with {q}, {k} and {w} where Plotly's fields were."""
-    text = template or ""
-    for field, mark in _PLACEHOLDERS.items():
-        text = text.replace(field, mark)
-    return [_plain(line) for line in text.split("<br>")]
-
-
-def payload(
-    fig: go.Figure, rows: Sequence[str], cols: Sequence[str], palette: dict[str, dict[str, str]], hint: str = ""
+def map_payload(
+    att: Attention,
+    layer: int,
+    head: int | None,
+    *,
+    zmax: float | None,
+    palette: dict[str, dict[str, str]],
+    note: str | None = None,
+    hint: str = "",
+    lang: str = DEFAULT_LANGUAGE,
 ) -> bytes:
-    """The canvas message for `fig`, a one-heatmap figure of `views.heatmap`; `rows` and `cols`
-    are the tokens down the side and across (bare, as the visitor's text has them); `palette`:
-    the light and dark colours ({"light": {"heading", "label", "background"}, "dark": ...});
-    `hint`: how to zoom, for screen readers."""
-    trace = fig.data[0]
-    z = np.ascontiguousarray(trace.z, dtype="<f4")
-    if z.shape != (len(rows), len(cols)):
-        raise ValueError(f"the map is {z.shape}, its tokens give ({len(rows)}, {len(cols)})")
-    title, note = _title(fig.layout.title.text)
-    fixed = not trace.zauto and trace.zmin is not None and trace.zmax is not None
-    head: Json = {
+    """The canvas message for one head's map (head=None: the mean of the layer's heads), as
+    `views.heatmap(att, layer, head, zmax=zmax, lang=lang)` shows it; `note`: a line under the
+    title (a decoder's shared key/value head); `palette`: the light and dark colours ({"light":
+    {"heading", "label", "background"}, "dark": ...}); `hint`: how to zoom, for screen readers."""
+    z = np.ascontiguousarray(att.head(layer, head), dtype="<f4")
+    head_: Json = {
         "shape": list(z.shape),
-        "rows": [str(r) for r in rows],
-        "cols": [str(c) for c in cols],
-        "title": title,
+        "rows": [str(r) for r in att.tokens],
+        "cols": [str(c) for c in att.keys],
+        "title": t("fig.layer_which", lang, layer=layer, which=which_head(head, att.n_heads, lang)),
         "note": note,
-        "xtitle": _plain(fig.layout.xaxis.title.text),
-        "ytitle": _plain(fig.layout.yaxis.title.text),
-        "bar": _plain(trace.colorbar.title.text),
-        "hover": _hover(trace.hovertemplate),
-        "scale": [[float(p), str(c)] for p, c in trace.colorscale],
-        "zmin": float(trace.zmin) if fixed else None,
-        "zmax": float(trace.zmax) if fixed else None,
-        "height": int(fig.layout.height or 460),
+        "xtitle": t("axis.key", lang),
+        "ytitle": t("axis.query", lang),
+        "bar": t("fig.weight", lang),
+        "hover": t("fig.hover_heatmap", lang, q="{q}", k="{k}", w="{w}").split("<br>"),
+        "scale": [[float(p), str(c)] for p, c in SEQUENTIAL],
+        "zmin": None if zmax is None else 0.0,
+        "zmax": None if zmax is None else float(zmax),
+        "height": map_height(max(att.n, att.n_keys)),
         "palette": palette,
         "hint": hint,
     }
-    text = json.dumps(head, ensure_ascii=False).encode("utf-8")
+    text = json.dumps(head_, ensure_ascii=False).encode("utf-8")
     start = 8 + len(text)
     return MAGIC + struct.pack("<I", len(text)) + text + b"\0" * (-start % 4) + z.tobytes()
 

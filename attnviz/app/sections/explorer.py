@@ -16,7 +16,7 @@ from ...focus import default_focus
 from ...result import Attention
 from ...views import decoder as decoder_views
 from ...views.ablation import mark_off
-from .. import charts, downloads, heads_off, redraw, runners, token_canvas, urls, widgets, work
+from .. import charts, downloads, heads_off, redraw, runners, token_canvas, urls, warmup, widgets, work
 from ..readers import unknown_notice
 from ..runners import Loaded
 from ..state import Ctx, t
@@ -146,15 +146,22 @@ def _show(
 
 
 def heatmap_view(context: Ctx, focus: Focus) -> None:
+    """The focused head's map on the canvas (issue 24.1), then what the page's Plotly figures
+    need imported (a cold server's first map does not wait for it: app/warmup.py)."""
+    att, zmax = focus.att, 1.0 if focus.color_range == "fixed" else None
     with st.container(key="view_heatmap"):
         st.subheader(t("view.heatmap"))
-        fig = views.heatmap(
-            focus.att, focus.layer, focus.head, zmax=1.0 if focus.color_range == "fixed" else None, lang=context.lang
-        )
-        fig = decoder_views.note_group(fig, focus.att, focus.head, lang=context.lang)  # grouped heads
-        token_canvas.token_map(fig, list(focus.att.tokens), focus.att.keys, "chart_heatmap")  # a canvas: issue 24.1
+        note = decoder_views.group_note(att, focus.head, lang=context.lang)  # grouped heads
+        token_canvas.token_map(att, focus.layer, focus.head, "chart_heatmap", zmax=zmax, note=note)
+        warmup.warm_up()
         widgets.caveat("caveat.heatmap")
-        downloads.figure_downloads(fig, "heatmap", focus.settings)
+        fig = decoder_views.note_group(
+            views.heatmap(att, focus.layer, focus.head, zmax=zmax, lang=context.lang),
+            att,
+            focus.head,
+            lang=context.lang,
+        )
+        downloads.figure_downloads(fig, "heatmap", focus.settings)  # the same map as an offline HTML page
 
 
 def grid_view(context: Ctx, focus: Focus) -> None:

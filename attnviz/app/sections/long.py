@@ -24,7 +24,7 @@ from ...long import LongAttention, attend_long, block_edges, estimate, longest
 from ...long import figures as fig
 from ...models.tokens import count_tokens
 from ...views._base import escape
-from .. import charts, work
+from .. import charts, warmup, work
 from ..runners import Loaded, load_runner
 from ..state import Ctx, t
 from ..widgets import escape_md, show_error
@@ -64,6 +64,7 @@ def section(context: Ctx, text: str) -> None:
             icon=":material/info:",
         )
         return
+    warmup.warm_up()  # before the long mode's figures (the explorer's loading() leaves it to its views)
     with st.container(key="long_mode"):
         st.subheader(t("long.title"))
         _mode(context, loaded, source, n_tokens, limit)
