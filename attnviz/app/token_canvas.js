@@ -243,6 +243,7 @@ export default function ({ data, parentElement }) {
     root.__attnvizLayout = { x0: L.x0, y0: L.y0, size: L.size, view: [...view], barText: L.x0 + L.size + 24 + 22 };
     root.dataset.view = view.join(",");
     root.dataset.drawn = String(++drawn);
+    root.classList.add("attnviz-map-drawn");  // app/warmup.py loads Streamlit's chart code after this
     const now = performance.now();
     root.dispatchEvent(new CustomEvent("attnviz:drawn", { bubbles: true, detail: { start: born, duration: now - born } }));
     born = null;

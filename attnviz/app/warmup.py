@@ -26,10 +26,13 @@ Each job once per process (the preload once per session):
 - `preload_chart_code()`, once the first screen is out (the explorer's `loading()`; app.py
   before any other page): the browser fetches and compiles Streamlit's Plotly chart code (one
   4.7 MB module it otherwise asks for only when the first chart's data arrives) while the
-  server loads the model; on the explorer only once the sentence box is drawn, since the
-  compile holds the browser's main thread for a second or more on a busy 2-core machine. Once
-  per session, on its first run; a Streamlit without that one file name sends nothing (the
-  chart then loads its code itself, as before).
+  server works. The compile holds the browser's main thread for a second or more on a busy
+  2-core machine, so on the explorer, whose first picture is the heatmap's canvas (a v2
+  component, whose 15 KB module loads once the sentence box is drawn), the chart code loads
+  once that map is drawn: a cold start's map arrived during the compile and waited for it,
+  and the grid's data comes after the server's pandas import anyway. Once per session, on its
+  first run; a Streamlit without those file names sends nothing (the chart then loads its
+  code itself, as before).
 """
 
 from __future__ import annotations
@@ -66,6 +69,13 @@ _START_LOCK = threading.Lock()
 _FIRST_SCREEN = threading.Event()
 FIRST_SCREEN_WAIT_S = 2.0  # a first visit to another page: the warm-up goes ahead after this
 CHART_CODE = re.compile(r"PlotlyChart\.[A-Za-z0-9_-]{4,16}\.js")  # the chunk's name in Streamlit's build
+COMPONENT_CODE = re.compile(r"BidiComponent\.[A-Za-z0-9_-]{4,16}\.js")  # the v2 components' (the canvas map)
+CODE_CODE = re.compile(r"StreamlitSyntaxHighlighter\.[A-Za-z0-9_-]{4,16}\.js")  # st.code's (the tokens)
+_CODES = {
+    "chart": ("PlotlyChart.*.js", CHART_CODE),
+    "component": ("BidiComponent.*.js", COMPONENT_CODE),
+    "code": ("StreamlitSyntaxHighlighter.*.js", CODE_CODE),
+}
 _CHART_CODE_SENT = "_chart_code_sent"
 # A classic script may import a module: the URL is resolved against Streamlit's own entry module,
 # so the browser's module map holds one copy, which the chart's lazy import then finds ready.
@@ -78,10 +88,12 @@ _PRELOAD_JS = """<script>(() => {
   const shown = () => !'AFTER' || document.querySelector('AFTER');
   if (shown()) return go();
   const seen = new MutationObserver(() => { if (shown()) { seen.disconnect(); go(); } });
-  seen.observe(document.body, {childList: true, subtree: true});
+  seen.observe(document.body, {childList: true, subtree: true, attributes: true, attributeFilter: ['class']});
   setTimeout(() => { seen.disconnect(); go(); }, WAIT_MS);
 })();</script>"""
 PRELOAD_WAIT_MS = 3000  # no such element by then: the code loads anyway
+MAP_DRAWN = ".attnviz-map-drawn"  # the explorer's canvas map once drawn (app/token_canvas.js)
+MAP_WAIT_MS = 20_000  # the first map waits for the model; the chart code loads by then anyway
 SAFE_SELECTOR = re.compile(r"[A-Za-z0-9_ .#>-]*")
 
 
@@ -105,37 +117,45 @@ def warm_up() -> None:
         _DONE.set()
 
 
-def chart_code_file(static: Path | None = None) -> str | None:
-    """The file name of Streamlit's Plotly chart module in its static folder, if exactly one."""
+def chart_code_file(static: Path | None = None, kind: str = "chart") -> str | None:
+    """The file name of Streamlit's Plotly chart module (or, `kind="component"`, of its v2
+    component module) in its static folder, if exactly one."""
     if static is None:
         import streamlit
 
         static = Path(streamlit.__file__).parent / "static" / "static" / "js"
-    names = [p.name for p in static.glob("PlotlyChart.*.js") if CHART_CODE.fullmatch(p.name)]
+    found, pattern = _CODES[kind]
+    names = [p.name for p in static.glob(found) if pattern.fullmatch(p.name)]
     return names[0] if len(names) == 1 else None
 
 
-def preload_script(name: str, after: str = "") -> str:
-    """The script that imports the chart code `name`, once the element `after` (a CSS selector
-    of ours) is in the page and painted: the module's compile (a second of the browser's main
-    thread on a busy 2-core machine) must not hold up the sentence box."""
-    if not CHART_CODE.fullmatch(name) or not SAFE_SELECTOR.fullmatch(after):
-        raise ValueError("not a chart code file name or not a plain selector")
-    return _PRELOAD_JS.replace("NAME", name).replace("AFTER", after).replace("WAIT_MS", str(PRELOAD_WAIT_MS))
+def preload_script(name: str, after: str = "", wait_ms: int = PRELOAD_WAIT_MS) -> str:
+    """The script that imports Streamlit's module `name` (its chart or component code), once the
+    element `after` (a CSS selector of ours) is in the page and painted, or after `wait_ms`: the
+    chart module's compile (a second of the browser's main thread on a busy 2-core machine) must
+    not hold up the sentence box or the first map."""
+    if not any(p.fullmatch(name) for _, p in _CODES.values()) or not SAFE_SELECTOR.fullmatch(after):
+        raise ValueError("not a chart or component code file name or not a plain selector")
+    return _PRELOAD_JS.replace("NAME", name).replace("AFTER", after).replace("WAIT_MS", str(int(wait_ms)))
 
 
-def preload_chart_code(after: str = "") -> None:
+def preload_chart_code(after: str = "", *, first_map: bool = False) -> None:
     """On a session's first run: the browser starts loading the chart code (see the module's
-    docstring) at once, or once the element `after` is drawn. The script names nothing of the
-    visitor's: a file name of Streamlit's and a selector of ours, both checked."""
+    docstring) at once, or once the element `after` is drawn. `first_map` (the explorer, whose
+    first picture is the canvas map): the component code once `after` is drawn, the chart code
+    only once that map is drawn. The scripts name nothing of the visitor's: file names of
+    Streamlit's and selectors of ours, all checked."""
     import streamlit as st
 
     if st.session_state.get(_CHART_CODE_SENT):
         return
     st.session_state[_CHART_CODE_SENT] = True
-    name = chart_code_file()
-    if name is not None:
-        st.sidebar.html(preload_script(name, after), unsafe_allow_javascript=True)
+    plan = [("component", after, PRELOAD_WAIT_MS), ("code", after, PRELOAD_WAIT_MS), ("chart", MAP_DRAWN, MAP_WAIT_MS)]
+    plan = plan if first_map else []
+    for kind, selector, wait_ms in plan or [("chart", after, PRELOAD_WAIT_MS)]:
+        name = chart_code_file(kind=kind)
+        if name is not None:
+            st.sidebar.html(preload_script(name, selector, wait_ms), unsafe_allow_javascript=True)
 
 
 def first_screen() -> None:
@@ -176,7 +196,7 @@ def loading(model: str) -> Iterator[None]:
     from .state import SENTENCE_INPUT, t
     from .widgets import escape_md
 
-    preload_chart_code(after=f".st-key-{SENTENCE_INPUT} textarea")
+    preload_chart_code(after=f".st-key-{SENTENCE_INPUT} textarea", first_map=True)
     first_screen()
     thread = started()
     if thread is None or not thread.is_alive():
