@@ -24,6 +24,7 @@ from ..scratch import LayerParts, causal_mask, post_ln_layer, scaled_dot_product
 from .decoder_runner import DecoderDefaults
 from .gate import ForwardGate, gate_for
 from .switching import HeadMode, head_switch, heads_by_layer, projection_parts
+from .threads import cpu_threads_for
 from .tokens import clean_text, count_tokens, readable_tokens, token_limit, tokenize
 
 if TYPE_CHECKING:
@@ -235,11 +236,10 @@ class RunnerBase(DecoderDefaults):
         return text[: max(ends)] if ends and max(ends) < len(text) else text
 
     def attend(self, text: str, max_tokens: int | None = None) -> Attention:
-        """Run `text` through the model; the per-layer attention as a float32 numpy array.
-        An accelerator out of memory answers from a CPU copy, with a note on the result."""
+        """`text` through the model (short: on one CPU thread, models/threads.py); out of memory: on CPU."""
         enc = self.encode(text, max_tokens)
         try:
-            with self.gate.interactive(), torch.inference_mode():
+            with self.gate.interactive(), torch.inference_mode(), cpu_threads_for(len(enc.tokens), self.device):
                 weights = self.attention_array(enc.inputs)
         except torch.OutOfMemoryError:
             if self.device.type == "cpu":

@@ -1,0 +1,33 @@
+"""How many torch threads a forward pass gets on the CPU."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+
+__all__ = ["SMALL_INPUT_TOKENS", "cpu_threads_for"]
+
+
+SMALL_INPUT_TOKENS = 128  # up to this many tokens a CPU forward runs on one thread
+
+
+@contextlib.contextmanager
+def cpu_threads_for(n_tokens: int, device: torch.device) -> Iterator[None]:
+    """One torch thread for a short input's CPU forward, then the thread count as it was.
+
+    Two OpenMP threads wait on each other at every op's barrier; when the machine's other work
+    (the browser drawing the page, another visitor's pass) holds a core, that wait is a time
+    slice: a 15-token MiniLM pass took 0.5-0.6 s on two threads on the busy 2-core machine and
+    0.016 s on one, a 512-token one 0.47-2.0 s against 0.23-0.32 s (bench/README.md). A short
+    input gains nothing from a second thread anyway; a long one keeps torch's default."""
+    if device.type != "cpu" or n_tokens > SMALL_INPUT_TOKENS:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
