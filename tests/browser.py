@@ -58,6 +58,47 @@ def browser() -> Iterator[Any]:
             b.close()
 
 
+class SharedBrowser:
+    """One headless Chromium for a run of browser test modules in one test process (a launch
+    with its Playwright driver costs 2-5 s on 2 cores: once per module, 26 modules, it was a
+    minute or two of a run). Each test still gets its own browser context (cookies, storage,
+    cache: a context is a fresh profile), and a module's contexts left open are closed when it
+    ends (tests/conftest.py: chromium). Started on first use, and started again if it died.
+
+    Sync Playwright keeps its event loop marked running in the thread that started it, so
+    `asyncio.run` cannot be called there while it lives (tests/test_load.py drives its sessions
+    with async Playwright): tests/conftest.py closes it after the last test that uses it before a
+    test that does not, and the next browser module starts another."""
+
+    def __init__(self) -> None:
+        self._playwright: Any = None
+        self._browser: Any = None
+
+    def get(self) -> Any:
+        if self._browser is None or not self._browser.is_connected():
+            self.close()
+            exe = chromium_path()
+            from playwright.sync_api import sync_playwright
+
+            self._playwright = sync_playwright().start()
+            self._browser = self._playwright.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
+        return self._browser
+
+    @property
+    def running(self) -> bool:
+        return self._playwright is not None
+
+    def close(self) -> None:
+        browser, playwright = self._browser, self._playwright
+        self._browser = self._playwright = None
+        try:
+            if browser is not None and browser.is_connected():
+                browser.close()
+        finally:
+            if playwright is not None:
+                playwright.stop()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -36,8 +36,6 @@ from attnviz.export import (
     settings_from_html,
 )
 
-from .browser import browser
-
 # Each would run script (or add an element) if the export put it into an HTML comment or a raw
 # <script> without escaping for that context. The old export wrote `--` as `- -` in a comment:
 # "--->" became "- -->", which closes the comment.
@@ -127,13 +125,14 @@ class Chromium:
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Chromium]:
-    with browser() as b:
-        context = b.new_context(offline=True)
-        try:
-            yield Chromium(b, context)
-        finally:
-            context.close()
+def chromium(_chromium_pool: Any) -> Iterator[Chromium]:
+    """The test process's Chromium (tests/conftest.py), in an offline context of this module's."""
+    b = _chromium_pool.get()
+    context = b.new_context(offline=True)
+    try:
+        yield Chromium(b, context)
+    finally:
+        context.close()
 
 
 def assert_inert(report: dict[str, Any], benign: dict[str, Any], chromium: Chromium) -> None:
