@@ -133,6 +133,9 @@ def tired(minilm: attnviz.PretrainedModel) -> attnviz.Attention:
     return minilm.attend(SENTENCES[0])
 
 
+_POOLS: list[Any] = []  # the live _chromium_pool (one at most)
+
+
 @pytest.fixture(scope="session")
 def _chromium_pool() -> Iterator[Any]:
     """The test process's one Chromium (tests/browser.py: SharedBrowser), shared by the browser
@@ -140,9 +143,11 @@ def _chromium_pool() -> Iterator[Any]:
     from .browser import SharedBrowser
 
     pool = SharedBrowser()
+    _POOLS.append(pool)
     try:
         yield pool
     finally:
+        _POOLS.remove(pool)
         pool.close()
 
 
@@ -160,12 +165,13 @@ def chromium(_chromium_pool: Any) -> Iterator[Any]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """After the module fixtures of ITEM are gone: close the shared Chromium when the next test
-    does not use it (async Playwright and asyncio.run cannot run beside a live sync Playwright,
-    tests/browser.py: SharedBrowser; nor need the quick tests a browser's memory)."""
+    is in another module that does not use it (async Playwright and asyncio.run cannot run
+    beside a live sync Playwright, tests/browser.py: SharedBrowser; nor need the quick tests a
+    browser's memory). Within a module it stays: its module fixtures may hold it between tests."""
     result = yield
-    if nextitem is None or "_chromium_pool" not in nextitem.fixturenames:
-        pool = item.funcargs.get("_chromium_pool") if hasattr(item, "funcargs") else None
-        if pool is not None and pool.running:
+    leaving = nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None)
+    if leaving and "_chromium_pool" not in getattr(nextitem, "fixturenames", ()):
+        for pool in _POOLS:
             pool.close()
     return result
 
