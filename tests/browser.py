@@ -50,12 +50,88 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     exe = chromium_path()
+    interval_polling()
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
         try:
             yield b
         finally:
             b.close()
+
+
+POLL_MS = 16  # how often a wait_for_function without its own `polling` checks: about a frame
+
+
+def interval_polling() -> None:
+    """Playwright's wait_for_function checks its predicate on every animation frame unless told
+    otherwise, and asking for frames makes headless Chromium draw them: 0.1-0.3 of a core per
+    waiting page, measured on a still page, while the browser tests spend most of their time
+    waiting for a server. Checked every POLL_MS instead (a timer, no frames): the same
+    granularity for about a tenth of the CPU. A wait that passes its own `polling` keeps it."""
+    from playwright.sync_api import Frame, Page
+
+    for cls in (Page, Frame):
+        original = cls.wait_for_function
+        if getattr(original, "interval_polling", False):
+            continue
+
+        def wait_for_function(
+            self: Any,
+            expression: str,
+            *,
+            arg: Any = None,
+            timeout: float | None = None,
+            polling: Any = None,
+            _original: Any = original,
+        ) -> Any:
+            return _original(
+                self, expression, arg=arg, timeout=timeout, polling=POLL_MS if polling is None else polling
+            )
+
+        wait_for_function.interval_polling = True  # type: ignore[attr-defined]
+        cls.wait_for_function = wait_for_function  # type: ignore[assignment,method-assign]
+
+
+class SharedBrowser:
+    """One headless Chromium for a run of browser test modules in one test process (a launch
+    with its Playwright driver costs 2-5 s on 2 cores: once per module, 26 modules, it was a
+    minute or two of a run). Each test still gets its own browser context (cookies, storage,
+    cache: a context is a fresh profile), and a module's contexts left open are closed when it
+    ends (tests/conftest.py: chromium). Started on first use, and started again if it died.
+
+    Sync Playwright keeps its event loop marked running in the thread that started it, so
+    `asyncio.run` cannot be called there while it lives (tests/test_load.py drives its sessions
+    with async Playwright): tests/conftest.py closes it after the last test that uses it before a
+    test that does not, and the next browser module starts another."""
+
+    def __init__(self) -> None:
+        self._playwright: Any = None
+        self._browser: Any = None
+
+    def get(self) -> Any:
+        if self._browser is None or not self._browser.is_connected():
+            self.close()
+            exe = chromium_path()
+            from playwright.sync_api import sync_playwright
+
+            interval_polling()
+            self._playwright = sync_playwright().start()
+            self._browser = self._playwright.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
+        return self._browser
+
+    @property
+    def running(self) -> bool:
+        return self._playwright is not None
+
+    def close(self) -> None:
+        browser, playwright = self._browser, self._playwright
+        self._browser = self._playwright = None
+        try:
+            if browser is not None and browser.is_connected():
+                browser.close()
+        finally:
+            if playwright is not None:
+                playwright.stop()
 
 
 def free_port() -> int:

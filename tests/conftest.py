@@ -1,6 +1,7 @@
 """Shared fixtures: the embedded model and the scratch encoder, loaded once per test run (and
 `load_once`, load_model by name with the same memory, for command lines that load their own);
-and for the browser tests a chromium (one per test module), an app server (one per test run, shared)
+and for the browser tests a chromium (one per test process, shared by the browser modules that run
+in a row), an app server (one per test process, shared)
 and a fresh browser session (a module may define its own server, as test_hostile.py does)."""
 
 from __future__ import annotations
@@ -132,12 +133,47 @@ def tired(minilm: attnviz.PretrainedModel) -> attnviz.Attention:
     return minilm.attend(SENTENCES[0])
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    from .browser import browser
+_POOLS: list[Any] = []  # the live _chromium_pool (one at most)
 
-    with browser() as b:
-        yield b
+
+@pytest.fixture(scope="session")
+def _chromium_pool() -> Iterator[Any]:
+    """The test process's one Chromium (tests/browser.py: SharedBrowser), shared by the browser
+    modules that run one after another; closed after the last of them (pytest_runtest_teardown)."""
+    from .browser import SharedBrowser
+
+    pool = SharedBrowser()
+    _POOLS.append(pool)
+    try:
+        yield pool
+    finally:
+        _POOLS.remove(pool)
+        pool.close()
+
+
+@pytest.fixture(scope="module")
+def chromium(_chromium_pool: Any) -> Iterator[Any]:
+    """A Chromium for the module (the process's shared one); every context the module left open
+    is closed at its end, so what one module opened is gone before the next starts."""
+    b = _chromium_pool.get()
+    yield b
+    if b.is_connected():
+        for context in list(b.contexts):
+            context.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After the module fixtures of ITEM are gone: close the shared Chromium when the next test
+    is in another module that does not use it (async Playwright and asyncio.run cannot run
+    beside a live sync Playwright, tests/browser.py: SharedBrowser; nor need the quick tests a
+    browser's memory). Within a module it stays: its module fixtures may hold it between tests."""
+    result = yield
+    leaving = nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None)
+    if leaving and "_chromium_pool" not in getattr(nextitem, "fixturenames", ()):
+        for pool in _POOLS:
+            pool.close()
+    return result
 
 
 @pytest.fixture(scope="session")

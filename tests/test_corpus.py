@@ -289,10 +289,25 @@ def _cli(*args: str) -> list[str]:
     ]
 
 
+def _cli_here(*args: str) -> int:
+    """The same command in this process (`main(argv)`), on one thread as the killed one ran."""
+    from attnviz.corpus.cli import main
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return main(list(args))
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.mark.slow
-def test_a_run_killed_mid_way_resumes_to_the_same_files(tmp_path: Path) -> None:
+def test_a_run_killed_mid_way_resumes_to_the_same_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """SIGKILL (no chance to clean up) once two shards are on disk; the same command again ends
-    with files byte-equal to those of an uninterrupted run."""
+    with files byte-equal to those of an uninterrupted run. Only the killed run is a process of
+    its own (a kill needs one); the uninterrupted run and the resumed one run here through
+    `main(argv)`, on one thread like it (the command as a process: the killed run, and the
+    README's corpus line in tests/test_readme.py)."""
     lines = (BUNDLED / "en.txt").read_text(encoding="utf-8").splitlines()[:60]
     src = tmp_path / "in.txt"
     data = [line.encode() for line in lines]
@@ -300,10 +315,7 @@ def test_a_run_killed_mid_way_resumes_to_the_same_files(tmp_path: Path) -> None:
     src.write_bytes(b"\n".join(data) + b"\n")
     args = ["--device", "cpu", "--shard-size", "8", "--batch-size", "4", "--quiet"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    whole = subprocess.run(
-        _cli(str(src), "--out", str(tmp_path / "whole"), *args), env=env, capture_output=True, timeout=300
-    )
-    assert whole.returncode == 0, whole.stderr.decode()[-2000:]
+    assert _cli_here(str(src), "--out", str(tmp_path / "whole"), *args) == 0, capsys.readouterr().err[-2000:]
 
     out = tmp_path / "killed"
     proc = subprocess.Popen(_cli(str(src), "--out", str(out), *args), env=env, stderr=subprocess.DEVNULL)
@@ -317,8 +329,7 @@ def test_a_run_killed_mid_way_resumes_to_the_same_files(tmp_path: Path) -> None:
     done_before = len(list((out / "shards").glob("part-*.parquet")))
     assert 2 <= done_before < 8  # 62 lines: 8 shards
 
-    again = subprocess.run(_cli(str(src), "--out", str(out), *args), env=env, capture_output=True, timeout=300)
-    assert again.returncode == 0, again.stderr.decode()[-2000:]
+    assert _cli_here(str(src), "--out", str(out), *args) == 0, capsys.readouterr().err[-2000:]
     assert sorted(p.name for p in out.iterdir()) == ["heads.parquet", "report.json", "sentences.parquet"]
     for name in ("sentences.parquet", "heads.parquet", "report.json"):
         assert (out / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name

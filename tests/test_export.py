@@ -9,6 +9,7 @@ import re
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -27,7 +28,7 @@ from attnviz.export import (
 )
 
 from .benchrun import run_bench
-from .browser import ARTIFACTS, browser
+from .browser import ARTIFACTS
 
 SETTINGS = {"layer": 2, "head": 3, "options": {"merge_words": False}}
 
@@ -76,7 +77,7 @@ def test_image_export_is_a_clear_message_without_an_engine(monkeypatch: pytest.M
 
 
 @pytest.mark.browser
-def test_html_export_draws_the_chart_with_the_network_blocked(tmp_path: Path) -> None:
+def test_html_export_draws_the_chart_with_the_network_blocked(chromium: Any, tmp_path: Path) -> None:
     fig = go.Figure(go.Heatmap(z=[[0.1, 0.9], [0.5, 0.5]], x=["it", "animal"], y=["it", "animal"]))
     settings = {"text": "<script>alert(1)</script> --> it"}
     html = figure_html(fig, settings)
@@ -85,8 +86,8 @@ def test_html_export_draws_the_chart_with_the_network_blocked(tmp_path: Path) ->
     path = tmp_path / "view.html"
     path.write_text(html, encoding="utf-8")
     requests: list[str] = []
-    with browser() as b:
-        context = b.new_context(offline=True)
+    context = chromium.new_context(offline=True)
+    try:
         page = context.new_page()
         page.on("request", lambda r: requests.append(r.url))
         dialogs: list[str] = []
@@ -100,6 +101,7 @@ def test_html_export_draws_the_chart_with_the_network_blocked(tmp_path: Path) ->
         )
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "export-offline.png"))
+    finally:
         context.close()
     assert dialogs == []
     assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []

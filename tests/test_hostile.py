@@ -16,18 +16,12 @@ import attnviz
 from attnviz import i18n
 from attnviz.app import nav
 
-from .browser import ARTIFACTS, browser, streamlit_server
+from .browser import ARTIFACTS, streamlit_server
 from .test_browser import FIRST_LOAD_MS, SEPARATOR, Session, _session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 URL_PATHS = {p.name: p.heading_key for p in nav.PAGES}  # every page, by its typed URL
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from attnviz import i18n
 from attnviz.app.client_guard import UPLOAD_FRAMING_MB
 from attnviz.config import settings_from_env
 
-from .browser import ARTIFACTS, browser, streamlit_server
+from .browser import ARTIFACTS, streamlit_server
 from .test_browser import FIRST_LOAD_MS, Session, _session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -23,12 +23,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 DEMO = {"ATTNVIZ_DEMO": "1"}
 LIMIT_MB = settings_from_env(DEMO).corpus_upload_mb
 RUN_MS = 240_000
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with browser() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent
-BROWSER_FIXTURES = {"chromium", "server", "session"}  # tests/conftest.py
+BROWSER_FIXTURES = {"chromium", "server", "session", "_chromium_pool", "_shared_server"}  # tests/conftest.py
 BROWSER_CALLS = {"browser", "streamlit_server", "chromium_path"}
 
 

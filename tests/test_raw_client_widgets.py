@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from .browser import ARTIFACTS, streamlit_server
+from .browser import LogFrom, server_log, wait_healthy
 
 pytestmark = pytest.mark.slow
 
@@ -42,23 +42,25 @@ def _until_finished(ws: object, deadline: float) -> list[object]:
 
 
 @pytest.mark.browser  # a real `streamlit run` server (tests/test_markers.py)
-def test_a_train_click_without_the_other_widget_states_is_no_crash() -> None:
+def test_a_train_click_without_the_other_widget_states_is_no_crash(_shared_server: str) -> None:
+    """On the worker's shared server (tests/conftest.py), its log read from where it stood."""
     from streamlit.proto.WidgetStates_pb2 import WidgetState
     from websockets.sync.client import connect
 
-    with streamlit_server() as (url, proc):
-        with connect(url.replace("http://", "ws://") + "/_stcore/stream", subprotocols=["streamlit"]) as ws:  # type: ignore[list-item]
-            _rerun(ws)
-            deltas = _until_finished(ws, time.monotonic() + 180)
-            button = next(
-                d.new_element.button.id for d in deltas
-                if d.new_element.WhichOneof("type") == "button" and d.new_element.button.id.endswith("train_start")
-            )  # fmt: skip
-            _rerun(ws, page="explorer")  # another page: the lab's widget states are dropped
-            deltas += _until_finished(ws, time.monotonic() + 180)
-            _rerun(ws, [WidgetState(id=button, trigger_value=True)])  # only the click, no other state
-            after = _until_finished(ws, time.monotonic() + 180)
-        assert not any(d.new_element.WhichOneof("type") == "exception" for d in deltas + after)
-        log = (ARTIFACTS / f"streamlit-{url.rsplit(':', 1)[1]}.log").read_text(errors="replace")
-        assert "Traceback" not in log and "KeyError" not in log, log[-2000:]
-        assert proc.poll() is None
+    url = _shared_server
+    log = LogFrom(server_log(url))
+    with connect(url.replace("http://", "ws://") + "/_stcore/stream", subprotocols=["streamlit"]) as ws:  # type: ignore[list-item]
+        _rerun(ws)
+        deltas = _until_finished(ws, time.monotonic() + 180)
+        button = next(
+            d.new_element.button.id for d in deltas
+            if d.new_element.WhichOneof("type") == "button" and d.new_element.button.id.endswith("train_start")
+        )  # fmt: skip
+        _rerun(ws, page="explorer")  # another page: the lab's widget states are dropped
+        deltas += _until_finished(ws, time.monotonic() + 180)
+        _rerun(ws, [WidgetState(id=button, trigger_value=True)])  # only the click, no other state
+        after = _until_finished(ws, time.monotonic() + 180)
+    assert not any(d.new_element.WhichOneof("type") == "exception" for d in deltas + after)
+    text = log.read_text(errors="replace")
+    assert "Traceback" not in text and "KeyError" not in text, text[-2000:]
+    wait_healthy(url, timeout=30)  # the server is still up
