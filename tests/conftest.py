@@ -207,3 +207,11 @@ def session(chromium: Any, server: str) -> Iterator[Any]:
     from .test_browser import _session
 
     yield from _session(chromium, server)
+
+
+@pytest.fixture
+def dark_session(chromium: Any, server: str) -> Iterator[Any]:
+    """The same, in a browser that prefers dark (Streamlit follows it: no theme is pinned)."""
+    from .test_browser import _session
+
+    yield from _session(chromium, server, color_scheme="dark")

@@ -72,6 +72,11 @@ def _heatmap_z(at: AppTest, key: str = "chart_heatmap") -> np.ndarray:
     return _array(_chart(at, key)["data"][0]["z"])
 
 
+def _drawn(at: AppTest) -> list[Any]:
+    """Every chart the run sent: Plotly's and the canvas map's (app/token_canvas.py)."""
+    return [*at.get("plotly_chart"), *at.get("bidi_component")]
+
+
 def _tokens_shown(at: AppTest) -> list[str]:
     return next(c.value for c in at.code).split(" · ")
 
@@ -204,7 +209,7 @@ def test_empty_sentence_shows_an_error() -> None:
     for text in ("", "   \n\t "):
         _ok(at.text_area(key="sentence_input").set_value(text).run())
         assert any("empty" in e for e in _messages(at, "error"))
-        assert not at.get("plotly_chart")
+        assert not _drawn(at)
     _ok(at.text_area(key="sentence_input").set_value("It works again.").run())
     assert not at.error and "works" in _tokens_shown(at)
 
@@ -252,7 +257,7 @@ def test_awkward_input_gives_tokens_or_a_readable_message() -> None:
         _ok(at.text_area(key="sentence_input").set_value(text).run())
         errors, warnings = _messages(at, "error"), _messages(at, "warning")
         if outcome == "error":
-            assert len(errors) == 1 and not at.get("plotly_chart"), name
+            assert len(errors) == 1 and not _drawn(at), name
         else:
             assert not errors, (name, errors)
             assert len(_tokens_shown(at)) >= 3, name

@@ -221,11 +221,6 @@ def _session(chromium: Any, url: str, **context: Any) -> Iterator[Session]:
 
 
 @pytest.fixture
-def dark_session(chromium: Any, server: str) -> Iterator[Session]:
-    yield from _session(chromium, server, color_scheme="dark")
-
-
-@pytest.fixture
 def chinese_session(chromium: Any, server: str) -> Iterator[Session]:
     yield from _session(chromium, server, locale="zh-CN")
 

@@ -15,7 +15,7 @@ import attnviz
 from attnviz import i18n
 from attnviz.long import attend_long
 
-from .test_app import APP, TIMEOUT, _array, _chart, _messages, _ok
+from .test_app import APP, TIMEOUT, _array, _chart, _drawn, _messages, _ok
 from .test_long import long_text
 
 pytestmark = pytest.mark.slow
@@ -50,7 +50,7 @@ def test_past_the_limit_the_long_mode_estimates_runs_and_draws_exact_maps(minilm
     assert i18n.t("long.title", "en") in [h.value for h in at.subheader]
     estimate = next(i for i in _messages(at, "info") if "full maps of every head would take" in i)
     assert "past the 64 tokens kept in memory" in estimate
-    assert not at.get("plotly_chart")  # nothing drawn before it is asked for; the ordinary views stop
+    assert not _drawn(at)  # nothing drawn before it is asked for; the ordinary views stop
     _ok(at.button(key="long_run").click().run())
     long = attend_long(minilm, TEXT, max_tokens=512)
     eager = minilm.attend(TEXT).weights
@@ -72,14 +72,20 @@ def test_past_the_limit_the_long_mode_estimates_runs_and_draws_exact_maps(minilm
     assert len(_chart(at, "long_distance_fig")["data"]) == long.heads
 
 
+def _views(at: AppTest) -> tuple[int, int]:
+    """The explorer's ordinary views: its heatmap (a canvas, app/token_canvas.py) and its grid."""
+    heatmaps = sum(e.proto.id.endswith("-chart_heatmap") for e in at.get("bidi_component"))
+    return heatmaps, sum(e.proto.id.endswith("-chart_grid") for e in at.get("plotly_chart"))
+
+
 def test_within_the_limit_the_explorer_is_unchanged() -> None:
     at = _long_app("The animal didn't cross the street because it was tired.")
     assert i18n.t("long.title", "en") not in [h.value for h in at.subheader]
-    assert len(at.get("plotly_chart")) >= 2  # heatmap, all heads
+    assert _views(at) == (1, 1)
 
 
 def test_a_model_that_reads_no_further_keeps_the_ordinary_views(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ATTNVIZ_MAX_TOKENS", "512")
     at = _long_app(long_text(60))  # about 660 tokens: MiniLM reads 512
     assert any("reads at most 512" in i for i in _messages(at, "info"))
-    assert len(at.get("plotly_chart")) >= 2  # heatmap, all heads
+    assert _views(at) == (1, 1)

@@ -61,11 +61,6 @@ def light_session(chromium: Any, server: str) -> Iterator[Session]:
     yield from _session(chromium, server, color_scheme="light")
 
 
-@pytest.fixture
-def dark_session(chromium: Any, server: str) -> Iterator[Session]:
-    yield from _session(chromium, server, color_scheme="dark")
-
-
 def _assert_colours(s: Session, mode: plot_theme.Mode) -> None:
     look = plot_theme.template_json(mode)["layout"]
     for view in VIEWS:

@@ -5,9 +5,7 @@ the PNG button saves the map with its caption."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from xml.etree import ElementTree
 
 import pytest
@@ -15,7 +13,7 @@ import pytest
 import attnviz
 from attnviz import i18n
 
-from .test_browser import CLEAN, INJECTED_JS, WAIT_MS, Session, _luminance, _session, _tokens
+from .test_browser import CLEAN, INJECTED_JS, WAIT_MS, Session, _luminance, _tokens
 from .test_browser_share import _png_size
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -126,11 +124,6 @@ BAR_TEXT_JS = """() => {
   }
   return {light, dark};
 }""".replace("MAP", MAP)
-
-
-@pytest.fixture
-def dark_session(chromium: Any, server: str) -> Iterator[Session]:
-    yield from _session(chromium, server, color_scheme="dark")
 
 
 def test_the_words_beside_the_colour_bar_are_readable_in_light_and_dark(
