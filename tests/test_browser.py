@@ -310,9 +310,15 @@ def test_explorer_draws_four_views_and_a_thumbnail_click_moves_the_focus(
     )
     s.page.mouse.move(spot["px"], spot["py"])
     s.page.mouse.click(spot["px"], spot["py"])
-    highlight = s.page.locator(f".st-key-view_head input[aria-label='{i18n.t('ctl.highlight', 'en')}']")
+    highlight = f".st-key-view_head input[aria-label='{i18n.t('ctl.highlight', 'en')}']"
     want = f"{i}: mice"  # attnviz.app.widgets.token_label
-    s.page.wait_for_function("([el, want]) => el.value === want", arg=[highlight.element_handle(), want])
+    # the box as it is at each check: the rerun the click starts may draw it anew (an element
+    # handle taken before would keep watching the old, detached one)
+    s.page.wait_for_function(
+        "([sel, want]) => { const el = document.querySelector(sel); return !!el && el.value === want; }",
+        arg=[highlight, want],
+        timeout=WAIT_MS,
+    )
     s.wait_views()
     assert s.layer_head_widgets() == (str(layer), str(head))  # the focus stays where it was
     assert not s.dialogs and not s.crashed
