@@ -12,17 +12,13 @@ import pytest
 import torch
 
 import attnviz
-from attnviz.models.threads import SMALL_INPUT_TOKENS, cpu_threads_for
+from attnviz.models.threads import SMALL_INPUT_TOKENS, cpu_threads_for, torch_threads
 
 
 @pytest.fixture
 def two_threads() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
+    with torch_threads(2):
         yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def test_a_short_input_runs_on_one_thread_and_a_long_one_on_two(

@@ -118,8 +118,8 @@ def warm_up() -> None:
 
 
 def chart_code_file(static: Path | None = None, kind: str = "chart") -> str | None:
-    """The file name of Streamlit's Plotly chart module (or, `kind="component"`, of its v2
-    component module) in its static folder, if exactly one."""
+    """The file name of one of Streamlit's lazily loaded modules in its static folder, if exactly
+    one: `kind` "chart" (Plotly), "component" (v2 components) or "code" (st.code's highlighter)."""
     if static is None:
         import streamlit
 
@@ -150,9 +150,14 @@ def preload_chart_code(after: str = "", *, first_map: bool = False) -> None:
     if st.session_state.get(_CHART_CODE_SENT):
         return
     st.session_state[_CHART_CODE_SENT] = True
-    plan = [("component", after, PRELOAD_WAIT_MS), ("code", after, PRELOAD_WAIT_MS), ("chart", MAP_DRAWN, MAP_WAIT_MS)]
-    plan = plan if first_map else []
-    for kind, selector, wait_ms in plan or [("chart", after, PRELOAD_WAIT_MS)]:
+    plan = [("chart", after, PRELOAD_WAIT_MS)]
+    if first_map:
+        plan = [
+            ("component", after, PRELOAD_WAIT_MS),
+            ("code", after, PRELOAD_WAIT_MS),
+            ("chart", MAP_DRAWN, MAP_WAIT_MS),
+        ]
+    for kind, selector, wait_ms in plan:
         name = chart_code_file(kind=kind)
         if name is not None:
             st.sidebar.html(preload_script(name, selector, wait_ms), unsafe_allow_javascript=True)
@@ -189,7 +194,8 @@ def loading(model: str) -> Iterator[None]:
     the box) and the warm-up thread goes ahead (`first_screen`), under a spinner naming the
     model while the warm-up thread still runs (a cold server): what the page imports next
     (torch) waits for that thread, and the page showed nothing meanwhile. What plotly needs
-    (`warm_up`) is imported after the first map (sections/explorer.py `heatmap_view`). No spinner once the thread is done (Streamlit shows one only after half a
+    (`warm_up`) is imported after the first map (sections/explorer.py `heatmap_view`). No
+    spinner once the thread is done (Streamlit shows one only after half a
     second anyway)."""
     import streamlit as st
 

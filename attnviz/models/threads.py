@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import torch
 
-__all__ = ["SMALL_INPUT_TOKENS", "cpu_threads_for"]
+__all__ = ["SMALL_INPUT_TOKENS", "cpu_threads_for", "torch_threads"]
 
 
 SMALL_INPUT_TOKENS = 128  # up to this many tokens a CPU forward runs on one thread
@@ -22,12 +22,20 @@ def cpu_threads_for(n_tokens: int, device: torch.device) -> Iterator[None]:
     slice: a 15-token MiniLM pass took 0.5-0.6 s on two threads on the busy 2-core machine and
     0.016 s on one, a 512-token one 0.47-2.0 s against 0.23-0.32 s (bench/README.md). A short
     input gains nothing from a second thread anyway; a long one keeps torch's default."""
-    if device.type != "cpu" or n_tokens > SMALL_INPUT_TOKENS:
+    with torch_threads(1 if device.type == "cpu" and n_tokens <= SMALL_INPUT_TOKENS else None):
         yield
-        return
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run with `n` torch threads in this thread, then restore; None changes nothing. (Under
+    OpenMP, torch's CPU backend here, a thread that has run torch keeps its own count; one that
+    runs its first op meanwhile takes the count set last.) The training lab and `cpu_threads_for`."""
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
+    if n is not None:
+        torch.set_num_threads(n)
     try:
         yield
     finally:
-        torch.set_num_threads(before)
+        if n is not None:
+            torch.set_num_threads(before)

@@ -17,10 +17,9 @@ first, as with the explanations); between chunks `progress(fraction)` is called 
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import NamedTuple
 
@@ -29,6 +28,7 @@ import torch
 
 from ..models import Cancelled, Progress
 from ..models.gate import background_lane
+from ..models.threads import torch_threads
 from ..result import Attention
 from ..sparse import row_counts
 from .model import DecoderConfig, TinyDecoder
@@ -189,20 +189,6 @@ def prepare(
     if cfg.sparse:
         name += f" {cfg.sparse} {cfg.window}"
     return TrainingRun(cfg, task, task.probe(cfg.seed), wrap(decoder, task, name))
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Run with `n` torch threads in this thread (thread-local under OpenMP, torch's CPU backend
-    here: other threads keep theirs), then restore; None changes nothing."""
-    before = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        if n is not None:
-            torch.set_num_threads(before)
 
 
 def resume(
