@@ -22,6 +22,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -220,20 +221,88 @@ def stall(rounds: int = 3, env: dict[str, str] | None = None) -> StallReport:
         return asyncio.run(_stall(url, rounds))
 
 
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+# The fonts the drawn page uses are loaded and two frames laid out since: what a page asks for
+# after its first paint (the icon font, the favicon) has been asked for.
+FONTS_LOADED_JS = """async () => {
+  const frame = () => new Promise(r => requestAnimationFrame(() => r()));
+  await document.fonts.ready; await frame(); await frame(); await document.fonts.ready;
+  return document.fonts.status;
+}"""
+FAVICON_JS = """() => [...document.querySelectorAll('link[rel~="icon"]')].map(l => l.href)"""
+# Every Plotly chart on the page is drawn, and at least `min` of them (MIN_CHARTS).
+CHARTS_DRAWN_JS = """(min) => {
+  const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+  const drawn = charts.filter(c => { const gd = c.querySelector('.js-plotly-plot');
+    return gd && gd._fullLayout && gd.querySelector('.main-svg'); });
+  return drawn.length === charts.length && drawn.length >= min;
+}"""
+MIN_CHARTS = {"": 1, "explorer": 1, "lab": 1, "explain": 1}  # Plotly charts drawn by default
+
+
+def outside(url: str) -> bool:
+    """A request that would leave the machine (data:, blob: and about: URLs stay in the page)."""
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url)
+    return parsed.scheme not in ("data", "blob", "about") and parsed.hostname not in LOOPBACK
+
+
+def heading(path: str) -> str:
+    """The English title of the page at PATH ("" is the explorer)."""
+    from attnviz import i18n
+
+    spec = next((p for p in nav.PAGES if p.name == path), nav.PAGES[0])
+    return i18n.t(spec.heading_key, "en")
+
+
+async def _page_problem(page: Any, path: str) -> str:
+    """What is wrong with a ready page at PATH ("" if nothing): an exception, "Page not found",
+    another page's title, a Plotly chart not drawn, or its fonts not loaded (once every chart is
+    drawn, so that what they ask for has been asked for)."""
+    if await page.locator('[data-testid="stException"]').count():
+        return "exception"
+    if await page.get_by_text("Page not found").count():
+        return "page not found"
+    try:  # this page, not the main page it once fell back to
+        await page.wait_for_function(
+            "(want) => document.querySelector('h1')?.innerText === want", arg=heading(path), timeout=60_000
+        )
+        await page.wait_for_function(CHARTS_DRAWN_JS, arg=MIN_CHARTS.get(path, 0), timeout=240_000)
+    except Exception:
+        title = await page.evaluate("() => document.querySelector('h1')?.innerText ?? ''")
+        return f"another page: {title!r}" if title != heading(path) else "charts not drawn"
+    fonts = await page.evaluate(FONTS_LOADED_JS)
+    return "" if fonts == "loaded" else f"fonts {fonts}"
+
+
 async def _cold(url: str) -> list[tuple[str, float, str]]:
+    """Each visit in a browser context of its own (nothing from another visit's cache), which
+    writes down every request and websocket to a host other than the loopback: a classroom
+    without internet must get the whole app, fonts, icons and favicon included, from the server
+    (tests/test_offline.py). A visit's problem: an exception, "Page not found" or another
+    page's title (the typed URL must be that page), a request to the outside, or not ready."""
     from playwright.async_api import async_playwright
 
     async def visit(browser: object, path: str) -> tuple[str, float, str]:
-        page = await (await browser.new_context()).new_page()  # type: ignore[attr-defined]
+        context = await browser.new_context(locale="en-US")  # type: ignore[attr-defined]
+        fetched: list[str] = []
+        context.on("request", lambda r: fetched.append(r.url) if outside(r.url) else None)
+        page = await context.new_page()
+        page.on("websocket", lambda ws: fetched.append(ws.url) if outside(ws.url) else None)
         t0 = time.monotonic()
         await page.goto(f"{url}/{path}", timeout=240_000)  # on a busy machine the load event alone took > 30 s
         try:
             await page.wait_for_function(IDLE_JS, timeout=300_000)
         except Exception as exc:
             return path, time.monotonic() - t0, f"not ready: {type(exc).__name__}"
-        problems = await page.locator('[data-testid="stException"]').count()
-        missing = await page.get_by_text("Page not found").count()
-        return path, time.monotonic() - t0, "exception" if problems else ("page not found" if missing else "")
+        seconds = time.monotonic() - t0
+        problem = await _page_problem(page, path)
+        fetched += [href for href in await page.evaluate(FAVICON_JS) if outside(href)]
+        if not problem and fetched:
+            problem = f"fetched from outside: {sorted(set(fetched))}"
+        await context.close()
+        return path, seconds, problem
 
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
