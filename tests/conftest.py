@@ -181,8 +181,8 @@ def _shared_server() -> Iterator[str]:
     """One app server for every module that takes `server` (in each pytest-xdist worker that
     runs one): starting one costs a Python with torch, Streamlit and the first model load. A
     module that needs a fresh server, or other settings, starts its own (test_browser_cold_start,
-    test_browser_visitor, test_load's cold start, test_hostile's baked model); test_hostile,
-    test_offline and test_hostile_inputs (reading its log from where it stood: browser.LogFrom)
+    test_browser_visitor, test_load's cold start, test_hostile's baked model); test_hostile
+    and test_hostile_inputs (reading its log from where it stood: browser.LogFrom)
     use this one. Each test opens its own browser context, so no cookie
     or session state crosses tests; what the server keeps (loaded models, cached results) is
     what any long-running server keeps."""

@@ -1,7 +1,7 @@
 """What a hostile (or just fast) visitor did to the public demo, replayed in a real browser and
 over a raw websocket (issue 10): a crafted link, a fast page switch, a client that clears the
 server's caches, a model baked into the image. (Every page reached by its typed URL:
-tests/test_offline.py.)"""
+tests/test_load.py's cold start, with tests/test_offline.py's check.)"""
 
 from __future__ import annotations
 
