@@ -1,0 +1,106 @@
+"""The embedded MiniLM in numpy (attnviz/models/minilm_numpy.py, issue 24.2): every layer's
+attention equal to the torch quick path's (models/minilm_quick.py) within 1e-5, the same
+tokens; its erf within its bound of math.erf; its import and first answer free of torch."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnviz.models import EMBEDDED_MODEL, load_model
+from attnviz.models.minilm_numpy import ERF_MAX_ERROR, NumpyMiniLM, erf, gelu
+from attnviz.models.minilm_quick import QuickMiniLM, quick_attention
+
+from .conftest import SENTENCES
+from .test_imports import fresh_python
+
+LONG = " ".join(["attention"] * 126)  # [CLS] + 126 + [SEP]: 128 tokens, no padding
+TEXTS = [
+    *SENTENCES,
+    LONG,
+    "我爱北京天安门，天安门上太阳升。",
+    "A snowman ☃ and a 🎉 are unknown to MiniLM.",
+]
+
+
+@pytest.fixture(scope="module")
+def pair() -> tuple[NumpyMiniLM, QuickMiniLM]:
+    quick = load_model(EMBEDDED_MODEL, "cpu")
+    assert isinstance(quick, QuickMiniLM)
+    return NumpyMiniLM(), quick
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=range(len(TEXTS)))
+def test_the_numpy_attention_equals_the_torch_quick_paths(pair: tuple[NumpyMiniLM, QuickMiniLM], text: str) -> None:
+    mine, quick = pair
+    enc = mine.encode(text)
+    att = quick.attend(text)
+    assert quick.quick is not None, "the Hugging Face model was loaded: not the quick path"
+    assert enc["input_ids"] == quick.encode(text).inputs["input_ids"][0].tolist()
+    weights = mine.attention(np.asarray(enc["input_ids"]), np.asarray(enc["token_type_ids"]))
+    assert weights.dtype == np.float32 and weights.shape == att.weights.shape
+    np.testing.assert_allclose(weights, att.weights, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=1e-5)
+
+
+def test_the_test_texts_hold_a_long_one_chinese_and_unknown_tokens(pair: tuple[NumpyMiniLM, QuickMiniLM]) -> None:
+    mine, _quick = pair
+    assert len(mine.encode(LONG)["input_ids"]) == 128
+    assert mine.tokenizer.unk_token_id in mine.encode(TEXTS[-1])["input_ids"]
+    assert len(mine.encode(TEXTS[-2])["input_ids"]) > 10
+
+
+def test_a_padding_mask_is_applied_as_the_torch_path_applies_it(pair: tuple[NumpyMiniLM, QuickMiniLM]) -> None:
+    mine, quick = pair
+    assert quick.quick is not None
+    ids = [*mine.encode(SENTENCES[2])["input_ids"], 0, 0]
+    keep = [1] * (len(ids) - 2) + [0, 0]
+    n = len(ids)
+    inputs = {
+        "input_ids": torch.tensor([ids]),
+        "token_type_ids": torch.zeros(1, n, dtype=torch.long),
+        "attention_mask": torch.tensor([keep]),
+    }
+    theirs = np.empty((6, 12, n, n), dtype=np.float32)
+    with torch.inference_mode():
+        quick_attention(quick.quick, inputs, theirs)
+    weights = mine.attention(np.asarray(ids), keep=np.asarray(keep))
+    np.testing.assert_allclose(weights, theirs, atol=1e-5, rtol=0)
+    assert float(np.abs(weights[..., -2:]).max()) == 0.0  # no weight on the padding
+
+
+def test_erf_is_within_its_bound_of_math_erf() -> None:
+    x = np.linspace(-12.0, 12.0, 480_001)
+    exact = np.array([math.erf(v) for v in x])
+    error = float(np.abs(erf(x) - exact).max())
+    assert error <= ERF_MAX_ERROR
+    assert abs(erf(np.zeros(1))[0]) < 1e-8 and np.array_equal(erf(-x), -erf(x))  # odd, exactly
+    g = gelu(np.float32([-3.0, 0.0, 1.0, 8.0]))
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, [-3 * 0.5 * math.erfc(3 / math.sqrt(2)), 0.0, 0.8413447, 8.0], atol=1e-6)
+
+
+def test_a_too_long_input_is_refused(pair: tuple[NumpyMiniLM, QuickMiniLM]) -> None:
+    mine, _quick = pair
+    with pytest.raises(ValueError, match="at most 512"):
+        mine.attention(np.zeros(513, dtype=np.int64))
+    assert len(mine.encode(" ".join(["word"] * 600))["input_ids"]) == 512
+    assert len(mine.encode(" ".join(["word"] * 600), 16)["input_ids"]) == 16
+
+
+FIRST_ANSWER = """
+import json, sys
+import numpy as np
+from attnviz.models.minilm_numpy import NumpyMiniLM
+model = NumpyMiniLM()
+enc = model.encode("The trophy would not fit in the brown suitcase because it was too big.")
+weights = model.attention(np.asarray(enc["input_ids"]), np.asarray(enc["token_type_ids"]))
+print(json.dumps([list(weights.shape), sorted(m for m in ("torch", "transformers") if m in sys.modules)]))
+"""
+
+
+def test_importing_it_and_a_first_answer_import_neither_torch_nor_transformers() -> None:
+    assert fresh_python(FIRST_ANSWER) == [[6, 12, 17, 17], []]
