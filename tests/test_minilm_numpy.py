@@ -36,27 +36,42 @@ def pair() -> tuple[NumpyMiniLM, QuickMiniLM]:
 @pytest.mark.parametrize("text", TEXTS, ids=range(len(TEXTS)))
 def test_the_numpy_attention_equals_the_torch_quick_paths(pair: tuple[NumpyMiniLM, QuickMiniLM], text: str) -> None:
     mine, quick = pair
-    enc = mine.encode(text)
-    att = quick.attend(text)
+    att, ours = quick.attend(text), mine.attend(text)
     assert quick.quick is not None, "the Hugging Face model was loaded: not the quick path"
-    assert enc["input_ids"] == quick.encode(text).inputs["input_ids"][0].tolist()
-    weights = mine.attention(np.asarray(enc["input_ids"]), np.asarray(enc["token_type_ids"]))
-    assert weights.dtype == np.float32 and weights.shape == att.weights.shape
-    np.testing.assert_allclose(weights, att.weights, atol=1e-5, rtol=0)
-    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, atol=1e-5)
+    for name in ("tokens", "word_ids", "spans", "truncated", "n_input_tokens", "text", "model", "causal", "device"):
+        assert getattr(ours, name) == getattr(att, name), name
+    assert np.array_equal(ours.special, att.special) and np.array_equal(ours.kv_heads, att.kv_heads)
+    assert ours.weights.dtype == np.float32 and ours.weights.shape == att.weights.shape
+    np.testing.assert_allclose(ours.weights, att.weights, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(ours.weights.sum(axis=-1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize(("text", "limit"), [(LONG, 16), (SENTENCES[0], 2), ("  \x00\x01 ", None), ("", None)])
+def test_cut_and_refused_texts_as_the_torch_path(
+    pair: tuple[NumpyMiniLM, QuickMiniLM], text: str, limit: int | None
+) -> None:
+    mine, quick = pair
+    answers = []
+    for runner in (mine, quick):
+        try:
+            att = runner.attend(text, limit)
+            answers.append((att.tokens, att.truncated, att.n_input_tokens, att.weights.shape))
+        except ValueError as exc:
+            answers.append(str(exc))
+    assert answers[0] == answers[1]
 
 
 def test_the_test_texts_hold_a_long_one_chinese_and_unknown_tokens(pair: tuple[NumpyMiniLM, QuickMiniLM]) -> None:
     mine, _quick = pair
-    assert len(mine.encode(LONG)["input_ids"]) == 128
-    assert mine.tokenizer.unk_token_id in mine.encode(TEXTS[-1])["input_ids"]
-    assert len(mine.encode(TEXTS[-2])["input_ids"]) > 10
+    assert mine.attend(LONG).n == 128
+    assert any(token.startswith("[UNK]") for token in mine.attend(TEXTS[-1]).tokens)
+    assert mine.attend(TEXTS[-2]).n > 10
 
 
 def test_a_padding_mask_is_applied_as_the_torch_path_applies_it(pair: tuple[NumpyMiniLM, QuickMiniLM]) -> None:
     mine, quick = pair
     assert quick.quick is not None
-    ids = [*mine.encode(SENTENCES[2])["input_ids"], 0, 0]
+    ids = [*quick.encode(SENTENCES[2]).inputs["input_ids"][0].tolist(), 0, 0]
     keep = [1] * (len(ids) - 2) + [0, 0]
     n = len(ids)
     inputs = {
@@ -87,8 +102,8 @@ def test_a_too_long_input_is_refused(pair: tuple[NumpyMiniLM, QuickMiniLM]) -> N
     mine, _quick = pair
     with pytest.raises(ValueError, match="at most 512"):
         mine.attention(np.zeros(513, dtype=np.int64))
-    assert len(mine.encode(" ".join(["word"] * 600))["input_ids"]) == 512
-    assert len(mine.encode(" ".join(["word"] * 600), 16)["input_ids"]) == 16
+    assert mine.attend(" ".join(["word"] * 600)).n == 512
+    assert mine.attend(" ".join(["word"] * 600), 16).n == mine.attend(" ".join(["word"] * 600), 600, limit=16).n == 16
 
 
 FIRST_ANSWER = """
@@ -96,9 +111,8 @@ import json, sys
 import numpy as np
 from attnviz.models.minilm_numpy import NumpyMiniLM
 model = NumpyMiniLM()
-enc = model.encode("The trophy would not fit in the brown suitcase because it was too big.")
-weights = model.attention(np.asarray(enc["input_ids"]), np.asarray(enc["token_type_ids"]))
-print(json.dumps([list(weights.shape), sorted(m for m in ("torch", "transformers") if m in sys.modules)]))
+att = model.attend("The trophy would not fit in the brown suitcase because it was too big.")
+print(json.dumps([list(att.weights.shape), sorted(m for m in ("torch", "transformers") if m in sys.modules)]))
 """
 
 

@@ -21,6 +21,10 @@ from typing import Any, cast
 
 import numpy as np
 
+from ..result import Attention
+from .names import EMBEDDED_MODEL
+from .tokens import clean_text, count_tokens, readable_tokens, token_limit, tokenize
+
 __all__ = ["NumpyMiniLM", "QuickEncoding", "QuickTokenizer", "embedded_folder", "erf", "gelu"]
 
 # the keyword arguments the quick tokenizer answers itself; any other call goes to transformers'
@@ -170,15 +174,36 @@ class NumpyMiniLM:
         state = {k.removeprefix("bert."): v for k, v in load_file(str(folder / "model.safetensors")).items()}
         self.w: dict[str, np.ndarray] = {k: v for k, v in state.items() if v.dtype == np.float32}
 
-    def encode(self, text: str, max_tokens: int | None = None) -> QuickEncoding:
-        """The text's ids, special tokens, offsets and word ids, cut to `max_tokens` (default the model's)."""
-        limit = min(self.tokenizer.model_max_length, self.max_positions)
-        limit = limit if max_tokens is None else min(limit, max_tokens)
-        return cast(
-            QuickEncoding,
-            self.tokenizer(
-                text, truncation=True, max_length=limit, return_special_tokens_mask=True, return_offsets_mapping=True
-            ),
+    def attend(self, text: str, max_tokens: int | None = None, limit: int | None = None) -> Attention:
+        """`RunnerBase.attend`'s answer for one text (models/base.py `encode` and `result`, the
+        same helpers), without torch: the tokens, special tokens, word ids, offsets and every
+        layer's attention. `limit`: the runner's own token limit (the deployment's)."""
+        if not isinstance(text, str):
+            raise ValueError("text must be a string")
+        text = clean_text(text)
+        if not text.strip():
+            raise ValueError("text is empty: type a sentence to analyse")
+        tok = self.tokenizer
+        most = min(tok.model_max_length, self.max_positions)
+        enc = tokenize(tok, text, token_limit(max_tokens, most if limit is None else min(limit, most)))
+        ids, offsets = list(enc["input_ids"]), [list(span) for span in enc["offset_mapping"]]
+        special = np.array(enc["special_tokens_mask"], dtype=bool)
+        if len(ids) == int(special.sum()):
+            raise ValueError("the text has no tokens the model knows: type some words")
+        n_input = count_tokens(tok, text)
+        return Attention(
+            tokens=readable_tokens(tok, ids, special, text, offsets),
+            weights=self.attention(np.asarray(ids), np.asarray(enc["token_type_ids"])),
+            model=EMBEDDED_MODEL,
+            device="cpu",
+            truncated=n_input > len(ids),
+            special=special,
+            word_ids=[-1 if w is None else int(w) for w in enc.word_ids(0)],
+            text=text,
+            causal=False,
+            kv_heads=np.arange(self.n_heads),
+            spans=[(int(a), int(b)) for a, b in offsets],
+            n_input_tokens=max(n_input, len(ids)),
         )
 
     def attention(
