@@ -1,15 +1,20 @@
 """The embedded MiniLM in numpy (attnviz/models/minilm_numpy.py, issue 24.2): every layer's
 attention equal to the torch quick path's (models/minilm_quick.py) within 1e-5, the same
-tokens; its erf within its bound of math.erf; its import and first answer free of torch."""
+tokens; its erf within its bound of math.erf; its import and first answer free of torch. And
+the cold server's first map made from it (app/first_map.py): shown until the explorer's own map
+replaces it, never where the page says something else first or once torch is in."""
 
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
 import torch
+from streamlit.testing.v1 import AppTest
 
+from attnviz.app import first_map
 from attnviz.models import EMBEDDED_MODEL, load_model
 from attnviz.models.minilm_numpy import ERF_MAX_ERROR, NumpyMiniLM, erf, gelu
 from attnviz.models.minilm_quick import QuickMiniLM, quick_attention
@@ -118,3 +123,62 @@ print(json.dumps([list(att.weights.shape), sorted(m for m in ("torch", "transfor
 
 def test_importing_it_and_a_first_answer_import_neither_torch_nor_transformers() -> None:
     assert fresh_python(FIRST_ANSWER) == [[6, 12, 17, 17], []]
+
+
+def _first_map_page() -> None:
+    import streamlit as st
+
+    from attnviz.app import first_map
+    from attnviz.app.state import Ctx
+    from attnviz.config import Settings
+
+    context = Ctx("en", Settings(), st.session_state.get("model", "minilm"), "auto", st.session_state.get("limit", 512))
+    st.session_state["drew"] = first_map.draw(context, st.session_state.get("text", "dog bites man"))
+    if st.session_state.get("clear", False):
+        first_map.clear()
+
+
+def _first_maps(at: AppTest) -> list[str]:
+    return [e.proto.id for e in at.get("bidi_component") if e.proto.id.endswith(first_map.KEY)]
+
+
+@pytest.fixture
+def cold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a cold server (this test process has imported torch): a fresh numpy model holder."""
+    monkeypatch.setattr(first_map, "_cold", lambda: True)
+    monkeypatch.setattr(first_map, "_MODEL", [])
+    monkeypatch.setattr(first_map, "_DROPPED", threading.Event())
+
+
+@pytest.mark.usefixtures("cold")
+def test_the_first_map_shows_until_the_run_clears_it_and_never_after_the_drop() -> None:
+    at = AppTest.from_function(_first_map_page, default_timeout=120)
+    at.run()
+    assert at.session_state["drew"] and len(_first_maps(at)) == 1 and first_map.SLOT in at.session_state
+    at.session_state["clear"] = True
+    at.run()  # drawn again, then emptied in the same run: the explorer's own map came
+    assert at.session_state["drew"] and _first_maps(at) == [] and first_map.SLOT not in at.session_state
+    first_map.drop()
+    assert first_map._MODEL == []
+    at.session_state["clear"] = False
+    at.run()
+    assert not at.session_state["drew"] and _first_maps(at) == []
+
+
+@pytest.mark.usefixtures("cold")
+@pytest.mark.parametrize(
+    ("state", "why"),
+    [({"text": ""}, "empty"), ({"text": LONG, "limit": 16}, "cut"), ({"model": "scratch"}, "another model")],
+)
+def test_no_first_map_where_the_page_says_something_else_first(state: dict[str, object], why: str) -> None:
+    at = AppTest.from_function(_first_map_page, default_timeout=120)
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.session_state["drew"] and _first_maps(at) == [], why
+
+
+def test_no_first_map_once_torch_is_imported() -> None:
+    at = AppTest.from_function(_first_map_page, default_timeout=120)
+    at.run()  # this test process has imported torch: not a cold server
+    assert not at.session_state["drew"] and _first_maps(at) == []
