@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from attnviz.app import first_map
 from attnviz.models import EMBEDDED_MODEL, load_model
-from attnviz.models.minilm_numpy import ERF_MAX_ERROR, NumpyMiniLM, erf, gelu
+from attnviz.models.minilm_numpy import ERF_MAX_ERROR, NumpyMiniLM, _blas_setter, erf, gelu, one_blas_thread
 from attnviz.models.minilm_quick import QuickMiniLM, quick_attention
 
 from .conftest import SENTENCES
@@ -182,3 +182,13 @@ def test_no_first_map_once_torch_is_imported() -> None:
     at = AppTest.from_function(_first_map_page, default_timeout=120)
     at.run()  # this test process has imported torch: not a cold server
     assert not at.session_state["drew"] and _first_maps(at) == []
+
+
+def test_one_blas_thread_meanwhile_and_the_count_before_restored() -> None:
+    setter = _blas_setter()
+    assert setter is not None  # numpy's wheels bundle OpenBLAS with this entry point
+    before = setter(2)
+    setter(before)  # read, and put back
+    with one_blas_thread():
+        inside = setter(1)
+    assert inside == 1 and setter(before) == before
