@@ -12,6 +12,9 @@ Each job once per process (the preload once per session):
   registry entry (one load per key), so the model is never loaded twice
   (bench/results_browser.md: cold start). transformers is not imported for it: MiniLM's first
   answers come from its files through `tokenizers` and plain torch (models/minilm_quick.py).
+  On the explorer the first screen is handed over only after its first map: the explorer's
+  sections import torch before any map of their own, so `loading` first shows the focused
+  head's map from MiniLM in numpy (app/first_map.py), which their map replaces.
 - `warm_up()`, on a script thread before anything of the page that makes a figure or a table
   (app.py before the page; on the explorer right after its first map, the heatmap's canvas,
   which makes no plotly figure: on a cold server that map no longer waits for these imports,
@@ -69,7 +72,7 @@ _LOCK = threading.Lock()
 _STARTED: list[threading.Thread] = []
 _START_LOCK = threading.Lock()
 _FIRST_SCREEN = threading.Event()
-FIRST_SCREEN_WAIT_S = 6.0  # at the latest (a page whose run never hands it over): app.py calls first_screen after any page
+FIRST_SCREEN_WAIT_S = 6.0  # at the latest; app.py hands it over after any page anyway
 CHART_CODE = re.compile(r"PlotlyChart\.[A-Za-z0-9_-]{4,16}\.js")  # the chunk's name in Streamlit's build
 COMPONENT_CODE = re.compile(r"BidiComponent\.[A-Za-z0-9_-]{4,16}\.js")  # the v2 components' (the canvas map)
 CODE_CODE = re.compile(r"StreamlitSyntaxHighlighter\.[A-Za-z0-9_-]{4,16}\.js")  # st.code's (the tokens)
