@@ -115,7 +115,9 @@ def draw(context: Ctx, text: str | None) -> bool:
     with slot.container(key="first_map"):
         st.caption(t("firstmap.note"))
         zmax = 1.0 if st.session_state.get("color_range", "fixed") == "fixed" else None
-        token_canvas.token_map(att, layer, head, KEY, zmax=zmax)
+        left, _right = st.columns(2, gap="large")  # where and how wide the explorer's own map comes
+        with left:
+            token_canvas.token_map(att, layer, head, KEY, zmax=zmax)
     run = get_script_run_ctx()
     st.session_state[SLOT] = (None if run is None else run.cursors, slot)
     return True
