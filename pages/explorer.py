@@ -9,7 +9,7 @@ from attnviz.app import warmup, widgets
 context = widgets.page_header("explorer.title", "explorer.intro")
 text = widgets.sentence_box(context)
 
-with warmup.loading(context.model):  # a cold server: torch is still importing in the warm-up thread
+with warmup.loading(context.model, text, context):  # a cold server: the first map (numpy), then torch
     from attnviz.app.sections import ablation, decoder
     from attnviz.app.sections import explorer as section
     from attnviz.app.sections import long as long_mode

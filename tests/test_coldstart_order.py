@@ -229,3 +229,42 @@ def test_the_preload_script_takes_only_a_chart_file_name_and_a_plain_selector() 
     for bad_name, bad_after in [("x.js", ""), (name, "a'); alert(1); ('"), (name, "</script>")]:
         with pytest.raises(ValueError):
             warmup.preload_script(bad_name, bad_after)
+
+
+# A fresh interpreter (nothing has imported torch) runs the app as a cold server's first visitor:
+# every map handed to Streamlit, in order, with whether torch was imported then.
+FIRST_MAP_PROBE = """
+import json, sys
+import numpy as np
+from streamlit.testing.v1 import AppTest
+from attnviz.app import token_canvas
+maps, weights = [], []
+real = token_canvas.token_map
+def spy(att, layer, head, key, **kw):
+    maps.append([key, "torch" in sys.modules, layer, head, att.tokens])
+    weights.append(att.weights)
+    return real(att, layer, head, key, **kw)
+token_canvas.token_map = spy
+at = AppTest.from_file(%r, default_timeout=300)
+at.run()
+from attnviz.app import first_map, warmup
+warmup.started().join(timeout=300)
+left = sorted(e.proto.id.rsplit("-", 1)[-1] for e in at.get("bidi_component"))
+gap = float(np.abs(weights[0] - weights[-1]).max()) if len(weights) > 1 else None
+print(json.dumps({"maps": maps, "gap": gap, "left": left, "errors": len(at.exception),
+                  "numpy_dropped": first_map._DROPPED.is_set() and not first_map._MODEL}))
+"""
+
+
+def test_a_cold_explorer_draws_its_first_map_from_numpy_before_torch_is_imported() -> None:
+    """The first map (app/first_map.py) goes out before anything imports torch; the explorer's
+    own map (torch) follows in the same run and replaces it: the same tokens and head, the same
+    weights within 1e-5; the numpy weights are dropped once the torch model is in."""
+    out = fresh_python(FIRST_MAP_PROBE % str(ROOT / "tests" / "app_entry.py"))
+    (first, first_torch, *first_focus, first_tokens), (own, own_torch, *own_focus, own_tokens) = out["maps"]
+    assert (first, first_torch) == ("chart_first_map", False)
+    assert (own, own_torch) == ("chart_heatmap", True)
+    assert first_focus == own_focus and first_tokens == own_tokens
+    assert out["gap"] is not None and out["gap"] <= 1e-5
+    assert "chart_heatmap" in out["left"] and "chart_first_map" not in out["left"]  # replaced
+    assert out["errors"] == 0 and out["numpy_dropped"]

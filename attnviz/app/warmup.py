@@ -12,6 +12,9 @@ Each job once per process (the preload once per session):
   registry entry (one load per key), so the model is never loaded twice
   (bench/results_browser.md: cold start). transformers is not imported for it: MiniLM's first
   answers come from its files through `tokenizers` and plain torch (models/minilm_quick.py).
+  On the explorer the first screen is handed over only after its first map: the explorer's
+  sections import torch before any map of their own, so `loading` first shows the focused
+  head's map from MiniLM in numpy (app/first_map.py), which their map replaces.
 - `warm_up()`, on a script thread before anything of the page that makes a figure or a table
   (app.py before the page; on the explorer right after its first map, the heatmap's canvas,
   which makes no plotly figure: on a cold server that map no longer waits for these imports,
@@ -41,6 +44,7 @@ import contextlib
 import importlib
 import logging
 import re
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,6 +52,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..config import Settings
+    from .state import Ctx
 
 __all__ = [
     "chart_code_file",
@@ -67,7 +72,7 @@ _LOCK = threading.Lock()
 _STARTED: list[threading.Thread] = []
 _START_LOCK = threading.Lock()
 _FIRST_SCREEN = threading.Event()
-FIRST_SCREEN_WAIT_S = 2.0  # a first visit to another page: the warm-up goes ahead after this
+FIRST_SCREEN_WAIT_S = 6.0  # at the latest; app.py hands it over after any page anyway
 CHART_CODE = re.compile(r"PlotlyChart\.[A-Za-z0-9_-]{4,16}\.js")  # the chunk's name in Streamlit's build
 COMPONENT_CODE = re.compile(r"BidiComponent\.[A-Za-z0-9_-]{4,16}\.js")  # the v2 components' (the canvas map)
 CODE_CODE = re.compile(r"StreamlitSyntaxHighlighter\.[A-Za-z0-9_-]{4,16}\.js")  # st.code's (the tokens)
@@ -98,7 +103,11 @@ SAFE_SELECTOR = re.compile(r"[A-Za-z0-9_ .#>-]*")
 
 
 def warm_up() -> None:
-    """Idempotent and thread-safe; the first call does the work, the others wait for it."""
+    """Idempotent and thread-safe; the first call does the work, the others wait for it. On a
+    script thread it also empties this run's first map (app/first_map.py), if one shows: it is
+    called right after the explorer's own map."""
+    if "attnviz.app.first_map" in sys.modules:
+        sys.modules["attnviz.app.first_map"].clear()
     if _DONE.is_set():
         return
     with _LOCK:
@@ -188,21 +197,26 @@ def started() -> threading.Thread | None:
 
 
 @contextlib.contextmanager
-def loading(model: str) -> Iterator[None]:
+def loading(model: str, text: str | None = None, context: Ctx | None = None) -> Iterator[None]:
     """Right after the explorer's sentence box: the first screen is out, so the browser starts
     on the chart code once the box is drawn (`preload_chart_code`: compiling it earlier delayed
-    the box) and the warm-up thread goes ahead (`first_screen`), under a spinner naming the
-    model while the warm-up thread still runs (a cold server): what the page imports next
-    (torch) waits for that thread, and the page showed nothing meanwhile. What plotly needs
-    (`warm_up`) is imported after the first map (sections/explorer.py `heatmap_view`). No
-    spinner once the thread is done (Streamlit shows one only after half a
-    second anyway)."""
+    the box); on a cold server, with `text` and `context`, the first map from numpy
+    (app/first_map.py: torch not imported yet); then the warm-up thread goes ahead
+    (`first_screen`), under a spinner naming the model while the warm-up thread still runs (a
+    cold server): what the page imports next (torch) waits for that thread. What plotly needs
+    (`warm_up`) is imported after the explorer's own map (sections/explorer.py `heatmap_view`),
+    which replaces the first one. No spinner once the thread is done (Streamlit shows one only
+    after half a second anyway)."""
     import streamlit as st
 
     from .state import SENTENCE_INPUT, t
     from .widgets import escape_md
 
     preload_chart_code(after=f".st-key-{SENTENCE_INPUT} textarea", first_map=True)
+    if context is not None and "torch" not in sys.modules:  # a cold server: no import of torch for this
+        from . import first_map
+
+        first_map.draw(context, text)
     first_screen()
     thread = started()
     if thread is None or not thread.is_alive():
@@ -230,6 +244,14 @@ def _load_first_model(settings: Settings, after_first_screen: bool = False) -> N
         settings.check_model(name)
         key = (name, "auto", ())
         runner = REGISTRY.get(key, lambda: load(name, "auto", settings.max_tokens, {}))
+        _drop_first_map()  # the torch model is in: the first map's numpy weights go
         runner.attend("warm up", 8)  # torch's first pass pays its one-time set-up here
     except Exception as exc:  # a thread must not die with a traceback in the log
         LOG.warning("attnviz: warm-up load failed: %s: %.300s", type(exc).__name__, exc)
+    finally:
+        _drop_first_map()
+
+
+def _drop_first_map() -> None:
+    if "attnviz.app.first_map" in sys.modules:
+        sys.modules["attnviz.app.first_map"].drop()

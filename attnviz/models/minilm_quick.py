@@ -28,100 +28,13 @@ import torch
 from ..scratch import EncoderConfig, EncoderLayer, ScratchEncoder, padding_mask, scaled_dot_product_attention
 from .base import Inputs, LayerParts, RunnerBase
 from .huggingface import PretrainedModel
+from .minilm_numpy import QuickEncoding, QuickTokenizer
 from .names import EMBEDDED_MODEL
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel as HFModel
 
 __all__ = ["QuickEncoding", "QuickMiniLM", "QuickTokenizer", "quick_attention", "scratch_config"]
-
-# the keyword arguments the quick tokenizer answers itself; any other call goes to transformers'
-_QUICK_KWARGS = {
-    "truncation",
-    "max_length",
-    "return_special_tokens_mask",
-    "return_offsets_mapping",
-    "return_attention_mask",
-    "return_tensors",
-    "verbose",
-}
-
-
-class QuickEncoding(dict[str, Any]):
-    """What transformers' BatchEncoding gives for one text: the lists (or (1, n) tensors), `word_ids`."""
-
-    is_fast = True
-
-    def __init__(self, data: dict[str, Any], words: list[int | None]):
-        super().__init__(data)
-        self._words = words
-
-    def word_ids(self, batch_index: int = 0) -> list[int | None]:
-        if batch_index != 0:
-            raise IndexError("a QuickEncoding holds one text")
-        return list(self._words)
-
-
-class QuickTokenizer:
-    """MiniLM's fast tokenizer (tokenizer.json) for one text at a time, as transformers calls
-    it: the same ids, special-token mask, offsets and word ids. Whatever else is asked of it
-    (a pair of texts, a batch, `decode`, `save_pretrained`, ...) is transformers' tokenizer's,
-    loaded on that first need by `real()`."""
-
-    is_fast = True
-
-    def __init__(self, folder: Path, real: Callable[[], Any]):
-        from tokenizers import Tokenizer
-
-        self._backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self._backend.no_padding()  # the file pads to 128: transformers turns that off per call
-        self._lock = threading.Lock()  # truncation is the backend's state: one call at a time
-        self._real = real
-        settings = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-        self.model_max_length = int(settings.get("model_max_length", 512))
-        self.unk_token = str(settings.get("unk_token", "[UNK]"))
-        self.unk_token_id = self._backend.token_to_id(self.unk_token)
-
-    def __call__(self, text: Any, *args: Any, **kwargs: Any) -> Any:
-        if args or not isinstance(text, str) or not set(kwargs) <= _QUICK_KWARGS:
-            return self._real()(text, *args, **kwargs)
-        truncate = bool(kwargs.get("truncation", False))
-        limit = kwargs.get("max_length")
-        if truncate and not isinstance(limit, int):  # the model's own limit: transformers decides
-            return self._real()(text, **kwargs)
-        with self._lock:
-            if truncate:
-                self._backend.enable_truncation(max_length=int(cast(int, limit)), stride=0, strategy="longest_first")
-            else:
-                self._backend.no_truncation()
-            enc = self._backend.encode(text)
-        data: dict[str, Any] = {"input_ids": enc.ids, "token_type_ids": enc.type_ids}
-        if kwargs.get("return_attention_mask", True) is not False:
-            data["attention_mask"] = enc.attention_mask
-        if kwargs.get("return_special_tokens_mask"):
-            data["special_tokens_mask"] = enc.special_tokens_mask
-        if kwargs.get("return_offsets_mapping"):
-            data["offset_mapping"] = [tuple(span) for span in enc.offsets]
-        tensors = kwargs.get("return_tensors")
-        if tensors == "pt":
-            data = {k: torch.tensor([v], dtype=torch.long) for k, v in data.items()}
-        elif tensors is not None:
-            return self._real()(text, **kwargs)
-        return QuickEncoding(data, list(enc.word_ids))
-
-    def convert_ids_to_tokens(self, ids: int | list[int]) -> Any:
-        if isinstance(ids, int):
-            return self._backend.id_to_token(ids)
-        return [self._backend.id_to_token(int(i)) for i in ids]
-
-    def convert_tokens_to_string(self, tokens: list[str]) -> str:
-        decoder = self._backend.decoder
-        return str(decoder.decode(tokens)) if decoder is not None else " ".join(tokens)
-
-    def __getattr__(self, name: str) -> Any:  # anything else: transformers' tokenizer
-        if name.startswith("__") or name in ("_backend", "_lock", "_real"):
-            raise AttributeError(name)
-        return getattr(self._real(), name)
 
 
 def quick_attention(encoder: ScratchEncoder, inputs: Inputs, out: np.ndarray) -> np.ndarray:

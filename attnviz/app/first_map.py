@@ -1,0 +1,137 @@
+"""A cold server's first map without torch (issue 24.2: a cold start under 5 s).
+
+On a cold server the explorer's first run imports its sections, and with them torch (1.1-1.2 s
+of Python under the GIL on 2 cores; some thirty of attnviz's modules import it at their top),
+before it can draw any map: the first chart came 1.4-1.6 s after the sentence box. So right
+after the box, while nothing has imported torch yet, `draw` shows the map of the head in focus
+from the embedded MiniLM in numpy (models/minilm_numpy.py: the same tokens, every weight
+within 1e-5 of the torch path's) under a line saying the explorer is loading. Only then does
+the warm-up thread take the CPU for torch (app/warmup.py `loading`). The explorer's own map
+takes its place: `clear` empties it in the same run once that map is handed to Streamlit
+(`warmup.warm_up`, right after it). A run cut short leaves it to Streamlit, which drops what a
+rerun does not draw again; a slot of an earlier run is never touched.
+
+Nothing else comes from numpy: the page's own pass, every later one and every other model are
+the torch runner's as before. The numpy model (90 MB of weights) serves the visitors of the
+cold window and is dropped once the torch model is in the registry (`drop`, from the warm-up
+thread); after that no first map is drawn.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from typing import Any
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from ..config import check_text
+from ..models.minilm_numpy import NumpyMiniLM
+from ..models.names import EMBEDDED_MODEL
+from ..result import Attention
+from . import token_canvas
+from .state import MEAN, Ctx, t
+
+__all__ = ["KEY", "SLOT", "clear", "draw", "drop"]
+
+LOG = logging.getLogger("attnviz")
+KEY = "chart_first_map"  # the map's component key (the explorer's own is chart_heatmap)
+SLOT = "_first_map_slot"  # session state: (the run's cursors, the slot) while it shows
+_MODEL: list[NumpyMiniLM] = []
+_LOCK = threading.Lock()
+_DROPPED = threading.Event()
+
+
+def drop() -> None:
+    """The torch model is in the registry: the numpy weights go, and no first map is drawn again."""
+    with _LOCK:
+        _DROPPED.set()
+        _MODEL.clear()
+
+
+def _cold() -> bool:
+    """Nothing has imported torch yet, and the torch model was never in the registry."""
+    return "torch" not in sys.modules and not _DROPPED.is_set()
+
+
+def _model() -> NumpyMiniLM | None:
+    with _LOCK:
+        if _DROPPED.is_set():
+            return None
+        if not _MODEL:
+            _MODEL.append(NumpyMiniLM())
+        return _MODEL[0]
+
+
+def _focus(n_layers: int, n_heads: int) -> tuple[int, int | None]:
+    """The layer and head the explorer's selectboxes will show (widgets.layer_head's defaults)."""
+    session = st.session_state
+    layer = session.get("layer")
+    head = session.get("head")
+    layer = layer if isinstance(layer, int) and 0 <= layer < n_layers else 0
+    if head == MEAN:
+        return layer, None
+    return layer, head if isinstance(head, int) and 0 <= head < n_heads else 0
+
+
+def _answer(context: Ctx, text: str) -> Attention | None:
+    """The numpy answer for `text` as the explorer would show it, or None where the page's own
+    run says something first (a text it refuses, cut or sends to the long mode)."""
+    if not text.strip() or len(text) > context.settings.max_chars:
+        return None
+    try:
+        clean = check_text(text, context.settings.max_chars)
+    except ValueError:
+        return None
+    model = _model()
+    if model is None:
+        return None
+    att = model.attend(clean, context.max_tokens, limit=context.settings.max_tokens)
+    if att.truncated:
+        return None
+    session = st.session_state
+    if session.get("hide_special", False):
+        att = att.without_special()
+    return att.merge_words() if session.get("merge_words", False) else att
+
+
+def draw(context: Ctx, text: str | None) -> bool:
+    """On a cold server (torch not imported yet) and the embedded model: the first map, in a
+    slot that `clear` empties. Whether it drew one; any failure is only logged."""
+    st.session_state.pop(SLOT, None)
+    if not _cold() or text is None or context.model != EMBEDDED_MODEL or context.device not in ("auto", "cpu"):
+        return False
+    try:
+        att = _answer(context, text)
+    except Exception as exc:  # a first look is never worth a traceback
+        LOG.warning("attnviz: first map failed: %s: %.300s", type(exc).__name__, exc)
+        return False
+    if att is None:
+        return False
+    layer, head = _focus(att.n_layers, att.n_heads)
+    slot = st.empty()
+    with slot.container(key="first_map"):
+        st.caption(t("firstmap.note"))
+        zmax = 1.0 if st.session_state.get("color_range", "fixed") == "fixed" else None
+        left, _right = st.columns(2, gap="large")  # where and how wide the explorer's own map comes
+        with left:
+            token_canvas.token_map(att, layer, head, KEY, zmax=zmax)
+    run = get_script_run_ctx()
+    st.session_state[SLOT] = (None if run is None else run.cursors, slot)
+    return True
+
+
+def clear() -> None:
+    """The explorer's own map is handed over: the first map goes (this run's only)."""
+    run = get_script_run_ctx()
+    if run is None:
+        return
+    held: Any = st.session_state.get(SLOT)
+    if held is None:
+        return
+    st.session_state.pop(SLOT, None)
+    cursors, slot = held
+    if cursors is run.cursors:
+        slot.empty()

