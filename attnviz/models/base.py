@@ -25,7 +25,7 @@ from .decoder_runner import DecoderDefaults
 from .gate import ForwardGate, gate_for
 from .switching import HeadMode, head_switch, heads_by_layer, projection_parts
 from .threads import cpu_threads_for
-from .tokens import clean_text, count_tokens, readable_tokens, token_limit, tokenize
+from .tokens import checked_text, count_tokens, readable_tokens, require_known, token_limit, tokenize
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -199,19 +199,14 @@ class RunnerBase(DecoderDefaults):
 
     def encode(self, text: str, max_tokens: int | None = None) -> Encoded:
         """Tokenise, truncating to the model's limit (or `max_tokens`) and flagging it."""
-        if not isinstance(text, str):
-            raise ValueError("text must be a string")
-        text = clean_text(text)
-        if not text.strip():
-            raise ValueError("text is empty: type a sentence to analyse")
+        text = checked_text(text)
         limit = token_limit(max_tokens, self.max_tokens)
         tok = self.tokenizer
         enc = tokenize(tok, text, limit, return_tensors="pt")
         offsets = enc.pop("offset_mapping")[0].tolist() if "offset_mapping" in enc else None
         ids = enc["input_ids"][0].tolist()
         special = np.array(enc.pop("special_tokens_mask")[0].tolist(), dtype=bool)
-        if len(ids) == int(special.sum()):
-            raise ValueError("the text has no tokens the model knows: type some words")
+        require_known(ids, special)
         n_input = count_tokens(tok, text)
         word_ids = [-1 if w is None else int(w) for w in enc.word_ids(0)] if enc.is_fast else []
         tokens = readable_tokens(tok, ids, special, text, offsets)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..result import Attention
 from .names import EMBEDDED_MODEL
-from .tokens import clean_text, count_tokens, readable_tokens, token_limit, tokenize
+from .tokens import checked_text, count_tokens, readable_tokens, require_known, token_limit, tokenize
 
 __all__ = ["NumpyMiniLM", "QuickEncoding", "QuickTokenizer", "embedded_folder", "erf", "gelu", "one_blas_thread"]
 
@@ -213,18 +213,13 @@ class NumpyMiniLM:
         """`RunnerBase.attend`'s answer for one text (models/base.py `encode` and `result`, the
         same helpers), without torch: the tokens, special tokens, word ids, offsets and every
         layer's attention. `limit`: the runner's own token limit (the deployment's)."""
-        if not isinstance(text, str):
-            raise ValueError("text must be a string")
-        text = clean_text(text)
-        if not text.strip():
-            raise ValueError("text is empty: type a sentence to analyse")
+        text = checked_text(text)
         tok = self.tokenizer
         most = min(tok.model_max_length, self.max_positions)
         enc = tokenize(tok, text, token_limit(max_tokens, most if limit is None else min(limit, most)))
         ids, offsets = list(enc["input_ids"]), [list(span) for span in enc["offset_mapping"]]
         special = np.array(enc["special_tokens_mask"], dtype=bool)
-        if len(ids) == int(special.sum()):
-            raise ValueError("the text has no tokens the model knows: type some words")
+        require_known(ids, special)
         n_input = count_tokens(tok, text)
         with one_blas_thread():
             weights = self.attention(np.asarray(ids), np.asarray(enc["token_type_ids"]))

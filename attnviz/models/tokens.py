@@ -34,6 +34,23 @@ def clean_text(text: str) -> str:
     return _CONTROL.sub(" ", text)
 
 
+def checked_text(text: object) -> str:
+    """A text to encode, cleaned (`clean_text`); a non-string or blank one is refused with the
+    message the app shows. Every runner's `encode` (and the numpy first answer) checks here."""
+    if not isinstance(text, str):
+        raise ValueError("text must be a string")
+    text = clean_text(text)
+    if not text.strip():
+        raise ValueError("text is empty: type a sentence to analyse")
+    return text
+
+
+def require_known(ids: list[int], special: np.ndarray) -> None:
+    """Refuse an encoding of special tokens only (nothing the model knows)."""
+    if len(ids) == int(special.sum()):
+        raise ValueError("the text has no tokens the model knows: type some words")
+
+
 def tokenize(tokenizer: Any, texts: str | list[str], limit: int, **extra: Any) -> Any:
     """The tokenizer's encoding of one text or many, cut to `limit` tokens, with the special
     tokens marked and (fast tokenizers) character offsets, for readable tokens and word ids."""
