@@ -129,11 +129,11 @@ class QuickMiniLM(PretrainedModel):
             return self._full
 
     @property
-    def hf_model(self) -> HFModel:  # type: ignore[override]
+    def hf_model(self) -> HFModel:
         return self.loaded().hf_model
 
     @property
-    def config(self) -> Any:  # type: ignore[override]
+    def config(self) -> Any:
         return self.loaded().config
 
     @property
