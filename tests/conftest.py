@@ -27,6 +27,10 @@ def pytest_configure(config: pytest.Config) -> None:
     lines) inherit that share through OMP_NUM_THREADS, which torch reads at import: two servers
     of two threads each beside two busy workers oversubscribed two cores. A test that needs a
     number of threads sets it (tests/test_long_limits.py); an OMP_NUM_THREADS already set wins."""
+    if os.environ.get("ATTNVIZ_TEST_CPU"):  # where the CPU goes, test by test (tests/cputime.py)
+        from .cputime import CpuLog
+
+        config.pluginmanager.register(CpuLog(os.environ["ATTNVIZ_TEST_CPU"]), "attnviz-cpu-log")
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
     if workers > 1:
         share = max(1, (os.cpu_count() or 1) // workers)
