@@ -23,7 +23,7 @@ import pytest
 import attnviz
 from attnviz import i18n
 
-from .browser import ARTIFACTS
+from .browser import ARTIFACTS, fresh_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -203,21 +203,17 @@ class Session:
 
 def _session(chromium: Any, url: str, **context: Any) -> Iterator[Session]:
     context = {"viewport": {"width": 1400, "height": 1000}, "locale": "en-US", **context}
-    ctx = chromium.new_context(**context)
-    page = ctx.new_page()
-    page.set_default_timeout(WAIT_MS)
-    s = Session(page, url)
+    with fresh_page(chromium, url, **context) as page:  # tests/browser.py: on the worker's profile when it can
+        page.set_default_timeout(WAIT_MS)
+        s = Session(page, url)
 
-    def on_dialog(dialog: Any) -> None:
-        s.dialogs.append(f"{dialog.type}: {dialog.message}")
-        dialog.dismiss()
+        def on_dialog(dialog: Any) -> None:
+            s.dialogs.append(f"{dialog.type}: {dialog.message}")
+            dialog.dismiss()
 
-    page.on("dialog", on_dialog)
-    page.on("crash", lambda _page: s.crashed.append("crash"))
-    try:
+        page.on("dialog", on_dialog)
+        page.on("crash", lambda _page: s.crashed.append("crash"))
         yield s
-    finally:
-        ctx.close()
 
 
 @pytest.fixture
