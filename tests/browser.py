@@ -123,7 +123,9 @@ class Profile:
         page = context.new_page()
         cdp = context.new_cdp_session(page)
         origin = urllib.parse.urlsplit(url)
-        cdp.send("Storage.clearDataForOrigin", {"origin": f"{origin.scheme}://{origin.netloc}", "storageTypes": _CLEARED})
+        cdp.send(
+            "Storage.clearDataForOrigin", {"origin": f"{origin.scheme}://{origin.netloc}", "storageTypes": _CLEARED}
+        )
         locale = options.get("locale", "en-US")
         cdp.send("Emulation.setLocaleOverride", {"locale": locale})
         agent = cdp.send("Browser.getVersion")["userAgent"]
@@ -189,9 +191,9 @@ def fresh_page(browser: Any, url: str, **options: Any) -> Iterator[Any]:
 class SharedBrowser:
     """One headless Chromium for a run of browser test modules in one test process (a launch
     with its Playwright driver costs 2-5 s on 2 cores: once per module, 26 modules, it was a
-    minute or two of a run). Each test still gets its own browser context (cookies, storage,
-    cache: a context is a fresh profile), and a module's contexts left open are closed when it
-    ends (tests/conftest.py: chromium). Started on first use, and started again if it died.
+    minute or two of a run). Each test still gets a page with nothing of the tests before
+    (fresh_page: the process's Profile, cleared, or a new context), and a module's contexts left
+    open are closed when it ends (tests/conftest.py: chromium). Started on first use, and started again if it died.
 
     Sync Playwright keeps its event loop marked running in the thread that started it, so
     `asyncio.run` cannot be called there while it lives (tests/test_load.py drives its sessions

@@ -1,6 +1,7 @@
 """The app in a real browser: Debian's chromium driven by Playwright against `streamlit run app.py`
 on a free loopback port (tests/browser.py). One server for the module; every test gets its own
-browser context, which is its own Streamlit session.
+page (tests/browser.py: fresh_page, no cookie or storage of the tests before), which is its own
+Streamlit session.
 
 What is checked here is what only a browser shows: the four explorer views are drawn (Plotly
 rendered them, with the sentence's tokens in the SVG; the head and graph views once their
@@ -90,7 +91,7 @@ CLEAN = {"img_x": 0, "onerror": 0, "script": 0, "js_link": 0, "tex": 0, "colour"
 
 @dataclass
 class Session:
-    """One browser context (= one Streamlit session) and what it saw."""
+    """One page (= one Streamlit session) and what it saw."""
 
     page: Any
     url: str
