@@ -32,7 +32,9 @@ _BODY = re.compile(r'<pre class="' + CLASS + r'"[^>]*><code[^>]*>(.*)</code></pr
 
 def body(text: str) -> str:
     """The HTML that shows `text` literally (every character escaped; nothing of it is markup)."""
-    return f'<pre class="{CLASS}" style="{_STYLE}"><code style="{_CODE_STYLE}">{html.escape(text)}</code></pre>'
+    # line breaks as references too: one line, which st.html's dedent and strip leave alone
+    inner = html.escape(text).replace("\r", "&#13;").replace("\n", "&#10;")
+    return f'<pre class="{CLASS}" style="{_STYLE}"><code style="{_CODE_STYLE}">{inner}</code></pre>'
 
 
 def literal(text: str) -> None:
