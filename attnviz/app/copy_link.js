@@ -37,6 +37,7 @@ export default function ({ data, parentElement }) {
     const code = document.createElement("code");
     const button = document.createElement("button");
     button.type = "button";
+    button.setAttribute("aria-live", "polite");  // "Copied" is read out
     root.append(code, button);
     parentElement.append(root);
     button.addEventListener("click", async () => {

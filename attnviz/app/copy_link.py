@@ -8,6 +8,7 @@ only, never as markup."""
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -45,8 +46,6 @@ def copy_link(link: str, key: str) -> None:
 
 def link_of(element: Any) -> str | None:
     """The link a mounted copy_link shows, from its element (AppTest's `bidi_component`)."""
-    import json
-
     proto = element.proto
     if "attnviz_copy_link" not in proto.component_name:
         return None
