@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 import attnviz
 from attnviz import i18n
-from attnviz.app import nav
+from attnviz.app import literal, nav
 from attnviz.app.widgets import escape_md
 from attnviz.views import token_canvas
 
@@ -74,11 +74,16 @@ def _heatmap_z(at: AppTest, key: str = "chart_heatmap") -> np.ndarray:
 
 def _drawn(at: AppTest) -> list[Any]:
     """Every chart the run sent: Plotly's and the canvas map's (app/token_canvas.py)."""
-    return [*at.get("plotly_chart"), *at.get("bidi_component")]
+    return [*at.get("plotly_chart"), *at.main.get("bidi_component")]  # the sidebar's is the share link
+
+
+def _literals(at: AppTest) -> list[str]:
+    """What the page shows as literal text (app/literal.py: the tokens first on the explorer), in order."""
+    return [s for h in at.get("html") if (s := literal.text_of(h.proto.body)) is not None]
 
 
 def _tokens_shown(at: AppTest) -> list[str]:
-    return next(c.value for c in at.code).split(" · ")
+    return _literals(at)[0].split(" · ")
 
 
 def _messages(at: AppTest, kind: str) -> list[str]:
@@ -91,7 +96,7 @@ def _messages(at: AppTest, kind: str) -> list[str]:
 def test_every_page_runs_without_exception() -> None:
     at = _ok(_app())
     assert at.title[0].value == "Attention explorer"
-    assert len(at.get("bidi_component")) == 1  # the heatmap, on its canvas (app/token_canvas.py)
+    assert len(at.main.get("bidi_component")) == 1  # the heatmap, on its canvas (app/token_canvas.py)
     assert len(at.get("plotly_chart")) >= 1  # all heads (head and graph views: in their closed expander)
     titles = {}
     for page in PAGES[1:]:

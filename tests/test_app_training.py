@@ -16,7 +16,7 @@ from attnviz import i18n
 from attnviz.app import budget, session_models, training_jobs
 from attnviz.app.widgets import escape_md
 
-from .test_app import _array, _chart, _heatmap_z, _messages, _ok, _tokens_shown
+from .test_app import _array, _chart, _heatmap_z, _literals, _messages, _ok, _tokens_shown
 
 APP = str(Path(__file__).resolve().parent / "app_entry.py")
 PAGE = "../pages/training.py"
@@ -163,7 +163,7 @@ def test_hostile_text_trains_and_stays_text() -> None:
     _wait(at)
     keys = _chart(at, "chart_train_grid")["data"][0]["y"]  # category names, what hover shows
     assert keys[:4] == ["&lt;s&gt; (0)", "&lt; (1)", "s (2)", "c (3)"] and "<" not in "".join(keys)
-    assert any(c.value.startswith(i18n.t("train.probe", "en", text="<script>")) for c in at.code)
+    assert any(c.startswith(i18n.t("train.probe", "en", text="<script>")) for c in _literals(at))
 
 
 def test_the_page_speaks_chinese() -> None:

@@ -198,27 +198,27 @@ def _preload_for_the_explorer() -> None:
 
 
 def test_the_explorer_loads_the_component_code_at_its_box_and_the_chart_code_after_its_first_map() -> None:
-    """What its first map needs (the canvas's component code, and st.code's for the tokens above
-    it, whose compile held a cold map back 0.4 s) loads while the model does; Plotly's only once
-    the map is drawn (its compile held a cold map back a second)."""
+    """What its first map needs (the canvas's component code) loads while the model does;
+    Plotly's only once the map is drawn (its compile held a cold map back a second); st.code's
+    highlighter never (no page shows st.code: app/literal.py, copy_link.py)."""
     at = AppTest.from_function(_preload_for_the_explorer, default_timeout=60)
     at.run()
-    first, second, third = (s.proto.body for s in at.sidebar.get("html"))
+    first, second = (s.proto.body for s in at.sidebar.get("html"))
     component, code, chart = (warmup.chart_code_file(kind=k) for k in ("component", "code", "chart"))
     assert component is not None and warmup.COMPONENT_CODE.fullmatch(component)
     assert code is not None and warmup.CODE_CODE.fullmatch(code)
     box = "document.querySelector('.st-key-sentence_input textarea')"
     assert f"'./{component}'" in first and box in first
-    assert f"'./{code}'" in second and box in second
-    assert f"'./{chart}'" in third and f"document.querySelector('{warmup.MAP_DRAWN}')" in third
-    assert str(warmup.MAP_WAIT_MS) in third
+    assert f"'./{chart}'" in second and f"document.querySelector('{warmup.MAP_DRAWN}')" in second
+    assert str(warmup.MAP_WAIT_MS) in second
+    assert code not in first + second
     js = (ROOT / "attnviz" / "app" / "token_canvas.js").read_text(encoding="utf-8")
     assert f'classList.add("{warmup.MAP_DRAWN[1:]}")' in js  # the class the canvas sets once drawn
     import streamlit
 
     entry = Path(streamlit.__file__).parent / "static" / "static" / "js"
-    for name in (component, code):  # imported by the entry module by that name: one copy in the browser
-        assert any(f"./{name}" in p.read_text(encoding="utf-8") for p in entry.glob("index.*.js")), name
+    # imported by the entry module by that name: one copy in the browser
+    assert any(f"./{component}" in p.read_text(encoding="utf-8") for p in entry.glob("index.*.js")), component
 
 
 def test_the_preload_script_takes_only_a_chart_file_name_and_a_plain_selector() -> None:

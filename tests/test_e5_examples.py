@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 import attnviz
 from attnviz import i18n
+from attnviz.app import literal
 from attnviz.models import Runner
 from attnviz.unknown import MAX_UNKNOWN_SHARE, model_for_language, reader_for, tokenizer_of, unknown_tokens
 
@@ -120,7 +121,8 @@ def _app(**query: str) -> AppTest:
 
 
 def _tokens_shown(at: AppTest) -> list[str]:
-    return next(c.value for c in at.code).split(" · ")
+    shown = (literal.text_of(h.proto.body) for h in at.get("html"))
+    return next(s for s in shown if s is not None).split(" · ")
 
 
 def _warnings(at: AppTest) -> list[str]:

@@ -25,7 +25,7 @@ from streamlit.elements.plotly_chart import PlotlyState
 from .. import views
 from ..models import EMBEDDED_MODEL
 from ..views.charts import CAPTION_FONT, CAPTION_ROOM, slide_caption
-from . import nav, plot_theme, urls
+from . import copy_link, nav, plot_theme, urls
 from .state import SENTENCE, Ctx, set_sentence, t
 
 __all__ = [
@@ -214,7 +214,7 @@ def sync_url(context: Ctx, on_explorer: bool, page: str | None = None) -> None:
 
 def share_link(context: Ctx, on_explorer: bool) -> None:
     """After the page: the URL once more (values the page clamped are written back) and, in the
-    sidebar, the link to this view with a copy button (st.code's own)."""
+    sidebar, the link to this view with a copy button (app/copy_link.py: no highlighter)."""
     sync_url(context, on_explorer)
     query = urllib.parse.urlencode(st.query_params.to_dict())
     try:
@@ -222,8 +222,8 @@ def share_link(context: Ctx, on_explorer: bool) -> None:
     except Exception:  # bare mode, an older client: a link relative to the page
         base = ""
     with st.sidebar.container(key="share_link"):
-        st.caption(t("links.share"))
-        st.code(f"{base}?{query}" if query else base or "?", language=None, wrap_lines=True)
+        st.caption(t("copylink.share"))
+        copy_link.copy_link(f"{base}?{query}" if query else base or "?", key="share_link_copy")
         if len(str(st.session_state.get(SENTENCE, ""))) > urls.URL_TEXT_MAX:
             st.caption(t("links.text_left_out", limit=urls.URL_TEXT_MAX))
 

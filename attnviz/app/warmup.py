@@ -75,7 +75,8 @@ _FIRST_SCREEN = threading.Event()
 FIRST_SCREEN_WAIT_S = 6.0  # at the latest; app.py hands it over after any page anyway
 CHART_CODE = re.compile(r"PlotlyChart\.[A-Za-z0-9_-]{4,16}\.js")  # the chunk's name in Streamlit's build
 COMPONENT_CODE = re.compile(r"BidiComponent\.[A-Za-z0-9_-]{4,16}\.js")  # the v2 components' (the canvas map)
-CODE_CODE = re.compile(r"StreamlitSyntaxHighlighter\.[A-Za-z0-9_-]{4,16}\.js")  # st.code's (the tokens)
+# st.code's highlighter: no page loads it any more (app/literal.py, copy_link.py); tests watch for it
+CODE_CODE = re.compile(r"StreamlitSyntaxHighlighter\.[A-Za-z0-9_-]{4,16}\.js")
 _CODES = {
     "chart": ("PlotlyChart.*.js", CHART_CODE),
     "component": ("BidiComponent.*.js", COMPONENT_CODE),
@@ -163,7 +164,6 @@ def preload_chart_code(after: str = "", *, first_map: bool = False) -> None:
     if first_map:
         plan = [
             ("component", after, PRELOAD_WAIT_MS),
-            ("code", after, PRELOAD_WAIT_MS),
             ("chart", MAP_DRAWN, MAP_WAIT_MS),
         ]
     for kind, selector, wait_ms in plan:

@@ -15,7 +15,7 @@ import numpy as np
 import streamlit as st
 
 from .. import i18n
-from . import nav, urls
+from . import literal, nav, urls
 from .state import MEAN, SENTENCE, SENTENCE_INPUT, Ctx, keep, lang, set_sentence, t
 
 __all__ = [
@@ -125,10 +125,10 @@ def token_format(tokens: list[str], none: str | None = None) -> Callable[[int], 
 
 
 def show_tokens(tokens: list[str], key: str = "tokens") -> None:
-    """The tokens as literal text (st.code renders nothing as Markdown or HTML)."""
+    """The tokens as literal text, every character escaped (app/literal.py: no highlighter)."""
     with st.container(key=key):
         st.caption(t("tokens.label", n=len(tokens)))
-        st.code(TOKEN_SEPARATOR.join(tokens), language=None, wrap_lines=True)
+        literal.literal(TOKEN_SEPARATOR.join(tokens))
 
 
 def example_for(text: str, language: str | None = None) -> dict[str, str] | None:

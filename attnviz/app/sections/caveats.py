@@ -9,7 +9,7 @@ import streamlit as st
 from ... import explain
 from ...focus import default_focus
 from ...models import Progress
-from .. import nav, runners, widgets, work
+from .. import literal, nav, runners, widgets, work
 from ..state import Ctx, t
 from .explain import Subject, analysis, attempt
 
@@ -86,7 +86,7 @@ def agreement(context: Ctx, s: Subject) -> None:
             explain.agreement(m[query], occlusion, keep=att)["kendall"] for m in (att.head(0), att.head(last), rollout)
         ]
         st.caption(t("caveats.agreement_for"))
-        st.code(widgets.token_label(att.tokens, query), language=None)
+        literal.literal(widgets.token_label(att.tokens, query))
         a, b, col = st.columns(3)
         a.metric(t("caveats.tau_first"), f"{taus[0]:.2f}")
         b.metric(t("caveats.tau_last", layer=last), f"{taus[1]:.2f}")

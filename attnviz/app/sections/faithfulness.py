@@ -16,7 +16,7 @@ from ... import explain, views
 from ...explain import Contributions, Scoreboard
 from ...models import Progress
 from ...views.evidence import method_label
-from .. import charts, nav, widgets, work
+from .. import charts, literal, nav, widgets, work
 from ..sidebar import model_label
 from ..state import Ctx, lang, t
 from .explain import Subject, attempt
@@ -213,7 +213,7 @@ def average_scoreboard(context: Ctx) -> None:
         data = _average()
         if data is None:
             st.info(t("fx.average_missing"), icon="ℹ️")
-            st.code(AVERAGE_COMMAND, language="bash")
+            literal.literal(AVERAGE_COMMAND)
             return
         rows = [
             {

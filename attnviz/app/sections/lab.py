@@ -11,7 +11,7 @@ import streamlit as st
 from ... import i18n, lab, views
 from ...models import EMBEDDED_MODEL, Steps
 from ...result import Attention
-from .. import charts, downloads, runners, widgets
+from .. import charts, downloads, literal, runners, widgets
 from ..runners import Loaded
 from ..state import Ctx, t
 from .explorer import truncation_notice
@@ -162,7 +162,7 @@ def order_demo(context: Ctx, p: Pair) -> None:
     st.subheader(t("lab.order_title"))
     first, second = i18n.examples(context.lang)["order_pair"]
     st.caption(t("lab.order_intro"))
-    st.code(f"A: {first}\nB: {second}", language=None)
+    literal.literal(f"A: {first}\nB: {second}")
     results = {}
     for positions in (False, True):
         opts = {"scale": True, "positions": positions, "causal": False, "weights": "pretrained", "seed": 0}

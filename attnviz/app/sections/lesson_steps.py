@@ -15,7 +15,7 @@ import streamlit as st
 from ... import lesson, views
 from ...lesson import LIMIT_OPTIONS, SAME_OPTIONS, STEPS, Facts
 from ...result import Attention
-from .. import charts, widgets
+from .. import charts, literal, widgets
 from ..state import Ctx, t
 from ..widgets import escape_md
 from .lesson import ANSWER_KEYS, Lesson, fields, pair_note, with_norms, with_switch
@@ -133,9 +133,9 @@ def _tokens_picture(context: Ctx, att: Attention) -> None:
 
 
 def _tokens(tokens: list[str]) -> None:
-    """The tokens as literal text (st.code renders nothing), without their count: step 1 asks it."""
+    """The tokens as literal text (app/literal.py), without their count: step 1 asks it."""
     with st.container(key="tokens"):
-        st.code(widgets.TOKEN_SEPARATOR.join(tokens), language=None, wrap_lines=True)
+        literal.literal(widgets.TOKEN_SEPARATOR.join(tokens))
 
 
 def _switch_picture(context: Ctx, run: Lesson) -> None:

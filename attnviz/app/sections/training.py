@@ -15,7 +15,7 @@ from ...training import TASKS, TrainConfig, TrainingRun
 from ...training.plateau import PRESET_OPTIONS, PRESET_STEPS
 from ...training.reach import verdict
 from ...training.tasks import MAX_TEXT_CHARS, MIN_TEXT_CHARS
-from .. import charts, session_models, training_jobs, widgets, work
+from .. import charts, literal, session_models, training_jobs, widgets, work
 from ..state import Ctx, lang, t
 
 POLL_S = 2.0  # the live part redraws this often while a run trains (light figures: see _live)
@@ -233,7 +233,7 @@ def _grid(context: Ctx, run: TrainingRun, snapshots: list[Any], animate: bool = 
     with st.container(key="train_grid"):
         st.subheader(t("train.snapshots"))
         st.caption(t("train.snapshots_help") if animate else t("trainlab.snapshots_live"))
-        st.code(t("train.probe", text=run.probe.text), language=None, wrap_lines=True)
+        literal.literal(t("train.probe", text=run.probe.text))
         fig = views.snapshot_grid([s.attention for s in snapshots], [s.step for s in snapshots], animate=animate,
                                   lang=context.lang)  # fmt: skip
         charts.chart(fig, key="chart_train_grid")

@@ -1,0 +1,48 @@
+"""Light elements for text the page shows as it is (issue 24.1/24.5): no syntax highlighter.
+
+`st.code` made every page load fetch, compile and run Streamlit's highlighter chunk
+(StreamlitSyntaxHighlighter.*.js, 1.5 MB; about 0.3 s of a page load's main thread) although
+nothing shown is code. `literal` shows a text the same way (monospaced, wrapped, kept exactly,
+in a `<pre><code>` so the tests' `.st-key-... code` readers still find it) with `st.html`: every
+character is `html.escape`d, so a visitor's token (`<script>`, `<img onerror>`, `**bold**`,
+`$x$`) stays inert text; st.html renders no Markdown and its sanitiser runs on top.
+`text_of` reads the text back from such an element's body (tests, AppTest)."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import streamlit as st
+
+__all__ = ["CLASS", "body", "literal", "text_of"]
+
+CLASS = "attnviz-literal"
+_STYLE = (
+    "margin:0 0 1rem 0;padding:0.75rem 1rem;border-radius:0.5rem;"
+    "background:rgba(151,166,195,0.15);"  # st.code's grey on white and on dark (no theme variables here)
+    "white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word"
+)
+_CODE_STYLE = (
+    "font-family:var(--st-code-font,'Source Code Pro',monospace);font-size:0.875rem;"
+    "background:transparent;padding:0;white-space:inherit;color:inherit"
+)
+_BODY = re.compile(r'<pre class="' + CLASS + r'"[^>]*><code[^>]*>(.*)</code></pre>', re.DOTALL)
+
+
+def body(text: str) -> str:
+    """The HTML that shows `text` literally (every character escaped; nothing of it is markup)."""
+    # line breaks as references too: one line, which st.html's dedent and strip leave alone
+    inner = html.escape(text).replace("\r", "&#13;").replace("\n", "&#10;")
+    return f'<pre class="{CLASS}" style="{_STYLE}"><code style="{_CODE_STYLE}">{inner}</code></pre>'
+
+
+def literal(text: str) -> None:
+    """`text` monospaced and wrapped, exactly as given, with no highlighter and no Markdown."""
+    st.html(body(text))
+
+
+def text_of(html_body: str) -> str | None:
+    """The text a `literal` element shows (None for another HTML element)."""
+    found = _BODY.fullmatch(html_body.strip())
+    return html.unescape(found.group(1)) if found else None
