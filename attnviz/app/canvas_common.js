@@ -8,6 +8,39 @@
 // of 4, then rows x cols float32 little-endian (head.shape = [rows, cols]).
 
 const FONT = '"Source Sans", sans-serif';
+function heading(ctx, title, notes, colours) {
+  // A chart's title (bold) at the top left and the lines of small print under it.
+  ctx.fillStyle = colours.heading;
+  ctx.font = `700 16px ${FONT}`;
+  ctx.textBaseline = "alphabetic";
+  ctx.textAlign = "left";
+  ctx.fillText(title, 8, 22);
+  ctx.fillStyle = colours.label;
+  ctx.font = `11px ${FONT}`;
+  notes.forEach((line, i) => ctx.fillText(line, 8, 40 + 14 * i));
+}
+
+function fitted(canvas, width, height) {
+  // The canvas `width` x `height` css px, sharp on this screen; its context drawing in css px.
+  const dpr = window.devicePixelRatio || 1, ctx = canvas.getContext("2d");
+  canvas.width = Math.round(width * dpr);
+  canvas.height = Math.round(height * dpr);
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  return ctx;
+}
+
+function announce(root, colours, born) {
+  // What the page's tests and tools read once a chart is drawn: its colours, how many times it
+  // was drawn, and an "attnviz:drawn" event with the time since its data arrived (`born`).
+  root.dataset.heading = `rgb(${hexRgb(colours.heading).join(", ")})`;
+  root.dataset.label = `rgb(${hexRgb(colours.label).join(", ")})`;
+  root.dataset.drawn = String(Number(root.dataset.drawn || 0) + 1);
+  const now = performance.now();
+  root.dispatchEvent(new CustomEvent("attnviz:drawn", { bubbles: true, detail: { start: born, duration: now - born } }));
+}
+
 function colourbar(ctx, bar, colours) {
   // The colour scale from bar.lo (bottom) to bar.hi (top) at (bar.x, bar.y), bar.h px tall, its
   // tick numbers (`ticks`) right of it and its title above it.

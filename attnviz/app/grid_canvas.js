@@ -66,14 +66,7 @@ function gridDraw(ctx, grid, width, height, colours) {
   ctx.clearRect(0, 0, width, height);
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(grid.image, 0, 0, grid.cols, grid.rows, x0 + g, y0 + g, grid.cols * px, grid.rows * px);
-  ctx.fillStyle = colours.heading;
-  ctx.font = `700 16px ${FONT}`;
-  ctx.textAlign = "left";
-  ctx.textBaseline = "alphabetic";
-  ctx.fillText(head.title, 8, 22);
-  ctx.fillStyle = colours.label;
-  ctx.font = `11px ${FONT}`;
-  L.notes.forEach((line, i) => ctx.fillText(line, 8, 40 + 14 * i));
+  heading(ctx, head.title, L.notes, colours);
   marks(ctx, head, L);
   ctx.font = `12px ${FONT}`;
   ctx.textAlign = "right";
@@ -147,30 +140,21 @@ export default function ({ data, parentElement, setTriggerValue }) {
   root.append(canvas, tip);
   for (const old of parentElement.querySelectorAll(":scope > .attnviz-grid")) old.remove();  // keep Streamlit's <style>
   parentElement.append(root);
-  let L = null, drawn = 0, seen = 0;
+  let L = null, seen = 0;
 
   function render() {
     born = born === null ? performance.now() : born;
     seen = root.clientWidth;
-    const width = Math.max(200, seen || parentElement.clientWidth || 600), dpr = window.devicePixelRatio || 1;
-    const ctx = canvas.getContext("2d"), whole = gridLayout(ctx, grid, width, head.height);
+    const width = Math.max(200, seen || parentElement.clientWidth || 600);
+    const whole = gridLayout(canvas.getContext("2d"), grid, width, head.height);
     const used = Math.min(head.height, Math.ceil(whole.y0 + whole.unit * head.layers + whole.bottom + 4));
-    canvas.width = Math.round(width * dpr);
-    canvas.height = Math.round(used * dpr);
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${used}px`;
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    const colours = palette(grid, parentElement);
+    const ctx = fitted(canvas, width, used), colours = palette(grid, parentElement);
     L = gridDraw(ctx, grid, width, used, colours);
-    root.dataset.heading = `rgb(${hexRgb(colours.heading).join(", ")})`;  // what the page's tests read
-    root.dataset.label = `rgb(${hexRgb(colours.label).join(", ")})`;
     root.__attnvizText = [head.title, ...L.notes, head.xtitle, head.ytitle, head.bar, ...L.xs.map(String),
       ...L.ys.map(String), ...head.kv.filter((k) => k).map((k) => k[0]), ...L.bar.map(([, s]) => s)];
     root.__attnvizLayout = { x0: L.x0, y0: L.y0, unit: L.unit, layers: head.layers, heads: head.heads };
-    root.dataset.drawn = String(++drawn);
     root.classList.add("attnviz-grid-drawn");
-    const now = performance.now();
-    root.dispatchEvent(new CustomEvent("attnviz:drawn", { bubbles: true, detail: { start: born, duration: now - born } }));
+    announce(root, colours, born);
     born = null;
   }
 

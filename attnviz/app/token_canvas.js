@@ -46,16 +46,7 @@ function draw(ctx, map, width, height, view, colours) {
   ctx.clearRect(0, 0, width, height);
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(map.image, c0, r0, c1 - c0, r1 - r0, x0, y0, size, size);
-  ctx.fillStyle = colours.heading;
-  ctx.font = `700 16px ${FONT}`;
-  ctx.textBaseline = "alphabetic";
-  ctx.textAlign = "left";
-  ctx.fillText(head.title, 8, 22);
-  ctx.fillStyle = colours.label;
-  if (head.note) {
-    ctx.font = `11px ${FONT}`;
-    ctx.fillText(head.note, 8, 40);
-  }
+  heading(ctx, head.title, head.note ? [head.note] : [], colours);
   ctx.font = `12px ${FONT}`;
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
@@ -109,33 +100,24 @@ export default function ({ data, parentElement }) {
   for (const old of parentElement.querySelectorAll(":scope > .attnviz-map")) old.remove();  // keep Streamlit's <style>
   parentElement.append(root);
   const full = [0, map.rows, 0, map.cols];
-  let view = full, L = null, drawn = 0, start = null;
+  let view = full, L = null, start = null;
   const height = map.head.height;
 
   function render() {
     born = born === null ? performance.now() : born;
     seen = root.clientWidth;
-    const width = Math.max(200, seen || parentElement.clientWidth || 600), dpr = window.devicePixelRatio || 1;
-    const ctx = canvas.getContext("2d"), whole = layout(ctx, map, width, height, full);
+    const width = Math.max(200, seen || parentElement.clientWidth || 600);
+    const whole = layout(canvas.getContext("2d"), map, width, height, full);
     const used = Math.min(height, Math.ceil(whole.y0 + whole.size + whole.bottom + 4));  // no empty band under it
-    canvas.width = Math.round(width * dpr);
-    canvas.height = Math.round(used * dpr);
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${used}px`;
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    const colours = palette(map, parentElement);
+    const ctx = fitted(canvas, width, used), colours = palette(map, parentElement);
     L = draw(ctx, map, width, used, view, colours);
-    root.dataset.heading = `rgb(${hexRgb(colours.heading).join(", ")})`;  // what the page's tests read
-    root.dataset.label = `rgb(${hexRgb(colours.label).join(", ")})`;
     const h = map.head;  // every text drawn, as the page's tests and tools read it
     root.__attnvizText = [h.title, h.note, h.xtitle, h.ytitle, h.bar, ...[...L.ys, ...L.xs, ...L.bar].map(([, t]) => t)]
       .filter((t) => t);
     root.__attnvizLayout = { x0: L.x0, y0: L.y0, size: L.size, view: [...view], barText: L.x0 + L.size + 24 + 22 };
     root.dataset.view = view.join(",");
-    root.dataset.drawn = String(++drawn);
     root.classList.add("attnviz-map-drawn");  // a hook for tools: the map is drawn (warmup.MAP_DRAWN)
-    const now = performance.now();
-    root.dispatchEvent(new CustomEvent("attnviz:drawn", { bubbles: true, detail: { start: born, duration: now - born } }));
+    announce(root, colours, born);
     born = null;
   }
 

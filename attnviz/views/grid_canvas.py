@@ -30,7 +30,7 @@ from .decoder import groups
 from .grid import _mosaic_trace, block_mean
 from .token_canvas import pack, unpack
 
-__all__ = ["MAGIC", "grid_payload", "read"]
+__all__ = ["MAGIC", "grid_height", "grid_payload", "hover_lines", "read"]
 
 MAGIC = b"AVG1"
 _TOKEN = "\0"  # where the hover's token goes: filled after the lines are split, so a token is never a line break
@@ -80,11 +80,16 @@ def grid_payload(
         "focus_colour": FOCUS_COLOR,
         "off": [list(h) for h in sorted({(int(a), int(b)) for a, b in off})],
         "off_colour": OFF_COLOR,
-        "height": 120 + 70 * n_layers,
+        "height": grid_height(n_layers),
         "palette": palette,
         "hint": hint,
     } | _groups(att, lang)
     return pack(MAGIC, head, z)
+
+
+def grid_height(n_layers: int) -> int:
+    """The grid's height in css px, `model_view`'s: a heading and axes, and 70 px a layer."""
+    return 120 + 70 * n_layers
 
 
 def hover_lines(att: Attention, lang: str = DEFAULT_LANGUAGE) -> list[list[str]]:
