@@ -236,7 +236,8 @@ CHARTS_DRAWN_JS = """(min) => {
   const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
   const drawn = charts.filter(c => { const gd = c.querySelector('.js-plotly-plot');
     return gd && gd._fullLayout && gd.querySelector('.main-svg'); });
-  const canvases = document.querySelectorAll('[data-attnviz-map][data-drawn]').length;
+  const canvases = [...document.querySelectorAll('[data-attnviz-map][data-drawn]')]
+    .filter(m => !m.closest('.st-key-first_map')).length;  // not the cold start's first look (app/first_map.py)
   return drawn.length === charts.length && drawn.length + canvases >= min;
 }"""
 MIN_CHARTS = {"": 2, "explorer": 2, "lab": 1, "explain": 1}  # charts drawn by default
