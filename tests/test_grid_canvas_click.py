@@ -89,3 +89,18 @@ def test_the_guard_keeps_a_registered_components_trigger_and_no_other_internal_k
     assert not client_guard._well_formed(_session({other.id: meta}), other)
     long = WidgetState(id=trigger + "x" * client_guard.MAX_ID_CHARS, json_trigger_value="{}")
     assert not client_guard._well_formed(_session({long.id: meta}), long)
+
+
+def test_the_grids_html_download_is_the_plotly_figure_of_the_same_picture() -> None:
+    from attnviz import export, views
+    from attnviz.app.sections.explorer import grid_figure
+    from attnviz.views import decoder as decoder_views
+    from attnviz.views.ablation import mark_off
+
+    from .test_decoder_app_views import causal
+
+    att = causal(3, 6, 9, kv=2)
+    fig = grid_figure(att, (1, 2), 32, ((0, 4),), "en")  # made only when the visitor asks for the file
+    want = decoder_views.mark_groups(mark_off(views.model_view(att, focus=(1, 2), lang="en"), [(0, 4)]), att)
+    assert fig.to_json() == want.to_json()
+    assert "<html" in export.figure_html(fig, {"text": "t", "model": "toy"}).lower()

@@ -92,18 +92,13 @@ def grid_pick(chart_key: str, n_layers: int, n_heads: int) -> None:
     if not isinstance(click, Mapping):
         return
     layer, head = click.get("layer"), click.get("head")
-    if type(layer) is int and type(head) is int and 0 <= layer < n_layers and 0 <= head < n_heads:
-        _picked((layer, head))
-
-
-def _picked(pick: tuple[int, int] | None) -> None:
-    session = st.session_state
-    if pick is None:
+    if not (type(layer) is int and type(head) is int and 0 <= layer < n_layers and 0 <= head < n_heads):
         return
+    session = st.session_state
     if session.get(CLICK) and isinstance(session.get(OFF_MODEL), str):
-        toggle(session[OFF_MODEL], *pick)
+        toggle(session[OFF_MODEL], layer, head)
     else:
-        session["layer"], session["head"] = pick  # as charts.focus_from_chart
+        session["layer"], session["head"] = layer, head  # as charts.focus_from_chart
 
 
 def toggle_from_chart(chart_key: str, model: str) -> None:

@@ -175,7 +175,9 @@ def grid_view(context: Ctx, focus: Focus) -> None:
         downloads.figure_downloads(make, "grid", focus.settings)  # its HTML page: the Plotly figure
 
 
-def grid_figure(att: Attention, in_focus: tuple[int, int] | None, thumb: int, off: Any, lang: str) -> go.Figure:
+def grid_figure(
+    att: Attention, in_focus: tuple[int, int] | None, thumb: int, off: tuple[tuple[int, int], ...], lang: str
+) -> go.Figure:
     """The grid as a Plotly figure, for its offline HTML page: made only when it is downloaded."""
     fig = mark_off(views.model_view(att, focus=in_focus, thumb=thumb, lang=lang), off)
     return decoder_views.mark_groups(fig, att, lang=lang)
