@@ -230,14 +230,17 @@ FONTS_LOADED_JS = """async () => {
   return document.fonts.status;
 }"""
 FAVICON_JS = """() => [...document.querySelectorAll('link[rel~="icon"]')].map(l => l.href)"""
-# Every Plotly chart on the page is drawn, and at least `min` of them (MIN_CHARTS).
+# Every Plotly chart on the page is drawn, and at least `min` charts are, Plotly's and the canvas
+# charts' (the explorer's heatmap and grid: app/token_canvas.py, app/grid_canvas.py) (MIN_CHARTS).
 CHARTS_DRAWN_JS = """(min) => {
   const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
   const drawn = charts.filter(c => { const gd = c.querySelector('.js-plotly-plot');
     return gd && gd._fullLayout && gd.querySelector('.main-svg'); });
-  return drawn.length === charts.length && drawn.length >= min;
+  const canvases = [...document.querySelectorAll('[data-attnviz-map][data-drawn]')]
+    .filter(m => !m.closest('.st-key-first_map')).length;  // not the cold start's first look (app/first_map.py)
+  return drawn.length === charts.length && drawn.length + canvases >= min;
 }"""
-MIN_CHARTS = {"": 1, "explorer": 1, "lab": 1, "explain": 1}  # Plotly charts drawn by default
+MIN_CHARTS = {"": 2, "explorer": 2, "lab": 1, "explain": 1}  # charts drawn by default
 
 
 def outside(url: str) -> bool:

@@ -16,7 +16,7 @@ import attnviz
 from attnviz import i18n
 from attnviz.app import literal, nav
 from attnviz.app.widgets import escape_md
-from attnviz.views import token_canvas
+from attnviz.views import grid_canvas, token_canvas
 
 APP = str(Path(__file__).resolve().parent / "app_entry.py")  # runs app.py (see app_entry.py for why)
 PAGES = tuple(f"../pages/{p.name}.py" for p in nav.PAGES)  # the explorer first
@@ -72,6 +72,14 @@ def _heatmap_z(at: AppTest, key: str = "chart_heatmap") -> np.ndarray:
     return _array(_chart(at, key)["data"][0]["z"])
 
 
+def _grid(at: AppTest) -> tuple[dict[str, Any], np.ndarray]:
+    """The explorer's all-heads grid as its canvas draws it (app/grid_canvas.py): header, mosaic."""
+    for element in at.get("bidi_component"):
+        if element.proto.id.endswith("-chart_grid"):
+            return grid_canvas.read(element.proto.bytes)
+    raise AssertionError("no all-heads grid")
+
+
 def _drawn(at: AppTest) -> list[Any]:
     """Every chart the run sent: Plotly's and the canvas map's (app/token_canvas.py)."""
     return [*at.get("plotly_chart"), *at.main.get("bidi_component")]  # the sidebar's is the share link
@@ -96,8 +104,8 @@ def _messages(at: AppTest, kind: str) -> list[str]:
 def test_every_page_runs_without_exception() -> None:
     at = _ok(_app())
     assert at.title[0].value == "Attention explorer"
-    assert len(at.main.get("bidi_component")) == 1  # the heatmap, on its canvas (app/token_canvas.py)
-    assert len(at.get("plotly_chart")) >= 1  # all heads (head and graph views: in their closed expander)
+    assert len(at.main.get("bidi_component")) == 2  # the heatmap and all heads, on canvases (app/*_canvas.py)
+    assert len(at.get("plotly_chart")) == 0  # none on the first screen (head and graph views: closed)
     titles = {}
     for page in PAGES[1:]:
         _ok(at.switch_page(page).run())
@@ -378,8 +386,8 @@ def test_language_toggle_switches_labels_to_chinese() -> None:
     assert at.title[0].value == "注意力浏览器"
     assert at.selectbox(key="layer").label == "层"
     assert at.text_area(key="sentence_input").value == "动物没有过马路，它太累了。"  # the example follows the language
-    grid = _chart(at, "chart_grid")["layout"]
-    assert (grid["xaxis"]["title"]["text"], grid["yaxis"]["title"]["text"]) == ("头", "层")  # figure words too
+    grid = _grid(at)[0]  # the all-heads grid's canvas (app/grid_canvas.py)
+    assert (grid["xtitle"], grid["ytitle"]) == ("头", "层")  # figure words too
     _ok(at.switch_page("../pages/caveats.py").run())
     assert at.title[0].value.startswith("注意事项")
     _ok(at.radio(key="lang").set_value("en").run())

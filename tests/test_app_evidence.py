@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 import attnviz
 from attnviz import explain, i18n
 
-from .test_app import _array, _chart, _heatmap_z, _literals, _ok
+from .test_app import _array, _chart, _grid, _heatmap_z, _literals, _ok
 
 APP = str(Path(__file__).resolve().parent / "app_entry.py")
 TIMEOUT = 300
@@ -77,10 +77,9 @@ def test_hide_sinks_removes_the_sink_columns_from_the_views(minilm: attnviz.Pret
     np.testing.assert_allclose(z, hidden.head(0, 0), atol=1e-5)
     assert np.allclose(z[:, columns], 0) and np.allclose(z.sum(1), 1, atol=1e-4)
     assert f"removed {removed[0, 0]:.0%}" in _markdown(at)
-    grid = _chart(at, "chart_grid")  # the all-heads mosaic follows: thumbnail (0, 0) is the hidden map
-    meta = grid["layout"]["meta"]  # sent as a one-element list (app/plot_theme.py: no second draw)
-    size = (meta[0] if isinstance(meta, list) else meta)["thumb"]
-    np.testing.assert_allclose(_array(grid["data"][0]["z"])[:size, :size], hidden.weights[0, 0], atol=1e-5)
+    grid, mosaic = _grid(at)  # the all-heads mosaic follows: thumbnail (0, 0) is the hidden map
+    size = grid["thumb"]
+    np.testing.assert_allclose(mosaic[:size, :size], hidden.weights[0, 0], atol=1e-5)
     _ok(at.selectbox(key="head").set_value(-1).run())  # the mean of heads: the share is the mean of theirs
     assert f"removed {removed[0].mean():.0%}" in _markdown(at)
 

@@ -51,8 +51,8 @@ IDLE_JS = """() => {
     && !document.querySelector('[data-testid="stSpinner"]');
 }"""
 
-# Each explorer view shown holds a drawn chart: the heatmap (on its canvas, app/token_canvas.py)
-# and the grid (Plotly), and the head and graph views whenever their expander is open.
+# Each explorer view shown holds a drawn chart: the heatmap and the grid (on their canvases,
+# app/token_canvas.py and app/grid_canvas.py), and the head and graph views whenever their expander is open.
 VIEWS_DRAWN_JS = """([keys, lazy, expander]) => {
   const box = document.querySelector('.st-key-' + expander);
   const details = box && (box.closest('details') || box.querySelector('details'));
@@ -66,6 +66,13 @@ VIEWS_DRAWN_JS = """([keys, lazy, expander]) => {
 DRAWN_COUNT_JS = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')]
   .filter(gd => gd.querySelector('.main-svg') && gd._fullLayout).length
   + document.querySelectorAll('[data-attnviz-map][data-drawn]').length"""
+
+# The canvas grid (app/grid_canvas.js): the centre of head (layer, head)'s cell in page px, the
+# thumbnail size and the head the server outlined as in focus.
+GRID_CELL_JS = """([layer, head]) => { const m = document.querySelector('.st-key-view_grid [data-attnviz-grid][data-drawn]');
+  const L = m.__attnvizLayout, box = m.querySelector('canvas').getBoundingClientRect();
+  return {px: box.left + L.x0 + (head + 0.5) * L.unit, py: box.top + L.y0 + (layer + 0.5) * L.unit,
+          thumb: m.__attnvizMap.head.thumb, focus: m.__attnvizMap.head.focus}; }"""
 
 # The texts a canvas map drew (title, axis titles, tick labels, colour bar), or null without one.
 CANVAS_TEXT_JS = """(key) => { const m = document.querySelector('.st-key-' + key + ' [data-attnviz-map][data-drawn]');
@@ -255,26 +262,12 @@ def test_explorer_draws_four_views_and_a_thumbnail_click_moves_the_focus(
     assert s.query().get("text") == text
     s.shot("explorer", key="view_heatmap")
 
-    # The grid's geometry from the figure itself: thumbnail (l, h) is the block of the mosaic at
-    # rows l*(t+g) .. l*(t+g)+t-1 and columns h*(t+g) .. (layout.meta), placed by the heatmap's
-    # x0/dx and y0/dy. Click the centre of the thumbnail drawn for (layer 3, head 5).
+    # The grid's geometry from the canvas itself (app/grid_canvas.js): head (l, h) is the square
+    # cell l down and h across. Click the centre of the thumbnail drawn for (layer 3, head 5).
     layer, head = 3, 5
-    grid = s.page.locator(".st-key-view_grid .js-plotly-plot")
-    grid.scroll_into_view_if_needed()
-    spot = grid.evaluate(
-        """(gd, [layer, head]) => {
-          const L = gd._fullLayout, meta = [].concat(L.meta)[0], hm = gd._fullData.find(t => t.type === 'heatmap');
-          const step = meta.thumb + meta.gap, mid = (meta.thumb - 1) / 2;
-          const x = hm.x0 + hm.dx * (head * step + mid), y = hm.y0 + hm.dy * (layer * step + mid);
-          const box = gd.getBoundingClientRect();
-          return {meta, x, y,
-                  px: box.left + L.xaxis._offset + L.xaxis.l2p(x),
-                  py: box.top + L.yaxis._offset + L.yaxis.l2p(y)};
-        }""",
-        [layer, head],
-    )
-    assert spot["meta"]["thumb"] == min(32, len(tokens)), spot
-    assert abs(spot["x"] - head) < 0.5 and abs(spot["y"] - layer) < 0.5, spot
+    s.page.locator(".st-key-view_grid [data-attnviz-grid]").scroll_into_view_if_needed()
+    spot = s.page.evaluate(GRID_CELL_JS, [layer, head])
+    assert spot["thumb"] == min(32, len(tokens)), spot
     s.page.mouse.move(spot["px"], spot["py"])
     s.page.mouse.click(spot["px"], spot["py"])
 
@@ -288,8 +281,8 @@ def test_explorer_draws_four_views_and_a_thumbnail_click_moves_the_focus(
     assert s.layer_head_widgets() == (str(layer), str(head))
     which = i18n.t("fig.head_n", "en", h=head)
     assert s.chart_title("view_heatmap").startswith(i18n.t("fig.layer_which", "en", layer=layer, which=which))
-    outline = grid.evaluate("gd => (gd.layout.shapes || []).map(r => [r.x0, r.y0])")
-    assert outline == [[head - 0.5, layer - 0.5]], outline  # the grid outlines the head in focus
+    outline = s.page.evaluate(GRID_CELL_JS, [0, 0])["focus"]
+    assert outline == [layer, head], outline  # the grid outlines the head in focus
     assert s.query()["text"] == text  # the sentence stays in the shared URL
     s.shot("explorer-grid-click", key="view_grid")
 
@@ -438,10 +431,7 @@ def test_shared_url_restores_sentence_layer_and_head(session: Session, minilm: a
     assert s.layer_head_widgets() == ("2", "3")
     which = i18n.t("fig.head_n", "en", h=3)
     assert s.chart_title("view_heatmap").startswith(i18n.t("fig.layer_which", "en", layer=2, which=which))
-    outline = s.page.locator(".st-key-view_grid .js-plotly-plot").evaluate(
-        "gd => (gd.layout.shapes || []).map(r => [r.x0, r.y0])"
-    )
-    assert outline == [[2.5, 1.5]]
+    assert s.page.evaluate(GRID_CELL_JS, [0, 0])["focus"] == [2, 3]  # the grid outlines the head in focus
     s.shot("shared-url")
 
     s.open({"text": text, "layer": "1", "head": "mean"})

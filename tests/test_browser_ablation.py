@@ -10,7 +10,7 @@ import pytest
 import attnviz
 from attnviz import explain, i18n
 
-from .test_browser import WAIT_MS, Session
+from .test_browser import GRID_CELL_JS, WAIT_MS, Session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -22,16 +22,6 @@ HEATMAP_Z_JS = """() => {
   if (!m || m.closest('[data-stale="true"]')) return null;
   const {z, rows, cols} = m.__attnvizMap;
   return Array.from({length: rows}, (_, i) => Array.from(z.subarray(i * cols, (i + 1) * cols)));
-}"""
-
-# Where to click for cell (layer, head) of the all-heads grid (geometry from the figure itself,
-# as tests/test_browser.py does it).
-CELL_JS = """(gd, [layer, head]) => {
-  const L = gd._fullLayout, meta = [].concat(L.meta)[0], hm = gd._fullData.find(t => t.type === 'heatmap');
-  const step = meta.thumb + meta.gap, mid = (meta.thumb - 1) / 2;
-  const x = hm.x0 + hm.dx * (head * step + mid), y = hm.y0 + hm.dy * (layer * step + mid);
-  const box = gd.getBoundingClientRect();
-  return {px: box.left + L.xaxis._offset + L.xaxis.l2p(x), py: box.top + L.yaxis._offset + L.yaxis.l2p(y)};
 }"""
 
 
@@ -64,9 +54,8 @@ def test_a_head_clicked_off_in_the_grid_changes_a_later_layer(
 
     s.page.locator(".st-key-_abl_click label").click()  # clicks in the grid now switch heads
     s.wait_idle()
-    grid = s.page.locator(".st-key-view_grid .js-plotly-plot")
-    grid.scroll_into_view_if_needed()
-    spot = grid.evaluate(CELL_JS, list(clicked))
+    s.page.locator(".st-key-view_grid [data-attnviz-grid]").scroll_into_view_if_needed()
+    spot = s.page.evaluate(GRID_CELL_JS, list(clicked))  # the canvas grid's cell (app/grid_canvas.js)
     s.page.mouse.move(spot["px"], spot["py"])
     s.page.mouse.click(spot["px"], spot["py"])
 
@@ -79,8 +68,10 @@ def test_a_head_clicked_off_in_the_grid_changes_a_later_layer(
     assert f"{switched.sentence_distance:.4f}" in numbers
     off_list = s.page.locator(".st-key-abl_off_list").inner_text()
     assert i18n.t("fig.layer_head", "en", layer=clicked[0], head=clicked[1]) in off_list
-    crosses = grid.evaluate("gd => (gd.layout.shapes || []).filter(r => r.type === 'line').length")
-    assert crosses == 2
+    crosses = s.page.evaluate(
+        "() => document.querySelector('.st-key-view_grid [data-attnviz-grid][data-drawn]').__attnvizMap.head.off"
+    )
+    assert crosses == [list(clicked)]  # the head crossed out
     s.page.locator(".st-key-abl_effect").first.wait_for(state="visible", timeout=WAIT_MS)
     s.shot("ablation-off", key="view_grid")
 

@@ -23,13 +23,14 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SENTENCES = {"en": "The capital of France is", "zh": "我爱北京。"}
 
-# The all-heads grid as Plotly drew it: its title, tick texts and the outlines of width 2.
+# The all-heads grid as its canvas drew it (app/grid_canvas.js): its heading and notes, each head's
+# key/value label (null: none), the group outlines and every text drawn.
 GRID_JS = """() => {
-  const gd = document.querySelector('.st-key-view_grid .js-plotly-plot');
-  if (!gd || !gd._fullLayout || !gd.querySelector('.main-svg')) return null;
-  const L = gd._fullLayout;
-  return {title: L.title.text, ticks: L.xaxis.ticktext,
-          groups: (L.shapes || []).filter(s => s.type === 'rect' && s.line.width === 2).length};
+  const m = document.querySelector('.st-key-view_grid [data-attnviz-grid][data-drawn]');
+  if (!m) return null;
+  const h = m.__attnvizMap.head;
+  return {title: [h.title, ...h.notes, h.group_note].join(' '), kv: h.kv.map(k => k && k[0]),
+          groups: h.groups.length, drawn: m.__attnvizText};
 }"""
 
 
@@ -55,7 +56,7 @@ def _check(s: Session, model: attnviz.PretrainedModel, lang: str) -> None:
     assert top == best, (top, best)
     grid = s.page.evaluate(GRID_JS)
     assert grid is not None and grid["groups"] == 3
-    assert sum("kv 0" in tick for tick in grid["ticks"]) == 3 and "kv 2" in grid["ticks"][8]
+    assert grid["kv"].count("kv 0") == 3 and grid["kv"][8] == "kv 2" and "kv 2" in grid["drawn"]
     assert i18n.t("dec.grouped", lang, heads=9, kv=3, per=3) in grid["title"], grid["title"]
     page = s.page.locator('[data-testid="stMain"]').inner_text()
     assert i18n.t("decoder.english_only", lang)[:12] in page

@@ -88,7 +88,8 @@ def test_a_copied_link_restores_heads_off_and_hidden_sinks(session: Session, chr
 def test_every_chart_saves_slides_in_the_browser(session: Session) -> None:
     s = session
     s.open({"text": TEXT})
-    gd = s.page.locator(".st-key-view_grid .js-plotly-plot")  # Plotly's camera (the heatmap is a canvas)
+    s.open_views()  # Plotly's camera: the head view's (the heatmap and the all-heads grid are canvases)
+    gd = s.page.locator(".st-key-view_head .js-plotly-plot")
     camera = gd.evaluate(CAMERA_JS)
     width, _ = _png_size(base64.b64decode(camera["png"]))
     assert width >= 1600 and camera["opts"]["format"] == "png"

@@ -144,8 +144,8 @@ def test_a_model_baked_into_the_image_is_offered_by_name(chromium: Any, tmp_path
             option.wait_for(timeout=FIRST_LOAD_MS)
             option.click()
             s.page.wait_for_function(  # the all-heads grid now has the tiny model's 2 layers
-                "() => { const gd = document.querySelector('.st-key-view_grid .js-plotly-plot');"
-                " return !!gd && !!gd._fullLayout && gd._fullLayout.yaxis.range[0] === 1.5; }",
+                "() => { const m = document.querySelector('.st-key-view_grid [data-attnviz-grid][data-drawn]');"
+                " return !!m && m.__attnvizMap.head.layers === 2; }",
                 timeout=FIRST_LOAD_MS,
             )
             s.wait_idle()

@@ -73,9 +73,9 @@ def test_past_the_limit_the_long_mode_estimates_runs_and_draws_exact_maps(minilm
 
 
 def _views(at: AppTest) -> tuple[int, int]:
-    """The explorer's ordinary views: its heatmap (a canvas, app/token_canvas.py) and its grid."""
+    """The explorer's ordinary views: its heatmap and its grid (canvases, app/*_canvas.py)."""
     heatmaps = sum(e.proto.id.endswith("-chart_heatmap") for e in at.get("bidi_component"))
-    return heatmaps, sum(e.proto.id.endswith("-chart_grid") for e in at.get("plotly_chart"))
+    return heatmaps, sum(e.proto.id.endswith("-chart_grid") for e in at.get("bidi_component"))
 
 
 def test_within_the_limit_the_explorer_is_unchanged() -> None:

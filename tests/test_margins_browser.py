@@ -1,23 +1,24 @@
 """The token maps' margins, set on the server instead of by plotly.js's automargin redraws
 (attnviz/views/margins.py), as chromium draws them: every tick label and axis title of the
-all-heads grid lies inside its chart, outside the plot area, and clear of the
-other axis parts; a word too long for the margin is shortened with an ellipsis on the axis; and
+all-heads grid (Plotly's on the lesson page; the explorer's is a canvas, app/grid_canvas.py) lies
+inside its chart, outside the plot area, and clear of the other axis parts; a word too long for the margin is shortened with an ellipsis on the axis; and
 plotly.js runs no automargin on those axes; the heatmap's canvas shortens the long word too. Checked with whole words merged (one long label)
 in English, and with the default sentence in Chinese. The estimates themselves:
 tests/test_margins.py."""
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Any
 
 import pytest
 
-from .test_browser import Session
+from .test_browser import FIRST_LOAD_MS, Session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LONG_WORD = "antidisestablishmentarianism"
-CHARTS = ("chart_grid",)  # the heatmap is a canvas (app/token_canvas.py) that lays out its own labels
+CHARTS = ("lesson_chart_all_heads",)  # the explorer's heatmap and grid are canvases that lay out their own labels
 
 # Boxes in page pixels: each chart's svg, its plot area, tick labels and axis titles.
 GEOMETRY_JS = """(key) => {
@@ -74,13 +75,14 @@ def test_tick_labels_and_titles_fit_the_margins_set_on_the_server(
 ) -> None:
     s = session
     s.open(query)
-    for key in CHARTS:
-        s.page.locator(f".st-key-{key} .js-plotly-plot .xtick text").first.wait_for()
-        g = s.page.evaluate(GEOMETRY_JS, key)
-        _check(g, key)
     if long_label:
         labels = s.svg_texts("view_heatmap")  # the canvas shortens by the text's measured width
         cut = [label for label in labels if label.endswith("…")]
         assert cut and LONG_WORD.startswith(cut[0][:-1]) and len(cut[0]) < len(LONG_WORD), labels
     s.shot(f"margins-{'-'.join(sorted(query))}", key="view_heatmap")
+    s.page.goto(f"{s.url}/lesson?" + urllib.parse.urlencode({k: v for k, v in query.items() if k == "lang"}))
+    for key in CHARTS:
+        s.page.locator(f".st-key-{key} .js-plotly-plot .xtick text").first.wait_for(timeout=FIRST_LOAD_MS)
+        g = s.page.evaluate(GEOMETRY_JS, key)
+        _check(g, key)
     assert not s.dialogs and not s.crashed

@@ -58,6 +58,8 @@ _LOCK = threading.Lock()
 # takes either. Without this every integer number input was dropped as a misfit.
 _SAME_FIELD = frozenset({("int_value", "double_value")})
 _DONE: list[bool] = []
+# The id of a v2 component's trigger values ("$$STREAMLIT_INTERNAL_KEY_" + its element id + "__events").
+TRIGGER_PREFIX = f"{st_session_state.STREAMLIT_INTERNAL_KEY_PREFIX}_{st_common.GENERATED_ELEMENT_ID_PREFIX}"
 
 
 def fits(proto: Any, metadata: Any) -> bool:
@@ -93,13 +95,16 @@ def _option_names(metadata: Any) -> set[str] | None:
 
 def _well_formed(session: Any, proto: Any) -> bool:
     """Whether a widget state may be kept at all: an element id (Streamlit reads any other key
-    as a session-state entry the app set, and fails on it), not too long, in the field its widget
-    was registered with when that is known."""
+    as a session-state entry the app set, and fails on it), or the trigger id of a v2 component
+    registered in this session, not too long, in the field its widget was registered with when
+    that is known."""
     wid = proto.id
-    if not (isinstance(wid, str) and st_common.is_element_id(wid) and len(wid) <= MAX_ID_CHARS):
+    if not (isinstance(wid, str) and len(wid) <= MAX_ID_CHARS):
         return False
     metadata = session._new_widget_state.widget_metadata.get(wid)
-    return metadata is None or fits(proto, metadata)
+    if wid.startswith(TRIGGER_PREFIX):  # a v2 component's events (the explorer's grid): only one registered
+        return metadata is not None and fits(proto, metadata)
+    return st_common.is_element_id(wid) and (metadata is None or fits(proto, metadata))
 
 
 def _guarded_intake(original: Any) -> Any:

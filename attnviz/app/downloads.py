@@ -40,13 +40,14 @@ def with_switches(settings: dict[str, Any]) -> dict[str, Any]:
     return {**SWITCHES, **settings}
 
 
-def figure_downloads(fig: go.Figure, name: str, settings: dict[str, Any]) -> None:
+def figure_downloads(fig: go.Figure | Callable[[], go.Figure], name: str, settings: dict[str, Any]) -> None:
     """HTML (offline, plotly.js inlined, the sentence and model under the plot and in its title,
-    the settings in it) for every view. PNG and SVG: the row under the chart (charts.chart)."""
+    the settings in it) for every view; `fig` may be a function that makes the figure (then only
+    once the visitor asks for the file). PNG and SVG: the row under the chart (charts.chart)."""
     language = lang()
     st.download_button(
         t("export.html"),
-        data=lambda: export.figure_html(fig, with_switches(settings), lang=language),
+        data=lambda: export.figure_html(fig() if callable(fig) else fig, with_switches(settings), lang=language),
         file_name=f"attnviz-{name}.html",
         mime="text/html",
         key=f"dl_{name}_html",

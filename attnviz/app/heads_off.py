@@ -9,11 +9,13 @@ switches heads instead of focusing them (kept as every value that outlives a pag
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import streamlit as st
 
 from .. import views
 from ..models import HeadMode
-from . import charts, state, urls
+from . import state, urls
 
 __all__ = [
     "CLICK",
@@ -21,7 +23,7 @@ __all__ = [
     "OFF",
     "clear",
     "current",
-    "grid_click",
+    "grid_pick",
     "mode",
     "replace_with",
     "toggle",
@@ -80,17 +82,23 @@ def mode() -> HeadMode:
     return "mean" if value == "mean" else "zero"
 
 
-def grid_click(chart_key: str) -> None:
-    """on_select of the explorer's all-heads grid: switch the clicked head off or on when the
-    visitor asked for that, otherwise focus it."""
-    session = st.session_state
-    pick = views.model_view_pick(session.get(chart_key))
-    if pick is None:
+def grid_pick(chart_key: str, n_layers: int, n_heads: int) -> None:
+    """on_click_change of the explorer's all-heads grid (app/grid_canvas.py): switch the clicked
+    head off or on when the visitor asked for that, otherwise focus it. The click is its
+    "click" trigger value {"layer": l, "head": h}, taken only as two ints inside the model (the
+    browser sends it: a visitor can send anything)."""
+    state = st.session_state.get(chart_key)
+    click = state.get("click") if isinstance(state, Mapping) else None
+    if not isinstance(click, Mapping):
         return
+    layer, head = click.get("layer"), click.get("head")
+    if not (type(layer) is int and type(head) is int and 0 <= layer < n_layers and 0 <= head < n_heads):
+        return
+    session = st.session_state
     if session.get(CLICK) and isinstance(session.get(OFF_MODEL), str):
-        toggle(session[OFF_MODEL], *pick)
+        toggle(session[OFF_MODEL], layer, head)
     else:
-        charts.focus_from_chart(chart_key)
+        session["layer"], session["head"] = layer, head  # as charts.focus_from_chart
 
 
 def toggle_from_chart(chart_key: str, model: str) -> None:

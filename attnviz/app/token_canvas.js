@@ -4,106 +4,11 @@
 // map. Every visitor string (tokens) reaches the page as canvas text or as textContent only.
 //
 // Payload (attnviz/views/token_canvas.py): "AVM1", uint32 header length, UTF-8 JSON header,
-// zero padding to a multiple of 4, then rows x cols float32 little-endian.
+// zero padding to a multiple of 4, then rows x cols float32 little-endian. The helpers it calls
+// (parse, lut, cells, colourbar, image...) are in canvas_common.js, which Python prepends.
 
-const FONT = '"Source Sans", sans-serif';
 const MAX_LABEL_PX = 110;
 const LINE_PX = 15;
-
-function parse(bytes) {
-  const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
-  const magic = String.fromCharCode(u8[0], u8[1], u8[2], u8[3]);
-  if (magic !== "AVM1") throw new Error("not a token map payload");
-  const length = new DataView(u8.buffer, u8.byteOffset + 4, 4).getUint32(0, true);
-  const head = JSON.parse(new TextDecoder().decode(u8.subarray(8, 8 + length)));
-  const start = 8 + length + ((4 - ((8 + length) % 4)) % 4);
-  const [rows, cols] = head.shape;
-  const z = new Float32Array(u8.slice(start, start + 4 * rows * cols).buffer);
-  return { head, z, rows, cols };
-}
-
-function hexRgb(c) {
-  const m = /^#?([0-9a-f]{6})$/i.exec(c.trim());
-  if (m) return [0, 2, 4].map((i) => parseInt(m[1].slice(i, i + 2), 16));
-  const n = c.match(/[\d.]+/g) || [0, 0, 0];
-  return n.slice(0, 3).map(Number);
-}
-
-function lut(scale) {
-  // 256 colours interpolated in RGB between the scale's stops, as plotly.js does.
-  const stops = scale.map(([p, c]) => [Number(p), hexRgb(c)]);
-  const out = new Uint8ClampedArray(256 * 3);
-  for (let i = 0; i < 256; i++) {
-    const p = i / 255;
-    let k = 1;
-    while (k < stops.length - 1 && stops[k][0] < p) k++;
-    const [p0, c0] = stops[k - 1], [p1, c1] = stops[k];
-    const f = p1 > p0 ? Math.min(1, Math.max(0, (p - p0) / (p1 - p0))) : 0;
-    for (let ch = 0; ch < 3; ch++) out[3 * i + ch] = Math.round(c0[ch] + f * (c1[ch] - c0[ch]));
-  }
-  return out;
-}
-
-function range(head, z) {
-  if (head.zmin !== null && head.zmax !== null) return [head.zmin, head.zmax];
-  let lo = Infinity, hi = -Infinity;
-  for (let i = 0; i < z.length; i++) {
-    const v = z[i];
-    if (v < lo) lo = v;
-    if (v > hi) hi = v;
-  }
-  return lo <= hi ? [lo, hi] : [0, 1];
-}
-
-function cells(map) {
-  // One RGBA pixel per cell; a NaN cell stays transparent (a gap, as in Plotly).
-  const { z, rows, cols, colours, lo, hi } = map;
-  const canvas = document.createElement("canvas");
-  canvas.width = cols;
-  canvas.height = rows;
-  const ctx = canvas.getContext("2d");
-  const img = ctx.createImageData(cols, rows);
-  const px = img.data, span = hi > lo ? hi - lo : 1;
-  for (let i = 0; i < z.length; i++) {
-    const v = z[i];
-    if (v !== v) continue;
-    const k = 3 * Math.round(255 * Math.min(1, Math.max(0, (v - lo) / span)));
-    px[4 * i] = colours[k];
-    px[4 * i + 1] = colours[k + 1];
-    px[4 * i + 2] = colours[k + 2];
-    px[4 * i + 3] = 255;
-  }
-  ctx.putImageData(img, 0, 0);
-  return canvas;
-}
-
-function ticks(lo, hi) {
-  // About five round numbers inside [lo, hi] (1, 2 or 5 times a power of ten apart).
-  const span = hi - lo || 1, raw = span / 5, mag = Math.pow(10, Math.floor(Math.log10(raw)));
-  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw);
-  const digits = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
-  const out = [];
-  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) out.push([v, v.toFixed(digits)]);
-  return out;
-}
-
-function shortened(ctx, text, max) {
-  if (ctx.measureText(text).width <= max) return text;
-  const chars = Array.from(text);
-  let lo = 0, hi = chars.length;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (ctx.measureText(chars.slice(0, mid).join("") + "…").width <= max) lo = mid;
-    else hi = mid - 1;
-  }
-  return chars.slice(0, lo).join("") + "…";
-}
-
-function palette(map, el) {
-  const bg = getComputedStyle(el).getPropertyValue("--st-background-color") || "#ffffff";
-  const [r, g, b] = hexRgb(bg);
-  return map.head.palette[0.299 * r + 0.587 * g + 0.114 * b < 128 ? "dark" : "light"];
-}
 
 function labelled(ctx, labels, view, step) {
   const out = [];
@@ -141,16 +46,7 @@ function draw(ctx, map, width, height, view, colours) {
   ctx.clearRect(0, 0, width, height);
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(map.image, c0, r0, c1 - c0, r1 - r0, x0, y0, size, size);
-  ctx.fillStyle = colours.heading;
-  ctx.font = `700 16px ${FONT}`;
-  ctx.textBaseline = "alphabetic";
-  ctx.textAlign = "left";
-  ctx.fillText(head.title, 8, 22);
-  ctx.fillStyle = colours.label;
-  if (head.note) {
-    ctx.font = `11px ${FONT}`;
-    ctx.fillText(head.note, 8, 40);
-  }
+  heading(ctx, head.title, head.note ? [head.note] : [], colours);
   ctx.font = `12px ${FONT}`;
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
@@ -174,24 +70,9 @@ function draw(ctx, map, width, height, view, colours) {
   ctx.rotate(-Math.PI / 2);
   ctx.fillText(head.ytitle, 0, 0);
   ctx.restore();
-  colourbar(ctx, map, L, colours);
+  const bar = { x: L.x0 + L.size + 24, y: L.y0 + 20, h: Math.max(20, L.size - 20) };
+  colourbar(ctx, { ...bar, lo: map.lo, hi: map.hi, lut: map.colours, ticks: L.bar, title: head.bar }, colours);
   return L;
-}
-
-function colourbar(ctx, map, L, colours) {
-  const bx = L.x0 + L.size + 24, by = L.y0 + 20, bh = Math.max(20, L.size - 20), span = map.hi - map.lo || 1;
-  for (let y = 0; y < bh; y++) {
-    const k = 3 * Math.round(255 * (1 - y / Math.max(1, bh - 1)));
-    ctx.fillStyle = `rgb(${map.colours[k]},${map.colours[k + 1]},${map.colours[k + 2]})`;
-    ctx.fillRect(bx, by + y, 16, 1);
-  }
-  ctx.fillStyle = colours.label;
-  ctx.font = `12px ${FONT}`;
-  ctx.textAlign = "left";
-  ctx.textBaseline = "middle";
-  for (const [v, s] of L.bar) ctx.fillText(s, bx + 22, by + bh * (1 - (v - map.lo) / span));
-  ctx.textBaseline = "alphabetic";
-  ctx.fillText(map.head.bar, bx - 2, by - 8);
 }
 
 function fill(template, values) {
@@ -201,7 +82,7 @@ function fill(template, values) {
 
 export default function ({ data, parentElement }) {
   let born = performance.now();  // the first draw counts from the data's arrival here
-  const map = parse(data);
+  const map = parse(data, "AVM1");
   map.colours = lut(map.head.scale);
   [map.lo, map.hi] = range(map.head, map.z);
   map.image = cells(map);
@@ -219,33 +100,24 @@ export default function ({ data, parentElement }) {
   for (const old of parentElement.querySelectorAll(":scope > .attnviz-map")) old.remove();  // keep Streamlit's <style>
   parentElement.append(root);
   const full = [0, map.rows, 0, map.cols];
-  let view = full, L = null, drawn = 0, start = null;
+  let view = full, L = null, start = null;
   const height = map.head.height;
 
   function render() {
     born = born === null ? performance.now() : born;
     seen = root.clientWidth;
-    const width = Math.max(200, seen || parentElement.clientWidth || 600), dpr = window.devicePixelRatio || 1;
-    const ctx = canvas.getContext("2d"), whole = layout(ctx, map, width, height, full);
+    const width = Math.max(200, seen || parentElement.clientWidth || 600);
+    const whole = layout(canvas.getContext("2d"), map, width, height, full);
     const used = Math.min(height, Math.ceil(whole.y0 + whole.size + whole.bottom + 4));  // no empty band under it
-    canvas.width = Math.round(width * dpr);
-    canvas.height = Math.round(used * dpr);
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${used}px`;
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    const colours = palette(map, parentElement);
+    const ctx = fitted(canvas, width, used), colours = palette(map, parentElement);
     L = draw(ctx, map, width, used, view, colours);
-    root.dataset.heading = `rgb(${hexRgb(colours.heading).join(", ")})`;  // what the page's tests read
-    root.dataset.label = `rgb(${hexRgb(colours.label).join(", ")})`;
     const h = map.head;  // every text drawn, as the page's tests and tools read it
     root.__attnvizText = [h.title, h.note, h.xtitle, h.ytitle, h.bar, ...[...L.ys, ...L.xs, ...L.bar].map(([, t]) => t)]
       .filter((t) => t);
     root.__attnvizLayout = { x0: L.x0, y0: L.y0, size: L.size, view: [...view], barText: L.x0 + L.size + 24 + 22 };
     root.dataset.view = view.join(",");
-    root.dataset.drawn = String(++drawn);
-    root.classList.add("attnviz-map-drawn");  // app/warmup.py loads Streamlit's chart code after this
-    const now = performance.now();
-    root.dispatchEvent(new CustomEvent("attnviz:drawn", { bubbles: true, detail: { start: born, duration: now - born } }));
+    root.classList.add("attnviz-map-drawn");  // a hook for tools: the map is drawn (warmup.MAP_DRAWN)
+    announce(root, colours, born);
     born = null;
   }
 
@@ -304,7 +176,10 @@ export default function ({ data, parentElement }) {
 
   root.__attnvizMap = map;
   root.__attnvizZoom = (v) => { view = v || full; render(); };
-  root.__attnvizImage = (format, caption, width, h, scale, room, font) => image(map, format, caption, width, h, scale, room, font, parentElement);
+  root.__attnvizImage = (format, caption, width, h, scale, room, font) => {
+    const colours = palette(map, parentElement), whole = [0, map.rows, 0, map.cols];
+    return image(format, caption, width, h, scale, room, font, colours, (ctx) => draw(ctx, map, width, h, whole, colours));
+  };
   canvas.addEventListener("mousemove", hover);
   canvas.addEventListener("mousedown", press);
   canvas.addEventListener("mouseup", release);
@@ -319,78 +194,3 @@ export default function ({ data, parentElement }) {
   return () => observer.disconnect();
 }
 
-const SVG = "http://www.w3.org/2000/svg";
-const ANCHOR = { left: "start", start: "start", center: "middle", right: "end", end: "end" };
-const BASELINE = { middle: "central", top: "text-before-edge", alphabetic: "alphabetic" };
-
-function svgContext(doc, parent) {
-  // The part of a canvas 2D context that `draw` uses, writing SVG elements: the same layout, with
-  // text as text (a slide can be edited) and the cells as one pixelated image.
-  const measure = document.createElement("canvas").getContext("2d");
-  let ops = [];
-  const stack = [];
-  const add = (tag, attrs) => {
-    const el = doc.createElementNS(SVG, tag);
-    for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
-    if (ops.length) el.setAttribute("transform", ops.join(" "));
-    parent.append(el);
-    return el;
-  };
-  const ctx = {
-    font: `12px ${FONT}`, fillStyle: "#000", textAlign: "start", textBaseline: "alphabetic", imageSmoothingEnabled: false,
-    measureText: (text) => { measure.font = ctx.font; return measure.measureText(text); },
-    clearRect: () => {},
-    save: () => stack.push({ ops: [...ops], font: ctx.font, fillStyle: ctx.fillStyle, textAlign: ctx.textAlign, textBaseline: ctx.textBaseline }),
-    restore: () => { const s = stack.pop(); ops = s.ops; delete s.ops; Object.assign(ctx, s); },
-    translate: (x, y) => ops.push(`translate(${x} ${y})`),
-    rotate: (a) => ops.push(`rotate(${(a * 180) / Math.PI})`),
-    fillRect: (x, y, w, h) => add("rect", { x, y, width: w, height: h, fill: ctx.fillStyle }),
-    fillText: (text, x, y) => {
-      add("text", { x, y, fill: ctx.fillStyle, style: `font: ${ctx.font}; white-space: pre`,
-        "text-anchor": ANCHOR[ctx.textAlign] || "start", "dominant-baseline": BASELINE[ctx.textBaseline] || "alphabetic" })
-        .textContent = text;
-    },
-    drawImage: (img, sx, sy, sw, sh, dx, dy, dw, dh) => {
-      const box = add("svg", { x: dx, y: dy, width: dw, height: dh, viewBox: `${sx} ${sy} ${sw} ${sh}`, preserveAspectRatio: "none" });
-      const cells = doc.createElementNS(SVG, "image");
-      for (const [k, v] of Object.entries({ href: img.toDataURL("image/png"), width: img.width, height: img.height,
-        style: "image-rendering: pixelated", preserveAspectRatio: "none" })) cells.setAttribute(k, String(v));
-      box.append(cells);
-    },
-  };
-  return ctx;
-}
-
-function image(map, format, caption, width, height, scale, room, font, el) {
-  // The whole map as a slide image with the caption under it: a PNG `scale` px per css px, or
-  // an SVG of the same layout (text as text, the cells as one pixelated image).
-  const colours = palette(map, el), full = [0, map.rows, 0, map.cols];
-  let ctx, canvas, doc;
-  if (format === "png") {
-    canvas = document.createElement("canvas");
-    canvas.width = width * scale;
-    canvas.height = (height + room) * scale;
-    ctx = canvas.getContext("2d");
-    ctx.scale(scale, scale);
-  } else {
-    doc = document.implementation.createDocument(SVG, "svg", null);
-    const svg = doc.documentElement;
-    svg.setAttribute("width", String(width));
-    svg.setAttribute("height", String(height + room));
-    svg.setAttribute("viewBox", `0 0 ${width} ${height + room}`);
-    const title = doc.createElementNS(SVG, "title");
-    title.textContent = caption;
-    svg.append(title);
-    ctx = svgContext(doc, svg);
-  }
-  ctx.fillStyle = colours.background;
-  ctx.fillRect(0, 0, width, height + room);
-  draw(ctx, map, width, height, full, colours);
-  ctx.font = `${font.size}px ${FONT}`;
-  ctx.fillStyle = font.color;
-  ctx.textAlign = "left";
-  ctx.textBaseline = "top";
-  ctx.fillText(caption, 8, height + 6);
-  if (format === "png") return canvas.toDataURL("image/png");
-  return "data:image/svg+xml;charset=utf-8," + encodeURIComponent(new XMLSerializer().serializeToString(doc));
-}

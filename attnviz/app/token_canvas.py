@@ -21,7 +21,7 @@ from ..views._base import map_height
 from . import charts, plot_theme
 from .state import lang, t
 
-__all__ = ["CSS", "token_map"]
+__all__ = ["CSS", "module_js", "palette", "token_map"]
 
 CSS = (
     ".attnviz-map{position:relative;width:100%;user-select:none}"
@@ -35,9 +35,16 @@ CSS = (
 )
 
 
+def module_js(name: str) -> str:
+    """A canvas chart's module: the helpers the canvas charts share (canvas_common.js), then the
+    chart's own file `name` (its `export default`)."""
+    folder = resources.files(__package__)
+    return "\n".join(folder.joinpath(f).read_text("utf-8") for f in ("canvas_common.js", name))
+
+
 @cache
 def _component() -> Any:
-    js = resources.files(__package__).joinpath("token_canvas.js").read_text("utf-8")
+    js = module_js("token_canvas.js")
     return st.components.v2.component("attnviz_token_map", js=js, css=CSS, isolate_styles=False)
 
 

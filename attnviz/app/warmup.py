@@ -30,12 +30,11 @@ Each job once per process (the preload once per session):
   before any other page): the browser fetches and compiles Streamlit's Plotly chart code (one
   4.7 MB module it otherwise asks for only when the first chart's data arrives) while the
   server works. The compile holds the browser's main thread for a second or more on a busy
-  2-core machine, so on the explorer, whose first picture is the heatmap's canvas (a v2
-  component, whose 15 KB module loads once the sentence box is drawn), the chart code loads
-  once that map is drawn: a cold start's map arrived during the compile and waited for it,
-  and the grid's data comes after the server's pandas import anyway. Once per session, on its
-  first run; a Streamlit without those file names sends nothing (the chart then loads its
-  code itself, as before).
+  2-core machine, so the explorer, whose first screen has no Plotly chart (its heatmap and its
+  all-heads grid are canvases: v2 components, whose 15 KB module loads once the sentence box is
+  drawn), does not load it at all: the views below the fold that use Plotly load it when they
+  are opened. Once per session, on its first run; a Streamlit without those file names sends
+  nothing (the chart then loads its code itself, as before).
 """
 
 from __future__ import annotations
@@ -99,7 +98,6 @@ _PRELOAD_JS = """<script>(() => {
 })();</script>"""
 PRELOAD_WAIT_MS = 3000  # no such element by then: the code loads anyway
 MAP_DRAWN = ".attnviz-map-drawn"  # the explorer's canvas map once drawn (app/token_canvas.js)
-MAP_WAIT_MS = 20_000  # the first map waits for the model; the chart code loads by then anyway
 SAFE_SELECTOR = re.compile(r"[A-Za-z0-9_ .#>-]*")
 
 
@@ -152,9 +150,9 @@ def preload_script(name: str, after: str = "", wait_ms: int = PRELOAD_WAIT_MS) -
 def preload_chart_code(after: str = "", *, first_map: bool = False) -> None:
     """On a session's first run: the browser starts loading the chart code (see the module's
     docstring) at once, or once the element `after` is drawn. `first_map` (the explorer, whose
-    first picture is the canvas map): the component code once `after` is drawn, the chart code
-    only once that map is drawn. The scripts name nothing of the visitor's: file names of
-    Streamlit's and selectors of ours, all checked."""
+    first screen is canvases): the component code once `after` is drawn, and no chart code. The
+    scripts name nothing of the visitor's: file names of Streamlit's and selectors of ours, all
+    checked."""
     import streamlit as st
 
     if st.session_state.get(_CHART_CODE_SENT):
@@ -164,7 +162,6 @@ def preload_chart_code(after: str = "", *, first_map: bool = False) -> None:
     if first_map:
         plan = [
             ("component", after, PRELOAD_WAIT_MS),
-            ("chart", MAP_DRAWN, MAP_WAIT_MS),
         ]
     for kind, selector, wait_ms in plan:
         name = chart_code_file(kind=kind)

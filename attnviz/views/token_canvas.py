@@ -66,15 +66,27 @@ def map_payload(
         "palette": palette,
         "hint": hint,
     }
-    text = json.dumps(head_, ensure_ascii=False).encode("utf-8")
-    start = 8 + len(text)
-    return MAGIC + struct.pack("<I", len(text)) + text + b"\0" * (-start % 4) + z.tobytes()
+    return pack(MAGIC, head_, z)
 
 
 def read(data: bytes) -> tuple[dict[str, Any], np.ndarray]:
     """The header and the (rows, cols) float32 map of a `payload`."""
-    if data[:4] != MAGIC:
-        raise ValueError("not a token map payload")
+    return unpack(data, MAGIC, "token map")
+
+
+def pack(magic: bytes, head: Json, z: np.ndarray) -> bytes:
+    """A canvas chart's message: `magic`, the JSON header's length and text, padding, float32 `z`
+    (the app's canvas_common.js `parse`)."""
+    text = json.dumps(head, ensure_ascii=False).encode("utf-8")
+    start = 8 + len(text)
+    body = np.ascontiguousarray(z, dtype="<f4").tobytes()
+    return magic + struct.pack("<I", len(text)) + text + b"\0" * (-start % 4) + body
+
+
+def unpack(data: bytes, magic: bytes, what: str) -> tuple[dict[str, Any], np.ndarray]:
+    """The header and the (rows, cols) float32 array of a `pack`ed message (`what`: its name)."""
+    if data[:4] != magic:
+        raise ValueError(f"not a {what} payload")
     (length,) = struct.unpack("<I", data[4:8])
     head = json.loads(data[8 : 8 + length].decode("utf-8"))
     start = 8 + length + (-(8 + length) % 4)

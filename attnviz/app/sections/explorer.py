@@ -16,7 +16,7 @@ from ...focus import default_focus
 from ...result import Attention
 from ...views import decoder as decoder_views
 from ...views.ablation import mark_off
-from .. import charts, downloads, heads_off, redraw, runners, token_canvas, urls, warmup, widgets, work
+from .. import charts, downloads, grid_canvas, redraw, runners, token_canvas, urls, warmup, widgets, work
 from ..readers import unknown_notice
 from ..runners import Loaded
 from ..state import Ctx, t
@@ -169,9 +169,18 @@ def grid_view(context: Ctx, focus: Focus) -> None:
         st.subheader(t("view.grid"))
         in_focus = None if focus.head is None else (focus.layer, focus.head)
         thumb = decoder_views.grid_thumb(focus.att, THUMB)  # 270 heads of SmolLM2 keep the payload of 72
-        fig = mark_off(views.model_view(focus.att, focus=in_focus, thumb=thumb, lang=context.lang), focus.off)
-        fig = decoder_views.mark_groups(fig, focus.att, lang=context.lang)
-        _show(focus, fig, "chart_grid", "caveat.grid", "grid", on_select=heads_off.grid_click)
+        grid_canvas.head_grid(focus.att, in_focus, thumb, focus.off, "chart_grid")  # a canvas: no Plotly (24.1)
+        widgets.caveat("caveat.grid")
+        make = partial(grid_figure, focus.att, in_focus, thumb, focus.off, context.lang)
+        downloads.figure_downloads(make, "grid", focus.settings)  # its HTML page: the Plotly figure
+
+
+def grid_figure(
+    att: Attention, in_focus: tuple[int, int] | None, thumb: int, off: tuple[tuple[int, int], ...], lang: str
+) -> go.Figure:
+    """The grid as a Plotly figure, for its offline HTML page: made only when it is downloaded."""
+    fig = mark_off(views.model_view(att, focus=in_focus, thumb=thumb, lang=lang), off)
+    return decoder_views.mark_groups(fig, att, lang=lang)
 
 
 def more_views(context: Ctx, focus: Focus) -> None:

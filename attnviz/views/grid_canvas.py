@@ -1,0 +1,134 @@
+"""The explorer's all-heads grid as the bytes the app's canvas draws from (issue 24.1).
+
+The grid was the explorer's only Plotly chart on its first screen: the browser's Plotly chunk
+(about 0.85 s of main thread a page load) and its draw (0.2-0.3 s of a new sentence at 512 tokens)
+for one image. `grid_payload` makes the canvas message (attnviz/app/grid_canvas.js) of the same
+picture as `model_view` + `ablation.mark_off` + `decoder.mark_groups`: the mosaic is
+`model_view`'s own (grid._mosaic_trace: thumbnails block-averaged by `block_mean`, NaN between
+them, the colour scale from 0 to the thumbnails' 0.99 quantile), with its words (heading, note,
+axis titles, colour bar, hover), the head in focus, the heads switched off and the key/value
+groups. No plotly figure is made here. The format, all little-endian:
+
+    b"AVG1" | uint32 header length | UTF-8 JSON header | zero padding to 4 | float32 rows x cols
+
+The header carries every hover line as plain text (tokens as they are: the canvas writes them
+as text, never as markup). `read` is the inverse, for tests and tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ..i18n import DEFAULT_LANGUAGE, t
+from ..result import Attention
+from ._base import FOCUS_COLOR, HEAD_COLORS, Json, head_label
+from .ablation import OFF_COLOR
+from .decoder import groups
+from .grid import _mosaic_trace, block_mean
+from .token_canvas import pack, unpack
+
+__all__ = ["MAGIC", "grid_height", "grid_payload", "hover_lines", "read"]
+
+MAGIC = b"AVG1"
+_TOKEN = "\0"  # where the hover's token goes: filled after the lines are split, so a token is never a line break
+
+
+def grid_payload(
+    att: Attention,
+    *,
+    focus: tuple[int, int] | None = None,
+    thumb: int = 32,
+    off: Iterable[tuple[int, int]] = (),
+    palette: dict[str, dict[str, str]],
+    hint: str = "",
+    lang: str = DEFAULT_LANGUAGE,
+) -> bytes:
+    """The canvas message for every layer x head of `att`, as
+    `mark_groups(mark_off(model_view(att, focus, thumb, lang=lang), off), att, lang=lang)` shows
+    it; `palette`: the light and dark colours ({"light": {"heading", "label", "background"},
+    "dark": ...}); `hint`: what a click does, for screen readers."""
+    n_layers, n_heads = att.n_layers, att.n_heads
+    if thumb < 1:
+        raise ValueError("thumb must be at least 1")
+    if focus is not None and not (0 <= focus[0] < n_layers and 0 <= focus[1] < n_heads):
+        raise IndexError(f"focus {focus} outside {n_layers} layers x {n_heads} heads")
+    thumbs = block_mean(att.weights, thumb)
+    size = max(thumbs.shape[-2:])
+    gap = max(1, size // 10)
+    trace = _mosaic_trace(thumbs, gap, lang)
+    z = np.asarray(trace["z"], dtype=np.float32)
+    key = "fig.model_title" if size == max(att.n, att.n_keys) else "fig.model_title_shrunk"
+    head: Json = {
+        "shape": list(z.shape),
+        "layers": n_layers,
+        "heads": n_heads,
+        "thumb": size,
+        "gap": gap,
+        "title": t(key, lang, layers=n_layers, heads=n_heads, n=att.n, size=size),
+        "notes": [t("fig.note_click_head", lang)],
+        "xtitle": t("fig.head", lang),
+        "ytitle": t("fig.layer", lang),
+        "bar": trace["colorbar"]["title"]["text"],
+        "scale": [[float(p), str(c)] for p, c in trace["colorscale"]],
+        "zmin": float(trace["zmin"]),
+        "zmax": float(trace["zmax"]),
+        "hover": hover_lines(att, lang),
+        "focus": None if focus is None else [int(focus[0]), int(focus[1])],
+        "focus_colour": FOCUS_COLOR,
+        "off": [list(h) for h in sorted({(int(a), int(b)) for a, b in off})],
+        "off_colour": OFF_COLOR,
+        "height": grid_height(n_layers),
+        "palette": palette,
+        "hint": hint,
+    } | _groups(att, lang)
+    return pack(MAGIC, head, z)
+
+
+def grid_height(n_layers: int) -> int:
+    """The grid's height in css px, `model_view`'s: a heading and axes, and 70 px a layer."""
+    return 120 + 70 * n_layers
+
+
+def hover_lines(att: Attention, lang: str = DEFAULT_LANGUAGE) -> list[list[str]]:
+    """Per head, layer by layer (`model_view`'s hover order): `fig.hover_model_cell`'s lines as
+    plain text, the key token the head looks at most on average as it is."""
+    received = att.weights.mean(axis=2)  # (L, H, n): average attention each key token gets
+    top = received.argmax(axis=-1)  # (L, H)
+    out = []
+    for layer, head in np.ndindex(top.shape):
+        k = int(top[layer, head])
+        words = t(
+            "fig.hover_model_cell",
+            lang,
+            head=head_label(layer, head, lang=lang),
+            token=_TOKEN,
+            i=k,
+            w=f"{received[layer, head, k]:.2f}",
+        )
+        out.append([line.replace(_TOKEN, str(att.keys[k])) for line in words.split("<br>")])
+    return out
+
+
+def _groups(att: Attention, lang: str) -> Json:
+    """A decoder's key/value groups (`decoder.mark_groups`): each group's heads and colour, the
+    label under each head's number (None: no group) and the note under the heading."""
+    found = groups(att)
+    if not found:
+        return {"groups": [], "kv": [None] * att.n_heads, "group_note": None}
+    kv: list[list[str] | None] = [None] * att.n_heads
+    out = []
+    for g, heads in enumerate(found):
+        colour = HEAD_COLORS[g % len(HEAD_COLORS)]
+        out.append({"heads": [int(h) for h in heads], "colour": colour})
+        for h in heads:
+            kv[h] = [t("dec.kv_short", lang, kv=g), colour]
+    note = t("dec.grouped", lang, heads=att.n_heads, kv=len(found), per=att.n_heads // len(found))
+    return {"groups": out, "kv": kv, "group_note": note}
+
+
+def read(data: bytes) -> tuple[dict[str, Any], np.ndarray]:
+    """The header and the (rows, cols) float32 mosaic of a `grid_payload` (NaN between thumbnails)."""
+    return unpack(data, MAGIC, "all-heads grid")
