@@ -8,16 +8,13 @@ Outside CI a missing chromium skips the browser tests; in CI (CI=true) it fails 
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -95,105 +92,12 @@ def interval_polling() -> None:
         cls.wait_for_function = wait_for_function  # type: ignore[assignment,method-assign]
 
 
-PROFILE_OPTIONS = frozenset({"viewport", "locale", "color_scheme", "accept_downloads"})  # a page can take these
-
-
-class Profile:
-    """A Chromium with a profile on disk, kept for the test process (one directory per process,
-    so per pytest-xdist worker), beside the shared browser: its HTTP and V8 code caches outlive
-    each test. A browser context of `browser.new_context()` is a fresh in-memory profile, so every
-    page load compiled Streamlit's JavaScript again: 6.5-7.1 CPU-s of Chromium a load of the
-    explorer, against 4.7-5.2 with the cache on disk (bench/README.md, issue 24.5). What a test
-    could see of an earlier one is cleared before each page: cookies, permissions, and the
-    origin's storage (local storage, IndexedDB, cache storage, service workers); the caches of the
-    app's static files are kept, as a returning visitor's browser keeps them. One page at a
-    time: a test that opens a second session meanwhile gets a fresh context (another browser)."""
-
-    def __init__(self) -> None:
-        self._context: Any = None
-        self._dir: str | None = None
-        self.busy = False
-
-    def page(self, playwright: Any, url: str, options: dict[str, Any]) -> Any:
-        """A new page at about:blank, cleared and emulating OPTIONS (viewport, locale,
-        color_scheme), for the server at URL."""
-        context = self._open(playwright)
-        context.clear_cookies()
-        context.clear_permissions()
-        page = context.new_page()
-        cdp = context.new_cdp_session(page)
-        origin = urllib.parse.urlsplit(url)
-        cdp.send(
-            "Storage.clearDataForOrigin", {"origin": f"{origin.scheme}://{origin.netloc}", "storageTypes": _CLEARED}
-        )
-        locale = options.get("locale", "en-US")
-        cdp.send("Emulation.setLocaleOverride", {"locale": locale})
-        agent = cdp.send("Browser.getVersion")["userAgent"]
-        cdp.send("Network.setUserAgentOverride", {"userAgent": agent, "acceptLanguage": locale})
-        if "viewport" in options:
-            page.set_viewport_size(options["viewport"])
-        page.emulate_media(color_scheme=options.get("color_scheme", "light"))
-        self.busy = True
-        return page
-
-    def _open(self, playwright: Any) -> Any:
-        if self._context is not None:
-            try:
-                self._context.pages  # noqa: B018 (raises once its browser is gone)
-                if self._context.browser is None or self._context.browser.is_connected():
-                    return self._context
-            except Exception:
-                pass
-            self.close()
-        if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="attnviz-chromium-")
-            atexit.register(shutil.rmtree, self._dir, True)
-        self._context = playwright.chromium.launch_persistent_context(
-            self._dir, executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS, accept_downloads=True
-        )
-        for extra in self._context.pages:  # the window a persistent profile opens with
-            extra.close()
-        return self._context
-
-    def close(self) -> None:
-        context, self._context, self.busy = self._context, None, False
-        if context is not None:
-            with contextlib.suppress(Exception):
-                context.close()
-
-
-_CLEARED = "cookies,local_storage,indexeddb,websql,service_workers,cache_storage,file_systems,shared_storage"
-
-
-@contextlib.contextmanager
-def fresh_page(browser: Any, url: str, **options: Any) -> Iterator[Any]:
-    """A page with nothing of earlier tests (cookies, storage): on the test process's Profile
-    when BROWSER is the shared one, the profile is free and OPTIONS are what a page can take;
-    otherwise in a new context of BROWSER with OPTIONS."""
-    shared = _PROFILES.get(id(browser))
-    if shared is not None and shared[0] is browser and not shared[1].busy and set(options) <= PROFILE_OPTIONS:
-        profile = shared[1]
-        page = profile.page(shared[2], url, options)
-        try:
-            yield page
-        finally:
-            profile.busy = False
-            with contextlib.suppress(Exception):
-                page.close()
-        return
-    context = browser.new_context(**options)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
-
-
 class SharedBrowser:
     """One headless Chromium for a run of browser test modules in one test process (a launch
     with its Playwright driver costs 2-5 s on 2 cores: once per module, 26 modules, it was a
-    minute or two of a run). Each test still gets a page with nothing of the tests before
-    (fresh_page: the process's Profile, cleared, or a new context), and a module's contexts left
-    open are closed when it ends (tests/conftest.py: chromium). Started on first use, and started again if it died.
+    minute or two of a run). Each test still gets its own browser context (cookies, storage,
+    cache: a context is a fresh profile), and a module's contexts left open are closed when it
+    ends (tests/conftest.py: chromium). Started on first use, and started again if it died.
 
     Sync Playwright keeps its event loop marked running in the thread that started it, so
     `asyncio.run` cannot be called there while it lives (tests/test_load.py drives its sessions
@@ -203,7 +107,6 @@ class SharedBrowser:
     def __init__(self) -> None:
         self._playwright: Any = None
         self._browser: Any = None
-        self.profile = Profile()
 
     def get(self) -> Any:
         if self._browser is None or not self._browser.is_connected():
@@ -214,7 +117,6 @@ class SharedBrowser:
             interval_polling()
             self._playwright = sync_playwright().start()
             self._browser = self._playwright.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
-            _PROFILES[id(self._browser)] = (self._browser, self.profile, self._playwright)
         return self._browser
 
     @property
@@ -224,17 +126,12 @@ class SharedBrowser:
     def close(self) -> None:
         browser, playwright = self._browser, self._playwright
         self._browser = self._playwright = None
-        _PROFILES.pop(id(browser), None)
         try:
-            self.profile.close()
             if browser is not None and browser.is_connected():
                 browser.close()
         finally:
             if playwright is not None:
                 playwright.stop()
-
-
-_PROFILES: dict[int, tuple[Any, Profile, Any]] = {}  # id(shared browser) -> (it, its Profile, its Playwright)
 
 
 def free_port() -> int:

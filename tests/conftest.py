@@ -187,8 +187,8 @@ def _shared_server() -> Iterator[str]:
     module that needs a fresh server, or other settings, starts its own (test_browser_cold_start,
     test_browser_visitor, test_load's cold start, test_hostile's baked model); test_hostile
     and test_hostile_inputs (reading its log from where it stood: browser.LogFrom)
-    use this one. Each test opens its own page with the cookies and storage of the tests
-    before cleared (tests/browser.py: fresh_page), so no cookie or session state crosses tests; what the server keeps (loaded models, cached results) is
+    use this one. Each test opens its own browser context, so no cookie
+    or session state crosses tests; what the server keeps (loaded models, cached results) is
     what any long-running server keeps."""
     from .browser import chromium_path, streamlit_server
 
@@ -207,7 +207,7 @@ def server(chromium: Any, _shared_server: str) -> str:
 
 @pytest.fixture
 def session(chromium: Any, server: str) -> Iterator[Any]:
-    """A fresh page on the module's server (tests/test_browser.py: Session; tests/browser.py: fresh_page)."""
+    """A fresh browser context on the module's server (tests/test_browser.py: Session)."""
     from .test_browser import _session
 
     yield from _session(chromium, server)

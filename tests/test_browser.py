@@ -1,7 +1,6 @@
 """The app in a real browser: Debian's chromium driven by Playwright against `streamlit run app.py`
 on a free loopback port (tests/browser.py). One server for the module; every test gets its own
-page (tests/browser.py: fresh_page, no cookie or storage of the tests before), which is its own
-Streamlit session.
+browser context, which is its own Streamlit session.
 
 What is checked here is what only a browser shows: the four explorer views are drawn (Plotly
 rendered them, with the sentence's tokens in the SVG; the head and graph views once their
@@ -24,7 +23,7 @@ import pytest
 import attnviz
 from attnviz import i18n
 
-from .browser import ARTIFACTS, fresh_page
+from .browser import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -98,7 +97,7 @@ CLEAN = {"img_x": 0, "onerror": 0, "script": 0, "js_link": 0, "tex": 0, "colour"
 
 @dataclass
 class Session:
-    """One page (= one Streamlit session) and what it saw."""
+    """One browser context (= one Streamlit session) and what it saw."""
 
     page: Any
     url: str
@@ -211,17 +210,21 @@ class Session:
 
 def _session(chromium: Any, url: str, **context: Any) -> Iterator[Session]:
     context = {"viewport": {"width": 1400, "height": 1000}, "locale": "en-US", **context}
-    with fresh_page(chromium, url, **context) as page:  # tests/browser.py: on the worker's profile when it can
-        page.set_default_timeout(WAIT_MS)
-        s = Session(page, url)
+    ctx = chromium.new_context(**context)
+    page = ctx.new_page()
+    page.set_default_timeout(WAIT_MS)
+    s = Session(page, url)
 
-        def on_dialog(dialog: Any) -> None:
-            s.dialogs.append(f"{dialog.type}: {dialog.message}")
-            dialog.dismiss()
+    def on_dialog(dialog: Any) -> None:
+        s.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
 
-        page.on("dialog", on_dialog)
-        page.on("crash", lambda _page: s.crashed.append("crash"))
+    page.on("dialog", on_dialog)
+    page.on("crash", lambda _page: s.crashed.append("crash"))
+    try:
         yield s
+    finally:
+        ctx.close()
 
 
 @pytest.fixture
