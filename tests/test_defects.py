@@ -19,7 +19,7 @@ from attnviz.app.sections import faithfulness
 ROOT = Path(__file__).resolve().parents[1]
 ZH_CORPUS = ROOT / "assets" / "corpus" / "zh.txt"
 
-# Names, abbreviations, units and file formats a Chinese text keeps in Latin letters.
+# Names, abbreviations, units, file formats and key names a Chinese text keeps in Latin letters.
 _ALLOWED = """
     ALTI AOPC BERT CLS CPU CSV DistilBERT ELECTRA GlobEnc GPT GPU HTML ID JSON MASK MB MiniLM NPZ
     PCA PNG PyTorch QK RoBERTa SEP SVG SmolLM UMAP UNK t-SNE Kendall Spearman Value Zeroing Hugging
@@ -28,7 +28,7 @@ _ALLOWED = """
     Abnar Brunner Clark Edin Ferrando Gu Hooker Jain Kobayashi Michel Modarressi Mohebbi Olsson
     Pinter Wallace Wiegreffe Xiao Zuidema AttentionViz cpu cuda mps SmolLM2-135M Llama nostalgebraist kv
     May UTF-8 smollm2 Longformer BigBird Beltagy Zaheer Dao FlashAttention SDPA Transformer ViT torch
-    exp max UTC
+    exp max UTC Ctrl
 """
 ALLOWED_LATIN = frozenset(_ALLOWED.split())
 LATIN_WORD = re.compile(r"(?<![0-9])[A-Za-z][A-Za-z0-9_\-']*")  # not the e of 1.3e-06

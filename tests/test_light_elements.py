@@ -10,14 +10,14 @@ import re
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from attnviz import i18n
 from attnviz.app import copy_link, literal, nav, widgets
 
-APP = str(Path(__file__).resolve().parent / "app_entry.py")
+from .test_app import _literals
+from .test_share_app import _app
+
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = 240
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -60,24 +60,12 @@ def test_the_copy_button_sets_the_link_as_text_only() -> None:
     assert "code.textContent = data.link" in js and "navigator.clipboard.writeText" in js
 
 
-def _app(**query: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.query_params.update(query)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def _shown(at: AppTest) -> list[str]:
-    return [s for h in at.get("html") if (s := literal.text_of(h.proto.body)) is not None]
-
-
 @pytest.mark.slow
 def test_no_page_sends_st_code_and_the_explorer_shows_hostile_tokens_literally() -> None:
     text = "<script>alert(1)</script> **bold** $x$ {{}} <img src=x onerror=alert(1)>"
     at = _app(text=text, lang="en")
     assert not at.get("code")
-    shown = _shown(at)
+    shown = _literals(at)
     assert shown, "no literal text on the explorer"
     tokens = shown[0].split(widgets.TOKEN_SEPARATOR)
     assert tokens[0] == "[CLS]" and "script" in tokens and "<" in tokens and "*" in tokens and "$" in tokens
