@@ -36,18 +36,10 @@ def model_view(
     layout.meta holds {"thumb": t, "gap": g}: thumbnail (l, h) is
     z[l*(t+g) : l*(t+g)+t, h*(t+g) : h*(t+g)+t]. `title` replaces the heading, not the note.
     """
-    n_layers, n_heads, n = att.n_layers, att.n_heads, att.n
-    if thumb < 1:
-        raise ValueError("thumb must be at least 1")
-    if focus is not None and not (0 <= focus[0] < n_layers and 0 <= focus[1] < n_heads):
-        raise IndexError(f"focus {focus} outside {n_layers} layers x {n_heads} heads")
-    thumbs = block_mean(att.weights, thumb)  # (L, H, t, t); (L, H, t_q, t_k) for cross-attention
-    size = max(thumbs.shape[-2:])
-    gap = max(1, size // 10)
-    data = [_mosaic_trace(thumbs, gap, lang), pick_markers(n_layers, n_heads, _model_hover(att, lang), lang)]
-    if title is None:
-        key = "fig.model_title" if size == max(n, att.n_keys) else "fig.model_title_shrunk"
-        title = t(key, lang, layers=n_layers, heads=n_heads, n=n, size=size)
+    n_layers, n_heads = att.n_layers, att.n_heads
+    trace, size, gap, heading = mosaic(att, focus, thumb, lang)
+    data = [trace, pick_markers(n_layers, n_heads, _model_hover(att, lang), lang)]
+    title = heading if title is None else title
     layout = _grid_layout(n_layers, n_heads, lang, square=True) | {
         "title": layout_title(title, t("fig.note_click_head", lang)),
         "height": 120 + 70 * n_layers,
@@ -66,6 +58,23 @@ def model_view(
             }
         ]
     return figure(data, layout)
+
+
+def mosaic(att: Attention, focus: tuple[int, int] | None, thumb: int, lang: str) -> tuple[Json, int, int, str]:
+    """`model_view`'s picture before Plotly: its checks of `focus` and `thumb`, then the mosaic
+    trace, the thumbnail size, the gap between thumbnails and the heading (also the explorer's
+    canvas grid's, views/grid_canvas.py)."""
+    n_layers, n_heads = att.n_layers, att.n_heads
+    if thumb < 1:
+        raise ValueError("thumb must be at least 1")
+    if focus is not None and not (0 <= focus[0] < n_layers and 0 <= focus[1] < n_heads):
+        raise IndexError(f"focus {focus} outside {n_layers} layers x {n_heads} heads")
+    thumbs = block_mean(att.weights, thumb)  # (L, H, t, t); (L, H, t_q, t_k) for cross-attention
+    size = max(thumbs.shape[-2:])
+    gap = max(1, size // 10)
+    key = "fig.model_title" if size == max(att.n, att.n_keys) else "fig.model_title_shrunk"
+    title = t(key, lang, layers=n_layers, heads=n_heads, n=att.n, size=size)
+    return _mosaic_trace(thumbs, gap, lang), size, gap, title
 
 
 def layer_head_grid(

@@ -4,7 +4,7 @@ The grid was the explorer's only Plotly chart on its first screen: the browser's
 (about 0.85 s of main thread a page load) and its draw (0.2-0.3 s of a new sentence at 512 tokens)
 for one image. `grid_payload` makes the canvas message (attnviz/app/grid_canvas.js) of the same
 picture as `model_view` + `ablation.mark_off` + `decoder.mark_groups`: the mosaic is
-`model_view`'s own (grid._mosaic_trace: thumbnails block-averaged by `block_mean`, NaN between
+`model_view`'s own (grid.mosaic: thumbnails block-averaged by `block_mean`, NaN between
 them, the colour scale from 0 to the thumbnails' 0.99 quantile), with its words (heading, note,
 axis titles, colour bar, hover), the head in focus, the heads switched off and the key/value
 groups. No plotly figure is made here. The format, all little-endian:
@@ -27,7 +27,7 @@ from ..result import Attention
 from ._base import FOCUS_COLOR, HEAD_COLORS, Json, head_label
 from .ablation import OFF_COLOR
 from .decoder import groups
-from .grid import _mosaic_trace, block_mean
+from .grid import mosaic
 from .token_canvas import pack, unpack
 
 __all__ = ["MAGIC", "grid_height", "grid_payload", "hover_lines", "read"]
@@ -51,23 +51,15 @@ def grid_payload(
     it; `palette`: the light and dark colours ({"light": {"heading", "label", "background"},
     "dark": ...}); `hint`: what a click does, for screen readers."""
     n_layers, n_heads = att.n_layers, att.n_heads
-    if thumb < 1:
-        raise ValueError("thumb must be at least 1")
-    if focus is not None and not (0 <= focus[0] < n_layers and 0 <= focus[1] < n_heads):
-        raise IndexError(f"focus {focus} outside {n_layers} layers x {n_heads} heads")
-    thumbs = block_mean(att.weights, thumb)
-    size = max(thumbs.shape[-2:])
-    gap = max(1, size // 10)
-    trace = _mosaic_trace(thumbs, gap, lang)
+    trace, size, gap, title = mosaic(att, focus, thumb, lang)
     z = np.asarray(trace["z"], dtype=np.float32)
-    key = "fig.model_title" if size == max(att.n, att.n_keys) else "fig.model_title_shrunk"
     head: Json = {
         "shape": list(z.shape),
         "layers": n_layers,
         "heads": n_heads,
         "thumb": size,
         "gap": gap,
-        "title": t(key, lang, layers=n_layers, heads=n_heads, n=att.n, size=size),
+        "title": title,
         "notes": [t("fig.note_click_head", lang)],
         "xtitle": t("fig.head", lang),
         "ytitle": t("fig.layer", lang),
