@@ -229,6 +229,7 @@ FONTS_LOADED_JS = """async () => {
   await document.fonts.ready; await frame(); await frame(); await document.fonts.ready;
   return document.fonts.status;
 }"""
+SHARE_DRAWN_JS = """() => !!document.querySelector('.st-key-share_link code')?.textContent"""
 FAVICON_JS = """() => [...document.querySelectorAll('link[rel~="icon"]')].map(l => l.href)"""
 # Every Plotly chart on the page is drawn, and at least `min` charts are, Plotly's and the canvas
 # charts' (the explorer's heatmap and grid: app/token_canvas.py, app/grid_canvas.py) (MIN_CHARTS).
@@ -279,6 +280,16 @@ async def _page_problem(page: Any, path: str) -> str:
     return "" if fonts == "loaded" else f"fonts {fonts}"
 
 
+async def _code_problem(page: Any, asked: list[str]) -> str:
+    """Once the sidebar's copy box is drawn (its component chunk asked for: the watch sees lazy
+    chunks), the page must not have asked for Streamlit's syntax highlighter (issue 24.1)."""
+    await page.wait_for_function(SHARE_DRAWN_JS, timeout=60_000)
+    names = [a.rsplit("/", 1)[-1] for a in asked]
+    if not any(n.startswith("BidiComponent.") for n in names):
+        return "no component chunk asked for"
+    return "asked for the syntax highlighter" if any("SyntaxHighlighter" in n for n in names) else ""
+
+
 async def _cold(url: str) -> list[tuple[str, float, str]]:
     """Each visit in a browser context of its own (nothing from another visit's cache), which
     writes down every request and websocket to a host other than the loopback: a classroom
@@ -290,7 +301,8 @@ async def _cold(url: str) -> list[tuple[str, float, str]]:
     async def visit(browser: object, path: str) -> tuple[str, float, str]:
         context = await browser.new_context(locale="en-US")  # type: ignore[attr-defined]
         fetched: list[str] = []
-        context.on("request", lambda r: fetched.append(r.url) if outside(r.url) else None)
+        asked: list[str] = []  # what the page asked our server for
+        context.on("request", lambda r: (fetched if outside(r.url) else asked).append(r.url))
         page = await context.new_page()
         page.on("websocket", lambda ws: fetched.append(ws.url) if outside(ws.url) else None)
         t0 = time.monotonic()
@@ -300,7 +312,7 @@ async def _cold(url: str) -> list[tuple[str, float, str]]:
         except Exception as exc:
             return path, time.monotonic() - t0, f"not ready: {type(exc).__name__}"
         seconds = time.monotonic() - t0
-        problem = await _page_problem(page, path)
+        problem = await _page_problem(page, path) or await _code_problem(page, asked)
         fetched += [href for href in await page.evaluate(FAVICON_JS) if outside(href)]
         if not problem and fetched:
             problem = f"fetched from outside: {sorted(set(fetched))}"

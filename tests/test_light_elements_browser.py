@@ -1,12 +1,12 @@
-"""Light elements in a real browser (issue 24.1/24.5): no page load fetches Streamlit's syntax
-highlighter (StreamlitSyntaxHighlighter.*.js, 1.5 MB, about 0.3 s of a load's main thread), the
-explorer's hostile tokens show as literal, inert, monospaced and wrapped text, and the sidebar's
-copy button puts the exact link on the clipboard, in English and in Chinese. Pure parts:
-tests/test_light_elements.py."""
+"""Light elements in a real browser (issue 24.1/24.5): the explorer's hostile tokens show as
+literal, inert, monospaced and wrapped text, and the sidebar's copy button puts the exact link on
+the clipboard, in English and in Chinese. That no page load fetches Streamlit's syntax highlighter
+(StreamlitSyntaxHighlighter.*.js, 1.5 MB, about 0.3 s of a load's main thread) is checked on
+every page's first visit to a cold server (tests/test_load.py, scripts/loadtest.py:
+`_code_problem`), not by another walk of every page. Pure parts: tests/test_light_elements.py."""
 
 from __future__ import annotations
 
-import contextlib
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any
@@ -15,9 +15,8 @@ import pytest
 
 import attnviz
 from attnviz import i18n
-from attnviz.app import nav
 
-from .test_browser import CLEAN, FIRST_LOAD_MS, INJECTED_JS, SEPARATOR, WAIT_MS, Session, _session
+from .test_browser import CLEAN, INJECTED_JS, SEPARATOR, WAIT_MS, Session, _session
 
 pytestmark = pytest.mark.browser
 
@@ -39,21 +38,6 @@ TOKENS_DOM_JS = """() => { const pre = document.querySelector('.st-key-tokens pr
 @pytest.fixture
 def clipboard_session(chromium: Any, server: str) -> Iterator[Session]:
     yield from _session(chromium, server, permissions=["clipboard-read", "clipboard-write"])
-
-
-def test_no_page_requests_the_syntax_highlighter(chromium: Any, server: str) -> None:
-    """Every page of nav.PAGES at its URL: the sidebar's copy box is drawn (its component chunk
-    was requested: the watch sees lazy chunks) and the highlighter was never asked for."""
-    for spec in nav.PAGES:
-        with contextlib.contextmanager(_session)(chromium, server) as s:
-            asked: list[str] = []
-            s.page.on("request", lambda r, asked=asked: asked.append(r.url.rsplit("/", 1)[-1]))
-            s.page.goto(f"{server}/{'' if spec.name == nav.DEFAULT else spec.name}")
-            s.page.wait_for_function(DRAWN_JS, timeout=FIRST_LOAD_MS)
-            s.wait_idle(FIRST_LOAD_MS)
-            assert any(a.startswith("BidiComponent.") for a in asked), (spec.name, asked)
-            assert not [a for a in asked if "SyntaxHighlighter" in a], spec.name
-            assert not s.dialogs and not s.crashed, spec.name
 
 
 def test_hostile_tokens_show_literally_and_inert(session: Session, minilm: attnviz.PretrainedModel) -> None:

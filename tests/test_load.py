@@ -45,7 +45,8 @@ def test_a_cold_server_takes_eight_first_visits_to_every_page_at_once() -> None:
     raced across script threads), and a first visit to /lab ran pages/lab.py without app.py
     (Streamlit's legacy multipage mode, decided by the first session). Each visit is also
     tests/test_offline.py's check: that page at its typed URL (its title), its charts drawn and
-    its fonts loaded, and nothing asked of a host other than the loopback."""
+    its fonts loaded, and nothing asked of a host other than the loopback; and the page never
+    asked for Streamlit's syntax highlighter once its copy box was drawn (issue 24.1)."""
     chromium_path()
     visits = cold_start()
     assert {path for path, _, _ in visits} == set(PAGES) == {"", *(p.name for p in nav.PAGES)}
