@@ -49,6 +49,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import heap
+
 if TYPE_CHECKING:
     from ..config import Settings
     from .state import Ctx
@@ -122,6 +124,7 @@ def warm_up() -> None:
 
         fig = go.Figure(go.Heatmap(z=np.eye(2, dtype=np.float32)))
         pio.to_json(fig, validate=False)
+        heap.settle("the figure imports")  # no run's collection walks them again (app/heap.py)
         _DONE.set()
 
 
@@ -243,6 +246,7 @@ def _load_first_model(settings: Settings, after_first_screen: bool = False) -> N
         runner = REGISTRY.get(key, lambda: load(name, "auto", settings.max_tokens, {}))
         _drop_first_map()  # the torch model is in: the first map's numpy weights go
         runner.attend("warm up", 8)  # torch's first pass pays its one-time set-up here
+        heap.settle("the first model")  # torch and the model: out of every run's collection (app/heap.py)
     except Exception as exc:  # a thread must not die with a traceback in the log
         LOG.warning("attnviz: warm-up load failed: %s: %.300s", type(exc).__name__, exc)
     finally:
