@@ -134,6 +134,40 @@ class SharedBrowser:
                 playwright.stop()
 
 
+# Browser contexts kept from test to test, one per set of options (tests/test_browser.py:
+# _session). Each test still gets a new tab, so a new Streamlit session, with no cookie (so a new
+# visitor) and no local storage; what stays is what the browser cached, Streamlit's code and its
+# compiled form, as for a visitor who comes back: a first visit costs 10-19 % less CPU that way
+# (bench/README.md: issue 24, ninth pass). A first visit with nothing cached is what the cold
+# start's tests and bench/bench_pageload.py measure, in contexts of their own.
+_POOLED: dict[tuple[int, str], Any] = {}
+
+
+def pooled_context(browser: Any, **options: Any) -> Any:
+    """A context with these options from the pool, made if there is none (see `release`)."""
+    key = (id(browser), repr(sorted(options.items())))
+    context = _POOLED.get(key)
+    if context is None:
+        context = browser.new_context(**options)
+        context.on("close", lambda _c, key=key: _POOLED.pop(key, None))
+        _POOLED[key] = context
+    return context
+
+
+def pooled(context: Any) -> bool:
+    return any(c is context for c in _POOLED.values())
+
+
+def release(context: Any) -> None:
+    """The end of a test's use of a pooled context: its local storage is cleared and its tabs
+    close (their Streamlit sessions end), then its cookies go."""
+    for page in list(context.pages):
+        with contextlib.suppress(Exception):  # a crashed or closed page has nothing to clear
+            page.evaluate("() => { try { localStorage.clear(); } catch (e) {} }")
+        page.close()
+    context.clear_cookies()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

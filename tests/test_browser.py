@@ -23,7 +23,7 @@ import pytest
 import attnviz
 from attnviz import i18n
 
-from .browser import ARTIFACTS
+from .browser import ARTIFACTS, pooled_context, release
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -209,8 +209,10 @@ class Session:
 
 
 def _session(chromium: Any, url: str, **context: Any) -> Iterator[Session]:
+    """A new tab (a new Streamlit session, no cookies) in a context kept from test to test
+    (tests/browser.py: pooled_context)."""
     context = {"viewport": {"width": 1400, "height": 1000}, "locale": "en-US", **context}
-    ctx = chromium.new_context(**context)
+    ctx = pooled_context(chromium, **context)
     page = ctx.new_page()
     page.set_default_timeout(WAIT_MS)
     s = Session(page, url)
@@ -224,7 +226,7 @@ def _session(chromium: Any, url: str, **context: Any) -> Iterator[Session]:
     try:
         yield s
     finally:
-        ctx.close()
+        release(ctx)
 
 
 @pytest.fixture
