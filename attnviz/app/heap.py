@@ -39,8 +39,8 @@ def settle(reason: str) -> None:
         gc.collect()
         gc.freeze()
         _SETTLED.append(reason)
-    LOG.warning("attnviz: heap settled after %s: %d objects frozen in %.2f s", reason, gc.get_freeze_count(),
-             time.perf_counter() - t0)  # fmt: skip
+        seconds, frozen = time.perf_counter() - t0, gc.get_freeze_count()
+    LOG.warning("attnviz: heap settled after %s: %d objects frozen in %.2f s", reason, frozen, seconds)
 
 
 def settled() -> list[str]:
