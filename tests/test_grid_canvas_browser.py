@@ -8,7 +8,6 @@ dark theme."""
 from __future__ import annotations
 
 from itertools import pairwise
-from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
@@ -22,7 +21,7 @@ from attnviz.views.ablation import OFF_COLOR
 from attnviz.views.grid_canvas import hover_lines
 
 from .test_browser import GRID_CELL_JS, WAIT_MS, Session, _luminance
-from .test_browser_share import _png_size
+from .test_token_canvas_browser import save_png_and_svg
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -152,16 +151,9 @@ def test_in_the_heads_off_mode_a_click_crosses_the_head_out_and_back(session: Se
 def test_the_png_and_svg_buttons_save_the_grid(session: Session) -> None:
     s = session
     s.open({"text": SHORT, "layer": "2", "head": "3"})
-    images = s.page.locator(".st-key-view_grid [data-attnviz-image]")
-    images.first.wait_for()
-    with s.page.expect_download(timeout=WAIT_MS) as png:
-        images.nth(0).click()
-    assert png.value.suggested_filename == "attnviz-grid.png"
-    width, height = _png_size(Path(png.value.path()).read_bytes())
+    _, name, (width, height), text = save_png_and_svg(s, "view_grid")
+    assert name == "attnviz-grid.png"
     assert width == 1920 and height > 1000
-    with s.page.expect_download(timeout=WAIT_MS) as svg:
-        images.nth(1).click()
-    text = Path(svg.value.path()).read_text(encoding="utf-8")
     assert text.startswith("<svg") and "minilm" in text and "data:image/png;base64," in text
     tree = ElementTree.fromstring(text)
     written = {el.text for el in tree.iter("{http://www.w3.org/2000/svg}text")}

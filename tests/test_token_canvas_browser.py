@@ -6,6 +6,7 @@ the PNG button saves the map with its caption."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 
 import pytest
@@ -88,19 +89,25 @@ def test_a_dragged_box_zooms_in_and_a_double_click_shows_the_whole_map(
     assert not s.crashed
 
 
-def test_the_png_and_svg_buttons_save_the_map_at_slide_size(session: Session) -> None:
-    s = session
-    s.open()
-    images = s.page.locator(".st-key-view_heatmap [data-attnviz-image]")
+def save_png_and_svg(s: Session, key: str) -> tuple[Any, str, tuple[int, int], str]:
+    """Click a canvas view's PNG and SVG buttons (in the container `key`): the buttons, the PNG's
+    file name and pixel size, and the SVG's text."""
+    images = s.page.locator(f".st-key-{key} [data-attnviz-image]")
     images.first.wait_for()
     with s.page.expect_download(timeout=WAIT_MS) as png:
         images.nth(0).click()
-    assert png.value.suggested_filename == "attnviz-heatmap.png"
-    width, height = _png_size(Path(png.value.path()).read_bytes())
-    assert (width, height) == (1920, 2 * (int(images.nth(0).get_attribute("data-height") or 0) + 36))
+    size = _png_size(Path(png.value.path()).read_bytes())
     with s.page.expect_download(timeout=WAIT_MS) as svg:
         images.nth(1).click()
-    text = Path(svg.value.path()).read_text(encoding="utf-8")
+    return images, png.value.suggested_filename, size, Path(svg.value.path()).read_text(encoding="utf-8")
+
+
+def test_the_png_and_svg_buttons_save_the_map_at_slide_size(session: Session) -> None:
+    s = session
+    s.open()
+    images, name, (width, height), text = save_png_and_svg(s, "view_heatmap")
+    assert name == "attnviz-heatmap.png"
+    assert (width, height) == (1920, 2 * (int(images.nth(0).get_attribute("data-height") or 0) + 36))
     assert text.startswith("<svg") and "minilm" in text and "data:image/png;base64," in text
     svg = ElementTree.fromstring(text)  # well-formed, and its words are text, not pixels
     written = {el.text for el in svg.iter("{http://www.w3.org/2000/svg}text")}
