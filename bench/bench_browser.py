@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 
-from tests.browser import browser, streamlit_server  # noqa: E402
+from tests.browser import FULL, browser, streamlit_server  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from breakdown import RECORDS_JS, breakdown, probes_js, rows  # noqa: E402
@@ -485,6 +485,7 @@ def machine() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("ATTNVIZ_CHROMIUM", FULL)  # what a person's browser does, not the tests' shell
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3, help="512-token runs (median reported)")
     ap.add_argument("--tokens", type=int, default=512, help="length of the long text in tokens")

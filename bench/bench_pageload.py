@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from attnviz.app import nav  # noqa: E402
 from scripts.loadtest import CHARTS_DRAWN_JS, IDLE_JS, MIN_CHARTS  # noqa: E402
-from tests.browser import SharedBrowser, streamlit_server  # noqa: E402
+from tests.browser import FULL, SharedBrowser, streamlit_server  # noqa: E402
 from tests.cputime import tree_cpu  # noqa: E402
 
 TIMEOUT_MS = 240_000
@@ -64,6 +64,7 @@ def measure(pool: SharedBrowser, url: str, path: str) -> tuple[float, float]:
 
 
 def main() -> int:
+    os.environ.setdefault("ATTNVIZ_CHROMIUM", FULL)  # what a person's browser does, not the tests' shell
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pages", nargs="*", default=["", *(p.name for p in nav.PAGES)], help="URL paths ('' = explorer)")
     ap.add_argument("--loads", type=int, default=3, help="first visits to each page")

@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 
-from tests.browser import browser, streamlit_server  # noqa: E402
+from tests.browser import FULL, browser, streamlit_server  # noqa: E402
 from tests.test_browser import IDLE_JS  # noqa: E402
 
 DONE = re.compile(r"(?:Trained|Stopped at step) ([\d,]+)\D.*?(?:in|after) ([\d.]+) s")
@@ -161,6 +161,7 @@ def app_run(chromium: Any, url: str, server: psutil.Process, task: str, steps: i
 
 
 def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("ATTNVIZ_CHROMIUM", FULL)  # what a person's browser does, not the tests' shell
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--task", default="induction")
     p.add_argument("--steps", type=int, default=300)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import sys
 import time
@@ -31,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from attnviz.app import nav  # noqa: E402
 from scripts import attacks  # noqa: E402
-from tests.browser import CHROMIUM_ARGS, chromium_path, streamlit_server  # noqa: E402
+from tests.browser import CHROMIUM_ARGS, FULL, chromium_path, streamlit_server  # noqa: E402
 
 WORDS = ["river", "bank", "money", "animal", "street", "tired", "wide", "dog", "man", "bites", "cat", "tree"]
 
@@ -366,6 +367,7 @@ def main_attack(recipe: str, attackers: int, rounds: int, victims: int, demo: bo
 
 
 def main() -> int:
+    os.environ.setdefault("ATTNVIZ_CHROMIUM", FULL)  # what a person's browser does, not the tests' shell
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=8)
     ap.add_argument("--analyses", type=int, default=200)

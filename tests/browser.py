@@ -1,7 +1,16 @@
 """Real-browser helpers: Debian's chromium driven by Playwright, and `streamlit run app.py` on
 a free loopback port, as Streamlit's own end-to-end tests do (start headless, wait for
 /_stcore/health). Playwright's bundled browser download does not work on our machines, so
-Chromium comes from the system (`apt-get install chromium`).
+Chromium comes from the system (`apt-get install chromium chromium-headless-shell`).
+
+The tests drive Chromium's old headless shell (Debian's `chromium-headless-shell`: the same
+Blink, V8 and Skia as `chromium`, without the browser's windowing and UI layers; what Playwright
+itself runs for headless) when it is installed, else `chromium`: a first visit costs the machine
+2.2-2.4 CPU-s with the shell against 3.5-3.8 with the full browser (explorer, caveats; lab 7.1
+against 8.4), about a third of the browser tests' CPU. The benchmarks and scripts that measure
+what a person waits for (bench/bench_browser.py, bench_pageload.py, bench_training_app.py,
+scripts/loadtest.py, scripts/attacks.py) drive the full browser. ATTNVIZ_CHROMIUM names the
+executable to use instead (`chromium` for the full browser anywhere).
 
 Outside CI a missing chromium skips the browser tests; in CI (CI=true) it fails them.
 """
@@ -32,11 +41,27 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    # Text measured as a desktop browser measures it: the headless shell hints glyph advances to
+    # whole pixels by default, which made Plotly titles on a 390 px phone 10 % wider than in
+    # chromium and in people's browsers (a title wrapped to fit ran 3 px past its figure).
+    "--font-render-hinting=none",
 ]
 
 
+SHELL = "chromium-headless-shell"
+FULL = "chromium"
+
+
 def chromium_path() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    """The executable the browser tests launch: ATTNVIZ_CHROMIUM if set, else the headless shell
+    if installed, else chromium (see the module's docstring)."""
+    chosen = os.environ.get("ATTNVIZ_CHROMIUM")
+    if chosen:
+        path = shutil.which(chosen)
+        if path is None:
+            pytest.fail(f"ATTNVIZ_CHROMIUM={chosen!r} is not an executable on PATH")
+        return path
+    path = shutil.which(SHELL) or shutil.which(FULL) or shutil.which("chromium-browser")
     if path is None:
         if os.environ.get("CI"):
             pytest.fail("chromium is not installed (apt-get install chromium); CI must run the browser tests")
