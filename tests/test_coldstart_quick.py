@@ -1,7 +1,8 @@
 """The embedded MiniLM's quick path (attnviz/models/minilm_quick.py, issue 24.2): its first
 answers come without transformers and equal the Hugging Face runner's (tokens, special tokens,
 word ids, offsets identical; every layer's attention within 1e-5); from the first need of
-anything else on, the runner is the Hugging Face one."""
+anything else on, the runner is the Hugging Face one. The lab's scratch encoder reads the same
+tokenizer the same way: its first answer comes without transformers too, with the same tokens."""
 
 from __future__ import annotations
 
@@ -161,9 +162,12 @@ PROBE = textwrap.dedent(
     unknown_tokens(runner.tokenizer, text, 512)  # the page's unknown-token notice
     supported = _supported(runner)  # the head switch above the views
     pio.to_json(views.heatmap(att, 0, 0), validate=False)
+    from attnviz import load_model
+    mine = load_model("scratch", "cpu").attend(text, 512)  # the lab's own encoder, its tokens too
     before = "transformers" in sys.modules
     layers = len(runner.layers())
-    print(json.dumps([before, supported, att.n, layers, "transformers" in sys.modules]))
+    same = mine.tokens == att.tokens and abs(mine.weights - att.weights).max() < 1e-4
+    print(json.dumps([before, supported, att.n, layers, "transformers" in sys.modules, bool(same)]))
     """
 )
 
@@ -174,4 +178,4 @@ def test_a_fresh_server_draws_the_first_chart_without_importing_transformers() -
         [sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == "[false, true, 17, 6, true]", done.stdout[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[false, true, 17, 6, true, true]", done.stdout[-2000:]

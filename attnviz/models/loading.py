@@ -7,7 +7,7 @@ import threading
 from dataclasses import replace
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import torch
 
@@ -17,6 +17,7 @@ from .base import ModelLoadError
 from .e5 import E5_MODEL, load_e5_runner
 from .gate import gate_for
 from .huggingface import PretrainedModel
+from .minilm_numpy import QuickTokenizer
 from .minilm_quick import QuickMiniLM
 from .minilm_quick import scratch_config as _scratch_config
 from .names import EMBEDDED_MODEL, MODEL_NAME_MAX, check_model_name
@@ -112,7 +113,7 @@ def load_model(
     options = {"scale": scale, "positions": positions, "causal": causal, "weights": weights, "seed": seed}
     runner: PretrainedModel | ScratchModel
     with _LOAD_LOCK:  # one load at a time in a process (see _LOAD_LOCK)
-        if name in ("scratch", E5_MODEL, SMOLLM2_MODEL) or (name == EMBEDDED_MODEL and dev.type != "cpu"):
+        if name in (E5_MODEL, SMOLLM2_MODEL) or (name == EMBEDDED_MODEL and dev.type != "cpu"):
             _import_transformers()  # a hub id is checked first (_load_hf: refused before transformers)
         if name == "scratch":
             runner = _load_scratch(dev, scale, positions, causal, weights, seed, max_tokens)
@@ -194,10 +195,11 @@ def _not_loadable(name: str) -> str:
 def _load_scratch(
     device: torch.device, scale: bool, positions: bool, causal: bool, weights: str, seed: int, max_tokens: int
 ) -> ScratchModel:
-    from transformers import AutoTokenizer
-
     folder = embedded_model_dir()
-    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    # MiniLM's tokenizer.json through the `tokenizers` library, as the quick MiniLM reads it: the
+    # lab and `--model scratch` tokenise without importing transformers' BERT code (3-4 s on 2
+    # cores); transformers' own tokenizer is loaded on a first need that the quick one lacks.
+    tokenizer = QuickTokenizer(folder, _hf_tokenizer)
     cfg = _scratch_config(folder, scale=scale, positions=positions, causal=causal)
     if weights == "random":
         cfg = replace(cfg, sinusoidal=True)
@@ -209,7 +211,17 @@ def _load_scratch(
         encoder = ScratchEncoder.from_bert_state_dict(_embedded_state_dict(), cfg)
         name = "scratch"
     encoder.eval().to(device)
-    return ScratchModel(encoder, tokenizer, device, max_tokens, name)
+    return ScratchModel(encoder, cast(Any, tokenizer), device, max_tokens, name)
+
+
+@lru_cache(maxsize=1)
+def _hf_tokenizer() -> Any:
+    """transformers' tokenizer of the embedded model, loaded once per process on first need."""
+    with _LOAD_LOCK:
+        _import_transformers()
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(embedded_model_dir()))
 
 
 @lru_cache(maxsize=1)
