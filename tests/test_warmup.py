@@ -35,3 +35,51 @@ def test_a_demo_without_the_embedded_model_loads_nothing(monkeypatch: pytest.Mon
     assert thread is not None
     thread.join(timeout=300)
     assert not registry.models
+
+
+def test_a_first_map_module_half_imported_by_another_session_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight first visits at once: one session's thread ran warm_up() while another was still
+    importing app/first_map.py, in sys.modules without `clear` yet, and that visit ended in an
+    AttributeError ("partially initialized module"). The import here is held half-way in a
+    thread of its own, as that session's was."""
+    import importlib.abc
+    import importlib.machinery
+    import sys
+    import threading
+    import types
+
+    name = "attnviz.app.first_map"
+    half, go_on = threading.Event(), threading.Event()
+
+    class Slow(importlib.abc.Loader):
+        def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
+            return None
+
+        def exec_module(self, module: types.ModuleType) -> None:
+            half.set()  # in sys.modules now, nothing defined yet
+            go_on.wait(60)
+            module.clear = lambda: None  # type: ignore[attr-defined]
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(
+            self, fullname: str, path: object, target: object = None
+        ) -> importlib.machinery.ModuleSpec | None:
+            return importlib.machinery.ModuleSpec(name, Slow()) if fullname == name else None
+
+    import attnviz.app as package
+
+    kept = sys.modules.pop(name, None), package.__dict__.pop("first_map", None)  # put back at the end
+    monkeypatch.setattr(sys, "meta_path", [Finder(), *sys.meta_path])
+    importer = threading.Thread(target=importlib.import_module, args=(name,))
+    importer.start()
+    try:
+        assert half.wait(60)
+        assert name in sys.modules and not hasattr(sys.modules[name], "clear")
+        warmup.warm_up()  # raised AttributeError here
+    finally:
+        go_on.set()
+        importer.join(60)
+        sys.modules.pop(name, None)  # the stand-in goes, the real module (if it was imported) comes back
+        package.__dict__.pop("first_map", None)
+        if kept[0] is not None:
+            sys.modules[name], package.first_map = kept  # type: ignore[attr-defined]

@@ -107,8 +107,12 @@ def warm_up() -> None:
     """Idempotent and thread-safe; the first call does the work, the others wait for it. On a
     script thread it also empties this run's first map (app/first_map.py), if one shows: it is
     called right after the explorer's own map."""
-    if "attnviz.app.first_map" in sys.modules:
-        sys.modules["attnviz.app.first_map"].clear()
+    # Another session's thread may be importing first_map right now: in sys.modules, `clear`
+    # not yet defined (eight first visits at once: "partially initialized module" in one of
+    # them). This run drew no first map then (its own import would have waited for that one).
+    clear = getattr(sys.modules.get("attnviz.app.first_map"), "clear", None)
+    if clear is not None:
+        clear()
     if _DONE.is_set():
         return
     with _LOCK:
