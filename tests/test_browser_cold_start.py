@@ -8,7 +8,6 @@ nothing timed (bench/bench_browser.py measures)."""
 from __future__ import annotations
 
 import time
-import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 
 from attnviz import i18n
 
-from .browser import ARTIFACTS, streamlit_server
+from .browser import server_log, streamlit_server
 from .test_browser import WAIT_MS, Session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -68,8 +67,8 @@ def test_a_cold_server_shows_the_sentence_box_first_and_loads_the_model_once(chr
         s.page.locator(".st-key-view_grid [data-attnviz-grid][data-drawn]").wait_for()  # the grid: a canvas
         # no Plotly chart on the explorer's first screen, so the browser never asks for its chart code
         assert page.evaluate(CHART_CODE_JS) == []
-        port = urllib.parse.urlsplit(server).port
-        log = (ARTIFACTS / f"streamlit-{port}.log").read_text(encoding="utf-8", errors="replace")
+        log_file = server_log(server)
+        log = log_file.read_text(encoding="utf-8", errors="replace")
         assert log.count("loaded model 'minilm'") == 1, log[-2000:]  # the warm-up's load, reused by the page
         assert "warm-up load failed" not in log
         # the heap of the imports and the model, out of every later run's collection (app/heap.py)
@@ -77,7 +76,7 @@ def test_a_cold_server_shows_the_sentence_box_first_and_loads_the_model_once(chr
             deadline = time.monotonic() + 60  # the warm-up thread's own first pass may still run
             while f"heap settled after {point}" not in log and time.monotonic() < deadline:
                 time.sleep(0.2)
-                log = (ARTIFACTS / f"streamlit-{port}.log").read_text(encoding="utf-8", errors="replace")
+                log = log_file.read_text(encoding="utf-8", errors="replace")
             assert log.count(f"heap settled after {point}") == 1, log[-2000:]
     finally:
         ctx.close()

@@ -22,7 +22,6 @@ pytestmark = pytest.mark.browser
 
 TEXT = "The animal didn't cross the street because it was too tired."
 HOSTILE = "<script>alert(1)</script> <img src=x onerror=alert(1)> **bold** $x^2$ {{7*7}} :red[danger]"
-DRAWN_JS = """() => !!document.querySelector('.st-key-share_link code')?.textContent"""
 LINK_JS = """() => { const c = document.querySelector('.st-key-share_link code');
   return c && c.textContent.includes('text=') ? c.textContent : null; }"""
 # What the token block holds: our <pre><code> and nothing a token could have made of itself.
