@@ -1,5 +1,6 @@
 """From-scratch lab: our own encoder next to the pretrained model, switches that take it apart,
-one head step by step, and the order demo (no positions, no order)."""
+one head step by step; below them, each opened on demand, the order demo (no positions, no
+order), sparse patterns, cross-attention, sentence pairs and FlashAttention's tiles."""
 
 import streamlit as st
 
@@ -17,8 +18,9 @@ if pair is None:
 
 section.side_by_side(context, pair)
 section.steps(context, pair)
-section.order_demo(context, pair)
-sparse_section.show(context, pair)
-cross.cross_lab(context, pair)
-cross.pairs(context)
-flash_section.show(context, pair)
+# Below the fold, each in an expander: computed and drawn once opened (issue 24.1; kept: state.LAB_SECTIONS)
+widgets.lazily("lab_order_open", "lab.order_title", section.order_demo, context, pair)
+widgets.lazily("lab_sparse_open", "sparse.title", sparse_section.show, context, pair)
+widgets.lazily("lab_cross_open", "cross.title", cross.cross_lab, context, pair)
+widgets.lazily("lab_pairs_open", "pairs.title", cross.pairs, context)
+widgets.lazily("lab_flash_open", "flash.title", flash_section.show, context, pair)

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 import attnviz
 from attnviz import i18n
 from attnviz.app import literal, nav
+from attnviz.app.state import LAB_SECTIONS
 from attnviz.app.widgets import escape_md
 from attnviz.views import grid_canvas, token_canvas
 
@@ -44,6 +45,14 @@ def _app(**query: str) -> AppTest:
 def _ok(at: AppTest) -> AppTest:
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def _lab(at: AppTest, *sections: str) -> AppTest:
+    """The lab page with these of its expanders below the fold open (all of them when none is
+    named: attnviz/app/state.py, LAB_SECTIONS), as a visitor's clicks would leave them."""
+    for key in sections or LAB_SECTIONS:
+        at.session_state[key] = True
+    return _ok(at.switch_page("../pages/lab.py").run())
 
 
 def _chart(at: AppTest, key: str) -> dict[str, Any]:
@@ -107,6 +116,8 @@ def test_every_page_runs_without_exception() -> None:
     assert len(at.main.get("bidi_component")) == 2  # the heatmap and all heads, on canvases (app/*_canvas.py)
     assert len(at.get("plotly_chart")) == 0  # none on the first screen (head and graph views: closed)
     titles = {}
+    for key in LAB_SECTIONS:  # the lab whole: each of its sections below the fold opened
+        at.session_state[key] = True
     for page in PAGES[1:]:
         _ok(at.switch_page(page).run())
         titles[page] = at.title[0].value
@@ -312,6 +323,8 @@ def test_a_local_decoder_model_works_on_every_page(tmp_path: Path) -> None:
     assert at.selectbox(key="layer").value == model.n_layers - 1  # clamped to the smaller model
     assert _which_head(_heatmap_z(at), att) == (model.n_layers - 1, 0)
     assert np.allclose(np.triu(_heatmap_z(at), 1), 0)  # causal: nothing above the diagonal
+    for key in LAB_SECTIONS:  # the lab whole, its sections below the fold opened
+        at.session_state[key] = True
     for page in PAGES[1:]:
         _ok(at.switch_page(page).run())
     _ok(at.switch_page("../pages/explain.py").run())
@@ -418,8 +431,7 @@ def test_shared_link_sets_sentence_model_layer_and_head(tired: attnviz.Attention
 
 
 def test_lab_says_identical_by_default_and_different_with_a_switch_off() -> None:
-    at = _app()
-    _ok(at.switch_page("../pages/lab.py").run())
+    at = _lab(_app(), "lab_order_open")
     assert any(s.startswith("Identical") for s in _messages(at, "success"))
     order = next(i for i in _messages(at, "info") if i.startswith("Without position"))
     off = float(order.split("largest difference ")[1].split(")")[0])

@@ -1,8 +1,8 @@
 """Issue 24.1 in a real browser: the explorer opens with its head view and graph view in one
 closed expander, labelled in the visitor's language, with neither chart in the page; a click on
 the label draws both (the sentence's tokens in the head view's SVG) and writes `views=1` into
-the link; a new sentence redraws them with the expander still open. Which code runs while it is
-closed: tests/test_lazyviews.py."""
+the link; a new sentence redraws them with the expander still open. The lab's sections below the
+fold likewise. Which code runs while closed: tests/test_lazyviews.py, tests/test_lazylab.py."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 
 import attnviz
 from attnviz import i18n
+from attnviz.app.state import LAB_SECTIONS
 
-from .test_browser import LAZY_EXPANDER, LAZY_VIEWS, WAIT_MS, Session
+from .test_browser import FIRST_LOAD_MS, LAZY_EXPANDER, LAZY_VIEWS, WAIT_MS, Session
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -38,4 +39,36 @@ def test_opening_the_expander_draws_the_head_and_graph_views(session: Session, m
     for key in LAZY_VIEWS:
         assert s.page.locator(f".st-key-{key} .js-plotly-plot").count() == 1, key  # one chart each
     s.shot("lazy-views-open", key="view_head")
+    assert not s.dialogs and not s.crashed
+
+
+LAB_BELOW = {  # the lab's expanders below the fold (attnviz/app/state.py: LAB_SECTIONS): title, a chart
+    "lab_order_open": ("lab.order_title", "chart_order_b"),
+    "lab_sparse_open": ("sparse.title", "chart_sparse_patterns"),
+    "lab_cross_open": ("cross.title", "chart_cross_lab"),
+    "lab_pairs_open": ("pairs.title", "chart_pairs_grid"),
+    "lab_flash_open": ("flash.title", "chart_flash_tiles"),
+}
+
+
+def test_a_lab_section_below_the_fold_is_drawn_when_its_title_is_clicked(session: Session) -> None:
+    """The lab's sections below the fold arrive as five closed expanders, titled, none of their
+    charts in the page; a click on the order demo's title draws its two maps and its verdict."""
+    s = session
+    s.page.goto(f"{s.url}/lab")
+    s.page.locator(".st-key-chart_lab_scratch .js-plotly-plot .main-svg").first.wait_for(timeout=FIRST_LOAD_MS)
+    s.wait_idle()
+    assert tuple(LAB_BELOW) == LAB_SECTIONS
+    for key, (title, chart) in LAB_BELOW.items():
+        summary = s.page.locator(f".st-key-{key} summary")
+        assert summary.inner_text().strip().endswith(i18n.t(title, "en")), key
+        assert s.page.locator(f".st-key-{chart}").count() == 0, chart  # not sent while closed
+
+    s.page.locator(".st-key-lab_order_open summary").click()
+    for chart in ("chart_order_a", "chart_order_b"):
+        s.page.locator(f".st-key-{chart} .js-plotly-plot .main-svg").first.wait_for(timeout=WAIT_MS)
+    s.wait_idle()
+    assert "Without position embeddings" in s.page.locator(".st-key-lab_order_note").inner_text()
+    assert s.page.locator(".st-key-chart_sparse_patterns").count() == 0  # the others stay closed
+    s.shot("lab-order-open", key="lab_order_open")
     assert not s.dialogs and not s.crashed

@@ -14,7 +14,7 @@ from attnviz.app.sections.flash import bench_rows
 from attnviz.flash import flash_attention
 from attnviz.views.flash import plain_attention, random_example, result_pair, step_rows, tile_grid
 
-from .test_app import _app, _array, _chart, _ok
+from .test_app import _app, _array, _chart, _lab, _ok
 
 
 def _tiles(fig: dict[str, Any], name: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
@@ -65,8 +65,8 @@ def test_the_recorded_bench_rows_are_there_and_eager_grows_more() -> None:
 @pytest.mark.slow
 def test_the_lab_page_walks_the_tiles_and_matches_plain_attention() -> None:
     at = _ok(_app())
-    at = _ok(at.switch_page("../pages/lab.py").run())
-    assert any(h.value.startswith("FlashAttention") for h in at.subheader)
+    at = _lab(at, "lab_flash_open")
+    assert any(e.label.startswith("FlashAttention") for e in at.expander)
     said = [c.value for c in at.caption if "from-scratch model" in c.value or "seeded random" in c.value]
     assert len(said) == 1, said  # the page says which example it walks
     _ok(at.selectbox(key="flash_block").set_value(2).run())
@@ -88,7 +88,7 @@ def test_the_lab_page_walks_the_tiles_and_matches_plain_attention() -> None:
 @pytest.mark.slow
 def test_a_short_sentence_walks_the_scratch_models_own_queries_keys_and_values() -> None:
     at = _ok(_app())
-    at = _ok(at.switch_page("../pages/lab.py").run())
+    at = _lab(at, "lab_flash_open")
     _ok(at.text_area(key="sentence_input").set_value("The cat sat.").run())
     said = [c.value for c in at.caption if "from-scratch model" in c.value]
     assert len(said) == 1 and "seeded random" not in " ".join(c.value for c in at.caption), said
@@ -102,7 +102,7 @@ def test_a_short_sentence_walks_the_scratch_models_own_queries_keys_and_values()
 @pytest.mark.slow
 def test_one_tile_for_the_whole_sentence_is_one_step_and_no_error() -> None:
     at = _ok(_app())
-    at = _ok(at.switch_page("../pages/lab.py").run())
+    at = _lab(at, "lab_flash_open")
     _ok(at.text_area(key="sentence_input").set_value("Hi.").run())
     _ok(at.selectbox(key="flash_block").set_value(6).run())  # 4 tokens: one tile, one step
     assert not [w for w in at.slider if w.key == "flash_step"]  # Streamlit refuses a slider from 1 to 1
@@ -114,8 +114,8 @@ def test_one_tile_for_the_whole_sentence_is_one_step_and_no_error() -> None:
 def test_the_walk_speaks_chinese() -> None:
     at = _ok(_app())
     _ok(at.radio(key="lang").set_value("zh").run())
-    at = _ok(at.switch_page("../pages/lab.py").run())
-    assert any(h.value.startswith("FlashAttention：") for h in at.subheader)
+    at = _lab(at, "lab_flash_open")
+    assert any(e.label.startswith("FlashAttention：") for e in at.expander)
     grid = _chart(at, "chart_flash_tiles")["layout"]
     assert (grid["xaxis"]["title"]["text"], grid["yaxis"]["title"]["text"]) == ("键", "查询")
     assert any("并非在页面中实时测量" in c.value for c in at.caption)

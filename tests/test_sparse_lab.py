@@ -9,14 +9,14 @@ import pytest
 
 from attnviz.sparse import KINDS, sparse_count, sparse_mask
 
-from .test_app import _app, _array, _chart, _heatmap_z, _ok
+from .test_app import _app, _array, _chart, _heatmap_z, _lab, _ok
 
 pytestmark = pytest.mark.slow
 
 
 def test_the_lab_draws_the_patterns_and_the_scratch_model_under_a_window() -> None:
     at = _ok(_app())
-    at = _ok(at.switch_page("../pages/lab.py").run())
+    at = _lab(at, "lab_sparse_open")
     patterns = _chart(at, "chart_sparse_patterns")
     assert len(patterns["data"]) == len(KINDS)
     n = int(_array(patterns["data"][0]["z"]).shape[0])

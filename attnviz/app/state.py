@@ -33,6 +33,7 @@ __all__ = [
     "CUSTOM",
     "HIDE_SINKS",
     "KEPT",
+    "LAB_SECTIONS",
     "MEAN",
     "SENTENCE",
     "SENTENCE_INPUT",
@@ -56,6 +57,8 @@ MEAN = urls.MEAN  # head choice: the mean over heads
 ABLATION_MODE = "ablation_mode"  # "zero" | "mean": what a switched-off head gives
 ABLATION_CLICK = "ablation_click"  # bool: a click in the all-heads grid switches heads off
 HIDE_SINKS = "hide_sinks_on"  # bool: the explorer's "hide sinks" switch
+# The lab's sections below the fold, each an expander closed by default (widgets.lazily)
+LAB_SECTIONS = ("lab_order_open", "lab_sparse_open", "lab_cross_open", "lab_pairs_open", "lab_flash_open")
 LANG_HOME = "ui_lang"  # the language; the sidebar's radio ("lang") copies itself here on change
 
 
@@ -108,6 +111,12 @@ KEPT: tuple[Kept, ...] = (
             "focus_key",
             "focus_open",  # the token-focus section's switch: a link keeps the pair while it is open
             urls.VIEWS_OPEN,  # the head and graph views' expander (issue 24.1): open until closed
+            *LAB_SECTIONS,  # the lab's expanders below the fold (issue 24.1): open until closed
+            "cross_same",  # and what was typed in two of them (no default value: kept as they are)
+            "cross_y",
+            "pairs_example",
+            "pairs_a",
+            "pairs_b",
             "mp_a",
             "mp_b",
             "mp_query",

@@ -31,7 +31,6 @@ S2S_MAX_STEPS = 2000
 
 def cross_lab(context: Ctx, p: Pair) -> None:
     """X (the lab's sentence) asks Y through the scratch encoder's layers; Y = X is self-attention."""
-    st.subheader(t("cross.title"))
     st.caption(t("cross.intro"))
     st.session_state.setdefault("cross_y", Y_DEFAULT)
     with st.container(key="cross_controls"):
@@ -89,7 +88,6 @@ def _cross_walk(context: Ctx, p: Pair, y: str, att: Attention) -> None:
 
 def pairs(context: Ctx) -> None:
     """Two texts through the pretrained encoder: the heads that read across most."""
-    st.subheader(t("pairs.title"))
     st.caption(t("pairs.intro"))
     with st.container(key="pairs_controls"):
         example = st.selectbox(t("pairs.example"), list(PAIR_EXAMPLES), key="pairs_example",

@@ -126,7 +126,6 @@ def bench() -> None:
 
 
 def show(context: Ctx, p: Pair) -> None:
-    st.subheader(t("flash.title"))
     st.markdown(t("flash.intro"))
     walk(context, p)
     bench()

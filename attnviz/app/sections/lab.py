@@ -159,7 +159,6 @@ def scaling(walk: Steps) -> None:
 
 def order_demo(context: Ctx, p: Pair) -> None:
     """The same words in another order, with positions off and on."""
-    st.subheader(t("lab.order_title"))
     first, second = i18n.examples(context.lang)["order_pair"]
     st.caption(t("lab.order_intro"))
     literal.literal(f"A: {first}\nB: {second}")

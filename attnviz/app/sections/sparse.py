@@ -43,7 +43,6 @@ def _options() -> dict[str, int]:
 
 def show(context: Ctx, p: Pair) -> None:
     """Patterns, their growth against n^2, and the scratch encoder's maps under one of them."""
-    st.subheader(t("sparse.title"))
     st.markdown(t("sparse.intro"))
     options = _options()
     n = p.mine.n
