@@ -5,9 +5,11 @@ trained weights sent back over a pipe (issue 23.7: in a thread of the app server
     run = prepare(cfg, text)                      # the task, the probe, the untrained model
     resume_in_child(run, text, progress=...)      # `run` fills in as the child trains
 
-The child is a fresh interpreter (`python -m attnviz.training.child`, spawned, joined by a socket
-pair: never a fork of a process that has torch threads and a web server, and unlike
-multiprocessing's "spawn" it does not rerun the parent's __main__), trains on one torch thread,
+The child is forked by the zygote (zygote.py: one interpreter per server that imported torch and
+this loop once; a fork starts in milliseconds where a fresh interpreter paid torch's import, 2.5-3
+CPU-s, at every run), joined by a socket pair: never a fork of a process that has torch threads and
+a web server, never a rerun of the parent's __main__ (where there is no zygote, not Linux, it is a
+fresh `python -m attnviz.training.child`). It trains on one torch thread,
 and ends:
 - at its next chunk of steps when the parent asks (`progress` raised Cancelled), with a last
   snapshot and its weights, as `loop.resume` stops; one that has not answered within `grace_s`
@@ -19,7 +21,7 @@ The child runs in a session of its own: where the kernel groups CPU time by sess
 shared one group's share with the server's own threads (the page's reruns, the event loop), so
 on a busy machine it got a fraction of what the CLI gets in a session of its own; in its own
 session it gets what the CLI gets.
-Every child is joined (no zombie). A message is at most MAX_MESSAGE_BYTES (the weights of the
+Every child is reaped (no zombie): a zygote's by the kernel as it ends, a fresh interpreter by `_end`. A message is at most MAX_MESSAGE_BYTES (the weights of the
 largest model LIMITS allow, about 100 MB as float32, fit): a larger one fails the run with a
 message.
 """
@@ -30,19 +32,20 @@ import contextlib
 import multiprocessing.connection
 import os
 import pickle
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
 import torch
 
 from ..models import Cancelled, Progress
+from . import zygote
 from .loop import TrainingRun, prepare, resume
 from .model import TinyDecoder
 from .runner import TrainedModel
@@ -219,19 +222,52 @@ def _apply(run: TrainingRun, message: tuple[Any, ...]) -> bool:
     return False
 
 
-def _spawn() -> tuple[multiprocessing.connection.Connection, subprocess.Popen[bytes]]:
-    """A fresh interpreter running this module (no fork of the server, no rerun of its
-    __main__), joined to us by a socket pair; it imports the same attnviz as this process."""
+class _Forked:
+    """A child forked by the zygote (zygote.py), with what `_end` uses of a Popen. The zygote's
+    kernel reaps it as it ends: a pid that no longer exists has ended."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def wait(self, timeout: float) -> None:
+        """Return once the child has ended; TimeoutExpired if it has not within `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                return
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"training child {self.pid}", timeout)
+            time.sleep(0.02)
+
+    def terminate(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGTERM)
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+
+def _spawn() -> tuple[multiprocessing.connection.Connection, _Forked | subprocess.Popen[bytes]]:
+    """A child joined to us by a socket pair: forked by the zygote (torch already imported), or
+    where there is none (not Linux) a fresh interpreter running this module. Never a fork of
+    the server, never a rerun of its __main__; it imports the same attnviz as this process."""
     ours, theirs = socket.socketpair()
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
-               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")  # fmt: skip
+    proc: _Forked | subprocess.Popen[bytes]
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "attnviz.training.child", str(theirs.fileno())],
-            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
-            start_new_session=True,  # its own scheduling group (autogroup): see the module's note
-        )  # fmt: skip
+        if zygote.available():
+            proc = _Forked(zygote.fork_child(theirs.fileno()))
+        else:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "attnviz.training.child", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                env=zygote.child_env(), start_new_session=True,  # its own scheduling group: the module's note
+            )  # fmt: skip
+    except OSError as exc:
+        ours.close()
+        raise TrainingFailed(f"the training process could not start ({type(exc).__name__})") from exc
     finally:
         theirs.close()
     with _LOCK:
@@ -239,7 +275,7 @@ def _spawn() -> tuple[multiprocessing.connection.Connection, subprocess.Popen[by
     return multiprocessing.connection.Connection(ours.detach()), proc
 
 
-def _end(proc: subprocess.Popen[bytes], wait_s: float) -> None:
+def _end(proc: _Forked | subprocess.Popen[bytes], wait_s: float) -> None:
     """Reap the child: one done ends by itself after its last message (`wait_s`); else
     terminate, then kill."""
     for end in (None, proc.terminate, proc.kill):
@@ -250,11 +286,16 @@ def _end(proc: subprocess.Popen[bytes], wait_s: float) -> None:
             break
         except subprocess.TimeoutExpired:
             continue
-    else:
-        proc.wait()
+    else:  # killed: its end comes
+        proc.wait(60.0)
     with _LOCK:
         _CHILDREN.discard(proc.pid)
 
 
-if __name__ == "__main__":  # python -m attnviz.training.child FD (started by _spawn)
-    _child(multiprocessing.connection.Connection(int(sys.argv[1])))
+def serve_fd(fd: int) -> None:
+    """A child's whole life on the socket `fd` (the zygote's fork, or this module run as a script)."""
+    _child(multiprocessing.connection.Connection(fd))
+
+
+if __name__ == "__main__":  # python -m attnviz.training.child FD (started by _spawn where no zygote is)
+    serve_fd(int(sys.argv[1]))
