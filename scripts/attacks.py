@@ -5,7 +5,7 @@ the explorer. Each recipe prints the server's peak RSS (process and children, sa
 
 - flood: ten sessions of ONE visitor (one browser context: one cookie) typing new 509-word
   sentences again and again;
-- lab: sessions stepping the Lab's random seed (a model build each new seed);
+- lab: sessions stepping the Lab's random seed (a model build each new seed), every section open;
 - flow: sessions asking Explain for attention flow of a new sentence each run;
 - training: sessions pressing Train again and again (who gets a run, a place, "busy");
 - closed: sessions that start training and an explanation, then close their tabs: the
@@ -28,6 +28,7 @@ from typing import Any
 
 import psutil
 
+from attnviz.app.state import LAB_SECTIONS
 from tests.browser import CHROMIUM_ARGS, chromium_path
 
 RAW_COOKIE = "attnviz_visitor=" + "f1" * 16  # the raw attackers' one visitor (32 hex digits)
@@ -109,6 +110,9 @@ async def _flood(page: Any, url: str, i: int, r: int) -> None:
 async def _lab(page: Any, url: str, i: int, r: int) -> None:
     await page.goto(f"{url}/lab")
     await page.wait_for_function(IDLE_JS, timeout=240_000)
+    for key in LAB_SECTIONS:  # the worst case: every section below the fold opened (closed by default)
+        await page.locator(f".st-key-{key} summary").click()
+        await page.wait_for_function(IDLE_JS, timeout=120_000)
     toggle = page.locator(".st-key-lab_random input")
     if not await toggle.is_checked():
         await page.locator(".st-key-lab_random label").click()
