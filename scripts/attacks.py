@@ -18,6 +18,7 @@ Bounded in count and time; loopback only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 import urllib.parse
@@ -52,6 +53,7 @@ class AttackReport:
     victim_served: list[float] = field(default_factory=list)  # until the server's last frame to them
     peak_rss_mb: float = 0.0
     start_rss_mb: float = 0.0
+    peak_pss_mb: float = 0.0  # the same tree's proportional set size (_pss)
     attacker_rounds: int = 0
     notes: list[str] = field(default_factory=list)
     outcomes: dict[str, int] = field(default_factory=dict)  # training: what each Train click got
@@ -64,15 +66,28 @@ def _rss(pid: int) -> float:
     return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 2**20
 
 
+def _pss(pid: int) -> float:
+    """The server and its children's proportional set size: a page shared by k processes counts
+    1/k in each. The training children are forks of one zygote (attnviz/training/zygote.py) and
+    share its pages, which the RSS sum counts once per process: the PSS sum is the memory used."""
+    proc = psutil.Process(pid)
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):  # a child that ended between the listing and the read
+            total += p.memory_full_info().pss
+    return total / 2**20
+
+
 class _Sampler(threading.Thread):
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
-        self.pid, self.peak, self.done = pid, 0.0, threading.Event()
+        self.pid, self.peak, self.peak_pss, self.done = pid, 0.0, 0.0, threading.Event()
 
     def run(self) -> None:
         while not self.done.wait(0.25):
             try:
                 self.peak = max(self.peak, _rss(self.pid))
+                self.peak_pss = max(self.peak_pss, _pss(self.pid))
             except psutil.Error:
                 return
 
@@ -327,6 +342,7 @@ async def attack(
             await browser.close()
             sampler.done.set()
     report.peak_rss_mb = max(sampler.peak, report.start_rss_mb)
+    report.peak_pss_mb = sampler.peak_pss
     return report
 
 
@@ -334,6 +350,7 @@ def print_report(report: AttackReport) -> None:
     waits = ", ".join(f"{w:.1f}" for w in report.victim_waits) or "none"
     print(f"recipe {report.recipe}: {report.attacker_rounds} attacker rounds in {report.seconds:.0f} s")
     print(f"server RSS: {report.start_rss_mb:.0f} MB before, peak {report.peak_rss_mb:.0f} MB")
+    print(f"  peak PSS (shared pages split between the processes sharing them): {report.peak_pss_mb:.0f} MB")
     print(f"new visitors' waits until the explorer was drawn (s): {waits}")
     served = ", ".join(f"{w:.1f}" for w in report.victim_served) or "none"
     print(f"  of which until the server had sent them everything (s): {served}")
