@@ -20,7 +20,7 @@ def test_a_child_counts_while_it_runs_and_once_reaped_the_total_is_kept() -> Non
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "done"  # it has spent 0.4 CPU-s
         running = tree_cpu()
-        assert running["python"] - before["python"] >= 0.4
+        assert running["python"] - before["python"] >= 0.39  # psutil counts clock ticks (10 ms)
     finally:
         child.communicate("\n", timeout=30)
     after = tree_cpu()

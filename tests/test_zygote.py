@@ -32,10 +32,12 @@ def _parent_of_a_run() -> tuple[int, int]:
     """(the child's parent pid, the child's session id) of one run, read while it runs."""
     conn, proc = child_module._spawn()
     try:
-        parent, session = psutil.Process(proc.pid).ppid(), os.getsid(proc.pid)
         conn.send_bytes(pickle.dumps((SHORT, None)))
-        while conn.poll(120) and pickle.loads(conn.recv_bytes())[0] != "done":
-            pass
+        assert conn.poll(120), "the child reports"
+        first = pickle.loads(conn.recv_bytes())  # it has called setsid by now
+        parent, session = psutil.Process(proc.pid).ppid(), os.getsid(proc.pid)
+        while first[0] != "done" and conn.poll(120):
+            first = pickle.loads(conn.recv_bytes())
     finally:
         conn.close()
         child_module._end(proc, wait_s=10.0)

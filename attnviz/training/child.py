@@ -297,5 +297,8 @@ def serve_fd(fd: int) -> None:
     _child(multiprocessing.connection.Connection(fd))
 
 
-if __name__ == "__main__":  # python -m attnviz.training.child FD (started by _spawn where no zygote is)
-    serve_fd(int(sys.argv[1]))
+if __name__ == "__main__":  # python -m attnviz.training.child [--zygote] FD (zygote.py; _spawn where none is)
+    if sys.argv[1] == "--zygote":
+        zygote.serve(socket.socket(fileno=int(sys.argv[2])), serve_fd)
+    else:
+        serve_fd(int(sys.argv[1]))

@@ -7,7 +7,7 @@ at once). A fork of the zygote starts in milliseconds and shares the imported co
 
     pid = fork_child(sock.fileno())   # a child runs child._child on that socket
 
-The zygote is started the way the children used to be: `python -m attnviz.training.zygote FD`,
+The zygote is started the way the children used to be: `python -m attnviz.training.child --zygote FD`,
 a fresh interpreter, never a fork of the server (it has torch threads and a web server), in a
 session of its own, with OpenMP, MKL and OpenBLAS on one thread, so it is one thread when it
 forks (nothing in it runs a torch op). Each child calls setsid (its own scheduling group, as
@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["available", "fork_child", "stop"]
@@ -90,7 +91,7 @@ def _start() -> tuple[subprocess.Popen[bytes], socket.socket]:
     ours, theirs = socket.socketpair()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "attnviz.training.zygote", str(theirs.fileno())],
+            [sys.executable, "-m", "attnviz.training.child", "--zygote", str(theirs.fileno())],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             env=child_env(), start_new_session=True,
         )  # fmt: skip
@@ -117,11 +118,10 @@ def _stop_locked() -> None:
         proc.wait()
 
 
-def serve(control: socket.socket) -> None:
-    """The zygote's loop: a message with a socket's fd forks a child on it; the child's pid goes
-    back. Ends when the server's end closes."""
-    from . import child  # torch and the training loop, imported once for every child
-
+def serve(control: socket.socket, run: Callable[[int], None]) -> None:
+    """The zygote's loop (`python -m attnviz.training.child --zygote FD`: torch and the training
+    loop imported once, before the first fork): a message with a socket's fd forks a child that
+    calls `run(fd)`; the child's pid goes back. Ends when the server's end closes."""
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
     while True:
         try:
@@ -139,14 +139,10 @@ def serve(control: socket.socket) -> None:
                 control.close()
                 os.setsid()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                child.serve_fd(fds[0])
+                run(fds[0])
                 code = 0
             finally:
                 os._exit(code)
         os.close(fds[0])
         with contextlib.suppress(OSError):
             control.sendall(pid.to_bytes(PID_BYTES, "little", signed=True))
-
-
-if __name__ == "__main__":  # python -m attnviz.training.zygote FD (started by _start)
-    serve(socket.socket(fileno=int(sys.argv[1])))
