@@ -8,8 +8,7 @@ browser: tests/test_browser_lazyviews.py."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -19,6 +18,7 @@ from attnviz.app.sections import cross, flash, lab, sparse
 from attnviz.app.state import LAB_SECTIONS
 
 from .test_app import APP, TIMEOUT, _ok
+from .test_lazyviews import _deployment, spy_on  # noqa: F401 (_deployment: an autouse fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -33,26 +33,9 @@ SECTIONS = {
 ALWAYS = {"chart_lab_scratch"}  # the side-by-side maps: drawn on every visit
 
 
-@pytest.fixture(autouse=True)
-def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS"):
-        monkeypatch.delenv(key, raising=False)
-
-
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
-    counted: Counter[str] = Counter()
-
-    def spy(key: str, run: Callable[..., None]) -> Callable[..., None]:
-        def counting(*args: Any) -> None:
-            counted[key] += 1
-            run(*args)
-
-        return counting
-
-    for key, (_, (module, name), _) in SECTIONS.items():
-        monkeypatch.setattr(module, name, spy(key, getattr(module, name)))
-    yield counted
+    yield spy_on(monkeypatch, {key: target for key, (_, target, _) in SECTIONS.items()})
 
 
 def _charts(at: AppTest) -> set[str]:

@@ -32,21 +32,26 @@ def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(key, raising=False)
 
 
-@pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
-    """How often the page built each of the two views (the real builders still run)."""
+def spy_on(monkeypatch: pytest.MonkeyPatch, targets: dict[str, tuple[object, str]]) -> Counter[str]:
+    """Count the calls of each `module.name` under its label (the real function still runs)."""
     counted: Counter[str] = Counter()
 
-    def spy(name: str, build: Callable[..., Any]) -> Callable[..., Any]:
+    def spy(label: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def counting(*args: Any, **kwargs: Any) -> Any:
-            counted[name] += 1
-            return build(*args, **kwargs)
+            counted[label] += 1
+            return real(*args, **kwargs)
 
         return counting
 
-    monkeypatch.setattr(views, "head_view", spy("head", views.head_view))
-    monkeypatch.setattr(views, "graph_view", spy("graph", views.graph_view))
-    yield counted
+    for label, (module, name) in targets.items():
+        monkeypatch.setattr(module, name, spy(label, getattr(module, name)))
+    return counted
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
+    """How often the page built each of the two views (the real builders still run)."""
+    yield spy_on(monkeypatch, {"head": (views, "head_view"), "graph": (views, "graph_view")})
 
 
 def _run(at: AppTest) -> AppTest:
