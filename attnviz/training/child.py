@@ -21,9 +21,9 @@ The child runs in a session of its own: where the kernel groups CPU time by sess
 shared one group's share with the server's own threads (the page's reruns, the event loop), so
 on a busy machine it got a fraction of what the CLI gets in a session of its own; in its own
 session it gets what the CLI gets.
-Every child is reaped (no zombie): a zygote's by the kernel as it ends, a fresh interpreter by `_end`. A message is at most MAX_MESSAGE_BYTES (the weights of the
-largest model LIMITS allow, about 100 MB as float32, fit): a larger one fails the run with a
-message.
+Every child is reaped (no zombie): a zygote's by the kernel as it ends, a fresh interpreter by
+`_end`. A message is at most MAX_MESSAGE_BYTES (the weights of the largest model LIMITS allow,
+about 100 MB as float32, fit): a larger one fails the run with a message.
 """
 
 from __future__ import annotations
@@ -223,8 +223,8 @@ def _apply(run: TrainingRun, message: tuple[Any, ...]) -> bool:
 
 
 class _Forked:
-    """A child forked by the zygote (zygote.py), with what `_end` uses of a Popen. The zygote's
-    kernel reaps it as it ends: a pid that no longer exists has ended."""
+    """A child forked by the zygote (zygote.py), with what `_end` uses of a Popen. The kernel reaps
+    it as it ends (the zygote ignores SIGCHLD): a pid that no longer exists has ended."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid

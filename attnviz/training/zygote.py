@@ -7,10 +7,10 @@ at once). A fork of the zygote starts in milliseconds and shares the imported co
 
     pid = fork_child(sock.fileno())   # a child runs child._child on that socket
 
-The zygote is started the way the children used to be: `python -m attnviz.training.child --zygote FD`,
-a fresh interpreter, never a fork of the server (it has torch threads and a web server), in a
-session of its own, with OpenMP, MKL and OpenBLAS on one thread, so it is one thread when it
-forks (nothing in it runs a torch op). Each child calls setsid (its own scheduling group, as
+The zygote is started the way the children used to be, as a fresh interpreter (`python -m
+attnviz.training.child --zygote FD`), never a fork of the server (it has torch threads and a web
+server), in a session of its own, with OpenMP, MKL and OpenBLAS on one thread, so it is one
+thread when it forks (nothing in it runs a torch op). Each child calls setsid (its own scheduling group, as
 child.py says why). The zygote ignores SIGCHLD, so the kernel reaps each child as it ends: a
 child's pid stops existing when it ends, which is how the parent sees it gone (child._end). The
 zygote ends when the server does (its end of the control socket closes); a zygote that died is
@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["available", "fork_child", "stop"]
+__all__ = ["available", "child_env", "fork_child", "serve", "stop"]
 
 PID_BYTES = 8
 START_S = 300.0  # the first fork waits for the zygote's imports (seconds on a busy machine)
