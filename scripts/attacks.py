@@ -53,7 +53,7 @@ class AttackReport:
     victim_served: list[float] = field(default_factory=list)  # until the server's last frame to them
     peak_rss_mb: float = 0.0
     start_rss_mb: float = 0.0
-    peak_pss_mb: float = 0.0  # the same tree's proportional set size (_pss)
+    peak_pss_mb: float = 0.0  # the same tree's proportional set size (_memory)
     attacker_rounds: int = 0
     notes: list[str] = field(default_factory=list)
     outcomes: dict[str, int] = field(default_factory=dict)  # training: what each Train click got
@@ -62,20 +62,21 @@ class AttackReport:
 
 
 def _rss(pid: int) -> float:
-    proc = psutil.Process(pid)
-    return sum(p.memory_info().rss for p in [proc, *proc.children(recursive=True)]) / 2**20
+    return _memory(pid)[0]
 
 
-def _pss(pid: int) -> float:
-    """The server and its children's proportional set size: a page shared by k processes counts
-    1/k in each. The training children are forks of one zygote (attnviz/training/zygote.py) and
-    share its pages, which the RSS sum counts once per process: the PSS sum is the memory used."""
+def _memory(pid: int) -> tuple[float, float]:
+    """The server and its children's resident memory, summed, and their proportional set size
+    (a page shared by k processes counts 1/k in each), in MB. The training children are forks
+    of one zygote (attnviz/training/zygote.py) and share its pages, which the RSS sum counts once
+    per process: the PSS sum is the memory used."""
     proc = psutil.Process(pid)
-    total = 0
+    rss = pss = 0
     for p in [proc, *proc.children(recursive=True)]:
         with contextlib.suppress(psutil.Error):  # a child that ended between the listing and the read
-            total += p.memory_full_info().pss
-    return total / 2**20
+            info = p.memory_full_info()
+            rss, pss = rss + info.rss, pss + info.pss
+    return rss / 2**20, pss / 2**20
 
 
 class _Sampler(threading.Thread):
@@ -86,8 +87,8 @@ class _Sampler(threading.Thread):
     def run(self) -> None:
         while not self.done.wait(0.25):
             try:
-                self.peak = max(self.peak, _rss(self.pid))
-                self.peak_pss = max(self.peak_pss, _pss(self.pid))
+                rss, pss = _memory(self.pid)
+                self.peak, self.peak_pss = max(self.peak, rss), max(self.peak_pss, pss)
             except psutil.Error:
                 return
 

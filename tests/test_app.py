@@ -47,12 +47,17 @@ def _ok(at: AppTest) -> AppTest:
     return at
 
 
-def _lab(at: AppTest, *sections: str) -> AppTest:
-    """The lab page with these of its expanders below the fold open (all of them when none is
-    named: attnviz/app/state.py, LAB_SECTIONS), as a visitor's clicks would leave them."""
+def _open_lab(at: AppTest, *sections: str) -> AppTest:
+    """These of the lab's expanders below the fold opened for the session (all of them when none
+    is named: attnviz/app/state.py, LAB_SECTIONS), as a visitor's clicks would leave them."""
     for key in sections or LAB_SECTIONS:
         at.session_state[key] = True
-    return _ok(at.switch_page("../pages/lab.py").run())
+    return at
+
+
+def _lab(at: AppTest, *sections: str) -> AppTest:
+    """The lab page with these of its sections below the fold open (`_open_lab`)."""
+    return _ok(_open_lab(at, *sections).switch_page("../pages/lab.py").run())
 
 
 def _chart(at: AppTest, key: str) -> dict[str, Any]:
@@ -116,8 +121,7 @@ def test_every_page_runs_without_exception() -> None:
     assert len(at.main.get("bidi_component")) == 2  # the heatmap and all heads, on canvases (app/*_canvas.py)
     assert len(at.get("plotly_chart")) == 0  # none on the first screen (head and graph views: closed)
     titles = {}
-    for key in LAB_SECTIONS:  # the lab whole: each of its sections below the fold opened
-        at.session_state[key] = True
+    _open_lab(at)  # the lab whole: each of its sections below the fold opened
     for page in PAGES[1:]:
         _ok(at.switch_page(page).run())
         titles[page] = at.title[0].value
@@ -323,8 +327,7 @@ def test_a_local_decoder_model_works_on_every_page(tmp_path: Path) -> None:
     assert at.selectbox(key="layer").value == model.n_layers - 1  # clamped to the smaller model
     assert _which_head(_heatmap_z(at), att) == (model.n_layers - 1, 0)
     assert np.allclose(np.triu(_heatmap_z(at), 1), 0)  # causal: nothing above the diagonal
-    for key in LAB_SECTIONS:  # the lab whole, its sections below the fold opened
-        at.session_state[key] = True
+    _open_lab(at)  # the lab whole: each of its sections below the fold opened
     for page in PAGES[1:]:
         _ok(at.switch_page(page).run())
     _ok(at.switch_page("../pages/explain.py").run())

@@ -13,6 +13,7 @@ from attnviz import i18n
 from attnviz.app.state import LAB_SECTIONS
 
 from .test_browser import FIRST_LOAD_MS, LAZY_EXPANDER, LAZY_VIEWS, WAIT_MS, Session
+from .test_lazylab import SECTIONS  # each lab expander's title and a chart it draws
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -42,15 +43,6 @@ def test_opening_the_expander_draws_the_head_and_graph_views(session: Session, m
     assert not s.dialogs and not s.crashed
 
 
-LAB_BELOW = {  # the lab's expanders below the fold (attnviz/app/state.py: LAB_SECTIONS): title, a chart
-    "lab_order_open": ("lab.order_title", "chart_order_b"),
-    "lab_sparse_open": ("sparse.title", "chart_sparse_patterns"),
-    "lab_cross_open": ("cross.title", "chart_cross_lab"),
-    "lab_pairs_open": ("pairs.title", "chart_pairs_grid"),
-    "lab_flash_open": ("flash.title", "chart_flash_tiles"),
-}
-
-
 def test_a_lab_section_below_the_fold_is_drawn_when_its_title_is_clicked(session: Session) -> None:
     """The lab's sections below the fold arrive as five closed expanders, titled, none of their
     charts in the page; a click on the order demo's title draws its two maps and its verdict."""
@@ -58,8 +50,8 @@ def test_a_lab_section_below_the_fold_is_drawn_when_its_title_is_clicked(session
     s.page.goto(f"{s.url}/lab")
     s.page.locator(".st-key-chart_lab_scratch .js-plotly-plot .main-svg").first.wait_for(timeout=FIRST_LOAD_MS)
     s.wait_idle()
-    assert tuple(LAB_BELOW) == LAB_SECTIONS
-    for key, (title, chart) in LAB_BELOW.items():
+    assert tuple(SECTIONS) == LAB_SECTIONS
+    for key, (title, _, chart) in SECTIONS.items():
         summary = s.page.locator(f".st-key-{key} summary")
         assert summary.inner_text().strip().endswith(i18n.t(title, "en")), key
         assert s.page.locator(f".st-key-{chart}").count() == 0, chart  # not sent while closed

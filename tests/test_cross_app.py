@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from .test_app import APP, TIMEOUT, _array, _chart, _messages, _ok
+from .test_app import APP, TIMEOUT, _app, _array, _chart, _lab, _messages, _ok
 
 pytestmark = pytest.mark.slow
 
@@ -18,17 +18,15 @@ def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(key, raising=False)
 
 
-def _page(page: str, *sections: str, **query: str) -> AppTest:
+def _page(page: str, **query: str) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params.update(query)
     _ok(at.run())
-    for key in sections:  # the lab's expanders to open (tests/test_app.py: _lab)
-        at.session_state[key] = True
     return _ok(at.switch_page(page).run())
 
 
 def test_lab_cross_map_is_rectangular_and_y_equal_x_is_self_attention() -> None:
-    at = _page("../pages/lab.py", "lab_cross_open")
+    at = _lab(_ok(_app()), "lab_cross_open")
     fig = _chart(at, "chart_cross_lab")
     z = _array(fig["data"][0]["z"])
     assert len(fig["data"][0]["y"]) == z.shape[0] and len(fig["data"][0]["x"]) == z.shape[1]
@@ -42,7 +40,7 @@ def test_lab_cross_map_is_rectangular_and_y_equal_x_is_self_attention() -> None:
 
 
 def test_lab_pair_grid_finds_the_head_that_reads_across() -> None:
-    at = _page("../pages/lab.py", "lab_pairs_open")
+    at = _lab(_ok(_app()), "lab_pairs_open")
     grid = _array(_chart(at, "chart_pairs_grid")["data"][0]["z"])
     assert grid.shape == (6, 12) and ((grid >= 0) & (grid <= 1)).all()
     assert any(i.startswith("Reads across most") for i in _messages(at, "info"))

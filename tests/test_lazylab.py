@@ -17,7 +17,7 @@ from attnviz import i18n
 from attnviz.app.sections import cross, flash, lab, sparse
 from attnviz.app.state import LAB_SECTIONS
 
-from .test_app import APP, TIMEOUT, _ok
+from .test_app import APP, TIMEOUT, _lab, _ok
 from .test_lazyviews import _deployment, spy_on  # noqa: F401 (_deployment: an autouse fixture)
 
 pytestmark = pytest.mark.slow
@@ -77,10 +77,7 @@ def test_closed_runs_nothing_and_an_opened_section_runs_alone_for_the_session(ca
 
 
 def test_each_section_opens_on_its_own_key(calls: Counter[str]) -> None:
-    at = _ok(AppTest.from_file(APP, default_timeout=TIMEOUT).run())
-    for key in SECTIONS:
-        at.session_state[key] = True
-    _ok(at.switch_page("../pages/lab.py").run())
+    at = _lab(_ok(AppTest.from_file(APP, default_timeout=TIMEOUT).run()), *SECTIONS)
     assert _expanded(at) == dict.fromkeys(SECTIONS, True)
     assert calls == Counter(dict.fromkeys(SECTIONS, 1))
     assert _charts(at) >= ALWAYS | {chart for _, _, chart in SECTIONS.values()}
