@@ -15,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz.app import registry as model_registry
-from attnviz.app import warmup
+from attnviz.app import state, warmup
 from attnviz.config import Settings
 
 from .test_imports import fresh_python
@@ -241,7 +241,7 @@ from attnviz.app import token_canvas
 maps, weights = [], []
 real = token_canvas.token_map
 def spy(att, layer, head, key, **kw):
-    maps.append([key, "torch" in sys.modules, layer, head, att.tokens])
+    maps.append([key, "torch" in sys.modules, kw.get("after"), layer, head, att.tokens])
     weights.append(att.weights)
     return real(att, layer, head, key, **kw)
 token_canvas.token_map = spy
@@ -259,11 +259,16 @@ print(json.dumps({"maps": maps, "gap": gap, "left": left, "errors": len(at.excep
 def test_a_cold_explorer_draws_its_first_map_from_numpy_before_torch_is_imported() -> None:
     """The first map (app/first_map.py) goes out before anything imports torch; the explorer's
     own map (torch) follows in the same run and replaces it: the same tokens and head, the same
-    weights within 1e-5; the numpy weights are dropped once the torch model is in."""
+    weights within 1e-5; the numpy weights are dropped once the torch model is in. Both maps are
+    drawn once the sentence box is (their `after`; tests/test_browser_cold_start.py holds the
+    box's code back in a real browser)."""
     out = fresh_python(FIRST_MAP_PROBE % str(ROOT / "tests" / "app_entry.py"))
-    (first, first_torch, *first_focus, first_tokens), (own, own_torch, *own_focus, own_tokens) = out["maps"]
-    assert (first, first_torch) == ("chart_first_map", False)
-    assert (own, own_torch) == ("chart_heatmap", True)
+    (
+        (first, first_torch, first_after, *first_focus, first_tokens),
+        (own, own_torch, own_after, *own_focus, own_tokens),
+    ) = out["maps"]
+    assert (first, first_torch, first_after) == ("chart_first_map", False, state.SENTENCE_TEXT_AREA)
+    assert (own, own_torch, own_after) == ("chart_heatmap", True, state.SENTENCE_TEXT_AREA)
     assert first_focus == own_focus and first_tokens == own_tokens
     assert out["gap"] is not None and out["gap"] <= 1e-5
     assert "chart_heatmap" in out["left"] and "chart_first_map" not in out["left"]  # replaced

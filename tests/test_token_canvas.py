@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import struct
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -15,9 +16,11 @@ import pytest
 
 import attnviz
 from attnviz import views
+from attnviz.app import grid_canvas as app_grid_canvas
+from attnviz.app import token_canvas as app_token_canvas
 from attnviz.result import Attention
 from attnviz.views import decoder as decoder_views
-from attnviz.views import token_canvas
+from attnviz.views import grid_canvas, token_canvas
 
 from .test_decoder_app_views import causal
 from .test_imports import fresh_python
@@ -82,6 +85,24 @@ def test_hostile_tokens_travel_verbatim_and_the_map_stays_aligned(pad: int) -> N
     assert head_["rows"] == tokens  # as typed: the canvas writes text, never markup
     assert json.loads(data[8 : 8 + length]) == head_
     assert np.array_equal(z, att.head(0, 0))
+
+
+def test_the_first_draw_waits_only_for_what_it_is_told() -> None:
+    """A canvas chart's first draw waits for the element its header names (app/canvas_common.js
+    `whenShown`), at most so long; the map and the grid alike; the app sends plain selectors only."""
+    att = causal(1, 2, 5, kv=None)
+    box = (".st-key-box textarea", 250)
+    assert _read(att, 0, 0, zmax=1.0)[0]["after"] is None  # drawn at once
+    assert _read(att, 0, 0, zmax=1.0, after=box)[0]["after"] == {"selector": box[0], "wait_ms": 250}
+    grid = partial(grid_canvas.grid_payload, att, palette=PALETTE)
+    assert grid_canvas.read(grid())[0]["after"] is None
+    assert grid_canvas.read(grid(after=box))[0]["after"] == {"selector": box[0], "wait_ms": 250}
+    assert app_token_canvas.waiting(box[0]) == (box[0], app_token_canvas.AFTER_WAIT_MS)
+    for bad in ("a'); alert(1); ('", "</script>", "[onload]"):  # a selector of ours, plain, or nothing
+        with pytest.raises(ValueError, match="not a plain selector"):
+            app_token_canvas.token_map(att, 0, 0, "k", zmax=1.0, after=bad)
+        with pytest.raises(ValueError, match="not a plain selector"):
+            app_grid_canvas.head_grid(att, None, 32, (), "k", after=bad)
 
 
 def test_what_is_not_a_map_is_refused() -> None:

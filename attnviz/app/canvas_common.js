@@ -237,3 +237,28 @@ function image(format, caption, width, height, scale, room, font, colours, paint
   if (format === "png") return canvas.toDataURL("image/png");
   return "data:image/svg+xml;charset=utf-8," + encodeURIComponent(new XMLSerializer().serializeToString(doc));
 }
+
+function whenShown(wait, then) {
+  // The first draw, at once or once the element `wait.selector` is in the page (the explorer's
+  // maps wait for its sentence box: app/token_canvas.py `token_map`), at most `wait.wait_ms`.
+  // Returns what stops the waiting.
+  if (!wait || document.querySelector(wait.selector)) {
+    then();
+    return () => {};
+  }
+  let timer = null;
+  const seen = new MutationObserver(() => {
+    if (document.querySelector(wait.selector)) go();
+  });
+  const stop = () => {
+    seen.disconnect();
+    clearTimeout(timer);
+  };
+  const go = () => {
+    stop();
+    then();
+  };
+  seen.observe(document.body, { childList: true, subtree: true });
+  timer = setTimeout(go, wait.wait_ms);
+  return stop;
+}

@@ -32,7 +32,7 @@ from ..models.minilm_numpy import NumpyMiniLM
 from ..models.names import EMBEDDED_MODEL
 from ..result import Attention
 from . import token_canvas
-from .state import MEAN, Ctx, t
+from .state import MEAN, SENTENCE_TEXT_AREA, Ctx, t
 
 __all__ = ["KEY", "SLOT", "clear", "draw", "drop"]
 
@@ -117,7 +117,7 @@ def draw(context: Ctx, text: str | None) -> bool:
         zmax = 1.0 if st.session_state.get("color_range", "fixed") == "fixed" else None
         left, _right = st.columns(2, gap="large")  # where and how wide the explorer's own map comes
         with left:
-            token_canvas.token_map(att, layer, head, KEY, zmax=zmax)
+            token_canvas.token_map(att, layer, head, KEY, zmax=zmax, after=SENTENCE_TEXT_AREA)
     run = get_script_run_ctx()
     st.session_state[SLOT] = (None if run is None else run.cursors, slot)
     return True

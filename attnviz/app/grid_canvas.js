@@ -197,7 +197,13 @@ export default function ({ data, parentElement, setTriggerValue }) {
   const observer = new ResizeObserver(() => {
     if (root.clientWidth !== seen) render();
   });
-  observer.observe(root);
-  render();
-  return () => observer.disconnect();
+  const begin = () => {
+    observer.observe(root);
+    render();
+  };
+  const cancel = whenShown(head.after, begin);  // canvas_common.js
+  return () => {
+    cancel();
+    observer.disconnect();
+  };
 }

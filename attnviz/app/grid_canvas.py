@@ -20,7 +20,7 @@ from ..result import Attention
 from ..views import grid_canvas
 from . import charts, heads_off
 from .state import lang, t
-from .token_canvas import CSS, module_js, palette
+from .token_canvas import CSS, module_js, palette, waiting
 
 __all__ = ["head_grid"]
 
@@ -35,13 +35,27 @@ def _component() -> Any:
 
 
 def head_grid(
-    att: Attention, focus: tuple[int, int] | None, thumb: int, off: tuple[tuple[int, int], ...], key: str
+    att: Attention,
+    focus: tuple[int, int] | None,
+    thumb: int,
+    off: tuple[tuple[int, int], ...],
+    key: str,
+    *,
+    after: str | None = None,
 ) -> None:
     """Every layer x head of `att` (`views.model_view`'s picture, `thumb` px thumbnails, `focus`
     outlined, `off` crossed out, a decoder's groups outlined) on the canvas; a click focuses a
-    head or switches it (heads_off.grid_pick). Under it the PNG and SVG buttons."""
+    head or switches it (heads_off.grid_pick). Under it the PNG and SVG buttons. `after`: what
+    its first draw waits for (token_canvas.token_map)."""
     data = grid_canvas.grid_payload(
-        att, focus=focus, thumb=thumb, off=off, palette=palette(), hint=t("fig.note_click_head"), lang=lang()
+        att,
+        focus=focus,
+        thumb=thumb,
+        off=off,
+        palette=palette(),
+        hint=t("fig.note_click_head"),
+        lang=lang(),
+        after=waiting(after),
     )
     _component()(key=key, data=data, on_click_change=partial(heads_off.grid_pick, key, att.n_layers, att.n_heads))
     name = "attnviz-" + key.removeprefix("chart_").replace("_", "-")

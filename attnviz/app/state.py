@@ -37,6 +37,7 @@ __all__ = [
     "MEAN",
     "SENTENCE",
     "SENTENCE_INPUT",
+    "SENTENCE_TEXT_AREA",
     "Ctx",
     "Kept",
     "ctx",
@@ -51,6 +52,7 @@ __all__ = [
 
 SENTENCE = "sentence"  # the sentence, never a widget key
 SENTENCE_INPUT = "sentence_input"  # the text box
+SENTENCE_TEXT_AREA = f".st-key-{SENTENCE_INPUT} textarea"  # the box once drawn, as the browser finds it
 CUSTOM = "__custom__"  # model choice: "type a Hugging Face id or a folder"
 MEAN = urls.MEAN  # head choice: the mean over heads
 

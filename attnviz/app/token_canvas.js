@@ -189,8 +189,13 @@ export default function ({ data, parentElement }) {
   const observer = new ResizeObserver(() => {
     if (root.clientWidth !== seen) render();
   });
-  observer.observe(root);
-  render();
-  return () => observer.disconnect();
+  const begin = () => {
+    observer.observe(root);
+    render();
+  };
+  const cancel = whenShown(map.head.after, begin);
+  return () => {
+    cancel();
+    observer.disconnect();
+  };
 }
-

@@ -20,8 +20,11 @@ from ..views import token_canvas
 from ..views._base import map_height
 from . import charts, plot_theme
 from .state import lang, t
+from .warmup import SAFE_SELECTOR
 
-__all__ = ["CSS", "module_js", "palette", "token_map"]
+__all__ = ["AFTER_WAIT_MS", "CSS", "module_js", "palette", "token_map", "waiting"]
+
+AFTER_WAIT_MS = 10_000  # the element `after` names is not in the page by then: the map is drawn anyway
 
 CSS = (
     ".attnviz-map{position:relative;width:100%;user-select:none}"
@@ -40,6 +43,16 @@ def module_js(name: str) -> str:
     chart's own file `name` (its `export default`)."""
     folder = resources.files(__package__)
     return "\n".join(folder.joinpath(f).read_text("utf-8") for f in ("canvas_common.js", name))
+
+
+def waiting(after: str | None) -> tuple[str, int] | None:
+    """What a canvas chart's first draw waits for: the element `after` (a selector of ours, plain),
+    at most AFTER_WAIT_MS; None: nothing."""
+    if after is None:
+        return None
+    if not SAFE_SELECTOR.fullmatch(after):
+        raise ValueError("not a plain selector")
+    return after, AFTER_WAIT_MS
 
 
 @cache
@@ -63,13 +76,31 @@ def palette() -> dict[str, dict[str, str]]:
 
 
 def token_map(
-    att: Attention, layer: int, head: int | None, key: str, *, zmax: float | None, note: str | None = None
+    att: Attention,
+    layer: int,
+    head: int | None,
+    key: str,
+    *,
+    zmax: float | None,
+    note: str | None = None,
+    after: str | None = None,
 ) -> None:
     """One head's map (`views.heatmap`'s picture) drawn on the canvas, and under it the PNG and
     SVG buttons. No plotly figure is made here (views/token_canvas.py: a cold server's first
-    map goes out before what plotly reads of pandas is imported)."""
+    map goes out before what plotly reads of pandas is imported). `after`: a selector of ours
+    (the explorer's: its sentence box's text area); the first draw waits for that element, at
+    most AFTER_WAIT_MS: Streamlit loads the text area's code and the component's lazily, and on
+    a busy server the component's could come first (tests/test_browser_cold_start.py)."""
     data = token_canvas.map_payload(
-        att, layer, head, zmax=zmax, palette=palette(), note=note, hint=t("map.zoom_hint"), lang=lang()
+        att,
+        layer,
+        head,
+        zmax=zmax,
+        palette=palette(),
+        note=note,
+        hint=t("map.zoom_hint"),
+        lang=lang(),
+        after=waiting(after),
     )
     _component()(key=key, data=data)
     name = "attnviz-" + key.removeprefix("chart_").replace("_", "-")

@@ -213,10 +213,10 @@ def loading(model: str, text: str | None = None, context: Ctx | None = None) -> 
     after half a second anyway)."""
     import streamlit as st
 
-    from .state import SENTENCE_INPUT, t
+    from .state import SENTENCE_TEXT_AREA, t
     from .widgets import escape_md
 
-    preload_chart_code(after=f".st-key-{SENTENCE_INPUT} textarea", first_map=True)
+    preload_chart_code(after=SENTENCE_TEXT_AREA, first_map=True)
     if context is not None and "torch" not in sys.modules:  # a cold server: no import of torch for this
         from . import first_map
 

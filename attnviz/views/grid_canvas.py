@@ -28,7 +28,7 @@ from ._base import FOCUS_COLOR, HEAD_COLORS, Json, head_label
 from .ablation import OFF_COLOR
 from .decoder import groups
 from .grid import mosaic
-from .token_canvas import pack, unpack
+from .token_canvas import pack, unpack, waits_for
 
 __all__ = ["MAGIC", "grid_height", "grid_payload", "hover_lines", "read"]
 
@@ -45,11 +45,13 @@ def grid_payload(
     palette: dict[str, dict[str, str]],
     hint: str = "",
     lang: str = DEFAULT_LANGUAGE,
+    after: tuple[str, int] | None = None,
 ) -> bytes:
     """The canvas message for every layer x head of `att`, as
     `mark_groups(mark_off(model_view(att, focus, thumb, lang=lang), off), att, lang=lang)` shows
     it; `palette`: the light and dark colours ({"light": {"heading", "label", "background"},
-    "dark": ...}); `hint`: what a click does, for screen readers."""
+    "dark": ...}); `hint`: what a click does, for screen readers; `after`: what the first draw
+    waits for (token_canvas.waits_for)."""
     n_layers, n_heads = att.n_layers, att.n_heads
     trace, size, gap, title = mosaic(att, focus, thumb, lang)
     z = np.asarray(trace["z"], dtype=np.float32)
@@ -75,6 +77,7 @@ def grid_payload(
         "height": grid_height(n_layers),
         "palette": palette,
         "hint": hint,
+        "after": waits_for(after),
     } | _groups(att, lang)
     return pack(MAGIC, head, z)
 

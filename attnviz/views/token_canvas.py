@@ -12,8 +12,9 @@ it are imported (app/warmup.py). The format:
 
 all little-endian. The header carries the tokens as they are (the canvas writes them as text,
 never as markup), the titles, the colour scale and range, the hover lines with {q}, {k} and {w}
-for the query token, the key token and the weight, and the light and dark colours. `read` is the
-inverse, for tests and tools.
+for the query token, the key token and the weight, the light and dark colours, and what the
+first draw waits for (`after`: an element of the page, at most so many milliseconds). `read`
+is the inverse, for tests and tools.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
 from ._base import SEQUENTIAL, Json, map_height, which_head
 
-__all__ = ["MAGIC", "map_payload", "read"]
+__all__ = ["MAGIC", "map_payload", "read", "waits_for"]
 
 MAGIC = b"AVM1"
 
@@ -43,11 +44,14 @@ def map_payload(
     note: str | None = None,
     hint: str = "",
     lang: str = DEFAULT_LANGUAGE,
+    after: tuple[str, int] | None = None,
 ) -> bytes:
     """The canvas message for one head's map (head=None: the mean of the layer's heads), as
     `views.heatmap(att, layer, head, zmax=zmax, lang=lang)` shows it; `note`: a line under the
     title (a decoder's shared key/value head); `palette`: the light and dark colours ({"light":
-    {"heading", "label", "background"}, "dark": ...}); `hint`: how to zoom, for screen readers."""
+    {"heading", "label", "background"}, "dark": ...}); `hint`: how to zoom, for screen readers;
+    `after` (a CSS selector, milliseconds): the canvas waits for that element of the page, at
+    most that long, before its first draw (app/first_map.py: the sentence box comes first)."""
     z = np.ascontiguousarray(att.head(layer, head), dtype="<f4")
     head_: Json = {
         "shape": list(z.shape),
@@ -65,6 +69,7 @@ def map_payload(
         "height": map_height(max(att.n, att.n_keys)),
         "palette": palette,
         "hint": hint,
+        "after": waits_for(after),
     }
     return pack(MAGIC, head_, z)
 
@@ -72,6 +77,12 @@ def map_payload(
 def read(data: bytes) -> tuple[dict[str, Any], np.ndarray]:
     """The header and the (rows, cols) float32 map of a `payload`."""
     return unpack(data, MAGIC, "token map")
+
+
+def waits_for(after: tuple[str, int] | None) -> Json | None:
+    """A canvas header's `after`: the element of the page (a CSS selector) its first draw waits
+    for, at most so many milliseconds; None: drawn at once."""
+    return None if after is None else {"selector": after[0], "wait_ms": int(after[1])}
 
 
 def pack(magic: bytes, head: Json, z: np.ndarray) -> bytes:

@@ -19,7 +19,7 @@ from ...views.ablation import mark_off
 from .. import charts, downloads, grid_canvas, redraw, runners, token_canvas, urls, warmup, widgets, work
 from ..readers import unknown_notice
 from ..runners import Loaded
-from ..state import Ctx, t
+from ..state import SENTENCE_TEXT_AREA, Ctx, t
 from . import decoder
 
 THUMB = 32  # model-view thumbnails of at most 32 x 32 cells: 72 heads at 512 tokens stay ~0.5 MB
@@ -152,7 +152,9 @@ def heatmap_view(context: Ctx, focus: Focus) -> None:
     with st.container(key="view_heatmap"):
         st.subheader(t("view.heatmap"))
         note = decoder_views.group_note(att, focus.head, lang=context.lang)  # grouped heads
-        token_canvas.token_map(att, focus.layer, focus.head, "chart_heatmap", zmax=zmax, note=note)
+        token_canvas.token_map(
+            att, focus.layer, focus.head, "chart_heatmap", zmax=zmax, note=note, after=SENTENCE_TEXT_AREA
+        )
         warmup.warm_up()
         widgets.caveat("caveat.heatmap")
         fig = decoder_views.note_group(
@@ -169,7 +171,8 @@ def grid_view(context: Ctx, focus: Focus) -> None:
         st.subheader(t("view.grid"))
         in_focus = None if focus.head is None else (focus.layer, focus.head)
         thumb = decoder_views.grid_thumb(focus.att, THUMB)  # 270 heads of SmolLM2 keep the payload of 72
-        grid_canvas.head_grid(focus.att, in_focus, thumb, focus.off, "chart_grid")  # a canvas: no Plotly (24.1)
+        # a canvas: no Plotly (24.1); like the map, drawn once the sentence box above it is
+        grid_canvas.head_grid(focus.att, in_focus, thumb, focus.off, "chart_grid", after=SENTENCE_TEXT_AREA)
         widgets.caveat("caveat.grid")
         make = partial(grid_figure, focus.att, in_focus, thumb, focus.off, context.lang)
         downloads.figure_downloads(make, "grid", focus.settings)  # its HTML page: the Plotly figure
