@@ -15,12 +15,15 @@ import argparse
 import importlib
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
 from ._cli import Parser, guarded, with_text
 from .config import check_text, settings_from_env
-from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, ModelLoadError, load_model
-from .nextword import predict
+from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, ModelLoadError
 from .result import Attention
+
+if TYPE_CHECKING:
+    from .models import Runner
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,6 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     return analyse(argv)
 
 
+def load_model(name: str, **options: Any) -> Runner:
+    """`models.load_model`, imported when a model is loaded: torch comes with it, so `--help`
+    and a refused input answer at once (tests/test_imports.py)."""
+    from .models import load_model as load
+
+    return load(name, **options)
+
+
 def analyse(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -112,7 +123,11 @@ def analyse(argv: list[str]) -> int:
         )
         att = model.attend(text)
         _check_range(att, args.layer, args.head)
-        following = None if args.next is None else predict(model, text, k=args.next, max_tokens=args.max_tokens)
+        following = None
+        if args.next is not None:
+            from .nextword import predict
+
+            following = predict(model, text, k=args.next, max_tokens=args.max_tokens)
         if att.truncated:
             print(f"attnviz: note: input truncated to {att.n} of {att.n_input_tokens} tokens", file=sys.stderr)
         for note in att.notes:  # e.g. the accelerator ran out of memory and the CPU answered

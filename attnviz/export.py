@@ -30,16 +30,17 @@ import io
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import plotly.graph_objects as go
 
 from . import i18n
 from .csv_cells import CSV_FORMULA_CHARS, CSV_FORMULA_LOOKALIKES, csv_cell, csv_uncell
 from .json_numbers import SIGNIFICANT_DIGITS, json_numbers
 from .result import Attention
-from .views.charts import captioned, slide_caption
+
+if TYPE_CHECKING:  # plotly is imported by the HTML and image exports only: --json and CSV need none
+    import plotly.graph_objects as go
 
 __all__ = [
     "CSV_FORMULA_CHARS",
@@ -131,6 +132,8 @@ def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None, *, la
     only for WebGL traces, which need it), no network and no plugins, so even markup that
     slipped in could not run. An all-heads grid zooms on a head when it is clicked.
     """
+    from .views.charts import captioned, slide_caption
+
     settings = dict(settings or {})
     text, model = (_shown(settings.get(k)) for k in ("text", "model"))
     shown = _outside_streamlit(captioned(fig, slide_caption(text or None, model or None)))

@@ -62,12 +62,12 @@ def test_models_names_are_the_modules_own() -> None:
     """The lazy names are the very objects of the modules that define them (no copies)."""
     import attnviz
     from attnviz import models
-    from attnviz.models import base, gate, loading, names, tokens
+    from attnviz.models import base, errors, gate, loading, names, tokens
 
     for name in models.__all__:
         assert getattr(models, name) is not None, name
     assert attnviz.load_model is loading.load_model is models.load_model
-    assert attnviz.ModelLoadError is base.ModelLoadError is models.ModelLoadError
+    assert attnviz.ModelLoadError is base.ModelLoadError is models.ModelLoadError is errors.ModelLoadError
     assert models.Progress is gate.Progress and models.Cancelled is gate.Cancelled
     assert loading.check_model_name is names.check_model_name is models.check_model_name
     assert attnviz.EMBEDDED_MODEL == loading.EMBEDDED_MODEL == "minilm"
@@ -76,3 +76,33 @@ def test_models_names_are_the_modules_own() -> None:
         _ = models.no_such_name
     with pytest.raises(AttributeError):
         _ = attnviz.no_such_name
+
+
+# The command line in a fresh interpreter: its help, a refused input, and what --json writes with.
+CLI_PROBE = """
+import contextlib, io, json, sys
+from attnviz.__main__ import main
+found = {}
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    try:
+        main(["--help"])
+    except SystemExit as stop:
+        found["help"] = [stop.code, "usage:" in out.getvalue()]
+found["after help"] = sorted(m for m in ("torch", "transformers", "plotly") if m in sys.modules)
+with contextlib.redirect_stderr(io.StringIO()) as err:
+    found["empty"] = [main(["  "]), err.getvalue().strip()]
+found["after a refused text"] = sorted(m for m in ("torch", "transformers", "plotly") if m in sys.modules)
+import attnviz.export
+found["export"] = sorted(m for m in ("torch", "transformers", "plotly") if m in sys.modules)
+print(json.dumps(found))
+"""
+
+
+def test_the_command_lines_help_and_refusals_import_no_torch_and_json_no_plotly() -> None:
+    """`attnviz --help` and a refused text answer at once (torch's import was two seconds of
+    each); the exports of numbers (--json, CSV) need no plotly: only the HTML page and images
+    import it."""
+    found = fresh_python(CLI_PROBE)
+    assert found["help"] == [0, True]
+    assert found["empty"] == [2, "attnviz: error: text is empty: type a sentence to analyse"]
+    assert found["after help"] == found["after a refused text"] == found["export"] == []

@@ -8,6 +8,7 @@ minilm_quick.py  the embedded MiniLM's `attend` without transformers (a cold sta
 scratch_runner.py the from-scratch encoder of attnviz/scratch.py
 loading.py       load_model, resolve_device, the embedded model
 names.py         the embedded model's name and model-name checks (no torch)
+errors.py        ModelLoadError (no torch)
 tokens.py        readable tokens and length limits
 
 Only names.py and tokens.py are imported with the package; every other name is imported on
@@ -24,7 +25,8 @@ from .names import EMBEDDED_MODEL, MODEL_NAME_MAX, check_model_name
 from .tokens import DEFAULT_MAX_TOKENS, readable_tokens
 
 if TYPE_CHECKING:
-    from .base import Encoded, HeadMode, ModelLoadError, Runner, RunnerBase, Steps
+    from .base import Encoded, HeadMode, Runner, RunnerBase, Steps
+    from .errors import ModelLoadError
     from .gate import Cancelled, ForwardGate, Progress, gate_for
     from .huggingface import PretrainedModel
     from .loading import embedded_model_dir, load_model, resolve_device
@@ -55,7 +57,8 @@ __all__ = [
 
 # name -> submodule that defines it, imported on first use
 _LAZY = {
-    **dict.fromkeys(("Encoded", "HeadMode", "ModelLoadError", "Runner", "RunnerBase", "Steps"), "base"),
+    **dict.fromkeys(("Encoded", "HeadMode", "Runner", "RunnerBase", "Steps"), "base"),
+    "ModelLoadError": "errors",
     **dict.fromkeys(("Cancelled", "ForwardGate", "Progress", "gate_for"), "gate"),
     "PretrainedModel": "huggingface",
     **dict.fromkeys(("embedded_model_dir", "load_model", "resolve_device"), "loading"),

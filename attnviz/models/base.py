@@ -22,6 +22,7 @@ from ..prenorm import PreNormParts
 from ..result import OOM_CPU, Attention, Note
 from ..scratch import LayerParts, causal_mask, post_ln_layer, scaled_dot_product_attention
 from .decoder_runner import DecoderDefaults
+from .errors import ModelLoadError
 from .gate import ForwardGate, gate_for
 from .switching import HeadMode, head_switch, heads_by_layer, projection_parts
 from .threads import cpu_threads_for
@@ -48,18 +49,6 @@ OOM_NOTE = "{device} ran out of memory: this result was computed on the CPU."
 def oom_note(device: object) -> Note:
     """The note on a result the CPU computed after `device` ran out of memory (key `OOM_CPU`)."""
     return Note(OOM_NOTE.format(device=device), key=OOM_CPU)
-
-
-class ModelLoadError(RuntimeError):
-    """A model could not be found, loaded, or gives no attention weights.
-
-    str(error) is for the person who named the model on their own machine (the command line, a
-    notebook). `public` is what a server may show a visitor: it names the model as typed and
-    never reveals the server's files (whether a folder exists, resolved paths)."""
-
-    def __init__(self, message: str, public: str | None = None):
-        super().__init__(message)
-        self.public = public or message
 
 
 @dataclass
