@@ -61,10 +61,6 @@ class AttackReport:
     seconds: float = 0.0  # from the attack's start to its last round
 
 
-def _rss(pid: int) -> float:
-    return _memory(pid)[0]
-
-
 def _memory(pid: int) -> tuple[float, float]:
     """The server and its children's resident memory, summed, and their proportional set size
     (a page shared by k processes counts 1/k in each), in MB. The training children are forks
@@ -312,7 +308,7 @@ async def attack(
 
     report = AttackReport(recipe)
     sampler = _Sampler(pid)
-    report.start_rss_mb = _rss(pid)
+    report.start_rss_mb = _memory(pid)[0]
     sampler.start()
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
@@ -320,7 +316,7 @@ async def attack(
             warm = await _new_page(await browser.new_context())  # the model loaded before anyone is timed
             await warm.goto(url)
             await warm.wait_for_function(DRAWN_JS, timeout=240_000)
-            report.start_rss_mb = _rss(pid)
+            report.start_rss_mb = _memory(pid)[0]
             steps: dict[str, Callable[[], Awaitable[None]]] = {
                 "closed": lambda: _closed(browser, url, pid, attackers, report),
                 "bomb": lambda: _bomb(browser, url, tmp, report),

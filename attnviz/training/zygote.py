@@ -10,12 +10,13 @@ at once). A fork of the zygote starts in milliseconds and shares the imported co
 The zygote is started the way the children used to be, as a fresh interpreter (`python -m
 attnviz.training.child --zygote FD`), never a fork of the server (it has torch threads and a web
 server), in a session of its own, with OpenMP, MKL and OpenBLAS on one thread, so it is one
-thread when it forks (nothing in it runs a torch op). Each child calls setsid (its own scheduling group, as
-child.py says why). The zygote ignores SIGCHLD, so the kernel reaps each child as it ends: a
-child's pid stops existing when it ends, which is how the parent sees it gone (child._end). The
-zygote ends when the server does (its end of the control socket closes); a zygote that died is
-started again at the next run. Linux only (fork after torch's import is not safe everywhere):
-elsewhere `available()` is False and child.py starts a fresh interpreter per run as before.
+thread when it forks (nothing in it runs a torch op). Each child calls setsid (its own
+scheduling group, as child.py says why). The zygote ignores SIGCHLD, so the kernel reaps each
+child as it ends: a child's pid stops existing when it ends, which is how the parent sees it gone
+(child._end). The zygote ends when the server does (its end of the control socket closes); a
+zygote that died is started again at the next run. Linux only (fork after torch's import is
+not safe everywhere): elsewhere `available()` is False and child.py starts a fresh interpreter
+per run as before.
 """
 
 from __future__ import annotations
