@@ -126,8 +126,8 @@ class SharedBrowser:
 
     Sync Playwright keeps its event loop marked running in the thread that started it, so
     `asyncio.run` cannot be called there while it lives (tests/test_load.py drives its sessions
-    with async Playwright): tests/conftest.py closes it after the last test that uses it before a
-    test that does not, and the next browser module starts another."""
+    with async Playwright): tests/conftest.py closes it before such a module (`ASYNC_PLAYWRIGHT`),
+    and the next browser module starts another."""
 
     def __init__(self) -> None:
         self._playwright: Any = None

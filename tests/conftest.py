@@ -173,12 +173,15 @@ def chromium(_chromium_pool: Any) -> Iterator[Any]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """After the module fixtures of ITEM are gone: close the shared Chromium when the next test
-    is in another module that does not use it (async Playwright and asyncio.run cannot run
-    beside a live sync Playwright, tests/browser.py: SharedBrowser; nor need the quick tests a
-    browser's memory). Within a module it stays: its module fixtures may hold it between tests."""
+    is in a module that drives async Playwright (`ASYNC_PLAYWRIGHT = True`: asyncio.run cannot
+    run beside a live sync Playwright, tests/browser.py: SharedBrowser). Otherwise it stays,
+    through the quick modules between two browser modules: a launch with its Playwright driver
+    cost about 3 CPU-s, 19 launches a whole run when it closed before every module that did not
+    use it, and the pooled contexts (and what they cached) went with it (bench/README.md: issue
+    24, twelfth pass). The session's end closes it (_chromium_pool)."""
     result = yield
-    leaving = nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None)
-    if leaving and "_chromium_pool" not in getattr(nextitem, "fixturenames", ()):
+    leaving = nextitem is not None and getattr(nextitem, "module", None) is not getattr(item, "module", None)
+    if leaving and getattr(getattr(nextitem, "module", None), "ASYNC_PLAYWRIGHT", False):
         for pool in _POOLS:
             pool.close()
     return result

@@ -21,6 +21,7 @@ from scripts.loadtest import PAGES, cold_start
 from .browser import chromium_path, streamlit_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
+ASYNC_PLAYWRIGHT = True  # tests/conftest.py closes the shared sync Chromium before this module
 
 
 @pytest.fixture(scope="module")
