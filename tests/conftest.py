@@ -175,10 +175,10 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     """After the module fixtures of ITEM are gone: close the shared Chromium when the next test
     is in a module that drives async Playwright (`ASYNC_PLAYWRIGHT = True`: asyncio.run cannot
     run beside a live sync Playwright, tests/browser.py: SharedBrowser). Otherwise it stays,
-    through the quick modules between two browser modules: a launch with its Playwright driver
-    cost about 3 CPU-s, 19 launches a whole run when it closed before every module that did not
-    use it, and the pooled contexts (and what they cached) went with it (bench/README.md: issue
-    24, twelfth pass). The session's end closes it (_chromium_pool)."""
+    through the quick modules between two browser modules: it closed before every module that
+    did not use it, 19 launches a whole run (each with its Playwright driver, about 1 CPU-s a
+    launch), and the pooled contexts and what they cached went with it; now 5-6 (bench/README.md:
+    issue 24, twelfth pass). The session's end closes it (_chromium_pool)."""
     result = yield
     leaving = nextitem is not None and getattr(nextitem, "module", None) is not getattr(item, "module", None)
     if leaving and getattr(getattr(nextitem, "module", None), "ASYNC_PLAYWRIGHT", False):
