@@ -89,6 +89,7 @@ class Watch:
         self.first = readings()  # what each process had spent before: not ours
         self.last: dict[tuple[int, int], float] = {}
         self.names: dict[tuple[int, int], str] = {}
+        self.seen: Counter[tuple[int, int]] = Counter()  # readings of each process
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
@@ -99,8 +100,9 @@ class Watch:
 
     def _read(self) -> None:
         for key, cpu in readings().items():
-            if key not in self.names:
+            if self.seen[key] < 4:  # a fork read before its exec would be named by its parent's command line
                 self.names[key] = kind(command_line(key[0]))
+            self.seen[key] += 1
             self.last[key] = cpu
 
     def by_kind(self) -> tuple[Counter[str], Counter[str]]:

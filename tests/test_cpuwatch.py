@@ -1,12 +1,15 @@
 """scripts/cpuwatch.py: a command's CPU by kind of process, read from /proc. A child that burns
 a known amount of CPU under a server's command line is counted as an app server, to within a
-reading's interval; what this test process had spent before the command is not counted; the
-sum of the kinds never exceeds the machine's busy CPU-s; and the figures go to JSON."""
+reading's interval; what this test process had spent before the watch is not counted; the sum
+of the kinds never exceeds the machine's busy CPU-s; the command's exit status is the script's
+and the figures go to JSON."""
 
 from __future__ import annotations
 
 import json
+import os
 import resource
+import subprocess
 import sys
 from pathlib import Path
 
@@ -34,22 +37,33 @@ def test_each_process_is_named_by_its_command_line(cmdline: str, kind: str) -> N
     assert cpuwatch.kind(cmdline) == kind
 
 
-def test_a_childs_cpu_is_counted_under_its_kind_and_nothing_from_before(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    exec(BURN.format(s=0.5))  # this process spends CPU before the command, which must not count
+def test_a_childs_cpu_is_counted_under_its_kind_and_nothing_from_before() -> None:
+    """Per process (other test workers may be busy beside this one, so not per kind)."""
+    exec(BURN.format(s=0.5))  # this process spends CPU before the watch, which must not count
     assert resource.getrusage(resource.RUSAGE_SELF).ru_utime > 0.5
-    out = tmp_path / "cpu.json"
+    watch = cpuwatch.Watch(0.1)
+    watch.thread.start()
     # The child's argv after `-c` shows in its command line: it looks like an app server.
-    command = [sys.executable, "-c", BURN.format(s=0.8), "streamlit", "run", "app.py"]
-    assert cpuwatch.main(["--interval", "0.05", "--json", str(out), "--", *command]) == 0
+    child = subprocess.Popen([sys.executable, "-c", BURN.format(s=0.8), "streamlit", "run", "app.py"])
+    child.wait()
+    watch.done.set()
+    watch.thread.join()
+    (me,) = [key for key in watch.last if key[0] == os.getpid()]
+    (it,) = [key for key in watch.last if key[0] == child.pid]
+    assert watch.names[it] == "app server"
+    assert 0.6 <= watch.last[it] - watch.first.get(it, 0.0) <= 0.8 + 0.2  # its burn and start
+    assert watch.last[me] - watch.first[me] < 0.3  # the watch thread's readings only
+
+
+def test_the_command_runs_and_its_figures_go_to_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cpu.json"
+    command = [sys.executable, "-c", BURN.format(s=0.3) + "\nraise SystemExit(3)"]
+    assert cpuwatch.main(["--interval", "0.05", "--json", str(out), "--", *command]) == 3  # its exit status
     figures = json.loads(out.read_text())
-    kinds = {name: row["cpu_s"] for name, row in figures["kinds"].items()}
-    assert 0.6 <= kinds["app server"] <= 0.8 + 0.2  # its burn and start, less what fell before a reading
-    assert kinds.get("pytest", 0.0) < 0.3  # this process: its watch thread only
-    assert sum(kinds.values()) <= figures["busy_cpu_s"] + 0.05
-    assert figures["exit"] == 0 and figures["command"] == command
-    assert "| app server |" in capsys.readouterr().err
+    assert figures["exit"] == 3 and figures["command"] == command
+    assert figures["kinds"]["python, other"]["cpu_s"] >= 0.2
+    assert sum(row["cpu_s"] for row in figures["kinds"].values()) <= figures["busy_cpu_s"] + 0.05
+    assert "| python, other |" in capsys.readouterr().err
 
 
 def test_no_command_is_refused() -> None:
