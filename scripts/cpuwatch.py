@@ -82,7 +82,7 @@ def command_line(pid: int) -> str:
 
 
 class Watch:
-    """Readings every `interval` s in a thread, from start() until stop()."""
+    """Readings every `interval` s in `thread`, from its start until `done` is set (then one more)."""
 
     def __init__(self, interval: float) -> None:
         self.interval, self.done = interval, threading.Event()
@@ -128,7 +128,12 @@ def main(argv: list[str] | None = None) -> int:
     watch = Watch(args.interval)
     busy0, wall0 = machine_busy(), time.monotonic()
     watch.thread.start()
-    rc = subprocess.call(command)
+    try:
+        rc = subprocess.call(command)
+    except OSError as exc:  # no such program, or not executable
+        watch.done.set()
+        print(f"cpuwatch: cannot run {command[0]!r}: {exc.strerror}", file=sys.stderr)
+        return 127
     watch.done.set()
     watch.thread.join()
     busy, wall = machine_busy() - busy0, time.monotonic() - wall0

@@ -66,7 +66,11 @@ def test_the_command_runs_and_its_figures_go_to_json(tmp_path: Path, capsys: pyt
     assert "| python, other |" in capsys.readouterr().err
 
 
-def test_no_command_is_refused() -> None:
+def test_no_command_is_refused_and_a_missing_one_is_said_in_a_line(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         cpuwatch.main([])
     assert exc.value.code == 2
+    assert cpuwatch.main(["--", "no-such-program-xyz", "arg"]) == 127
+    err = capsys.readouterr().err
+    assert "cpuwatch: cannot run 'no-such-program-xyz': No such file or directory" in err
+    assert "Traceback" not in err
