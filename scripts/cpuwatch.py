@@ -131,11 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rc = subprocess.call(command)
     except OSError as exc:  # no such program, or not executable
-        watch.done.set()
         print(f"cpuwatch: cannot run {command[0]!r}: {exc.strerror}", file=sys.stderr)
         return 127
-    watch.done.set()
-    watch.thread.join()
+    finally:
+        watch.done.set()
+        watch.thread.join()
     busy, wall = machine_busy() - busy0, time.monotonic() - wall0
     cpu, count = watch.by_kind()
     seen = sum(cpu.values())

@@ -180,8 +180,8 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     launch), and the pooled contexts and what they cached went with it; now 5-6 (bench/README.md:
     issue 24, twelfth pass). The session's end closes it (_chromium_pool)."""
     result = yield
-    leaving = nextitem is not None and getattr(nextitem, "module", None) is not getattr(item, "module", None)
-    if leaving and getattr(getattr(nextitem, "module", None), "ASYNC_PLAYWRIGHT", False):
+    module = getattr(nextitem, "module", None)
+    if module is not getattr(item, "module", None) and getattr(module, "ASYNC_PLAYWRIGHT", False):
         for pool in _POOLS:
             pool.close()
     return result
