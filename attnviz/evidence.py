@@ -103,14 +103,16 @@ def contribution_map(model: Runner, text: str, method: str, max_tokens: int) -> 
 
 
 def sink_heads(model: Runner, text: str, max_tokens: int) -> dict[str, Any]:
-    att = model.attend(text, max_tokens)
-    try:
-        norms = explain.norm_weights(model, model.fit(text, max_tokens))
-    except ValueError:  # a model whose layers cannot be taken apart: no value norms
-        norms = None
-    s = explain.sink_scores(
-        att, norms=norms if norms is not None and norms.per_head.shape == att.weights.shape else None
-    )
+    # The value norms from the attention's own pass where it gives them (the embedded MiniLM
+    # then needs no transformers: 5.1 -> 2 s a command), else from a pass of their own.
+    att, values = explain.attend_keeping_values(model, text, max_tokens)
+    norms = values.norms() if values is not None else None
+    if norms is None:
+        try:
+            norms = explain.norm_weights(model, model.fit(text, max_tokens)).value_norms
+        except ValueError:  # a model whose layers cannot be taken apart: no value norms
+            norms = None
+    s = explain.sink_scores(att, norms=norms if norms is not None and norms.shape == att.weights.shape[:3] else None)
     heads = [  # every (layer, head, token) above epsilon (Gu et al.), strongest first in each head
         {
             "layer": int(layer),

@@ -179,3 +179,28 @@ def test_a_fresh_server_draws_the_first_chart_without_importing_transformers() -
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "[false, true, 17, 6, true, true]", done.stdout[-2000:]
+
+
+def test_a_padded_batch_gets_the_hugging_face_maps_without_loading_it(
+    pair: tuple[QuickMiniLM, PretrainedModel],
+) -> None:
+    """The corpus analysis (attnviz/corpus/batch.py) pads a batch with the tokenizer's pad id and
+    asks `attention_maps`: the quick encoder answers, each layer within 1e-5 of transformers'
+    eager BERT, padding columns weighted 0 alike, and nothing loads transformers' model."""
+    from attnviz.corpus.batch import encode_all, padded
+
+    quick, reference = pair
+    assert quick.tokenizer.pad_token_id == reference.tokenizer.pad_token_id == 0
+    items = [it for it in encode_all(quick, TEXTS[:4], 64) if it is not None]
+    inputs = padded(quick, items)
+    assert int(inputs["attention_mask"].sum()) < inputs["attention_mask"].numel()  # some padding
+    with torch.inference_mode():
+        got, want = quick.attention_maps(inputs), reference.attention_maps(inputs)
+    assert quick.quick is not None and quick._full is None
+    assert len(got) == len(want) == 6
+    B, width = inputs["input_ids"].shape
+    shortest = min(range(B), key=lambda b: items[b].n)
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape == (B, 12, width, width)
+        np.testing.assert_allclose(g.numpy(), w.numpy(), atol=1e-5, rtol=0)
+        assert float(g[shortest, :, :, items[shortest].n :].abs().max()) == 0.0

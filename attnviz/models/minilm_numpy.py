@@ -81,6 +81,8 @@ class QuickTokenizer:
         self.model_max_length = int(settings.get("model_max_length", 512))
         self.unk_token = str(settings.get("unk_token", "[UNK]"))
         self.unk_token_id = self._backend.token_to_id(self.unk_token)
+        self.pad_token = str(settings.get("pad_token", "[PAD]"))  # a corpus batch pads with it
+        self.pad_token_id = self._backend.token_to_id(self.pad_token)
 
     def __call__(self, text: Any, *args: Any, **kwargs: Any) -> Any:
         if args or not isinstance(text, str) or not set(kwargs) <= _QUICK_KWARGS:

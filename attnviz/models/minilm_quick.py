@@ -1,7 +1,9 @@
 """The embedded MiniLM's first answers without transformers (issue 24.2: a cold start under 5 s).
 
 Importing transformers' BERT code costs 3-4 s on 2 cores, more than torch itself. A cold
-server's first chart needs only `attend`: the tokens, their offsets and every layer's attention.
+server's first chart needs only `attend`: the tokens, their offsets and every layer's attention;
+a corpus run only `attention_maps` of padded batches (`quick_maps`), and the sink heads' value
+norms come from the same pass (explain/value_norms.py).
 `QuickMiniLM` answers that from the package's own files, with the `tokenizers` library on
 tokenizer.json and the scratch encoder (attnviz/scratch.py) carrying model.safetensors' weights,
 writing each layer's weights straight into the result array as the Hugging Face runner does.
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -34,13 +36,29 @@ from .names import EMBEDDED_MODEL
 if TYPE_CHECKING:
     from transformers import PreTrainedModel as HFModel
 
-__all__ = ["QuickEncoding", "QuickMiniLM", "QuickTokenizer", "quick_attention", "scratch_config"]
+__all__ = ["QuickEncoding", "QuickMiniLM", "QuickTokenizer", "quick_attention", "quick_maps", "scratch_config"]
 
 
 def quick_attention(encoder: ScratchEncoder, inputs: Inputs, out: np.ndarray) -> np.ndarray:
     """Every layer's attention of a batch of one, computed in `out` (L, H, n, n) float32: the
     embedding, then per layer Q, K, V, the weights written in place, the output projection, the
     LayerNorms and the feed-forward, as transformers' BertModel runs them in eval mode."""
+    _run(encoder, inputs, torch.from_numpy(out).unsqueeze(1).unbind(0))  # L views of (1, H, n, n)
+    return out
+
+
+def quick_maps(encoder: ScratchEncoder, inputs: Inputs) -> list[torch.Tensor]:
+    """`attention_maps` of a padded batch (B, w) through the quick encoder: one (B, H, w, w)
+    float32 tensor a layer, padding columns weighted 0, as transformers' eager BERT gives them."""
+    B, w = inputs["input_ids"].shape
+    n_heads = cast(EncoderLayer, encoder.layers[0]).parts().n_heads
+    slots = [torch.empty(B, n_heads, w, w, device=inputs["input_ids"].device) for _ in encoder.layers]
+    _run(encoder, inputs, slots)
+    return slots
+
+
+def _run(encoder: ScratchEncoder, inputs: Inputs, slots: Sequence[torch.Tensor]) -> None:
+    """The forward pass of `quick_attention`, each layer's weights written into its slot."""
     ids = inputs["input_ids"]
     segments = inputs.get("token_type_ids")
     if segments is None:
@@ -50,7 +68,6 @@ def quick_attention(encoder: ScratchEncoder, inputs: Inputs, out: np.ndarray) ->
     x = encoder.ln_embeddings(x + encoder.position_embeddings(torch.arange(ids.shape[1], device=ids.device))[None])
     keep = inputs.get("attention_mask")
     mask = None if keep is None or bool(keep.all()) else padding_mask(keep, x.dtype)
-    slots = torch.from_numpy(out).unsqueeze(1).unbind(0)  # L views of (1, H, n, n)
     for layer, slot in zip(encoder.layers, slots, strict=True):
         p = cast(EncoderLayer, layer).parts()
         B, T, _ = x.shape
@@ -62,7 +79,6 @@ def quick_attention(encoder: ScratchEncoder, inputs: Inputs, out: np.ndarray) ->
         attn = p.output(y.transpose(1, 2).reshape(B, T, p.n_heads * p.head_dim))
         mid = p.ln_attention(x + attn)
         x = p.ln_ff(mid + p.ff_out(p.activation(p.ff_in(mid))))
-    return out
 
 
 def scratch_config(folder: Path, **switches: bool) -> EncoderConfig:
@@ -148,6 +164,14 @@ class QuickMiniLM(PretrainedModel):
         if quick is None:
             return self.layers()
         return [cast(EncoderLayer, layer).parts() for layer in quick.layers]
+
+    def attention_maps(self, inputs: Inputs) -> list[torch.Tensor]:
+        """A padded batch's attention (the corpus analysis, attnviz/corpus/batch.py) through the
+        quick encoder until the full model is loaded: a corpus run needs no transformers."""
+        quick = self.quick
+        if quick is None:
+            return super().attention_maps(inputs)
+        return quick_maps(quick, inputs)
 
     def attention_array(self, inputs: Inputs) -> np.ndarray:
         quick = self.quick
