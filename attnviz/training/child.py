@@ -297,8 +297,21 @@ def serve_fd(fd: int) -> None:
     _child(multiprocessing.connection.Connection(fd))
 
 
-if __name__ == "__main__":  # python -m attnviz.training.child [--zygote] FD (zygote.py; _spawn where none is)
-    if sys.argv[1] == "--zygote":
-        zygote.serve(socket.socket(fileno=int(sys.argv[2])), serve_fd)
+def warm() -> None:
+    """What every run imports at its first step, imported once in the zygote before it forks:
+    making a torch.optim optimizer imports torch._dynamo (torch._disable_dynamo), about 1 CPU-s
+    and as many seconds before each forked child's first step. The import starts no thread."""
+    import torch._dynamo  # noqa: F401
+
+
+def main(argv: list[str]) -> None:
+    """`python -m attnviz.training.child [--zygote] FD` (zygote.py; _spawn where there is none)."""
+    if argv[0] == "--zygote":
+        warm()
+        zygote.serve(socket.socket(fileno=int(argv[1])), serve_fd)
     else:
-        serve_fd(int(sys.argv[1]))
+        serve_fd(int(argv[0]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,5 +1,6 @@
 """Where the training children come from: one warm interpreter (the zygote) per app server, which
-has imported torch and the training loop once and forks a child for each run (issue 24.5).
+has imported torch, the training loop and what a run's first step imports (child.warm) once and
+forks a child for each run (issue 24.5).
 
 A child started as a fresh interpreter paid torch's import at every Train click: 2.5-3 CPU-s,
 and as many seconds before its first step on two busy cores (ten visitors training: ten imports
