@@ -249,6 +249,37 @@ def test_chinese_text_reads_one_character_a_token_and_trains() -> None:
     assert unknown.tokens[-3:] == ["<unk>:c", "<unk>:a", "<unk>:t"]
 
 
+@pytest.mark.parametrize(
+    ("task", "text", "sample"),
+    [
+        ("copy", None, "t03 t17 > t03 t17 t99 unknown"),
+        ("text", ZH * 2, "小猫 cat\t坐在\n垫子上。🎉"),
+    ],
+)
+def test_the_trained_models_quick_tokenizer_answers_as_transformers_does(
+    task: str, text: str | None, sample: str
+) -> None:
+    """A trained model's tokenizer answers one text itself (training/runner.py: no transformers
+    import) and anything else through transformers' PreTrainedTokenizerFast on the same
+    vocabulary: the same ids, special tokens, offsets and word ids either way, cut or not."""
+    from transformers import BatchEncoding, PreTrainedTokenizerFast
+
+    tokenizer = prepare(TrainConfig(task, 1, 2, 1, 1, 16, batch_size=4), text).model.tokenizer
+    real = tokenizer._real()
+    assert isinstance(real, PreTrainedTokenizerFast) and type(tokenizer).__name__ == "QuickTokenizer"
+    for cut in ({}, {"truncation": True, "max_length": 4}):
+        kwargs = {"return_offsets_mapping": True, "return_special_tokens_mask": True, "return_tensors": "pt", **cut}
+        got, want = tokenizer(sample, **kwargs), real(sample, **kwargs)
+        assert isinstance(want, BatchEncoding) and sorted(got) == sorted(want)
+        for key in want:
+            assert torch.equal(got[key], want[key]), (key, cut)
+        assert got.word_ids() == want.word_ids()
+    ids = real(sample)["input_ids"]
+    assert tokenizer.convert_ids_to_tokens(ids) == real.convert_ids_to_tokens(ids)
+    assert (tokenizer.unk_token_id, tokenizer.pad_token_id) == (real.unk_token_id, real.pad_token_id)
+    assert tokenizer.decode(ids) == real.decode(ids)  # anything else: transformers' own
+
+
 # --- the trained model is a Runner like any other ------------------------------------------------
 
 

@@ -73,16 +73,35 @@ class QuickTokenizer:
     def __init__(self, folder: Path, real: Callable[[], Any]):
         from tokenizers import Tokenizer
 
-        self._backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        settings = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        self._setup(
+            Tokenizer.from_file(str(folder / "tokenizer.json")),
+            real,
+            int(settings.get("model_max_length", 512)),
+            str(settings.get("unk_token", "[UNK]")),
+            str(settings.get("pad_token", "[PAD]")),  # a corpus batch pads with it
+        )
+
+    @classmethod
+    def of(cls, backend: Any, real: Callable[[], Any], model_max_length: int, unk: str, pad: str) -> QuickTokenizer:
+        """One over a `tokenizers.Tokenizer` built in code (the training lab's vocabularies:
+        attnviz/training/runner.py), `real()` the transformers tokenizer wrapping the same
+        (a PreTrainedTokenizerFast: input ids and attention mask, no token types)."""
+        self = cls.__new__(cls)
+        self._setup(backend, real, model_max_length, unk, pad)
+        self.model_input_names = ["input_ids", "attention_mask"]
+        return self
+
+    def _setup(self, backend: Any, real: Callable[[], Any], model_max_length: int, unk: str, pad: str) -> None:
+        self.model_input_names = ["input_ids", "token_type_ids", "attention_mask"]  # BERT's
+        self._backend = backend
         self._backend.no_padding()  # the file pads to 128: transformers turns that off per call
         self._lock = threading.Lock()  # truncation is the backend's state: one call at a time
         self._real = real
-        settings = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-        self.model_max_length = int(settings.get("model_max_length", 512))
-        self.unk_token = str(settings.get("unk_token", "[UNK]"))
-        self.unk_token_id = self._backend.token_to_id(self.unk_token)
-        self.pad_token = str(settings.get("pad_token", "[PAD]"))  # a corpus batch pads with it
-        self.pad_token_id = self._backend.token_to_id(self.pad_token)
+        self.model_max_length = model_max_length
+        self.unk_token, self.pad_token = unk, pad
+        self.unk_token_id = self._backend.token_to_id(unk)
+        self.pad_token_id = self._backend.token_to_id(pad)
 
     def __call__(self, text: Any, *args: Any, **kwargs: Any) -> Any:
         if args or not isinstance(text, str) or not set(kwargs) <= _QUICK_KWARGS:
@@ -97,7 +116,9 @@ class QuickTokenizer:
             else:
                 self._backend.no_truncation()
             enc = self._backend.encode(text)
-        data: dict[str, Any] = {"input_ids": enc.ids, "token_type_ids": enc.type_ids}
+        data: dict[str, Any] = {"input_ids": enc.ids}
+        if "token_type_ids" in self.model_input_names:
+            data["token_type_ids"] = enc.type_ids
         if kwargs.get("return_attention_mask", True) is not False:
             data["attention_mask"] = enc.attention_mask
         if kwargs.get("return_special_tokens_mask"):

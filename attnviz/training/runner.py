@@ -1,8 +1,9 @@
 """A trained tiny decoder behind the Runner seam, with a tokenizer over its own vocabulary.
 
-The tokenizer is a real Hugging Face fast tokenizer (a `tokenizers` WordLevel model wrapped in
-`PreTrainedTokenizerFast`), so `RunnerBase.encode`, `attend`, `attend_batch` and `fit` work as
-for any model: symbol tasks split on whitespace ("t03 t17 > t03"), the text task reads one
+The tokenizer is a `tokenizers` WordLevel model that answers one text at a time itself, as
+transformers' `PreTrainedTokenizerFast` around it would (built on the first need of anything
+else: `build_tokenizer`), so `RunnerBase.encode`, `attend`, `attend_batch` and `fit` work as for
+any model: symbol tasks split on whitespace ("t03 t17 > t03"), the text task reads one
 character a token (Chinese included). `<s>` is added in front, as in training.
 
 Not a post-LayerNorm encoder: `layers()` says so (ValueError), and the methods that decompose
@@ -13,8 +14,9 @@ Attention maps, hidden states, gradients and head switches work.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 
@@ -31,9 +33,15 @@ __all__ = ["TrainedModel", "build_tokenizer"]
 
 
 def build_tokenizer(vocab: list[str], char_level: bool, max_len: int) -> PreTrainedTokenizerFast:
-    """A fast tokenizer whose ids are the positions in `vocab` (specials first), `<s>` prepended."""
+    """A fast tokenizer whose ids are the positions in `vocab` (specials first), `<s>` prepended.
+
+    It answers one text at a time (what `attend` and the scores ask) through the quick tokenizer
+    (models/minilm_numpy.py) on the same `tokenizers` object, and anything else through
+    transformers' `PreTrainedTokenizerFast` around it, built on that first need: `attnviz train`
+    and a server's first trained model no longer import transformers (3-4 CPU-s) for a tokenizer."""
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
+
+    from ..models.minilm_numpy import QuickTokenizer
 
     if list(vocab[: len(SPECIALS)]) != list(SPECIALS):
         raise ValueError(f"a vocabulary starts with {SPECIALS}")
@@ -45,9 +53,22 @@ def build_tokenizer(vocab: list[str], char_level: bool, max_len: int) -> PreTrai
         pre_tokenizers.Split(split, behavior="isolated") if char_level else pre_tokenizers.WhitespaceSplit()
     )
     tok.post_processor = processors.TemplateProcessing(single=f"{BOS} $A", special_tokens=[(BOS, ids[BOS])])
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token=UNK, pad_token=PAD, bos_token=BOS, model_max_length=max_len
-    )
+    real: list[PreTrainedTokenizerFast] = []
+    lock = threading.Lock()
+
+    def full() -> PreTrainedTokenizerFast:
+        with lock:
+            if not real:
+                from transformers import PreTrainedTokenizerFast
+
+                real.append(
+                    PreTrainedTokenizerFast(  # it works on its own copy of `tok`
+                        tokenizer_object=tok, unk_token=UNK, pad_token=PAD, bos_token=BOS, model_max_length=max_len
+                    )
+                )
+            return real[0]
+
+    return cast("PreTrainedTokenizerFast", QuickTokenizer.of(tok, full, max_len, UNK, PAD))
 
 
 class TrainedModel(RunnerBase):
