@@ -6,6 +6,7 @@ tokenizer the same way: its first answer comes without transformers too, with th
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -204,3 +205,52 @@ def test_a_padded_batch_gets_the_hugging_face_maps_without_loading_it(
         assert g.shape == w.shape == (B, 12, width, width)
         np.testing.assert_allclose(g.numpy(), w.numpy(), atol=1e-5, rtol=0)
         assert float(g[shortest, :, :, items[shortest].n :].abs().max()) == 0.0
+
+
+def test_final_states_and_occlusion_come_from_the_quick_encoder(pair: tuple[QuickMiniLM, PretrainedModel]) -> None:
+    """Without gradients `last_hidden` runs the quick encoder (a padded batch too): occlusion, the
+    caveats' agreement, equals transformers' within 1e-5 and loads nothing; with gradients the
+    Hugging Face model answers (tests above: loaded inside a pass)."""
+    from attnviz import explain
+    from attnviz.corpus.batch import encode_all, padded
+
+    quick, reference = pair
+    assert quick.tokenizer.mask_token_id == reference.tokenizer.mask_token_id == 103
+    items = [it for it in encode_all(quick, TEXTS[:4], 64) if it is not None]
+    inputs = padded(quick, items)
+    with torch.inference_mode():
+        got, want = quick.last_hidden(inputs), reference.last_hidden(inputs)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-5, rtol=0)
+    text = TEXTS[0]
+    np.testing.assert_allclose(explain.occlusion(quick, text, 3), explain.occlusion(reference, text, 3), atol=1e-5)
+    assert quick.quick is not None and quick._full is None
+
+
+CAVEATS_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(sys.argv[1], default_timeout=600)
+    at.run()
+    at.switch_page("../pages/caveats.py").run()
+    print(json.dumps([[str(e.value)[:200] for e in at.exception], len(at.dataframe), "transformers" in sys.modules]))
+    """
+)
+
+
+def test_the_caveats_page_needs_no_transformers() -> None:
+    """A visit to Caveats (the sink heads' norm-based weights, occlusion's agreement) runs on the
+    quick encoder: a cold server's first Caveats view skips transformers' import and its model."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", CAVEATS_PROBE, str(ROOT / "tests" / "app_entry.py")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    errors, tables, loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert errors == [] and tables >= 3 and loaded is False

@@ -63,6 +63,31 @@ def test_the_quick_minilm_gives_the_second_passes_norms_without_loading_transfor
     np.testing.assert_allclose(norms, second, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("limit", [None, 12])
+def test_the_quick_minilm_traces_and_gives_the_norm_based_weights_without_loading_transformers(
+    limit: int | None,
+) -> None:
+    """`trace` and `norm_weights` (the caveats' norm-based sinks) through the quick encoder: the
+    records and the weights of transformers' model within 1e-5, and no full load."""
+    quick = load_model(EMBEDDED_MODEL, "cpu")
+    assert isinstance(quick, QuickMiniLM)
+    reference = _load_hf(str(embedded_model_dir()), torch.device("cpu"), 512, EMBEDDED_MODEL)
+    fitted = quick.fit(LONG, limit)
+    with torch.inference_mode():
+        got_w, got = quick.trace(quick.encode(fitted).inputs)
+        want_w, want = reference.trace(reference.encode(fitted).inputs)
+    mine, theirs = explain.norm_weights(quick, fitted), explain.norm_weights(reference, fitted)
+    assert quick.quick is not None and quick._full is None
+    np.testing.assert_allclose(got_w, want_w, atol=1e-5, rtol=0)
+    for g, w in zip(got, want, strict=True):
+        assert sorted(g) == sorted(w) == ["attn_out", "values", "x"]
+        for key in w:
+            np.testing.assert_allclose(g[key].numpy(), w[key].numpy(), atol=1e-4, rtol=0, err_msg=key)
+    for name in ("per_head", "value_norms", "head_cosines"):
+        np.testing.assert_allclose(getattr(mine, name), getattr(theirs, name), atol=1e-4, rtol=1e-4, err_msg=name)
+    assert mine.tokens == theirs.tokens
+
+
 def test_the_sinks_command_takes_its_norms_from_the_attentions_pass() -> None:
     """`attnviz evidence TEXT --sinks` (evidence.sink_heads): the same heads, shares and value
     norm ratios as the norms of a second forward on transformers' model give, and the embedded

@@ -78,7 +78,8 @@ def _capture(model: Runner, text: str) -> tuple[Encoded, Parts, np.ndarray, list
     layers, alpha (L, H, n, n) and, per layer, the value projection x W_V + b_V and the output
     projection's result."""
     decoder = is_prenorm(model)
-    parts: Parts = [*(model.prenorm_layers() if decoder else model.layers())]
+    # the layers `trace` runs through (the embedded MiniLM's quick encoder before its full load)
+    parts: Parts = [*(model.prenorm_layers() if decoder else getattr(model, "attend_layers", model.layers)())]
     enc = model.encode(text)
     with model.gate.background(), torch.inference_mode():
         alphas, records = prenorm_trace(model, enc.inputs) if decoder else model.trace(enc.inputs)

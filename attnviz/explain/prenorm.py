@@ -103,6 +103,8 @@ class PreNormRecord:
 def is_prenorm(model: Runner) -> bool:
     """True for a pre-norm decoder (Llama family), False for a post-LN encoder; `layers()`'s
     ValueError when the model is neither."""
+    if getattr(model, "post_ln_encoder", False):  # known without loading transformers (models/minilm_quick.py)
+        return False
     try:
         model.layers()
         return False

@@ -124,6 +124,37 @@ class Runner(Protocol):
     ) -> contextlib.AbstractContextManager[None]: ...
 
 
+def traced(
+    name: str, parts: list[LayerParts], forward: Callable[[], np.ndarray]
+) -> tuple[np.ndarray, list[dict[str, torch.Tensor]]]:
+    """`Runner.trace` of `forward()` (the weights (L, H, n, n) of a batch of one) through the
+    layers `parts`: hooks on each value and output projection record "x", "values" and
+    "attn_out", for passes on this thread only."""
+    records: list[dict[str, torch.Tensor]] = [{} for _ in parts]
+    owner = threading.get_ident()  # another visitor's pass meanwhile must not write our records
+
+    def keep(
+        record: dict[str, torch.Tensor], out_name: str, in_name: str | None = None
+    ) -> Callable[[torch.nn.Module, tuple[torch.Tensor, ...], torch.Tensor], None]:
+        def hook(_m: torch.nn.Module, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
+            if threading.get_ident() != owner:
+                return
+            record[out_name] = out[0]  # batch of one
+            if in_name is not None:
+                record[in_name] = args[0][0]
+
+        return hook
+
+    with contextlib.ExitStack() as stack:
+        for p, record in zip(parts, records, strict=True):
+            stack.callback(p.value.register_forward_hook(keep(record, "values", "x")).remove)
+            stack.callback(p.output.register_forward_hook(keep(record, "attn_out")).remove)
+        weights = forward()
+    if weights.shape[0] != len(parts) or any(len(r) != 3 for r in records):
+        raise ValueError(f"model '{name}' did not run each of its {len(parts)} layers once")
+    return weights, records
+
+
 class RunnerBase(DecoderDefaults):
     """What the pretrained and the scratch runner share."""
 
@@ -324,30 +355,7 @@ class RunnerBase(DecoderDefaults):
         per layer, "x" (n, d) the input of the value projection, "values" x W_V + b_V
         (n, H * hs) and "attn_out" (n, d) what the output projection returned (before dropout,
         residual and LayerNorm). Caller picks the grad mode."""
-        parts = self.layers()
-        records: list[dict[str, torch.Tensor]] = [{} for _ in parts]
-        owner = threading.get_ident()  # another visitor's pass meanwhile must not write our records
-
-        def keep(
-            record: dict[str, torch.Tensor], out_name: str, in_name: str | None = None
-        ) -> Callable[[torch.nn.Module, tuple[torch.Tensor, ...], torch.Tensor], None]:
-            def hook(_m: torch.nn.Module, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
-                if threading.get_ident() != owner:
-                    return
-                record[out_name] = out[0]  # batch of one
-                if in_name is not None:
-                    record[in_name] = args[0][0]
-
-            return hook
-
-        with contextlib.ExitStack() as stack:
-            for p, record in zip(parts, records, strict=True):
-                stack.callback(p.value.register_forward_hook(keep(record, "values", "x")).remove)
-                stack.callback(p.output.register_forward_hook(keep(record, "attn_out")).remove)
-            weights = self.attention_array(inputs)
-        if weights.shape[0] != len(parts) or any(len(r) != 3 for r in records):
-            raise ValueError(f"model '{self.name}' did not run each of its {len(parts)} layers once")
-        return weights, records
+        return traced(self.name, self.layers(), lambda: self.attention_array(inputs))
 
     def layer_trace(self, inputs: Inputs, layer: int, **kwargs: torch.Tensor) -> dict[str, torch.Tensor]:
         """Recompute one layer from its input with the project's attention and return what

@@ -81,6 +81,7 @@ class QuickTokenizer:
             str(settings.get("unk_token", "[UNK]")),
             str(settings.get("pad_token", "[PAD]")),  # a corpus batch pads with it
         )
+        self.mask_token_id = self._backend.token_to_id(str(settings.get("mask_token", "[MASK]")))
 
     @classmethod
     def of(cls, backend: Any, real: Callable[[], Any], model_max_length: int, unk: str, pad: str) -> QuickTokenizer:
@@ -102,6 +103,7 @@ class QuickTokenizer:
         self.unk_token, self.pad_token = unk, pad
         self.unk_token_id = self._backend.token_to_id(unk)
         self.pad_token_id = self._backend.token_to_id(pad)
+        self.mask_token_id = None  # occlusion's (MiniLM's own: __init__)
 
     def __call__(self, text: Any, *args: Any, **kwargs: Any) -> Any:
         if args or not isinstance(text, str) or not set(kwargs) <= _QUICK_KWARGS:

@@ -2,8 +2,9 @@
 
 Importing transformers' BERT code costs 3-4 s on 2 cores, more than torch itself. A cold
 server's first chart needs only `attend`: the tokens, their offsets and every layer's attention;
-a corpus run only `attention_maps` of padded batches (`quick_maps`), and the sink heads' value
-norms come from the same pass (explain/value_norms.py).
+a corpus run only `attention_maps` of padded batches (`quick_maps`); the norm-based weights
+(`trace`) and occlusion (`last_hidden` without gradients) run through it too, so the Caveats
+page and the sink heads need no transformers.
 `QuickMiniLM` answers that from the package's own files, with the `tokenizers` library on
 tokenizer.json and the scratch encoder (attnviz/scratch.py) carrying model.safetensors' weights,
 writing each layer's weights straight into the result array as the Hugging Face runner does.
@@ -28,7 +29,7 @@ import numpy as np
 import torch
 
 from ..scratch import EncoderConfig, EncoderLayer, ScratchEncoder, padding_mask, scaled_dot_product_attention
-from .base import Inputs, LayerParts, RunnerBase
+from .base import Inputs, LayerParts, RunnerBase, traced
 from .huggingface import PretrainedModel
 from .minilm_numpy import QuickEncoding, QuickTokenizer
 from .names import EMBEDDED_MODEL
@@ -57,8 +58,9 @@ def quick_maps(encoder: ScratchEncoder, inputs: Inputs) -> list[torch.Tensor]:
     return slots
 
 
-def _run(encoder: ScratchEncoder, inputs: Inputs, slots: Sequence[torch.Tensor]) -> None:
-    """The forward pass of `quick_attention`, each layer's weights written into its slot."""
+def _run(encoder: ScratchEncoder, inputs: Inputs, slots: Sequence[torch.Tensor | None]) -> torch.Tensor:
+    """The forward pass of `quick_attention`, each layer's weights written into its slot (None:
+    a tensor of its own); the last layer's output (B, n, d)."""
     ids = inputs["input_ids"]
     segments = inputs.get("token_type_ids")
     if segments is None:
@@ -79,6 +81,7 @@ def _run(encoder: ScratchEncoder, inputs: Inputs, slots: Sequence[torch.Tensor])
         attn = p.output(y.transpose(1, 2).reshape(B, T, p.n_heads * p.head_dim))
         mid = p.ln_attention(x + attn)
         x = p.ln_ff(mid + p.ff_out(p.activation(p.ff_in(mid))))
+    return x
 
 
 def scratch_config(folder: Path, **switches: bool) -> EncoderConfig:
@@ -172,6 +175,26 @@ class QuickMiniLM(PretrainedModel):
         if quick is None:
             return super().attention_maps(inputs)
         return quick_maps(quick, inputs)
+
+    def last_hidden(self, inputs: Inputs, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        """Through the quick encoder while there is one and no gradient is asked for (occlusion's
+        masked copies, the caveats' agreement); gradients go through transformers' model."""
+        quick = self.quick
+        if quick is None or inputs_embeds is not None or torch.is_grad_enabled():
+            return super().last_hidden(inputs, inputs_embeds)
+        return _run(quick, inputs, [None] * len(quick.layers))
+
+    def trace(self, inputs: Inputs) -> tuple[np.ndarray, list[dict[str, torch.Tensor]]]:
+        """`Runner.trace` through the quick encoder until the full model is loaded (the norm-based
+        weights of the caveats and the sink heads need no transformers); its layers and its
+        pass are taken together, so a full load meanwhile cannot part them."""
+        quick = self.quick
+        if quick is None or int(inputs["input_ids"].shape[0]) != 1:
+            return super().trace(inputs)
+        n = int(inputs["input_ids"].shape[1])
+        out = np.empty((self.n_layers, self.n_heads, n, n), dtype=np.float32)
+        parts = [cast(EncoderLayer, layer).parts() for layer in quick.layers]
+        return traced(self.name, parts, lambda: quick_attention(quick, inputs, out))
 
     def attention_array(self, inputs: Inputs) -> np.ndarray:
         quick = self.quick
