@@ -80,30 +80,39 @@ class QuickTokenizer:
             int(settings.get("model_max_length", 512)),
             str(settings.get("unk_token", "[UNK]")),
             str(settings.get("pad_token", "[PAD]")),  # a corpus batch pads with it
+            str(settings.get("mask_token", "[MASK]")),  # occlusion masks with it
+            ["input_ids", "token_type_ids", "attention_mask"],  # BERT's
         )
-        self.mask_token_id = self._backend.token_to_id(str(settings.get("mask_token", "[MASK]")))
 
     @classmethod
     def of(cls, backend: Any, real: Callable[[], Any], model_max_length: int, unk: str, pad: str) -> QuickTokenizer:
         """One over a `tokenizers.Tokenizer` built in code (the training lab's vocabularies:
         attnviz/training/runner.py), `real()` the transformers tokenizer wrapping the same
-        (a PreTrainedTokenizerFast: input ids and attention mask, no token types)."""
+        (a PreTrainedTokenizerFast: input ids and attention mask, no token types, no mask token)."""
         self = cls.__new__(cls)
-        self._setup(backend, real, model_max_length, unk, pad)
-        self.model_input_names = ["input_ids", "attention_mask"]
+        self._setup(backend, real, model_max_length, unk, pad, None, ["input_ids", "attention_mask"])
         return self
 
-    def _setup(self, backend: Any, real: Callable[[], Any], model_max_length: int, unk: str, pad: str) -> None:
-        self.model_input_names = ["input_ids", "token_type_ids", "attention_mask"]  # BERT's
+    def _setup(
+        self,
+        backend: Any,
+        real: Callable[[], Any],
+        model_max_length: int,
+        unk: str,
+        pad: str,
+        mask: str | None,
+        input_names: list[str],
+    ) -> None:
         self._backend = backend
         self._backend.no_padding()  # the file pads to 128: transformers turns that off per call
         self._lock = threading.Lock()  # truncation is the backend's state: one call at a time
         self._real = real
         self.model_max_length = model_max_length
+        self.model_input_names = input_names
         self.unk_token, self.pad_token = unk, pad
         self.unk_token_id = self._backend.token_to_id(unk)
         self.pad_token_id = self._backend.token_to_id(pad)
-        self.mask_token_id = None  # occlusion's (MiniLM's own: __init__)
+        self.mask_token_id = None if mask is None else self._backend.token_to_id(mask)
 
     def __call__(self, text: Any, *args: Any, **kwargs: Any) -> Any:
         if args or not isinstance(text, str) or not set(kwargs) <= _QUICK_KWARGS:
