@@ -27,6 +27,7 @@ from collections import Counter
 from pathlib import Path
 
 TICK = os.sysconf("SC_CLK_TCK")
+TOP_WIDTH = 160  # characters of a command line in --top's table
 
 # The first rule that matches a command line names its kind.
 KINDS = (
@@ -89,6 +90,7 @@ class Watch:
         self.first = readings()  # what each process had spent before: not ours
         self.last: dict[tuple[int, int], float] = {}
         self.names: dict[tuple[int, int], str] = {}
+        self.commands: dict[tuple[int, int], str] = {}
         self.seen: Counter[tuple[int, int]] = Counter()  # readings of each process
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -101,7 +103,8 @@ class Watch:
     def _read(self) -> None:
         for key, cpu in readings().items():
             if self.seen[key] < 4:  # a fork read before its exec would be named by its parent's command line
-                self.names[key] = kind(command_line(key[0]))
+                self.commands[key] = command_line(key[0])
+                self.names[key] = kind(self.commands[key])
             self.seen[key] += 1
             self.last[key] = cpu
 
@@ -115,11 +118,18 @@ class Watch:
             count[name] += 1
         return cpu, count
 
+    def costliest(self, n: int) -> list[tuple[float, str, str]]:
+        """The N processes that spent the most: (CPU-s, kind, command line)."""
+        spent = [(cpu - self.first.get(key, 0.0), key) for key, cpu in self.last.items()]
+        top = sorted(spent, reverse=True)[:n]
+        return [(cpu, self.names[key], self.commands.get(key, "")) for cpu, key in top]
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--interval", type=float, default=0.25, help="seconds between readings (default 0.25)")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
+    ap.add_argument("--top", type=int, default=0, metavar="N", help="also list the N costliest processes")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
     args = ap.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -145,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, spent, n in rows:
         print(f"| {name} | {spent:.1f} | {spent / max(busy, 1e-9):.0%} | {n} |", file=sys.stderr)
     print(f"| not seen | {busy - seen:.1f} | {(busy - seen) / max(busy, 1e-9):.0%} | |", file=sys.stderr)
+    if args.top > 0:
+        print(f"\nthe {args.top} costliest processes\n| CPU-s | kind | command line |\n|---:|---|---|", file=sys.stderr)
+        for spent, name, cmd in watch.costliest(args.top):
+            shown = " ".join(cmd.split())[:TOP_WIDTH].replace("|", r"\|")  # one line: `python -c` code has newlines
+            print(f"| {spent:.1f} | {name} | {shown} |", file=sys.stderr)
     if args.json:
         figures = {"command": command, "exit": rc, "wall_s": wall, "busy_cpu_s": busy}
         figures["kinds"] = {name: {"cpu_s": spent, "processes": n} for name, spent, n in rows}

@@ -46,6 +46,15 @@ CHROMIUM_ARGS = [
     # chromium and in people's browsers (a title wrapped to fit ran 3 px past its figure).
     "--font-render-hinting=none",
 ]
+# The tests' shared Chromium only (SharedBrowser): the tabs of one browser context share one
+# renderer process, kept alive between tests by a page of its own (keep_renderer). Chromium
+# otherwise starts a renderer for every new tab, which builds Blink and V8 again and compiles
+# Streamlit's and Plotly's scripts again (V8 keeps what it compiled per process). Four browser
+# modules, one after another: 165 and 177 machine CPU-s before, 140 and 143 after, 19 renderers
+# -> 6 (bench/README.md: issue 24, fourteenth pass). Desktop Chrome shares a site's renderer
+# between tabs the same way once it has many; each tab keeps its own document and scripts, and
+# another context never shares a renderer with this one.
+TEST_ARGS = [*CHROMIUM_ARGS, "--renderer-process-limit=1"]
 
 
 SHELL = "chromium-headless-shell"
@@ -141,7 +150,7 @@ class SharedBrowser:
 
             interval_polling()
             self._playwright = sync_playwright().start()
-            self._browser = self._playwright.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
+            self._browser = self._playwright.chromium.launch(executable_path=exe, headless=True, args=TEST_ARGS)
         return self._browser
 
     @property
@@ -183,10 +192,35 @@ def pooled(context: Any) -> bool:
     return any(c is context for c in _POOLED.values())
 
 
+_KEEPERS: dict[int, Any] = {}  # id(context) -> the page that keeps its renderer alive
+
+
+def keep_renderer(context: Any, url: str) -> None:
+    """Open a page of the context at URL's health check, unless one is open: it holds a renderer
+    process locked to the loopback's site, which every later tab of the context joins under
+    TEST_ARGS' limit, where the last tab's closing ended the renderer and the next tab started
+    another (see TEST_ARGS). The health check is no Streamlit session: the server sees nothing."""
+    key = id(context)
+    keeper = _KEEPERS.get(key)
+    if keeper is not None and not keeper.is_closed():
+        return
+    if keeper is None:
+        context.on("close", lambda _c: _KEEPERS.pop(key, None))
+    keeper = context.new_page()
+    keeper.goto(f"{url}/_stcore/health")
+    _KEEPERS[key] = keeper
+
+
+def tabs(context: Any) -> list[Any]:
+    """The context's pages that tests opened (not the page keep_renderer opened)."""
+    keeper = _KEEPERS.get(id(context))
+    return [page for page in context.pages if page is not keeper]
+
+
 def release(context: Any) -> None:
     """The end of a test's use of a pooled context: its local storage is cleared and its tabs
     close (their Streamlit sessions end), then its cookies go."""
-    for page in list(context.pages):
+    for page in tabs(context):
         with contextlib.suppress(Exception):  # a crashed or closed page has nothing to clear
             page.evaluate("() => { try { localStorage.clear(); } catch (e) {} }")
         page.close()

@@ -160,13 +160,13 @@ def chromium(_chromium_pool: Any) -> Iterator[Any]:
     """A Chromium for the module (the process's shared one); every context the module left open
     is closed at its end, so what one module opened is gone before the next starts (a pooled
     context that its tests released, tests/browser.py: release, stays: no tab, no cookie)."""
-    from .browser import pooled
+    from .browser import pooled, tabs
 
     b = _chromium_pool.get()
     yield b
     if b.is_connected():
         for context in list(b.contexts):
-            if not (pooled(context) and not context.pages):  # a released pooled one is kept
+            if not (pooled(context) and not tabs(context)):  # a released pooled one is kept
                 context.close()
 
 

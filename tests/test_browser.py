@@ -23,7 +23,7 @@ import pytest
 import attnviz
 from attnviz import i18n
 
-from .browser import ARTIFACTS, pooled_context, release
+from .browser import ARTIFACTS, keep_renderer, pooled_context, release
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -213,6 +213,7 @@ def _session(chromium: Any, url: str, **context: Any) -> Iterator[Session]:
     (tests/browser.py: pooled_context)."""
     context = {"viewport": {"width": 1400, "height": 1000}, "locale": "en-US", **context}
     ctx = pooled_context(chromium, **context)
+    keep_renderer(ctx, url)
     page = ctx.new_page()
     page.set_default_timeout(WAIT_MS)
     s = Session(page, url)

@@ -74,3 +74,19 @@ def test_no_command_is_refused_and_a_missing_one_is_said_in_a_line(capsys: pytes
     err = capsys.readouterr().err
     assert "cpuwatch: cannot run 'no-such-program-xyz': No such file or directory" in err
     assert "Traceback" not in err
+
+
+def test_top_lists_the_costliest_processes_with_their_command_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    """Other test workers may spend as much meanwhile: the burner is among the first five, and the
+    rows go from the most CPU-s down."""
+    marker = "cpuwatch-top-marker"
+    command = [sys.executable, "-c", BURN.format(s=0.4), marker]
+    assert cpuwatch.main(["--interval", "0.05", "--top", "5", "--", *command]) == 0
+    err = capsys.readouterr().err
+    table = err.split("the 5 costliest processes", 1)[1].splitlines()
+    rows = [line.split(" | ") for line in table if line.startswith("| ") and not line.startswith("| CPU-s")]
+    assert len(rows) == 5
+    spent = [float(row[0].lstrip("| ")) for row in rows]
+    assert spent == sorted(spent, reverse=True)
+    (burner,) = [row for row in rows if marker in row[2]]
+    assert float(burner[0].lstrip("| ")) >= 0.3 and burner[1] == "python, other"
