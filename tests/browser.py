@@ -51,7 +51,7 @@ CHROMIUM_ARGS = [
 # otherwise starts a renderer for every new tab, which builds Blink and V8 again and compiles
 # Streamlit's and Plotly's scripts again (V8 keeps what it compiled per process). Four browser
 # modules, one after another: 165 and 177 machine CPU-s before, 140 and 143 after, 19 renderers
-# -> 6 (bench/README.md: issue 24, fourteenth pass). Desktop Chrome shares a site's renderer
+# -> 6; a whole run's renderers 82 -> 35-36 (bench/README.md: issue 24, fourteenth pass). Desktop Chrome shares a site's renderer
 # between tabs the same way once it has many; each tab keeps its own document and scripts, and
 # another context never shares a renderer with this one.
 TEST_ARGS = [*CHROMIUM_ARGS, "--renderer-process-limit=1"]
