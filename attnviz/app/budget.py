@@ -11,6 +11,7 @@ wall. Both tables are bounded module state (never st.cache_*, which any client c
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import threading
 import time
@@ -30,6 +31,7 @@ __all__ = [
     "PER_VISITOR_RUNS",
     "PageRun",
     "Turn",
+    "aside",
     "bind",
     "charge",
     "clear",
@@ -171,6 +173,8 @@ class _PageRuns:
         self.cond = threading.Condition()
         self.under_way: list[PageRun] = []
         self.waiting: list[PageRun] = []
+        self.aside: list[PageRun] = []  # in their heavy work (`aside`): no place, no slot, but their
+        # results are still in memory and they are still their visitor's tabs
 
     def cost(self, visitor: str, now: float) -> float:
         with _LOCK:
@@ -180,19 +184,20 @@ class _PageRuns:
 
     def _may_start(self, now: float) -> Callable[[str], bool]:
         """Whether a run of a visitor may start now: within MAX_UNDER_WAY; past PAGE_SLOTS under
-        way, a newcomer's only under the memory budget, anyone else's only if one more run's
-        headroom fits under it (a flood's third run waits, a new visitor's first pages do not)."""
+        way or aside (a run in its heavy work still holds its results), a newcomer's only under
+        the memory budget, anyone else's only if one more run's headroom fits under it (a flood's
+        third run waits, a new visitor's first pages do not)."""
         under = len(self.under_way)
         if under >= MAX_UNDER_WAY:
             return lambda _visitor: False
-        if under < PAGE_SLOTS:
+        if under + len(self.aside) < PAGE_SLOTS:
             return lambda _visitor: True
         over, no_room = _memory()
         return lambda visitor: not (over if self.cost(visitor, now) < NEWCOMER_S else no_room)
 
     def _eligible(self) -> list[PageRun]:
         visitors = {r.visitor for r in self.waiting}
-        n = {v: sum(r.visitor == v for r in self.under_way) for v in visitors}
+        n = {v: sum(r.visitor == v for r in [*self.under_way, *self.aside]) for v in visitors}
         may_start = self._may_start(time.monotonic())
         start = {v: n[v] < PER_VISITOR_RUNS and may_start(v) for v in visitors}
         return [r for r in self.waiting if r.under_way or start[r.visitor]]
@@ -259,13 +264,28 @@ class _PageRuns:
             self.cond.notify_all()
         return run.gone_s
 
-    def of(self, visitor: str) -> int:
-        """Runs of `visitor` under way now."""
+    def step_aside(self, run: PageRun) -> None:
+        """The run leaves the page runs for a while (its heavy work, which has its own queue):
+        it holds no slot and no place among MAX_UNDER_WAY until it waits its turn again, but
+        still counts for the memory check and for its visitor's PER_VISITOR_RUNS."""
+        with self.cond:  # one step: no run starts in between on a count without it
+            self.end(run)
+            self.aside.append(run)
+
+    def step_back(self, run: PageRun) -> None:
+        """The run's heavy work is over (done, cancelled or stopped)."""
         with self.cond:
-            return sum(r.visitor == visitor for r in self.under_way)
+            if run in self.aside:
+                self.aside.remove(run)
+            self.cond.notify_all()
+
+    def of(self, visitor: str) -> int:
+        """Runs of `visitor` under way now, in their heavy work included."""
+        with self.cond:
+            return sum(r.visitor == visitor for r in [*self.under_way, *self.aside])
 
     def counts(self) -> tuple[int, int, int]:
-        """(going, paused, waiting to start) now (tests)."""
+        """(going, paused, waiting to start) now (tests; `len(aside)`: those in heavy work)."""
         with self.cond:
             going = sum(r.going for r in self.under_way)
             return going, len(self.under_way) - going, sum(not r.under_way for r in self.waiting)
@@ -281,11 +301,13 @@ class Turn:
 
     def __init__(self, run: PageRun, poll_s: float) -> None:
         self.run, self.poll_s, self.pauses = run, poll_s, 0
+        self.aside = False  # in heavy work (`aside`): out of the page runs, nothing to pause
 
     def checkpoint(self, poll: Callable[[], None] | None = None) -> None:
         """Never while this thread holds a model pass's slot or the background lane (the run
-        that goes first may need them); never for longer than MAX_PAUSE_S."""
-        if gate.holding_a_pass() or not PAGE_RUNS.should_pause(self.run):
+        that goes first may need them), nor while it is aside in heavy work; never for longer
+        than MAX_PAUSE_S."""
+        if self.aside or gate.holding_a_pass() or not PAGE_RUNS.should_pause(self.run):
             return
         self.pauses += 1
         PAGE_RUNS.pause(self.run)
@@ -298,8 +320,41 @@ def page_turn(visitor: str, wait: Callable[[], None] | None = None, poll_s: floa
     waits: the app shows a line there, and a newer rerun of the tab stops the wait), goes, and
     the seconds it went on are charged to the visitor's page time."""
     run = PageRun(visitor)
+    token: contextvars.Token[Turn | None] | None = None
     try:
         PAGE_RUNS.wait(run, wait, poll_s)
-        yield Turn(run, poll_s)
+        held = Turn(run, poll_s)
+        token = _TURN.set(held)
+        yield held
     finally:
+        if token is not None:
+            _TURN.reset(token)
         _charge(visitor, PAGE_RUNS.end(run), _PAGE_SPENT)
+
+
+_TURN: contextvars.ContextVar[Turn | None] = contextvars.ContextVar("attnviz_page_turn", default=None)
+
+
+@contextlib.contextmanager
+def aside(poll: Callable[[], None] | None = None) -> Iterator[None]:
+    """Heavy work inside this thread's page run (an explanation, a model build): the run steps
+    out of the page runs while the work waits in its own queue (gate.heavy: HEAVY_SLOTS at once,
+    the memory budget) and while it goes (its batches yield to interactive passes in the
+    background lane), so queued heavy work never holds the MAX_UNDER_WAY runs that a new
+    visitor's first page needs; after it the run waits its turn again to draw the rest (`poll()`
+    every poll_s meanwhile, where a rerun request may stop it), for MAX_PAUSE_S at most, as a
+    pause: the heavy work may have run inside a cache's lock that runs under way wait for, which
+    must not wait for it in turn. Nested or outside a page run: nothing. A run that stops in
+    its heavy work (cancelled, a rerun) does not wait again."""
+    held = _TURN.get()
+    if held is None or held.aside:
+        yield
+        return
+    PAGE_RUNS.step_aside(held.run)
+    held.aside = True
+    try:
+        yield
+    finally:
+        held.aside = False
+        PAGE_RUNS.step_back(held.run)
+    PAGE_RUNS.wait(held.run, poll, held.poll_s, MAX_PAUSE_S)

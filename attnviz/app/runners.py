@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Hashable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import streamlit as st
 import torch
@@ -112,6 +112,11 @@ def checked_text(context: Ctx, text: str | None) -> str | None:
 def cached(context: Ctx, loaded: Loaded, kind: str, text: str, *parts: Hashable, fn: Callable[[], T]) -> T:
     """`fn()` through the result cache, keyed by what produced it."""
     return results(context.settings).get_or_compute((kind, loaded.key, text, context.max_tokens, *parts), fn)
+
+
+def peek(context: Ctx, loaded: Loaded, kind: str, text: str, *parts: Hashable) -> Any | None:
+    """What `cached` would return without computing anything; None on a miss."""
+    return results(context.settings).get((kind, loaded.key, text, context.max_tokens, *parts))
 
 
 def _attend(context: Ctx, loaded: Loaded, text: str) -> Attention:

@@ -117,6 +117,16 @@ def turn() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def aside() -> Iterator[None]:
+    """Heavy work of this script run (budget.aside): out of the page runs while it waits in the
+    heavy queue and goes; a rerun request ends the wait to go on after it."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    with budget.aside(getattr(get_script_run_ctx(), "yield_check", None)):
+        yield
+
+
+@contextlib.contextmanager
 def _checkpoints(held: budget.Turn) -> Iterator[None]:
     """Each message this run's thread sends (Streamlit's own yield points, where a rerun request
     stops a run) first passes `held.checkpoint()`; while paused there, the session's rerun or

@@ -74,7 +74,7 @@ def run_long(context: Ctx, key: Hashable, label: str, fn: Callable[[Progress], T
     def progress(fraction: float) -> None:
         bar.progress(min(max(float(fraction), 0.0), 1.0), text=label)
 
-    with gate.heavy(who, wait=waiting):
+    with visitor.aside(), gate.heavy(who, wait=waiting):  # no page run's place held meanwhile
         if over:  # the notice stays while it runs: it says why it waited
             note.caption(t("fair.over_share", minutes=int(BUDGET_WINDOW_S // 60)))
         else:
@@ -107,7 +107,11 @@ def cached_long(
             raise _NotComputed
         return value
 
-    try:
-        return runners.cached(context, loaded, kind, text, *parts, fn=compute)
+    hit = runners.peek(context, loaded, kind, text, *parts)
+    if hit is not None:
+        return hit
+    try:  # aside from the cache's lock on: a run that waits for another's same result holds no place
+        with visitor.aside():
+            return runners.cached(context, loaded, kind, text, *parts, fn=compute)
     except _NotComputed:
         return None
