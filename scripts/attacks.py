@@ -11,7 +11,12 @@ the explorer. Each recipe prints the server's peak RSS (process and children, sa
 - closed: sessions that start training and an explanation, then close their tabs: the
   server's CPU and threads in the seconds after;
 - bomb: a Parquet compression bomb (2,048 rows of one 1 MiB string, zstd + dictionary,
-  about 50 KB) uploaded on the Corpus page.
+  about 50 KB) uploaded on the Corpus page;
+- heavy: issue 24.3's load test: every session a visitor of its own running the heaviest thing
+  the demo allows, two sessions each: the faithfulness scoreboard (with occlusion and input x
+  gradient), Value Zeroing, head importance (each on Explain, a new ~120-word text a round, the
+  scoreboard computed with every one), a training run, a corpus upload (a file of more lines
+  than the demo reads); what each tab was told while its work waited ("place N in the queue").
 Bounded in count and time; loopback only.
 """
 
@@ -43,7 +48,19 @@ DRAWN_JS = """() => { const e = document.querySelector('.st-key-tokens code');
     const g = document.querySelector('.st-key-' + k + ' .js-plotly-plot'); return !!g && !!g._fullLayout; }); }"""
 IDLE_JS = """() => { const app = document.querySelector('[data-testid="stApp"]');
   return !!app && app.dataset.testScriptState === 'notRunning'; }"""
-RECIPES = ("flood", "lab", "flow", "training", "closed", "bomb")
+RECIPES = ("flood", "lab", "flow", "training", "closed", "bomb", "heavy")
+HEAVY_KINDS = ("scoreboard", "value_zeroing", "importance", "training", "corpus")  # heavy: session i runs i % 5
+# the largest queue place a tab was shown: "place N in the queue" (work.run_long), "place N for the
+# Training lab" (training), read every 250 ms (an init script runs as it is: hence the call)
+QUEUE_PLACE = r"place (\d+) (in the queue|for the)"
+QUEUE_JS = (
+    "(() => { window.__place = 0; setInterval(() => {"
+    f" const m = /{QUEUE_PLACE}/.exec((document.body && document.body.textContent) || '');"
+    " if (m) window.__place = Math.max(window.__place, +m[1]); }, 250); })()"
+)
+TRAINED_JS = """() => !!document.querySelector('.st-key-train_status')
+  && !document.querySelector('.st-key-train_stop')"""  # a run that ended (or was refused)
+HEAVY_WAIT_MS = 600_000  # a heavy round can wait behind nine others on two cores
 
 
 @dataclass
@@ -54,39 +71,51 @@ class AttackReport:
     peak_rss_mb: float = 0.0
     start_rss_mb: float = 0.0
     peak_pss_mb: float = 0.0  # the same tree's proportional set size (_memory)
+    peak_server_mb: float = 0.0  # the server process's own RSS (what its memory budget reads)
+    at_peak: list[tuple[str, float, float]] = field(default_factory=list)  # (process, RSS, PSS) at the RSS peak
     attacker_rounds: int = 0
     notes: list[str] = field(default_factory=list)
     outcomes: dict[str, int] = field(default_factory=dict)  # training: what each Train click got
+    rounds_s: dict[str, list[float]] = field(default_factory=dict)  # heavy: each kind's rounds, wall
+    places: dict[str, int] = field(default_factory=dict)  # heavy: the largest queue place each kind saw
     failures: list[str] = field(default_factory=list)
     seconds: float = 0.0  # from the attack's start to its last round
 
 
-def _memory(pid: int) -> tuple[float, float]:
+def _memory(pid: int, each: list[tuple[str, float, float]] | None = None) -> tuple[float, float]:
     """The server and its children's resident memory, summed, and their proportional set size
     (a page shared by k processes counts 1/k in each), in MB. The training children are forks
     of one zygote (attnviz/training/zygote.py) and share its pages, which the RSS sum counts once
-    per process: the PSS sum is the memory used."""
+    per process: the PSS sum is the memory used. `each` gets (process, RSS, PSS) of each."""
     proc = psutil.Process(pid)
     rss = pss = 0
     for p in [proc, *proc.children(recursive=True)]:
         with contextlib.suppress(psutil.Error):  # a child that ended between the listing and the read
             info = p.memory_full_info()
             rss, pss = rss + info.rss, pss + info.pss
+            if each is not None:
+                name = "server" if p.pid == pid else " ".join(p.cmdline()[1:4])[:60] or p.name()
+                each.append((name, info.rss / 2**20, info.pss / 2**20))
     return rss / 2**20, pss / 2**20
 
 
 class _Sampler(threading.Thread):
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
-        self.pid, self.peak, self.peak_pss, self.done = pid, 0.0, 0.0, threading.Event()
+        self.pid, self.peak, self.peak_pss, self.peak_own, self.done = pid, 0.0, 0.0, 0.0, threading.Event()
+        self.at_peak: list[tuple[str, float, float]] = []  # each process at the RSS sum's peak
 
     def run(self) -> None:
         while not self.done.wait(0.25):
+            each: list[tuple[str, float, float]] = []
             try:
-                rss, pss = _memory(self.pid)
-                self.peak, self.peak_pss = max(self.peak, rss), max(self.peak_pss, pss)
+                rss, pss = _memory(self.pid, each)
             except psutil.Error:
                 return
+            if rss > self.peak:
+                self.peak, self.at_peak = rss, each
+            self.peak_pss = max(self.peak_pss, pss)
+            self.peak_own = max(self.peak_own, next((r for name, r, _ in each if name == "server"), 0.0))
 
 
 def words(n: int, seed: int) -> str:
@@ -152,6 +181,99 @@ async def _train(page: Any, url: str, i: int, r: int, seen: dict[str, int]) -> N
         if word in body:
             seen[kind] = seen.get(kind, 0) + 1
             break
+
+
+async def _settle(page: Any) -> None:
+    """The page's script run over, however long its heavy work waited in the queue."""
+    await page.wait_for_timeout(300)
+    await page.wait_for_function(IDLE_JS, timeout=HEAVY_WAIT_MS, polling=250)
+
+
+async def _click_if(page: Any, selector: str) -> bool:
+    button = page.locator(selector)
+    if not await button.count():
+        return False
+    await button.first.click()
+    await _settle(page)
+    return True
+
+
+async def _explain_heavy(page: Any, url: str, i: int, r: int, kind: str) -> None:
+    """One round on Explain with a new text just under the demo's 128-token explanation limit:
+    the page computes the contributions and the scoreboard on its own; then occlusion and
+    input x gradient, Value Zeroing or head importance, whichever this session runs."""
+    text = f"heavy {i} {r} " + words(118, i * 100 + r + 7)
+    await page.goto(f"{url}/explain?" + urllib.parse.urlencode({"text": text}))
+    await page.locator(".st-key-explain_scoreboard").wait_for(timeout=HEAVY_WAIT_MS)
+    await _settle(page)
+    if kind == "scoreboard":
+        await _click_if(page, ".st-key-x_compute button")
+    elif kind == "importance":
+        await _click_if(page, ".st-key-abl_compute button")
+    else:  # Value Zeroing: the contributions' method picker (its box opens the list; the input
+        # inside it does not); under this load the list sometimes did not open: tried again
+        option = page.get_by_role("option", name="Value Zeroing", exact=True)
+        for attempt in range(3):
+            await page.locator(".st-key-cx_method [data-testid=stSelectbox]").click()
+            try:
+                await option.click(timeout=30_000)
+                break
+            except Exception:
+                if attempt == 2:
+                    raise
+                await page.keyboard.press("Escape")
+        await page.locator(".st-key-cx_method input[value='Value Zeroing']").wait_for(timeout=60_000)
+        await _settle(page)
+
+
+def corpus_file(path: Path, lines: int, seed: int) -> Path:
+    """A plain-text corpus of `lines` distinct sentences (what an upload of the demo's whole
+    allowance reads)."""
+    path.write_text("\n".join(f"line {seed} {k}: " + words(24, seed * 10_000 + k) for k in range(lines)) + "\n")
+    return path
+
+
+async def _corpus(page: Any, url: str, i: int, r: int, tmp: Path) -> None:
+    """Upload a corpus and run it to its end (its grid, a refusal or an error)."""
+    path = corpus_file(tmp / f"corpus-{i}-{r}.txt", 600, i * 100 + r)
+    await page.goto(f"{url}/corpus")
+    await _settle(page)
+    await page.locator(".st-key-corpus_source label").filter(has_text="pload").click()
+    await _settle(page)
+    await page.locator(".st-key-corpus_upload input[type=file]").set_input_files(str(path))
+    await page.locator(".st-key-corpus_upload_ready").wait_for(timeout=120_000)
+    await _settle(page)
+    await page.locator(".st-key-corpus_run button").click()
+    ended = "[data-testid=stAlert], .st-key-corpus_grid, .st-key-corpus_resume"
+    await page.locator(ended).first.wait_for(timeout=HEAVY_WAIT_MS)
+    await _settle(page)
+
+
+async def _heavy(page: Any, url: str, i: int, r: int, tmp: Path, report: AttackReport) -> None:
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    kind = HEAVY_KINDS[i % len(HEAVY_KINDS)]
+    started = time.monotonic()
+    if kind == "training":  # the demo's longest run (2,000 steps), to its end
+        if r == 0:
+            await page.goto(f"{url}/training")
+            steps = page.locator(".st-key-train_steps input")
+            await steps.fill("2000")
+            await steps.press("Enter")
+            await _settle(page)
+        await _train(page, url, i, 1, report.outcomes)  # r=1: the page is open already
+        # the run under way (queued or training: its Stop button), unless the click was refused;
+        # a previous run's finished status must not read as this one's end
+        with contextlib.suppress(PlaywrightTimeout):
+            await page.locator(".st-key-train_stop").wait_for(timeout=60_000)
+        await page.wait_for_function(TRAINED_JS, timeout=HEAVY_WAIT_MS, polling=500)
+    elif kind == "corpus":
+        await _corpus(page, url, i, r, tmp)
+    else:
+        await _explain_heavy(page, url, i, r, kind)
+    report.rounds_s.setdefault(kind, []).append(time.monotonic() - started)
+    place = int(await page.evaluate("() => window.__place || 0"))
+    report.places[kind] = max(report.places.get(kind, 0), place)
 
 
 def _rerun_message(widgets: list[Any] | None = None) -> bytes:
@@ -232,17 +354,23 @@ async def _victim(browser: Any, url: str, report: AttackReport) -> None:
     await context.close()
 
 
-async def _attackers(browser: Any, url: str, recipe: str, n: int, rounds: int, report: AttackReport) -> list[Any]:
+async def _attackers(
+    browser: Any, url: str, recipe: str, n: int, rounds: int, report: AttackReport, tmp: Path
+) -> list[Any]:
     """Start the attackers; returns their tasks (they stop after `rounds` rounds each)."""
     one = await browser.new_context(viewport={"width": 1200, "height": 900})  # flood: one visitor
     seen = report.outcomes
 
     async def attacker(i: int) -> None:
         context = one if recipe == "flood" else await browser.new_context(viewport={"width": 1200, "height": 900})
+        if recipe == "heavy":
+            await context.add_init_script(QUEUE_JS)
         page = await _new_page(context)
         for r in range(rounds):
             try:
-                if recipe == "flood":
+                if recipe == "heavy":
+                    await _heavy(page, url, i, r, tmp, report)
+                elif recipe == "flood":
                     await _flood(page, url, i, r)
                 elif recipe == "lab":
                     await _lab(page, url, i, r)
@@ -252,7 +380,9 @@ async def _attackers(browser: Any, url: str, recipe: str, n: int, rounds: int, r
                     await _train(page, url, i, r, seen)
                 report.attacker_rounds += 1
             except Exception as exc:
-                report.failures.append(f"attacker {i} round {r}: {type(exc).__name__}")
+                lines = [line.strip() for line in str(exc).splitlines() if line.strip()] or [""]
+                said = lines[0][:160] + (f" ... {lines[-1][:160]}" if len(lines) > 1 else "")  # Playwright's last step
+                report.failures.append(f"attacker {i} round {r}: {type(exc).__name__}: {said}")
 
     return [asyncio.create_task(attacker(i)) for i in range(n)]
 
@@ -329,7 +459,7 @@ async def attack(
                 if raw and recipe == "flood":
                     tasks = [asyncio.create_task(_raw_flood(url, i, rounds, report)) for i in range(attackers)]
                 else:
-                    tasks = await _attackers(browser, url, recipe, attackers, rounds, report)
+                    tasks = await _attackers(browser, url, recipe, attackers, rounds, report, tmp)
                 await asyncio.sleep(20)  # the attack under way: pages open, the first rounds sent
                 for _ in range(victims):
                     await _victim(browser, url, report)
@@ -340,6 +470,8 @@ async def attack(
             sampler.done.set()
     report.peak_rss_mb = max(sampler.peak, report.start_rss_mb)
     report.peak_pss_mb = sampler.peak_pss
+    report.peak_server_mb = sampler.peak_own
+    report.at_peak = sampler.at_peak
     return report
 
 
@@ -348,10 +480,16 @@ def print_report(report: AttackReport) -> None:
     print(f"recipe {report.recipe}: {report.attacker_rounds} attacker rounds in {report.seconds:.0f} s")
     print(f"server RSS: {report.start_rss_mb:.0f} MB before, peak {report.peak_rss_mb:.0f} MB")
     print(f"  peak PSS (shared pages split between the processes sharing them): {report.peak_pss_mb:.0f} MB")
+    print(f"  peak RSS of the server process alone (what its memory budget reads): {report.peak_server_mb:.0f} MB")
+    if report.at_peak:
+        print("  at the RSS peak (MB, RSS / PSS): " + "; ".join(f"{n} {r:.0f} / {p:.0f}" for n, r, p in report.at_peak))
     print(f"new visitors' waits until the explorer was drawn (s): {waits}")
     served = ", ".join(f"{w:.1f}" for w in report.victim_served) or "none"
     print(f"  of which until the server had sent them everything (s): {served}")
     if report.outcomes:
         print(f"Train clicks: {report.outcomes}")
+    for kind, seconds in report.rounds_s.items():
+        rounds = ", ".join(f"{s_:.0f}" for s_ in seconds)
+        print(f"  {kind}: rounds of {rounds} s; largest queue place shown {report.places.get(kind, 0)}")
     for line in report.notes + report.failures[:20]:
         print("  ", line)

@@ -11,6 +11,8 @@ Bounded in count and time, loopback only.
     .venv/bin/python scripts/loadtest.py --scenario flood --attackers 10 --rounds 3 --victims 2
     .venv/bin/python scripts/loadtest.py --scenario flood --raw ...  # attackers that never draw
         # issue 26's recipes (scripts/attacks.py): flood, lab, flow, training, closed, bomb
+    .venv/bin/python scripts/loadtest.py --scenario heavy --attackers 10 --rounds 2 --victims 2 --demo
+        # issue 24.3: ten visitors each running the heaviest thing the demo allows
 """
 
 from __future__ import annotations
