@@ -6,6 +6,7 @@ both languages. Runs are small (a few dozen lines) so the file stays near a minu
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from attnviz import corpus, i18n
 from attnviz.app import jobs
 
 from .test_app import _array, _chart
+from .test_flood_aside import _hold_the_heavy_slots
 
 APP = str(Path(__file__).resolve().parent / "app_entry.py")
 PAGE = "../pages/corpus.py"
@@ -185,3 +187,32 @@ def test_demo_mode_caps_the_corpus(monkeypatch: pytest.MonkeyPatch) -> None:
     assert at.number_input(key="corpus_limit").max == 500 and at.number_input(key="corpus_limit").value == 500
     at.radio(key="corpus_source").set_value("upload").run()
     assert "2 MB" in _ok(at).get("file_uploader")[0].label
+
+
+@pytest.mark.parametrize("lang", i18n.LANGUAGES)
+def test_a_run_waiting_in_the_heavy_queue_shows_its_place(lang: str) -> None:
+    """Two other visitors' heavy work holds both places: the run waits in the server's queue and
+    the page says where it stands (issue 24.3: the heavy load test's corpus tabs waited minutes
+    under a bare 'Analysing ... 0 of 24 lines'); once they end it runs to its end."""
+    at = _page(lang)  # its model loaded first: a model build is heavy work too (e5-small in zh)
+    free = threading.Event()
+    holders = _hold_the_heavy_slots(free, TIMEOUT)
+    try:
+        _start(at, "en", 24)
+        job = jobs.get(SESSION)
+        assert job is not None
+        deadline = time.monotonic() + TIMEOUT
+        while job.place != 1:
+            assert time.monotonic() < deadline, f"the run never waited in the queue: {job.state} {job.error}"
+            time.sleep(0.05)
+        _ok(at.run())
+        assert i18n.t("fair.queued", lang, place=1) in [c.value for c in at.caption]
+        assert job.progress is None  # nothing analysed while it waits
+    finally:
+        free.set()
+        for th in holders:
+            th.join(10)
+    job = _wait()
+    assert job.state == "done" and job.place == 0, job.error
+    _ok(at.run())
+    assert i18n.t("fair.queued", lang, place=1) not in [c.value for c in at.caption]

@@ -61,14 +61,15 @@ class HeavyRuns(Runs):
         self.threads.append(th)
 
 
-def _hold_the_heavy_slots(free: threading.Event) -> list[threading.Thread]:
-    """Two pieces of heavy work outside any page run (a training run, a corpus run)."""
+def _hold_the_heavy_slots(free: threading.Event, hold_s: float = 10.0) -> list[threading.Thread]:
+    """Two pieces of heavy work outside any page run (a training run, a corpus run), held until
+    `free` is set (`hold_s` at most)."""
     admitted = threading.Barrier(gate.HEAVY_SLOTS + 1)
 
     def job(i: int) -> None:
         with gate.heavy(f"job{i}", poll_s=0.01):
             admitted.wait(5)
-            free.wait(10)
+            free.wait(hold_s)
 
     threads = [threading.Thread(target=job, args=(i,), daemon=True) for i in range(gate.HEAVY_SLOTS)]
     for th in threads:

@@ -71,10 +71,16 @@ class Job:
     touched: float = field(default_factory=time.monotonic)
     charged: float = 0.0
     visitor: str = ""  # whose budget it spends: the session's visitor when started
+    ticket: gate.Ticket | None = None  # its place in the heavy-work queue, once it waits there
 
     @property
     def out(self) -> Path:
         return self.folder / "out"
+
+    @property
+    def place(self) -> int:
+        """Its place in the server's heavy-work queue: 1 for the next to go in, 0 when not waiting."""
+        return 0 if self.ticket is None else self.ticket.place
 
     @property
     def active(self) -> bool:
@@ -186,7 +192,8 @@ def discard(session: str) -> None:
 
 
 def _run(job: Job) -> None:
-    def waiting(_ticket: gate.Ticket) -> None:  # in the heavy-work queue: a cancel ends the wait
+    def waiting(ticket: gate.Ticket) -> None:  # in the heavy-work queue: a cancel ends the wait
+        job.ticket = ticket  # the page shows its place
         if job.stop.is_set():
             raise _Stopped("cancelled")
 

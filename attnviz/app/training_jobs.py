@@ -66,12 +66,19 @@ class Job:
     finished: bool = False
     queued: bool = True
     model_name: str | None = None  # its name in the session's model list, once finished
+    ticket: gate.Ticket | None = None  # its place in the heavy-work queue, once it waits there
     seq: int = field(default_factory=lambda: next(_SEQ))
     _charged: float = 0.0  # when the run's time was last charged to its visitor (monotonic)
 
     @property
     def elapsed(self) -> float:
         return time.monotonic() - self.started
+
+    @property
+    def heavy_place(self) -> int:
+        """Taken from the training queue, its place in the server's heavy-work queue (the memory
+        budget, other visitors' explanations and corpus runs): 1 for the next, 0 when not waiting."""
+        return 0 if self.ticket is None else self.ticket.place
 
     @property
     def place(self) -> int:
@@ -206,7 +213,8 @@ def _take() -> Job | None:
 def _worker() -> None:
     while (job := _take()) is not None:
 
-        def waiting(_ticket: gate.Ticket, job: Job = job) -> None:  # a Stop ends the wait for memory
+        def waiting(ticket: gate.Ticket, job: Job = job) -> None:  # a Stop ends the wait for memory
+            job.ticket = ticket  # the page shows its place
             if job.stop_event.is_set():
                 raise Cancelled("stopped while waiting")
 

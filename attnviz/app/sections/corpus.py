@@ -202,6 +202,8 @@ def _live() -> None:
     if p is not None and p.rate > 0:
         text += " · " + t("corpus.rate", rate=f"{p.rate:.1f}", left=_eta(p.eta_s))
     st.progress(0.0 if p is None else min(1.0, p.fraction), text=text)
+    if place := job.place:  # waiting in the server's heavy-work queue: where it stands
+        st.caption(t("fair.queued", place=place))
     st.button(t("work.cancel"), key="corpus_cancel", on_click=_cancel)
 
 
