@@ -6,7 +6,6 @@ both languages. Runs are small (a few dozen lines) so the file stays near a minu
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from attnviz import corpus, i18n
 from attnviz.app import jobs
 
 from .test_app import _array, _chart
-from .test_flood_aside import _hold_the_heavy_slots
+from .test_flood_aside import heavy_slots_held
 
 APP = str(Path(__file__).resolve().parent / "app_entry.py")
 PAGE = "../pages/corpus.py"
@@ -195,9 +194,7 @@ def test_a_run_waiting_in_the_heavy_queue_shows_its_place(lang: str) -> None:
     the page says where it stands (issue 24.3: the heavy load test's corpus tabs waited minutes
     under a bare 'Analysing ... 0 of 24 lines'); once they end it runs to its end."""
     at = _page(lang)  # its model loaded first: a model build is heavy work too (e5-small in zh)
-    free = threading.Event()
-    holders = _hold_the_heavy_slots(free, TIMEOUT)
-    try:
+    with heavy_slots_held(TIMEOUT):
         _start(at, "en", 24)
         job = jobs.get(SESSION)
         assert job is not None
@@ -208,10 +205,6 @@ def test_a_run_waiting_in_the_heavy_queue_shows_its_place(lang: str) -> None:
         _ok(at.run())
         assert i18n.t("fair.queued", lang, place=1) in [c.value for c in at.caption]
         assert job.progress is None  # nothing analysed while it waits
-    finally:
-        free.set()
-        for th in holders:
-            th.join(10)
     job = _wait()
     assert job.state == "done" and job.place == 0, job.error
     _ok(at.run())

@@ -4,7 +4,6 @@ this session only; demo limits; both languages; bad text is a message."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ from attnviz.app import budget, session_models, training_jobs
 from attnviz.app.widgets import escape_md
 
 from .test_app import _array, _chart, _heatmap_z, _literals, _messages, _ok, _tokens_shown
-from .test_flood_aside import _hold_the_heavy_slots
+from .test_flood_aside import heavy_slots_held
 
 APP = str(Path(__file__).resolve().parent / "app_entry.py")
 PAGE = "../pages/training.py"
@@ -185,9 +184,7 @@ def test_a_run_waiting_in_the_heavy_queue_shows_its_place() -> None:
     other visitors' explanations or corpus runs hold both places): the page says where it stands
     instead of a bare 'Step 0', and the run trains once they end."""
     at = _training_page()
-    free = threading.Event()
-    holders = _hold_the_heavy_slots(free, TIMEOUT)
-    try:
+    with heavy_slots_held(TIMEOUT):
         at = _train(at, "copy", 30)
         job = _job(at)
         deadline = time.monotonic() + TIMEOUT
@@ -197,10 +194,6 @@ def test_a_run_waiting_in_the_heavy_queue_shows_its_place() -> None:
         _ok(at.run())
         assert i18n.t("fair.queued", "en", place=1) in [c.value for c in at.caption]
         assert job.run is not None and job.run.step == 0
-    finally:
-        free.set()
-        for th in holders:
-            th.join(10)
     _wait(at)
     assert job.run is not None and job.run.step == 30 and job.heavy_place == 0
     assert i18n.t("fair.queued", "en", place=1) not in [c.value for c in at.caption]

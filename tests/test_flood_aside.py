@@ -10,6 +10,7 @@ visitors drawn in 16.2-20.2 s and 5.3-6.1 s after the change, 50.6-164.8 s befor
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -61,9 +62,12 @@ class HeavyRuns(Runs):
         self.threads.append(th)
 
 
-def _hold_the_heavy_slots(free: threading.Event, hold_s: float = 10.0) -> list[threading.Thread]:
-    """Two pieces of heavy work outside any page run (a training run, a corpus run), held until
-    `free` is set (`hold_s` at most)."""
+@contextlib.contextmanager
+def heavy_slots_held(hold_s: float = 10.0) -> Iterator[threading.Event]:
+    """Two pieces of heavy work outside any page run (a training run, a corpus run) hold both
+    places of the heavy queue for the block (`hold_s` at most); the event it yields is set when
+    the block ends, so work that waits on it ends with them."""
+    free = threading.Event()
     admitted = threading.Barrier(gate.HEAVY_SLOTS + 1)
 
     def job(i: int) -> None:
@@ -75,14 +79,17 @@ def _hold_the_heavy_slots(free: threading.Event, hold_s: float = 10.0) -> list[t
     for th in threads:
         th.start()
     admitted.wait(5)
-    return threads
+    try:
+        yield free
+    finally:
+        free.set()
+        for th in threads:
+            th.join(10)
 
 
 def test_runs_queued_for_heavy_work_leave_the_places_to_new_pages() -> None:
-    free = threading.Event()
-    jobs = _hold_the_heavy_slots(free)
     runs = HeavyRuns()
-    try:
+    with heavy_slots_held() as free:
         for i, who in enumerate(REGULARS[: budget.MAX_UNDER_WAY]):
             budget.charge(who, 30.0)  # they have used the server: no newcomer's right of way
             runs.heavy(f"x{i}", who, free)
@@ -96,10 +103,6 @@ def test_runs_queued_for_heavy_work_leave_the_places_to_new_pages() -> None:
         _until(lambda: runs.has("go regular"), "so does a returning visitor's")
         assert not any(runs.has(f"admitted x{i}") for i in range(budget.MAX_UNDER_WAY))
         runs.finish("newcomer", "regular")
-    finally:
-        free.set()
-        for th in jobs:
-            th.join(10)
     for i in range(budget.MAX_UNDER_WAY):
         _until(lambda: runs.has(f"back x{i}"), "each goes on with its page after its heavy work")  # noqa: B023
         assert runs.log.index(f"worked x{i}") < runs.log.index(f"back x{i}")
@@ -196,10 +199,8 @@ def test_a_visitors_runs_in_heavy_work_still_count_as_their_tabs() -> None:
     """Aside frees a place for everyone else, not for the same visitor's next tab: ten tabs of one
     visitor on Explain would otherwise each hold a 512-token analysis while their explanations
     wait in the heavy queue. Two of theirs aside, their third run waits; another visitor's goes."""
-    free = threading.Event()
-    jobs = _hold_the_heavy_slots(free)
     runs = HeavyRuns()
-    try:
+    with heavy_slots_held() as free:
         budget.charge(REGULARS[0], 30.0)
         runs.heavy("x0", REGULARS[0], free)
         runs.heavy("x1", REGULARS[0], free)
@@ -212,10 +213,6 @@ def test_a_visitors_runs_in_heavy_work_still_count_as_their_tabs() -> None:
         _until(lambda: runs.has("go other"), "another visitor's page goes")
         assert not runs.has("go third")
         runs.finish("other")
-    finally:
-        free.set()
-        for th in jobs:
-            th.join(10)
     _until(lambda: runs.has("go third"), "their third tab goes once a run of theirs is back and over")
     runs.join()
 
@@ -226,10 +223,8 @@ def test_runs_in_heavy_work_count_for_the_memory_check(monkeypatch: pytest.Monke
     newcomer's first page, under the budget itself, goes at once."""
     gate.configure(memory_mb=1500)
     monkeypatch.setattr(gate, "rss_mb", lambda: 1500.0 - budget.RUN_HEADROOM_MB + 50.0)
-    free = threading.Event()
-    jobs = _hold_the_heavy_slots(free)
     runs = HeavyRuns()
-    try:
+    with heavy_slots_held() as free:
         for i in range(2):
             budget.charge(REGULARS[i], 30.0)
             runs.heavy(f"x{i}", REGULARS[i], free)
@@ -241,9 +236,5 @@ def test_runs_in_heavy_work_count_for_the_memory_check(monkeypatch: pytest.Monke
         _until(lambda: runs.has("go newcomer"), "the newcomer goes")
         assert not runs.has("go regular")
         runs.finish("newcomer")
-    finally:
-        free.set()
-        for th in jobs:
-            th.join(10)
     _until(lambda: runs.has("go regular"), "the regular goes once the heavy work is over")
     runs.join()
