@@ -19,7 +19,7 @@ import pytest
 
 from attnviz.app import budget
 from attnviz.models import gate
-from tests.test_flood_turns import _STARTED, NEWCOMER, Runs
+from tests.test_flood_turns import NEWCOMER, Runs, clean_page_runs
 from tests.waiting import until as _until
 
 REGULARS = [f"c:{i:032x}" for i in range(1, 7)]
@@ -27,16 +27,12 @@ REGULARS = [f"c:{i:032x}" for i in range(1, 7)]
 
 @pytest.fixture(autouse=True)
 def fresh() -> Iterator[None]:
-    budget.clear()
-    yield
-    left = budget.PAGE_RUNS.counts()
-    while _STARTED:
-        _STARTED.pop().join()
-    assert left == (0, 0, 0), "a page run was left behind"
-    assert gate.heavy_queue().counts() == (0, 0), "heavy work was left behind"
-    assert not budget.PAGE_RUNS.aside, "a run was left aside"
-    budget.clear()
-    gate.configure(memory_mb=0)
+    try:
+        yield from clean_page_runs()
+        assert gate.heavy_queue().counts() == (0, 0), "heavy work was left behind"
+        assert not budget.PAGE_RUNS.aside, "a run was left aside"
+    finally:
+        gate.configure(memory_mb=0)
 
 
 class HeavyRuns(Runs):

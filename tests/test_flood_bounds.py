@@ -13,20 +13,16 @@ import pytest
 
 from attnviz.app import budget
 from attnviz.models import gate
-from tests.test_flood_turns import _STARTED, FLOODER, Runs
+from tests.test_flood_turns import FLOODER, Runs, clean_page_runs
 from tests.waiting import until as _until
 
 
 @pytest.fixture(autouse=True)
 def fresh() -> Iterator[None]:
-    budget.clear()
-    yield
-    left = budget.PAGE_RUNS.counts()
-    while _STARTED:
-        _STARTED.pop().join()
-    assert left == (0, 0, 0), "a page run was left behind"
-    budget.clear()
-    gate.configure(memory_mb=0)
+    try:
+        yield from clean_page_runs()
+    finally:
+        gate.configure(memory_mb=0)
 
 
 def _flooder_holds_both_slots(runs: Runs) -> None:

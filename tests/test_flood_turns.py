@@ -24,8 +24,9 @@ FLOODER, NEWCOMER = "c:" + "f" * 32, "c:" + "0" * 32
 _STARTED: list[Runs] = []  # every test's runs, released at its end even when it failed
 
 
-@pytest.fixture(autouse=True)
-def fresh() -> Iterator[None]:
+def clean_page_runs() -> Iterator[None]:
+    """Around a test (its module's autouse fixture: `yield from`): no spending before it; after it,
+    no page run left behind and every run it started released."""
     budget.clear()
     yield
     left = budget.PAGE_RUNS.counts()
@@ -33,6 +34,11 @@ def fresh() -> Iterator[None]:
         _STARTED.pop().join()
     assert left == (0, 0, 0), "a page run was left behind"
     budget.clear()
+
+
+@pytest.fixture(autouse=True)
+def fresh() -> Iterator[None]:
+    yield from clean_page_runs()
 
 
 class Runs:
