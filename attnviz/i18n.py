@@ -63,21 +63,9 @@ def t(key: str, lang: str = DEFAULT_LANGUAGE, **fmt: Any) -> str:
     text = cat.get(key)
     if text is None:
         text = catalogue(DEFAULT_LANGUAGE).get(key, key)
-    return _FORMATTER.format(text, **fmt) if fmt else text
-
-
-class _Formatter(string.Formatter):
-    """str.format plus one conversion, `!h` (human): an int index shown counted from 1. Chinese
-    prose counts layers and heads as people do ("第 {layer!h} 层" is 第 1 层 for layer 0) while
-    English keeps the index the pickers, the files and the API use."""
-
-    def convert_field(self, value: Any, conversion: str | None) -> Any:
-        if conversion == "h":
-            return value + 1 if isinstance(value, int) and not isinstance(value, bool) else value
-        return super().convert_field(value, conversion)
-
-
-_FORMATTER = _Formatter()
+    # Layer and head indices are shown as given, counted from 0 in every language, as the
+    # pickers, the exported files, the share links and the API count them.
+    return text.format(**fmt) if fmt else text
 
 
 def placeholders(text: str) -> set[str]:

@@ -87,7 +87,7 @@ def test_moving_the_focus_does_not_rerun_the_switched_model(monkeypatch: pytest.
 
 def test_the_switch_speaks_chinese() -> None:
     at = _app(layer="1", head="2", lang="zh")
-    assert at.button(key="abl_toggle").label == "关闭第 2 层的第 3 个头"  # layer 1, head 2 counted from 1
+    assert at.button(key="abl_toggle").label == "关闭层 1 的头 2"  # the selects' layer 1, head 2
     _ok(at.button(key="abl_toggle").click().run())
     assert i18n.t("abl.sentence_distance", "zh") in _metrics(at)
     assert at.radio(key="_abl_mode").options == ["零", "它在各位置上的平均"]

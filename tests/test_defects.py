@@ -64,7 +64,7 @@ def test_the_english_scan_finds_english() -> None:  # the scan itself, on the is
         "layer",
     }
     assert english_in("下载 heads.parquet") == {"heads"}
-    assert english_in("第 {layer!h} 层，BERT 与 GlobEnc") == set()
+    assert english_in("层 {layer}，头 {head}，BERT 与 GlobEnc") == set()
 
 
 def _cjk(text: str) -> set[str]:
@@ -103,26 +103,27 @@ def test_the_traditional_check_catches_the_issue_examples() -> None:
     assert _outside_gb2312(_cjk("东京 树 爱")) == set()
 
 
-def test_chinese_prose_counts_layers_and_heads_from_one() -> None:
-    assert i18n.t("fig.layer_head", "zh", layer=0, head=5) == "第 1 层，第 6 个头"
+def test_chinese_prose_names_layers_and_heads_by_the_pickers_index() -> None:
+    assert i18n.t("fig.layer_head", "zh", layer=0, head=5) == "层 0，头 5"
     assert i18n.t("fig.layer_head", "en", layer=0, head=5) == "layer 0, head 5"  # indices, as the pickers
-    assert i18n.t("sinks.caveat", "zh", layer=0, head=6, share="50%", token="[CLS]").startswith("第 1 层第 7 个头")
-    assert i18n.t("fig.head_n", "zh", h=0) == "第 1 个头"
-    for key, text in i18n.catalogue("zh").items():  # every ordinal of a layer or head index is human
-        assert not re.search(r"第 ?\{(layer|head|h)\}", text), key
-        assert "第 0 " not in text, key
+    assert i18n.t("sinks.caveat", "zh", layer=0, head=6, share="50%", token="[CLS]").startswith("层 0 的头 6")
+    assert i18n.t("fig.head_n", "zh", h=0) == "头 0"
+    for key, text in i18n.catalogue("zh").items():  # an index is a label ("层 0"), never an ordinal ("第 0 层")
+        assert not re.search(r"第 ?\{(layer|head|h|heads)(![a-z])?\}", text), key
+        assert not re.search(r"第 ?\d+ ?(层|个头)", text), key
 
 
 def test_the_mixing_caveat_title_and_body_name_the_same_layer() -> None:
     title, body = i18n.t("caveats.mixing.title", "zh"), i18n.t("caveats.mixing.body", "zh")
-    after = int(re.search(r"第 (\d+) 层之后", title).group(1))  # type: ignore[union-attr]
-    start = int(re.search(r"从第 (\d+) 层起", body).group(1))  # type: ignore[union-attr]
+    after = int(re.search(r"层 (\d+) 之后", title).group(1))  # type: ignore[union-attr]
+    start = int(re.search(r"从层 (\d+) 起", body).group(1))  # type: ignore[union-attr]
     assert start == after + 1
 
 
-def test_the_format_conversion_keeps_everything_else() -> None:
-    assert i18n.t("fig.layer_head", "zh", layer="x", head=True) == "第 x 层，第 True 个头"  # not an index: as it is
-    assert i18n.placeholders("第 {layer!h} 层") == {"layer"}
+def test_formatting_shows_every_value_as_given() -> None:
+    assert i18n.t("fig.layer_head", "zh", layer="x", head=True) == "层 x，头 True"
+    assert i18n.t("fig.layer_head", "zh", layer=3, head=1) == "层 3，头 1"  # the index itself, not counted from 1
+    assert i18n.placeholders("层 {layer}") == {"layer"}
 
 
 @pytest.mark.parametrize("lang", i18n.LANGUAGES)

@@ -458,8 +458,8 @@ def test_figure_notes_and_legends_follow_the_language(tired: Attention) -> None:
     focus = views.token_focus(tired, 10, 2, top=5, lang="zh")
     assert "72 个头中的前 5 个" in focus.layout.title.text
     assert any(
-        trace.name == "第 4 个头" for trace in views.head_view(tired, 0, lang="zh").data
-    )  # head 3, counted from 1
+        trace.name == "头 3" for trace in views.head_view(tired, 0, lang="zh").data
+    )  # head 3, the pickers' index
 
 
 # --- words: every word on a figure comes from the catalogue, in the language asked for ------
@@ -571,9 +571,9 @@ def test_language_changes_the_words_and_nothing_else() -> None:
 
 def test_head_labels_and_titles_follow_the_language(tired: Attention) -> None:
     assert views.head_label(2, 5) == "layer 2, head 5"
-    assert views.head_label(2, 5, lang="zh") == "第 3 层，第 6 个头"  # counted from 1 in Chinese prose
-    assert views.heatmap(tired, 2, 5, lang="zh").layout.title.text == "第 3 层，第 6 个头"
-    assert views.heatmap(tired, 2, None, lang="zh").layout.title.text == "第 3 层，12 个头的平均"
+    assert views.head_label(2, 5, lang="zh") == "层 2，头 5"  # the index, as in English and the pickers
+    assert views.heatmap(tired, 2, 5, lang="zh").layout.title.text == "层 2，头 5"
+    assert views.heatmap(tired, 2, None, lang="zh").layout.title.text == "层 2，12 个头的平均"
     assert views.heatmap(tired, 2, 5, title="mine", lang="zh").layout.title.text == "mine"
     hm = views.heatmap(tired, 2, 5, lang="zh")
     assert (hm.layout.xaxis.title.text, hm.layout.yaxis.title.text) == ("键（被关注）", "查询（发出关注）")
