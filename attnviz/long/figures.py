@@ -13,7 +13,25 @@ from ..i18n import t
 from ..views._base import escape
 from .attention import LongAttention, block_edges
 
-__all__ = ["distance_bins", "distance_figure", "overview_figure", "received_figure", "row_figure", "tile_figure"]
+__all__ = [
+    "distance_bins",
+    "distance_figure",
+    "overview_figure",
+    "percent",
+    "received_figure",
+    "row_figure",
+    "tile_figure",
+]
+
+
+def percent(fraction: float) -> str:
+    """`fraction` as a percentage with two significant digits below 10 % (11.8 of 3,025 is
+    "0.39%", where ".0%" said "0%"); a share that is not zero never reads as 0 %."""
+    value = 100.0 * float(fraction)
+    if not np.isfinite(value) or value == 0.0:
+        return f"{value:.0f}%"
+    digits = 0 if abs(value) >= 10 else 1 - int(np.floor(np.log10(abs(value))))
+    return f"{value:,.{digits}f}%"
 
 
 def _layout(title: str, **extra: Any) -> dict[str, Any]:

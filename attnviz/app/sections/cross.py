@@ -191,12 +191,13 @@ def _s2s_views(context: Ctx, run: Any) -> None:
     n = len(run.snapshots)
     if st.session_state.get("s2s_snapshot", n - 1) >= n:
         st.session_state["s2s_snapshot"] = n - 1
-    i = st.slider(t("s2s.snapshot"), 0, n - 1, key="s2s_snapshot", format="%d",
-                  help=t("s2s.alignment_help")) if n > 1 else 0  # fmt: skip
+    steps = {k: f"{snap.step:,}" for k, snap in enumerate(run.snapshots)}  # the slider names each snapshot's step
+    i = st.select_slider(t("s2s.snapshot"), list(steps), key="s2s_snapshot", format_func=steps.__getitem__,
+                         help=t("s2s.alignment_help")) if n > 1 else 0  # fmt: skip
     snap = run.snapshots[int(i)]
     best = int(np.argmax(np.nan_to_num(snap.heads[-1])))
     layer = snap.cross.n_layers - 1
-    title = t("s2s.cross_title", step=snap.step)
+    title = t("s2s.cross_title", step=f"{snap.step:,}")
     with st.container(key="s2s_cross"):
         fig = views.heatmap(snap.cross, layer, best, zmax=1.0, title=title, lang=context.lang)
         charts.chart(fig, "chart_s2s_cross")

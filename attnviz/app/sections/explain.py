@@ -45,7 +45,7 @@ def analysis(context: Ctx) -> Subject | None:
     att = runners.analyse(context, loaded, clean)
     if att is None:
         return None
-    truncation_notice(att)
+    truncation_notice(att, context, loaded.runner)
     widgets.show_tokens(att.tokens)
     return Subject(loaded, loaded.runner.fit(clean, context.max_tokens), att)
 

@@ -17,7 +17,7 @@ from ...result import Attention
 from ...views import decoder as decoder_views
 from ...views.ablation import mark_off
 from .. import charts, downloads, grid_canvas, redraw, runners, token_canvas, urls, warmup, widgets, work
-from ..readers import unknown_notice
+from ..readers import model_label, unknown_notice
 from ..runners import Loaded
 from ..state import SENTENCE_TEXT_AREA, Ctx, t
 from . import decoder
@@ -80,7 +80,7 @@ def analysis(context: Ctx, text: str | None = None) -> Focus | None:
     whole = decoder.whole_characters(context, loaded, clean, att, hide, merge)  # byte pieces -> characters
     decoder.notices(loaded, merged=whole is not att)
     att = whole
-    truncation_notice(att)
+    truncation_notice(att, context, loaded.runner)
     unknown_notice(context, loaded.runner, clean)
     widgets.show_tokens(att.tokens)
     _token_defaults(att, (att.text, att.model, att.n, hide, merge))
@@ -88,11 +88,18 @@ def analysis(context: Ctx, text: str | None = None) -> Focus | None:
     return Focus(loaded, clean, att, layer, head, str(color_range), downloads.run_settings(context, att, **opts))
 
 
-def truncation_notice(att: Attention) -> None:
-    if att.truncated:
-        st.warning(
-            t("notice.truncated", kept=f"{att.n:,}", total=f"{att.n_input_tokens:,}"), icon=":material/content_cut:"
-        )
+def truncation_notice(att: Attention, context: Ctx, runner: Any) -> None:
+    """A cut text: raise Max tokens where the sidebar can give more, else the most this model
+    reads here (the runner's limit: the model's own and the deployment's, the smaller)."""
+    if not att.truncated:
+        return
+    most = int(getattr(runner, "max_tokens", context.settings.max_tokens))
+    words = {"kept": f"{att.n:,}", "total": f"{att.n_input_tokens:,}"}
+    if context.max_tokens < most:
+        st.warning(t("notice.truncated", **words), icon=":material/content_cut:")
+    else:
+        label = model_label(runner.name)
+        st.warning(t("notice.truncated_most", model=label, limit=f"{most:,}", **words), icon=":material/content_cut:")
 
 
 def _token_defaults(att: Attention, signature: tuple[Any, ...]) -> None:

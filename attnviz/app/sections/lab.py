@@ -68,7 +68,7 @@ def analysis(context: Ctx, opts: dict[str, Any]) -> Pair | None:
     att_s = runners.analyse(context, scratch, clean)
     if att_p is None or att_s is None:
         return None
-    truncation_notice(att_p)
+    truncation_notice(att_p, context, pretrained.runner)
     widgets.show_tokens(att_p.tokens)
     layer, head = widgets.layer_head(att_s.n_layers, att_s.n_heads, "lab_layer", "lab_head", allow_mean=False)
     assert head is not None  # allow_mean=False

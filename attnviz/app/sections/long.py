@@ -275,8 +275,10 @@ def _sinks(context: Ctx, long: LongAttention, received: np.ndarray, name: str) -
         fig.received_figure(received, long, t("long.sinks_fig", which=name), context.lang), key="long_received"
     )
     top = np.argsort(-received)[:8]
-    st.caption(t("long.sinks_caption", n=f"{long.n:,}", share=f"{received[top[0]] / long.n:.0%}"))
-    st.dataframe(_table(long, top, received), hide_index=True)
+    table = _table(long, top, received)
+    most = float(table.iloc[0, 2])  # the weight as the table's first row shows it
+    st.caption(t("long.sinks_caption", n=f"{long.n:,}", weight=f"{most:,.2f}", share=fig.percent(most / long.n)))
+    st.dataframe(table, hide_index=True)
 
 
 def _distance(context: Ctx, held: dict[str, Any], layer: int) -> None:

@@ -164,7 +164,7 @@ def _live(context: Ctx) -> None:
         st.caption(t("trainlab.waited", waited=f"{run.waited:.0f}", seconds=f"{run.seconds:.0f}"))
     if job.finished and run.config.sparse:
         _sparse_verdict(run, snapshots[-1].accuracy)
-    _curves(context, run, snapshots)
+    _curves(context, run, snapshots, job.finished)
     # While it trains the page redraws every POLL_S: the latest maps alone and no score panel,
     # so the redraws (built on the server, drawn by the browser, both on the training's cores)
     # cost little; the slider over every snapshot and the scores come when the run ends.
@@ -223,11 +223,14 @@ def _sparse_verdict(run: TrainingRun, accuracy: float) -> None:
             st.info(t(f"trainlab.verdict_{cfg.sparse}", **words), icon=":material/grid_on:")
 
 
-def _curves(context: Ctx, run: TrainingRun, snapshots: list[Any]) -> None:
+def _curves(context: Ctx, run: TrainingRun, snapshots: list[Any], finished: bool) -> None:
+    """While it trains the axis runs to the steps asked for (the curve grows towards its end);
+    a run that ended (done, stopped, plateaued, out of budget) ends it at its last step."""
     with st.container(key="train_curves"):
         st.subheader(t("train.curves"))
         held_out = [(s.step, s.loss, s.accuracy) for s in snapshots]
-        fig = views.training_curves(run.history[:], held_out, total_steps=run.config.steps, lang=context.lang)
+        last = max(int(run.step), 1) if finished else run.config.steps
+        fig = views.training_curves(run.history[:], held_out, total_steps=last, lang=context.lang)
         charts.chart(fig, key="chart_train_curves")
 
 
