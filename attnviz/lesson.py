@@ -1,26 +1,34 @@
-"""The guided lesson's core (no streamlit): its steps, the pronoun and antecedent it follows, the
-head it shows first, the facts its questions are checked against, and the checks themselves.
+"""The guided lesson's core (no streamlit): its steps, the pronoun it follows, the heads it shows,
+the facts its questions are checked against, and the checks themselves.
 
-The lesson follows the textbook chapter: tokens -> one head -> all heads -> "it"/它 finds
-"animal"/动物 -> switch a head off -> what the picture does not tell you. Its default head is
-found for the visitor's own sentence, never fixed in advance: the head whose row for the pronoun
-puts the most weight on the antecedent (`find_head`); a uniform head would give every token
-1/n, so the lesson says how far above that line the head is.
+The lesson follows the textbook chapter: tokens -> one head -> all heads -> what "it"/它 refers
+to and which heads link the two -> switch a head off -> what the picture does not tell you.
+What the pronoun refers to is never read off the attention (that would be the circle the Caveats
+page warns against): the student says it (`check_referent`), and the lesson's own example
+sentences carry the answer (`known_referent`). Only then does the lesson look for the heads that
+link the two (`find_head`) and say how far above 1/n (a head that looks everywhere equally)
+they are, and how many heads are not. Steps 2 and 3 show a head chosen without any referent:
+the one whose row for the pronoun is most concentrated on one other token (`look_head`).
+
+A question is checked against the numbers its picture shows: an answer whose value is within a
+relative `TIE` of the largest reads the same in the picture and is right too; a wrong answer is
+met with a hint first (`hint`) and the right answer only on a second try.
 
 XLM-R's vocabulary (e5-small) joins characters: 因为它 ("because it") is one token, so a word is
 found as the token that is it or, for a word outside ASCII, the token that contains it
 (`find_word`). Handout HTML: attnviz/lesson_handout.py.
 
     att = model.attend("动物没有过马路，因为它太累了。")
-    q, k = lesson_pair(att, "zh")          # the token holding 它, the one holding 动物
-    pick = find_head(att, q, k)            # (layer, head) and its weight vs 1/n
-    facts = Facts.of(att, pick)
-    check("tokens", 14, facts).right       # True
+    q, found = lesson_query(att, "zh")     # the token holding 它
+    look = Facts.of(att, look_head(att, q))  # steps 1-3
+    k = known_referent(att, "zh", text)    # the example's 动物 (None for a sentence of the student's)
+    facts = Facts.of(att, find_head(att, q, k))  # steps 4-6: the heads linking 它 to 动物
+    check("tokens", 14, look).right        # True
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,13 +45,17 @@ __all__ = [
     "HeadPick",
     "Verdict",
     "answer_label",
-    "antecedent_word",
     "check",
+    "check_referent",
     "find_head",
     "find_pronoun",
     "find_word",
     "head_name",
-    "lesson_pair",
+    "hint",
+    "known_referent",
+    "lesson_query",
+    "look_head",
+    "referent_choices",
     "step_fields",
 ]
 
@@ -54,7 +66,10 @@ PRONOUNS: dict[str, tuple[str, ...]] = {
 }
 SAME_OPTIONS = ("same", "different")  # step 3: do all heads look at the same tokens?
 LIMIT_OPTIONS = ("proof", "mix", "nothing")  # step 6: what a weight of the head shows
-TIE = 0.01  # two weights this close look the same in a picture: either answer is right
+# Two values within 5 % of each other (relative) look the same in a bar or a cell: either answer
+# is right. Relative, never absolute: every cosine distance of a switched-off head can be below
+# 0.01, and an absolute margin of 0.01 then made every answer right.
+TIE = 0.05
 _MARKS = ("##", "▁", "Ġ", "Ċ")  # word-piece and SentencePiece marks on a token
 
 
@@ -90,33 +105,36 @@ def find_pronoun(att: Attention, lang: str) -> int | None:
     return min(hits) if hits else None
 
 
-def antecedent_word(lang: str) -> str | None:
-    """The word the language's lesson sentence refers back to (the first example's key:
-    animal / 动物), looked for in the visitor's sentence first."""
-    families = i18n.examples(lang)["families"]
-    coref = next((fam for fam in families if fam["id"] == "coref"), None)
-    return str(coref["sentences"][0]["key"]) if coref else None
-
-
 def _is_word(token: str) -> bool:
     return any(ch.isalnum() for ch in _bare(token))
 
 
-def lesson_pair(att: Attention, lang: str, key_word: str | None = None) -> tuple[int, int, bool]:
-    """(query, key, pronoun_found) the lesson follows. The query is the first pronoun (else the
-    last word). The key is `key_word` where the sentence has it (the language's example
-    antecedent: animal / 动物), else the word before the query that the model's heads, on
-    average, give the query's row the most weight to (else the first word)."""
+def _words(att: Attention) -> list[int]:
     words = [i for i in range(att.n) if not att.special[i] and _is_word(att.tokens[i])]
-    words = words or [i for i in range(att.n) if not att.special[i]] or list(range(att.n))
+    return words or [i for i in range(att.n) if not att.special[i]] or list(range(att.n))
+
+
+def lesson_query(att: Attention, lang: str) -> tuple[int, bool]:
+    """(query, pronoun_found): the token the lesson follows, the first pronoun, else the last word."""
     pronoun = find_pronoun(att, lang)
-    query = words[-1] if pronoun is None else pronoun
-    key = find_word(att.tokens, key_word, att.special) if key_word else None
-    if key is None or key == query:
-        before = [i for i in words if i < query] or [i for i in words if i != query] or [query]
-        mean_row = att.weights[:, :, query, :].mean(axis=(0, 1))
-        key = max(before, key=lambda i: (float(mean_row[i]), -i))
-    return query, key, pronoun is not None
+    return (_words(att)[-1], False) if pronoun is None else (pronoun, True)
+
+
+def referent_choices(att: Attention, query: int) -> list[int]:
+    """The tokens a student may name as what the query refers to: every word but the query, in
+    the order of the sentence (a pronoun may point forward: "When she came, Mary…")."""
+    return [i for i in _words(att) if i != query] or [i for i in range(att.n) if i != query] or [query]
+
+
+def known_referent(att: Attention, lang: str, text: str) -> int | None:
+    """The token of what the pronoun refers to, where the lesson knows it: the sentence is one of
+    the language's example sentences of the pronoun family ("…because it was tired": the animal),
+    whose key word names the referent. None for any other sentence: the student says it."""
+    example = i18n.example_for(text, lang)
+    coref = {s["id"] for fam in i18n.examples(lang)["families"] if fam["id"] == "coref" for s in fam["sentences"]}
+    if example is None or example["id"] not in coref:
+        return None
+    return find_word(att.tokens, str(example["key"]), att.special)
 
 
 @dataclass(frozen=True)
@@ -153,6 +171,24 @@ def find_head(att: Attention, query: int, key: int) -> HeadPick:
     flat = int(np.argmax(column))
     layer, head = divmod(flat, att.n_heads)
     return HeadPick(int(layer), int(head), query, key, float(column[layer, head]), att.n)
+
+
+def look_head(att: Attention, query: int) -> HeadPick:
+    """The head steps 2 and 3 show, chosen without any referent: the one whose row for `query`
+    puts the largest single weight on an ordinary token other than the query itself (a head that
+    plainly looks somewhere); its `key` is that token."""
+    if not 0 <= query < att.n:
+        raise IndexError(f"query {query} outside 0..{att.n - 1}")
+    others = (
+        [i for i in range(att.n) if i != query and not att.special[i]]
+        or [i for i in range(att.n) if i != query]
+        or [query]
+    )
+    rows = np.asarray(att.weights[:, :, query, :], dtype=np.float64)[:, :, others]  # (L, H, m)
+    best = rows.max(axis=-1)  # (L, H)
+    layer, head = divmod(int(np.argmax(best)), att.n_heads)
+    key = others[int(np.argmax(rows[layer, head]))]
+    return HeadPick(int(layer), int(head), query, key, float(att.weights[layer, head, query, key]), att.n)
 
 
 def head_name(layer: int, head: int, lang: str) -> str:
@@ -222,6 +258,12 @@ class Facts:
         return len(set(self.tops.ravel().tolist()))
 
     @property
+    def heads_above(self) -> int:
+        """How many heads give the key more than 1/n from the query (a head that looks everywhere
+        equally gives exactly 1/n)."""
+        return int(np.count_nonzero(self.column > self.pick.uniform))
+
+    @property
     def moved_most(self) -> int | None:
         return None if self.distances is None else int(np.argmax(self.distances))
 
@@ -244,7 +286,13 @@ def _pct(x: float) -> str:
 
 
 def _near_top(values: np.ndarray, answer: int) -> bool:
-    return 0 <= answer < values.size and float(values.ravel()[answer]) >= float(values.max()) - TIE
+    """Whether `answer` reads as the largest of `values` in its picture: it is the largest, or
+    within a relative TIE of it (never within an absolute margin: see TIE)."""
+    flat = np.asarray(values, dtype=np.float64).ravel()
+    if not 0 <= answer < flat.size:
+        return False
+    top = float(flat.max())
+    return answer == int(np.argmax(flat)) or (top > 0 and float(flat[answer]) >= top * (1.0 - TIE))
 
 
 def check(step: str, answer: object, facts: Facts, lang: str = i18n.DEFAULT_LANGUAGE) -> Verdict:
@@ -299,6 +347,41 @@ def check(step: str, answer: object, facts: Facts, lang: str = i18n.DEFAULT_LANG
     raise ValueError(f"unknown step {step!r}; the steps are {', '.join(STEPS)}")
 
 
+def _same_word(token: str, word: str) -> bool:
+    """Whether a token names `word`: it is the word, or (outside ASCII, where XLM-R joins and
+    splits characters: 因为它, 动 + 物) holds it or is a piece of it."""
+    bare, w = _bare(token), word.strip().lower()
+    if not bare or not w:
+        return False
+    return bare == w or (not w.isascii() and (w in bare or bare in w))
+
+
+def check_referent(answer: object, tokens: Sequence[str], query: int, known: int | None) -> Verdict:
+    """Step 4's first question: what the pronoun refers to. Where the lesson knows it (`known`,
+    its own example sentence) the answer is right when it names that word; for a sentence of the
+    student's own there is nothing to check it against: their answer is the referent, taken as
+    given (a Verdict with right=True and the key "lesson.why.referent_taken")."""
+    q = tokens[query]
+    if not isinstance(answer, (int, np.integer)) or not 0 <= int(answer) < len(tokens):
+        return Verdict(False, "lesson.why.referent", {"q": q, "k": tokens[known] if known is not None else ""})
+    if known is None:
+        return Verdict(True, "lesson.why.referent_taken", {"q": q, "k": tokens[int(answer)]})
+    k = tokens[known]
+    right = int(answer) == known or _same_word(tokens[int(answer)], _bare(k))
+    return Verdict(right, "lesson.why.referent", {"q": q, "k": k})
+
+
+def hint(step: str, facts: Facts) -> Verdict:
+    """What a first wrong answer is told: where to look, without the answer (the answer comes with
+    a second wrong try, `check`'s why). `step` may be "referent" as well as one of STEPS."""
+    if step not in (*STEPS, "referent"):
+        raise ValueError(f"unknown step {step!r}")
+    fields = {"q": facts.query_token}
+    if step in ("pronoun", "switch_off", "limits"):
+        fields["k"] = facts.key_token
+    return Verdict(False, f"lesson.hint.{step}", fields)
+
+
 def step_fields(facts: Facts, lang: str) -> dict[str, str]:
     """The fields of the steps' texts (what to look for, the questions): the query and key
     tokens (visitor text: escape them where they land), the head, n and the uniform line."""
@@ -311,6 +394,9 @@ def step_fields(facts: Facts, lang: str) -> dict[str, str]:
         "u": _pct(p.uniform),
         "w": _pct(p.weight),
         "layer": str(p.layer),
+        "heads": str(facts.column.size),
+        "above": str(facts.heads_above),
+        "below": str(facts.column.size - facts.heads_above),
     }
 
 

@@ -3,13 +3,18 @@ visitor's sentence, each step's text, their own figures drawn as inline SVG and 
 with the checks. Every visitor string (the sentence, tokens, answers, the model name) is escaped
 with `html.escape` where it lands; a Content-Security-Policy forbids scripts and every request.
 
-    html = handout_html(facts, lang="zh", text=sentence, model="e5-small", answers={...})
+    html = handout_html(look, lang="zh", text=sentence, model="e5-small", answers={...}, linked=facts)
+
+`look` holds the facts of steps 1-3, `linked` those of steps 4-6 (the heads linking the pronoun to
+what the student said it refers to; None until they said it). Every number printed beside a bar
+is the one the page states: weights as percentages, distances with the three decimals of the
+check's why.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +22,7 @@ import numpy as np
 from . import i18n
 from .lesson import STEPS, Facts, Verdict, step_fields
 
-__all__ = ["CSP", "MAX_MAP_TOKENS", "Answer", "handout_html"]
+__all__ = ["CSP", "MAX_MAP_TOKENS", "Answer", "distance", "handout_html", "percent"]
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 MAX_MAP_TOKENS = 64  # the one-head map is drawn up to this many tokens (beyond: its row only)
@@ -87,15 +92,28 @@ def heatmap_svg(weights: np.ndarray, tokens: Sequence[str], mark: tuple[int, int
     return "".join(parts)
 
 
+def percent(value: float) -> str:
+    """A weight as a percentage that never reads 0 % or 100 % for a value that is not: 0.4 %, 12 %."""
+    v = 100.0 * float(value)
+    return f"{v:.1f}%" if 0 < abs(v) < 10 or 99 < abs(v) < 100 else f"{v:.0f}%"
+
+
+def distance(value: float) -> str:
+    """A cosine distance as the step's why prints it."""
+    return f"{float(value):.3f}"
+
+
 def bars_svg(
     tokens: Sequence[str],
     series: Sequence[tuple[str, np.ndarray, str]],
     *,
     line: tuple[float, str] | None = None,
     highlight: int | None = None,
+    fmt: Callable[[float], str] = percent,
 ) -> str:
     """Horizontal bars, one row per token and one bar per series (name, values, colour); `line`
-    draws a dashed vertical line at a value with its label; `highlight` marks a token in bold."""
+    draws a dashed vertical line at a value with its label; `highlight` marks a token in bold;
+    the first series' values are written beside their bars with `fmt`."""
     n, k = len(tokens), max(len(series), 1)
     row, pad, width = 8 + 8 * k, 130, 360
     top = max((float(np.max(v)) for _, v, _ in series), default=1.0)
@@ -111,7 +129,7 @@ def bars_svg(
             w = width * max(v, 0.0) / top
             parts.append(f'<rect x="{pad}" y="{y + 2 + s * 8}" width="{w:.1f}" height="7" fill="{colour}"/>')
             if s == 0:
-                parts.append(f'<text x="{pad + w + 4:.1f}" y="{y + 9}">{v:.2f}</text>')
+                parts.append(f'<text x="{pad + w + 4:.1f}" y="{y + 9}">{_e(fmt(v))}</text>')
     if line is not None:
         x = pad + width * line[0] / top
         parts.append(
@@ -161,7 +179,7 @@ def _figure(step: str, facts: Facts, lang: str) -> str:
     if step == "switch_off":
         if facts.distances is None:
             return ""
-        return bars_svg(tokens, [(i18n.t("lesson.handout.distance", lang), facts.distances, RED)])
+        return bars_svg(tokens, [(i18n.t("lesson.handout.distance", lang), facts.distances, RED)], fmt=distance)
     if facts.norm_row is None:
         return ""
     series = [
@@ -182,23 +200,44 @@ def _answer(answer: Answer | None, lang: str) -> str:
     )
 
 
-def handout_html(facts: Facts, *, lang: str, text: str, model: str, answers: Mapping[str, Answer]) -> str:
-    """The handout page: the sentence, then each step's text, figure, question and answer."""
+def _section(i: int, step: str, facts: Facts, lang: str, body: str) -> str:
     fields = {name: _e(value) for name, value in step_fields(facts, lang).items()}
+    name = i18n.t(f"lesson.{step}.title", lang, **fields)  # fields escaped, the template trusted
+    title = i18n.t("lesson.step_title", lang, i=i, total=len(STEPS), title=name)
+    return f"<section><h2>{title}</h2>{body}</section>"
+
+
+def _step_body(step: str, facts: Facts, lang: str, answers: Mapping[str, Answer], look: str | None = None) -> str:
+    fields = {name: _e(value) for name, value in step_fields(facts, lang).items()}
+    return (
+        f'<p class="look">{i18n.t(look or f"lesson.{step}.look", lang, **fields)}</p>'
+        f"{_figure(step, facts, lang)}"
+        f"<p><b>{i18n.t(f'lesson.{step}.question', lang, **fields)}</b></p>"
+        f"{_answer(answers.get(step), lang)}"
+    )
+
+
+def handout_html(
+    look: Facts, *, lang: str, text: str, model: str, answers: Mapping[str, Answer], linked: Facts | None = None
+) -> str:
+    """The handout page: the sentence, then each step's text, figure, question and answer; step 4
+    opens with what the student said the pronoun refers to."""
+    lookf = {name: _e(value) for name, value in step_fields(look, lang).items()}
     sections = []
     for i, step in enumerate(STEPS, start=1):
-        name = i18n.t(f"lesson.{step}.title", lang, **fields)  # fields escaped, the template trusted
-        title = i18n.t("lesson.step_title", lang, i=i, total=len(STEPS), title=name)
-        sections.append(
-            "<section>"
-            f"<h2>{title}</h2>"
-            f'<p class="look">{i18n.t(f"lesson.{step}.look", lang, **fields)}</p>'
-            f"{_figure(step, facts, lang)}"
-            f"<p><b>{i18n.t(f'lesson.{step}.question', lang, **fields)}</b></p>"
-            f"{_answer(answers.get(step), lang)}"
-            "</section>"
-        )
-    meta = i18n.t("lesson.handout.meta", lang, model=_e(model), n=facts.n)
+        if step in ("tokens", "one_head", "all_heads"):
+            sections.append(_section(i, step, look, lang, _step_body(step, look, lang, answers)))
+            continue
+        body = ""
+        if step == "pronoun":
+            body = f"<p><b>{i18n.t('lesson.referent.question', lang, **lookf)}</b></p>{_answer(answers.get('referent'), lang)}"
+        if linked is None:
+            body += f'<p class="open">{i18n.t("lesson.after_referent", lang, **lookf)}</p>'
+        else:
+            below = step == "pronoun" and not linked.pick.above_uniform
+            body += _step_body(step, linked, lang, answers, "lesson.pronoun.look_below" if below else None)
+        sections.append(_section(i, step, look, lang, body))
+    meta = i18n.t("lesson.handout.meta", lang, model=_e(model), n=look.n)
     return (
         f'<!DOCTYPE html>\n<html lang="{_e(lang)}">\n<head>\n<meta charset="utf-8" />\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}" />\n'

@@ -1,12 +1,14 @@
-"""The lesson page through AppTest (no browser): in English it reads the sentence with MiniLM, names
-the head it found for "it" -> "animal" and draws that head; answers are checked on the page (right
-and wrong, with the sentence's numbers); a hostile sentence stays text; a sentence without a
-pronoun says what the lesson follows instead."""
+"""The lesson page through AppTest (no browser): in English it reads the sentence with MiniLM, draws
+the head steps 2-3 show, asks what "it" refers to (the example knows: animal), and only then ranks
+the heads linking the two; answers are checked on the page (right; wrong with a hint first and the
+right answer on a second try); a new sentence starts with fresh questions; a hostile sentence stays
+text; a sentence without a pronoun says what the lesson follows instead."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -51,7 +53,14 @@ def _heatmap_z(at: AppTest, key: str) -> np.ndarray:
     return np.asarray(z, dtype=np.float64)
 
 
-def test_the_english_lesson_points_to_the_head_linking_it_to_animal_and_checks_answers(
+def _widget(at: AppTest, kind: str, step: str) -> Any:
+    """The answer widget of `step` (its key ends with the sentence's signature)."""
+    found = [w for w in at.get(kind) if str(w.key or "").startswith(f"lesson_a_{step}_")]
+    assert len(found) == 1, [w.key for w in at.get(kind)]
+    return found[0]
+
+
+def test_the_english_lesson_asks_the_referent_before_linking_heads_and_checks_answers(
     minilm: attnviz.PretrainedModel,
 ) -> None:
     at = _lesson()
@@ -59,23 +68,39 @@ def test_the_english_lesson_points_to_the_head_linking_it_to_animal_and_checks_a
     assert not at.error, [e.value for e in at.error]
     att = minilm.attend(TIRED)
     q, k = att.tokens.index("it"), att.tokens.index("animal")
+    look = lesson.look_head(att, q)
+    np.testing.assert_allclose(_heatmap_z(at, "lesson_chart_one_head"), att.head(look.layer, look.head), atol=1e-4)
+    # Before the referent is said: steps 1-3 drawn, no heads ranked for "it" -> anything.
+    assert len(at.get("plotly_chart")) == 3
+    assert not any("lesson.why" in m.value for m in at.markdown)
+
+    # A wrong referent: a hint (not the answer), then the answer on a second wrong try.
+    street = att.tokens.index("street")
+    _ok(_widget(at, "selectbox", "referent").set_value(street).run())
+    assert any(w.value.startswith("**Not quite.**") and "animal" not in w.value for w in at.warning)
+    assert len(at.get("plotly_chart")) == 3
+    cross = att.tokens.index("cross")
+    _ok(_widget(at, "selectbox", "referent").set_value(cross).run())
+    assert any("refers to “animal”" in w.value for w in at.warning)
+    assert len(at.get("plotly_chart")) == 6  # told the answer, the lesson goes on with "animal"
+
     pick = lesson.find_head(att, q, k)
     assert pick.above_uniform
     name = escape_md(lesson.head_name(pick.layer, pick.head, "en"))  # as Markdown carries it
-    assert any(name in m.value and "“animal”" in m.value for m in at.markdown)
-    np.testing.assert_allclose(_heatmap_z(at, "lesson_chart_one_head"), att.head(pick.layer, pick.head), atol=1e-4)
-    assert len(at.get("plotly_chart")) == 6  # the tokens, one head, all heads, the ranking, the switch, weight vs norm
-
-    _ok(at.selectbox(key="lesson_a_pronoun").set_value(pick.layer * att.n_heads + pick.head).run())
-    assert [s.value for s in at.success] and name in at.success[0].value and "Right." in at.success[0].value
-    _ok(at.number_input(key="lesson_a_tokens").set_value(att.n + 1).run())
+    _ok(_widget(at, "selectbox", "pronoun").set_value(pick.layer * att.n_heads + pick.head).run())
+    assert any(name in s.value and "Right." in s.value for s in at.success)
+    _ok(_widget(at, "number_input", "tokens").set_value(att.n + 1).run())
+    hinted = [w.value for w in at.warning if "Not quite." in w.value and "special tokens" in w.value]
+    assert hinted and f"{att.n} tokens" not in hinted[0]  # a hint first, not the count
+    _ok(_widget(at, "number_input", "tokens").set_value(att.n + 2).run())
     assert any("Not quite." in w.value and f"{att.n} tokens" in w.value for w in at.warning)
-    _ok(at.radio(key="lesson_a_all_heads").set_value("different").run())
+    _ok(_widget(at, "radio", "all_heads").set_value("different").run())
     assert len(at.success) == 2
 
-    # A new sentence starts the answers afresh.
+    # A new sentence starts the answers afresh: no verdict, no stale choice, no steps 5-6 yet.
     _ok(at.text_area(key="sentence_input").set_value("dogs bark.").run())
-    assert at.selectbox(key="lesson_a_pronoun").value is None and not at.success
+    assert _widget(at, "selectbox", "referent").value is None and not at.success and not at.warning
+    assert _widget(at, "number_input", "tokens").value is None
     assert any("last word" in i.value for i in at.info)
 
 

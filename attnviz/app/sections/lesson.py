@@ -1,6 +1,11 @@
 """The guided lesson page: the sentence read by the language's model (e5-small for Chinese,
-MiniLM for English), the pronoun and antecedent it follows and the head the app picks for it
+MiniLM for English), the pronoun it follows, the head steps 2-3 show, what the pronoun refers to
+(the student's word, or the lesson example's own) and the heads that link the two
 (attnviz/lesson.py), six steps (app/sections/lesson_steps.py) and the printable handout.
+
+Answers belong to one sentence: every answer widget's key ends with the sentence's signature
+(`Lesson.key`), so a new sentence, model or language shows fresh questions and the handout
+records only the answers given to its own sentence.
 
 Everything heavy goes through the app's caches: the attention (`runners.analyse`), the head
 switched off (`work.cached_long`, the explorer's cache key) and the norm-based weights (the
@@ -9,6 +14,7 @@ sinks' key), so a second visit or an answer changed reruns no model."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,21 +32,31 @@ from ..runners import Loaded
 from ..state import CUSTOM, Ctx, model_options, t
 from ..widgets import escape_md
 
-__all__ = ["ANSWER_KEYS", "Lesson", "handout", "lesson_model", "pair_note", "prepare"]
+__all__ = ["QUESTIONS", "Lesson", "handout", "lesson_model", "pick_note", "prepare"]
 
-ANSWER_KEYS = {step: f"lesson_a_{step}" for step in lesson.STEPS}  # one answer widget a step
-SIGNATURE = "_lesson_signature"
+QUESTIONS = (*lesson.STEPS, "referent")  # "referent": step 4's first question
+TRIES = "_lesson_tries"  # {"sig": signature, step: [wrong answers given, distinct, in order]}
 
 
 @dataclass(frozen=True)
 class Lesson:
-    """The visitor's sentence as the lesson reads it."""
+    """The visitor's sentence as the lesson reads it. `look` holds the facts of steps 1-3 (a head
+    chosen without any referent); `facts` those of steps 4-6, the heads linking the query to what
+    it refers to, None until the referent is known."""
 
     loaded: Loaded
     text: str
     att: Attention
-    facts: Facts
+    look: Facts
     pronoun_found: bool
+    known: int | None  # the referent the lesson knows (its own example sentence), else None
+    signature: str
+    facts: Facts | None = None
+    referent: int | None = None
+
+    def key(self, step: str) -> str:
+        """The answer widget of `step` for this sentence."""
+        return f"lesson_a_{step}_{self.signature}"
 
 
 def lesson_model(context: Ctx) -> str:
@@ -54,8 +70,8 @@ def fields(facts: Facts, lang: str) -> dict[str, str]:
 
 
 def prepare(context: Ctx, text: str) -> Lesson | None:
-    """Load the lesson's model, analyse the sentence, find the pronoun, its antecedent and the
-    head that links them. None (after a readable message) when the text cannot be analysed."""
+    """Load the lesson's model, analyse the sentence, find the pronoun and the head steps 2-3
+    show. None (after a readable message) when the text cannot be analysed."""
     loaded = runners.load_runner(context, lesson_model(context))
     clean = runners.checked_text(context, text)
     if loaded is None or clean is None:
@@ -64,32 +80,40 @@ def prepare(context: Ctx, text: str) -> Lesson | None:
     if att is None:
         return None
     st.caption(t("lesson.model_note", model=escape_md(model_label(loaded.runner.name))))
-    query, key, found = lesson.lesson_pair(att, context.lang, lesson.antecedent_word(context.lang))
-    pick = lesson.find_head(att, query, key)
-    facts = Facts.of(att, pick)
-    _forget_answers((clean, att.model, context.lang, context.max_tokens))
+    query, found = lesson.lesson_query(att, context.lang)
+    look = Facts.of(att, lesson.look_head(att, query))
+    raw = repr((clean, att.model, context.lang, context.max_tokens)).encode("utf-8")
+    signature = hashlib.blake2b(raw, digest_size=6).hexdigest()
     unknown_notice(context, loaded.runner, clean)
-    return Lesson(loaded, clean, att, facts, found)
+    known = lesson.known_referent(att, context.lang, clean)
+    return Lesson(loaded, clean, att, look, found, known, signature)
 
 
-def pair_note(context: Ctx, run: Lesson) -> None:
-    """Which pronoun and word the lesson follows, and the head the app found for them."""
-    facts = run.facts
+def pick_note(context: Ctx, run: Lesson) -> None:
+    """Which token the lesson follows and the head the app picked for steps 2 and 3."""
+    look = run.look
     with st.container(key="lesson_pair"):
         if not run.pronoun_found:
-            st.info(t("lesson.no_pronoun", q=escape_md(facts.query_token, limit=60)), icon=":material/info:")
-        key_text = "lesson.pair" if facts.pick.above_uniform else "lesson.pair_below"
-        st.markdown(t(key_text, **fields(facts, context.lang)))
+            st.info(t("lesson.no_pronoun", q=escape_md(look.query_token, limit=60)), icon=":material/info:")
+        st.markdown(t("lesson.look_pick", **fields(look, context.lang)))
 
 
-def _forget_answers(signature: tuple[object, ...]) -> None:
-    """Answers belong to one sentence: a new sentence, model or language starts them afresh."""
+def tries(run: Lesson, step: str) -> list[object]:
+    """The distinct wrong answers given to `step` for this sentence (a new sentence forgets them)."""
     session = st.session_state
-    if session.get(SIGNATURE) == signature:
-        return
-    session[SIGNATURE] = signature
-    for key in ANSWER_KEYS.values():
-        session.pop(key, None)
+    book = session.get(TRIES)
+    if not isinstance(book, dict) or book.get("sig") != run.signature:
+        book = {"sig": run.signature}
+        session[TRIES] = book
+    return book.setdefault(step, [])
+
+
+def with_referent(run: Lesson, referent: int | None) -> Lesson:
+    """The lesson with steps 4-6's facts: the heads linking the query to `referent`."""
+    if referent is None:
+        return run
+    pick = lesson.find_head(run.att, run.look.pick.query, referent)
+    return dataclasses.replace(run, facts=Facts.of(run.att, pick), referent=referent)
 
 
 def supported(runner: object) -> bool:
@@ -103,6 +127,8 @@ def supported(runner: object) -> bool:
 
 def with_switch(context: Ctx, run: Lesson) -> Lesson:
     """The facts with the picked head switched off (cached under the explorer's key)."""
+    if run.facts is None:
+        return run
     p, runner = run.facts.pick, run.loaded.runner
     if not supported(runner):
         return run
@@ -127,6 +153,8 @@ def with_switch(context: Ctx, run: Lesson) -> Lesson:
 
 def with_norms(context: Ctx, run: Lesson) -> Lesson:
     """The facts with the picked head's norm-based row (cached under the sinks' key)."""
+    if run.facts is None:
+        return run
     runner, p = run.loaded.runner, run.facts.pick
     if not supported(runner):
         return run
@@ -144,15 +172,25 @@ def with_norms(context: Ctx, run: Lesson) -> Lesson:
     return dataclasses.replace(run, facts=dataclasses.replace(run.facts, norm_row=row / total))
 
 
+def facts_of(run: Lesson, step: str) -> Facts | None:
+    """The facts a step's question is checked against: steps 1-3 and the referent question read
+    the head chosen without a referent, steps 4-6 the heads linking the query to it."""
+    return run.look if step in ("tokens", "one_head", "all_heads", "referent") else run.facts
+
+
 def answers(run: Lesson, lang: str) -> dict[str, Answer]:
-    """The visitor's answers so far, as they saw them, with their checks."""
+    """The visitor's answers to this sentence so far, as they saw them, with their checks."""
     session, out = st.session_state, {}
-    for step, key in ANSWER_KEYS.items():
-        value = session.get(key)
-        if value is not None:
-            out[step] = Answer(
-                lesson.answer_label(step, value, run.facts, lang), lesson.check(step, value, run.facts, lang)
-            )
+    for step in QUESTIONS:
+        value, facts = session.get(run.key(step)), facts_of(run, step)
+        if value is None or facts is None:
+            continue
+        if step == "referent":
+            verdict = lesson.check_referent(value, facts.tokens, facts.pick.query, run.known)
+            label = lesson.answer_label("one_head", value, facts, lang)
+        else:
+            verdict, label = lesson.check(step, value, facts, lang), lesson.answer_label(step, value, facts, lang)
+        out[step] = Answer(label, verdict)
     return out
 
 
@@ -160,11 +198,11 @@ def handout(context: Ctx, run: Lesson) -> None:
     """The printable handout of this lesson, with the visitor's figures and answers."""
     with st.container(key="lesson_handout_box"):
         st.divider()
-        facts, lang, text, model = run.facts, context.lang, run.text, model_label(run.loaded.runner.name)
-        given = answers(run, lang)
+        look, facts, lang, text = run.look, run.facts, context.lang, run.text
+        model, given = model_label(run.loaded.runner.name), answers(run, lang)
         st.download_button(
             t("lesson.download"),
-            data=lambda: handout_html(facts, lang=lang, text=text, model=model, answers=given),
+            data=lambda: handout_html(look, lang=lang, text=text, model=model, answers=given, linked=facts),
             file_name="attnviz-lesson.html",
             mime="text/html",
             key="lesson_handout",

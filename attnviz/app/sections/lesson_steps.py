@@ -1,7 +1,10 @@
 """The lesson's six steps, each in its own container (key "lesson_step_<step>"): the step's title,
 what to look for, a picture of the visitor's sentence from the existing views, and one question
-whose answer is checked at once (attnviz/lesson.py `check`), right or wrong with a short why in
-a container "lesson_verdict_<step>". Expert switches stay on the other pages."""
+(in a container "lesson_q_<step>") whose answer is checked at once (attnviz/lesson.py `check`) in
+a container "lesson_verdict_<step>": right, or wrong with a hint first and the right answer on a
+second wrong try. Step 4 first asks what the pronoun refers to (container "lesson_q_referent");
+steps 4-6 follow the heads linking the two once it is said. Expert switches stay on the other
+pages."""
 
 from __future__ import annotations
 
@@ -13,12 +16,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ... import lesson, views
-from ...lesson import LIMIT_OPTIONS, SAME_OPTIONS, STEPS, Facts
+from ...lesson import LIMIT_OPTIONS, SAME_OPTIONS, STEPS, Facts, Verdict
 from ...result import Attention
 from .. import charts, literal, widgets
 from ..state import Ctx, t
 from ..widgets import escape_md
-from .lesson import ANSWER_KEYS, Lesson, fields, pair_note, with_norms, with_switch
+from .lesson import Lesson, fields, pick_note, tries, with_norms, with_referent, with_switch
 
 __all__ = ["steps"]
 
@@ -30,29 +33,43 @@ def _heading(i: int, step: str, f: dict[str, str]) -> None:
     st.subheader(t("lesson.step_title", i=i, total=len(STEPS), title=t(f"lesson.{step}.title", **f)))
 
 
-def _look(step: str, f: dict[str, str]) -> None:
-    st.markdown(f"**{t('lesson.look_label')}** · {t(f'lesson.{step}.look', **f)}")
+def _look(step: str, f: dict[str, str], key: str | None = None) -> None:
+    st.markdown(f"**{t('lesson.look_label')}** · {t(key or f'lesson.{step}.look', **f)}")
 
 
-def _ask(context: Ctx, step: str, facts: Facts, widget: Widget) -> None:
-    """The step's question; once answered, the check with its why."""
-    label = t(f"lesson.{step}.question", **fields(facts, context.lang))
-    value = widget(label, ANSWER_KEYS[step])
-    if value is None:
-        return
-    verdict = lesson.check(step, value, facts, context.lang)
-    why = verdict.why(context.lang, lambda s: escape_md(s, limit=60))
+def _verdict(context: Ctx, run: Lesson, step: str, value: object, verdict: Verdict, facts: Facts) -> bool:
+    """Show the check of an answer: right; or wrong with a hint the first time and the why (which
+    names the right answer) from the second distinct wrong answer on. Whether the why was shown."""
+    wrong = tries(run, step)
+    if not verdict.right and value not in wrong:
+        wrong.append(value)
+    told = verdict.right or len(wrong) >= 2
+    shown = verdict if told else lesson.hint(step, facts)
+    why = shown.why(context.lang, lambda s: escape_md(s, limit=60))
     with st.container(key=f"lesson_verdict_{step}"):
-        if verdict.right:
+        if verdict.key == "lesson.why.referent_taken":
+            st.info(why, icon=":material/info:")
+        elif verdict.right:
             st.success(f"**{t('lesson.right')}** {why}", icon=":material/check_circle:")
         else:
             st.warning(f"**{t('lesson.wrong')}** {why}", icon=":material/cancel:")
+    return told
 
 
-def _pick_token(facts: Facts) -> Widget:
-    fmt = widgets.token_format(list(facts.tokens))
+def _ask(context: Ctx, run: Lesson, step: str, facts: Facts, widget: Widget) -> None:
+    """The step's question; once answered, its check."""
+    label = t(f"lesson.{step}.question", **fields(facts, context.lang))
+    with st.container(key=f"lesson_q_{step}"):
+        value = widget(label, run.key(step))
+    if value is not None:
+        _verdict(context, run, step, value, lesson.check(step, value, facts, context.lang), facts)
+
+
+def _pick_token(tokens: tuple[str, ...], choices: list[int] | None = None) -> Widget:
+    fmt = widgets.token_format(list(tokens))
+    options = list(range(len(tokens))) if choices is None else choices
     return lambda label, key: st.selectbox(
-        label, list(range(facts.n)), index=None, key=key, format_func=fmt, placeholder=t("lesson.answer_placeholder")
+        label, options, index=None, key=key, format_func=fmt, placeholder=t("lesson.answer_placeholder")
     )
 
 
@@ -78,9 +95,11 @@ def _count(label: str, key: str) -> object:
     return st.number_input(label, min_value=0, max_value=100_000, value=None, step=1, key=key)
 
 
-def _step(i: int, step: str, context: Ctx, run: Lesson, picture: Callable[[], object], widget: Widget) -> None:
+def _step(
+    i: int, step: str, context: Ctx, run: Lesson, facts: Facts, picture: Callable[[], object], widget: Widget
+) -> None:
     with st.container(key=f"lesson_step_{step}", border=True):
-        f = fields(run.facts, context.lang)
+        f = fields(facts, context.lang)
         _heading(i, step, f)
         if step == "tokens":  # the first screen: the text beside its picture
             left, right = st.columns([3, 2])
@@ -93,30 +112,82 @@ def _step(i: int, step: str, context: Ctx, run: Lesson, picture: Callable[[], ob
             picture()
         if step == "tokens":
             _tokens(run.att.tokens)
-        _ask(context, step, run.facts, widget)
+        _ask(context, run, step, facts, widget)
+
+
+def _waiting(i: int, step: str, context: Ctx, run: Lesson) -> None:
+    """A step that follows the referent's heads, before the referent is said."""
+    with st.container(key=f"lesson_step_{step}", border=True):
+        f = fields(run.look, context.lang)
+        _heading(i, step, f)
+        st.info(t("lesson.after_referent", **f), icon=":material/arrow_upward:")
+
+
+def _referent(context: Ctx, run: Lesson) -> Lesson:
+    """Step 4's first question: what the pronoun refers to, the student's reading (checked where
+    the lesson knows the answer, its own example); the lesson with the heads linking the two."""
+    look, lang = run.look, context.lang
+    q = look.pick.query
+    ask = "lesson.referent.question" if run.pronoun_found else "lesson.referent.question_free"
+    with st.container(key="lesson_q_referent"):
+        value = _pick_token(look.tokens, lesson.referent_choices(run.att, q))(
+            t(ask, **fields(look, lang)), run.key("referent")
+        )
+    if value is None:
+        st.caption(t("lesson.referent.first", **fields(look, lang)))
+        return run
+    verdict = lesson.check_referent(value, look.tokens, q, run.known)
+    told = _verdict(context, run, "referent", value, verdict, look)
+    if run.known is None:
+        return with_referent(run, value if isinstance(value, int) else None)
+    return with_referent(run, run.known) if told else run
+
+
+def _pronoun(context: Ctx, run: Lesson) -> Lesson:
+    """Step 4: the referent, then which heads link the query to it."""
+    lang = context.lang
+    with st.container(key="lesson_step_pronoun", border=True):
+        _heading(4, "pronoun", fields(run.look, lang))
+        run = _referent(context, run)
+        if run.facts is None:
+            return run
+        facts = run.facts
+        f = fields(facts, lang)
+        _look("pronoun", f, "lesson.pronoun.look" if facts.pick.above_uniform else "lesson.pronoun.look_below")
+        p = facts.pick
+        charts.chart(views.token_focus(run.att, p.query, p.key, top=12, lang=lang), key="lesson_chart_pronoun")
+        _ask(context, run, "pronoun", facts, _pick_head(facts, lang))
+    return run
 
 
 def steps(context: Ctx, run: Lesson) -> Lesson:
-    """Draw the six steps in order; returns the lesson with what steps 5 and 6 computed."""
-    att, facts, lang = run.att, run.facts, context.lang
-    p = facts.pick
-    _step(1, "tokens", context, run, lambda: _tokens_picture(context, att), _count)
+    """Draw the six steps in order; returns the lesson with what steps 4-6 computed."""
+    att, look, lang = run.att, run.look, context.lang
+    p = look.pick
+    _step(1, "tokens", context, run, look, lambda: _tokens_picture(context, att), _count)
     heat = views.heatmap(att, p.layer, p.head, zmax=1.0, lang=lang)
-    _step(2, "one_head", context, run, lambda: _one_head_picture(context, run, heat), _pick_token(facts))
+    _step(2, "one_head", context, run, look, lambda: _one_head_picture(context, run, heat), _pick_token(look.tokens))
     grid = views.model_view(att, focus=(p.layer, p.head), thumb=THUMB, lang=lang)
-    _step(3, "all_heads", context, run, lambda: charts.chart(grid, key="lesson_chart_all_heads"),
+    _step(3, "all_heads", context, run, look, lambda: charts.chart(grid, key="lesson_chart_all_heads"),
           _pick_option(SAME_OPTIONS))  # fmt: skip
-    ranked = views.token_focus(att, p.query, p.key, top=12, lang=lang)
-    _step(4, "pronoun", context, run, lambda: charts.chart(ranked, key="lesson_chart_pronoun"), _pick_head(facts, lang))
+    run = _pronoun(context, run)
+    if run.facts is None:
+        _waiting(5, "switch_off", context, run)
+        _waiting(6, "limits", context, run)
+        return run
     run = with_switch(context, run)
-    _step(5, "switch_off", context, run, lambda: _switch_picture(context, run), _pick_token(run.facts))
+    facts = run.facts
+    assert facts is not None
+    _step(5, "switch_off", context, run, facts, lambda: _switch_picture(context, run), _pick_token(facts.tokens))
     run = with_norms(context, run)
-    _step(6, "limits", context, run, lambda: _limits_picture(context, run), _pick_option(LIMIT_OPTIONS))
+    facts = run.facts
+    assert facts is not None
+    _step(6, "limits", context, run, facts, lambda: _limits_picture(context, run), _pick_option(LIMIT_OPTIONS))
     return run
 
 
 def _one_head_picture(context: Ctx, run: Lesson, heat: go.Figure) -> None:
-    pair_note(context, run)
+    pick_note(context, run)
     charts.chart(heat, key="lesson_chart_one_head")
 
 
@@ -140,7 +211,7 @@ def _tokens(tokens: list[str]) -> None:
 
 def _switch_picture(context: Ctx, run: Lesson) -> None:
     f = run.facts
-    if f.distances is None:
+    if f is None or f.distances is None:
         st.caption(t("lesson.switch_unsupported"))
         return
     fig = views.ablation_effect(run.att.tokens, f.distances, f.sentence_distance or 0.0, lang=context.lang)
@@ -149,6 +220,8 @@ def _switch_picture(context: Ctx, run: Lesson) -> None:
 
 def _limits_picture(context: Ctx, run: Lesson) -> None:
     f, lang = run.facts, context.lang
+    if f is None:
+        return
     series = {t("lesson.handout.weight"): f.row}
     if f.norm_row is not None:
         series[t("lesson.handout.norm")] = f.norm_row
