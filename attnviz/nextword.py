@@ -1,15 +1,26 @@
-"""The next word of a causal language model: `predict(model, text, k)`.
+"""The next word of a causal language model: `predict(model, text, k)`, and `next_tokens`,
+which also says what a byte piece among the candidates begins to write.
 
-Pure numpy over what the Runner returns (`next_token_logits`), so it is cheap to test.
-"""
+`top_k` and `predict` are pure numpy over what the Runner returns (`next_token_logits`).
+A byte-level tokenizer (GPT-2, SmolLM2) writes 他 as two or three byte pieces; a candidate such
+as <0xE4><0xBB> is no text on its own. `next_tokens` appends it to the text and lets the model
+write its likeliest continuation bytes until the character is complete (at most three more
+pieces: UTF-8 characters have at most four bytes), so the table can say "part of 他"."""
 
 from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
 
 import numpy as np
 
 from .models import Runner
 
-__all__ = ["predict", "top_k"]
+__all__ = ["NextToken", "missing_bytes", "next_tokens", "piece_bytes", "predict", "top_k"]
+
+LOOK = 32  # continuation candidates read at each step: the likeliest that fits is taken
+_BYTES = re.compile(r"(?:<0x[0-9A-F]{2}>)+")  # how vocab_strings writes a byte piece
 
 
 def top_k(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -28,7 +39,120 @@ def top_k(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def predict(model: Runner, text: str, k: int = 10, max_tokens: int | None = None) -> list[tuple[str, float]]:
-    """The k likeliest tokens after `text`, best first, as (token, probability) pairs.
-    ValueError for a model without a language-model head (an encoder)."""
+    """The k likeliest tokens after `text`, best first, as (token, probability) pairs; a byte
+    piece reads as its bytes ("<0xE4><0xBB>"). ValueError for a model without a language-model
+    head (an encoder)."""
     ids, probs = top_k(model.next_token_logits(text, max_tokens), k)
     return list(zip(model.vocab_strings([int(i) for i in ids]), (float(p) for p in probs), strict=True))
+
+
+@dataclass(frozen=True)
+class NextToken:
+    """One candidate for the next token.
+
+    token:       the vocabulary entry as `predict` names it (a byte piece as "<0xE4><0xBB>").
+    probability: its softmax probability.
+    text:        what it writes. For a byte piece: the text its bytes begin, completed by the
+                 model's own likeliest continuation ("他"), or "" when none completes it.
+    piece:       True when the token's bytes are no text on their own.
+    own_bytes, text_bytes: for a piece, its bytes and those of `text` (0 otherwise).
+    """
+
+    token: str
+    probability: float
+    text: str
+    piece: bool = False
+    own_bytes: int = 0
+    text_bytes: int = 0
+
+
+def piece_bytes(token: str) -> bytes | None:
+    """The bytes of a vocabulary string written as bytes ("<0xE4><0xBB>"); None for text."""
+    if not _BYTES.fullmatch(token):
+        return None
+    return bytes(int(h, 16) for h in re.findall(r"<0x([0-9A-F]{2})>", token))
+
+
+def missing_bytes(data: bytes) -> int:
+    """Bytes still needed to end the last character of `data` (0: it ends on a character);
+    -1 when `data` is not the beginning of UTF-8 text (it starts inside a character)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    try:
+        decoder.decode(data, final=False)
+    except UnicodeDecodeError:
+        return -1
+    pending = decoder.getstate()[0]
+    if not pending:
+        return 0
+    size = 2 if pending[0] < 0xE0 else 3 if pending[0] < 0xF0 else 4  # the lead byte says the length
+    return size - len(pending)
+
+
+def next_tokens(model: Runner, text: str, k: int = 10, max_tokens: int | None = None) -> list[NextToken]:
+    """`predict`'s k candidates, each with the text it writes (`NextToken`): a byte piece that
+    begins a character is completed by the model's likeliest continuation pieces."""
+    ids, probs = top_k(model.next_token_logits(text, max_tokens), k)
+    cands = [int(i) for i in ids]
+    names = model.vocab_strings(cands)
+    starts = [piece_bytes(s) for s in names]
+    open_ = {i: data for i, data in enumerate(starts) if data is not None and missing_bytes(data) > 0}
+    done = _complete(model, text, {i: cands[i] for i in open_}, open_, max_tokens) if open_ else {}
+    out = []
+    for i, (name, p, data) in enumerate(zip(names, probs.tolist(), starts, strict=True)):
+        if data is None:
+            out.append(NextToken(name, float(p), name))
+            continue
+        full = done.get(i, data if missing_bytes(data) == 0 else b"")
+        out.append(NextToken(name, float(p), full.decode("utf-8") if full else "", True, len(data), len(full)))
+    return out
+
+
+def _complete(
+    model: Runner, text: str, ids: dict[int, int], starts: dict[int, bytes], max_tokens: int | None
+) -> dict[int, bytes]:
+    """For each piece (by its place among the candidates): its bytes and the continuation bytes
+    that end its last character, the likeliest the model writes after it at each step (greedy);
+    left out when none of the `LOOK` likeliest continues it, or the runner keeps no cache.
+    The text runs once, its keys and values kept; each step then reads one token a piece."""
+    import torch
+
+    hf = getattr(model, "hf_model", None)
+    if hf is None:
+        return {}
+    order = list(starts)
+    data = dict(starts)
+    done: dict[int, bytes] = {}
+    enc = model.encode(text, max_tokens)
+    step = torch.tensor([[ids[i]] for i in order], device=model.device)  # (B, 1)
+    with model.gate.interactive(), torch.inference_mode():
+        cache = hf(**enc.inputs, use_cache=True, return_dict=True).cache
+        cache.batch_repeat_interleave(len(order))  # one copy of the text's keys and values a piece
+        mask = enc.inputs["attention_mask"].repeat(len(order), 1)  # (B, n)
+        for _ in range(3):  # a UTF-8 character has at most 4 bytes: 3 more pieces at most
+            mask = torch.cat([mask, torch.ones_like(step)], dim=1)  # (B, n + steps)
+            out = hf(input_ids=step, attention_mask=mask, cache=cache, use_cache=True, return_dict=True)
+            logits = model.unembed(out.last_hidden_state[:, -1]).float().cpu().numpy()  # (B, vocab)
+            chosen = [_continue(model, row, data, done, i) for i, row in zip(order, logits, strict=True)]
+            if all(i in done for i in order):
+                break
+            step = torch.tensor([[c] for c in chosen], device=model.device)
+    return {i: d for i, d in done.items() if d}
+
+
+def _continue(model: Runner, logits: np.ndarray, data: dict[int, bytes], done: dict[int, bytes], i: int) -> int:
+    """The likeliest token that continues piece i's last character: its bytes are added to
+    data[i] (and data[i] moved to `done` once the character is whole; b"" when none fits)."""
+    if i in done:
+        return 0  # a finished piece rides along; what it reads is never used
+    need = missing_bytes(data[i])
+    best = np.argsort(-logits)[:LOOK].tolist()
+    for cand, name in zip(best, model.vocab_strings(best), strict=True):
+        more = piece_bytes(name)
+        more = (name.encode("utf-8") if more is None else more)[:need]
+        if more and all(0x80 <= b < 0xC0 for b in more):  # UTF-8 continuation bytes only
+            data[i] += more
+            if missing_bytes(data[i]) == 0:
+                done[i] = data[i]
+            return int(cand)
+    done[i] = b""
+    return 0

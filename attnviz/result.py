@@ -39,6 +39,9 @@ class Attention:
     """Attention weights of one text through one model.
 
     tokens:   display tokens, special tokens included, word pieces readable ("##" / "Ġ" removed).
+              A byte-level tokenizer (SmolLM2) cuts 灯 into byte pieces: the piece that completes
+              the character reads "灯", the others "‹灯 1/3›", "‹灯 2/3›" (models/tokens.py);
+              `merge_characters` makes one token of them.
     weights:  float32 array (layers, heads, n, n); weights[l, h, i, j] = how much token i
               attends to token j in layer l, head h.
     special:  bool array (n,), True for [CLS], [SEP], <s>, </s> and similar.
@@ -208,28 +211,38 @@ class Attention:
     def merge_characters(self) -> Attention:
         """Merge the tokens that share a character into one, by their offsets: a byte-level
         tokenizer (GPT-2, Llama, SmolLM2) cuts 我 or an emoji into byte pieces that are no text
-        on their own. Weights merge as `merge_words` merges word pieces; each merged token shows
-        its span of the text, and the merged spans, joined, give the text back."""
-        if len(self.spans) != self.n or not self.text:
-            return self
-        groups = char_groups(self.spans, self.special)
+        on their own. Weights merge as `merge_words` merges word pieces (columns summed over a
+        character's pieces, rows averaged: rows still sum to 1); each merged token shows its
+        span of the text, and the merged spans, joined, give the text back."""
+        groups = self.character_groups()
         if len(groups) == self.n:
             return self
         self.require_square("merging characters")
-        spans = self._group_spans(groups)
-        tokens = [
-            self.tokens[g[0]] if len(g) == 1 else (self.text[a:b].strip() or "\u2423")
-            for g, (a, b) in zip(groups, spans, strict=True)
-        ]
         return replace(
             self,
-            tokens=tokens,
+            tokens=self.character_tokens(groups),
             weights=merge_word_matrix(self.weights, groups),
             special=np.array([bool(self.special[g[0]]) for g in groups]),
             word_ids=[self.word_ids[g[0]] for g in groups],
-            spans=spans,
+            spans=self._group_spans(groups),
             segments=self._group_segments(groups),
         )
+
+    def character_groups(self) -> list[list[int]]:
+        """The token indices of each character (the byte pieces of one character together, in
+        order); one token a group when the offsets are not known."""
+        if len(self.spans) != self.n or not self.text:
+            return [[i] for i in range(self.n)]
+        return char_groups(self.spans, self.special)
+
+    def character_tokens(self, groups: list[list[int]] | None = None) -> list[str]:
+        """The tokens `merge_characters` gives (one a character), without merging the weights."""
+        groups = self.character_groups() if groups is None else groups
+        spans = self._group_spans(groups)
+        return [
+            self.tokens[g[0]] if len(g) == 1 else (self.text[a:b].strip() or "\u2423")
+            for g, (a, b) in zip(groups, spans or [(0, 0)] * len(groups), strict=True)
+        ]
 
     def _word_text(self, group: list[int]) -> str:
         """The pieces joined; a word with byte pieces of one character shows its span of the text."""

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from attnviz import views
 from attnviz.explain.logit_lens import LogitLens
+from attnviz.nextword import NextToken
 from attnviz.result import Attention
 from attnviz.views import decoder as dv
 
@@ -68,7 +69,7 @@ def test_smollm2s_270_heads_at_128_tokens_fit_the_payload_budget() -> None:
 
 
 def test_tables_hold_tokens_as_data_with_spaces_made_visible() -> None:
-    rows = dv.next_rows([(" Paris", 0.75), ("<b>x</b>", 0.25)], lang="en")
+    rows = dv.next_rows([NextToken(" Paris", 0.75, " Paris"), NextToken("<b>x</b>", 0.25, "<b>x</b>")], lang="en")
     assert rows == [
         {"rank": 1, "next token": "\u2423Paris", "probability": 0.75},
         {"rank": 2, "next token": "<b>x</b>", "probability": 0.25},

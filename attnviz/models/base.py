@@ -26,7 +26,7 @@ from .errors import ModelLoadError
 from .gate import ForwardGate, gate_for
 from .switching import HeadMode, head_switch, heads_by_layer, projection_parts
 from .threads import cpu_threads_for
-from .tokens import checked_text, count_tokens, readable_tokens, require_known, token_limit, tokenize
+from .tokens import checked_text, count_tokens, readable_tokens, require_known, token_limit, token_spans, tokenize
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -239,7 +239,7 @@ class RunnerBase(DecoderDefaults):
             truncated=n_input > len(ids),
             n_input_tokens=max(n_input, len(ids)),
             text=text,
-            spans=[(int(a), int(b)) for a, b in offsets] if offsets is not None else [],
+            spans=token_spans(tok, ids, text, offsets) if offsets is not None else [],
         )
 
     def fit(self, text: str, max_tokens: int | None = None) -> str:

@@ -15,7 +15,7 @@ import torch
 
 from ..result import Attention
 from .base import Encoded, RunnerBase, oom_note
-from .tokens import clean_text, readable_tokens, token_limit
+from .tokens import clean_text, readable_tokens, token_limit, token_spans
 
 __all__ = ["PAIR_JOIN", "attend_pair", "encode_pair"]
 
@@ -68,7 +68,7 @@ def encode_pair(model: RunnerBase, a: str, b: str, max_tokens: int | None = None
         n_input_tokens=max(n_input, len(ids)),
         text=text,
         extra={"segments": tuple(segments)},
-        spans=spans,
+        spans=token_spans(tok, ids, text, [list(s) for s in spans]),
     )
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from ..result import char_groups
+
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "clean_text",
@@ -14,6 +16,7 @@ __all__ = [
     "model_limit",
     "readable_tokens",
     "token_limit",
+    "token_spans",
     "tokenize",
 ]
 
@@ -86,11 +89,31 @@ def model_limit(tokenizer: Any, cfg: Any) -> int:
     return min(limits) if limits else DEFAULT_MAX_TOKENS
 
 
+def token_spans(tokenizer: Any, ids: list[int], text: str, offsets: list[list[int]]) -> list[tuple[int, int]]:
+    """Each token's (start, end) in `text`. A bare word-start marker (the "▁" SentencePiece puts
+    before 动物 in XLM-R and multilingual-e5) covers no character of the text, so it gets an empty
+    span (start, start): the tokenizer gives it the offsets of the character after it, which would
+    read as two tokens cut from one character (a byte merge that never happened)."""
+    raw = tokenizer.convert_ids_to_tokens(ids)
+    spans = []
+    for tok, (start, end) in zip(raw, offsets, strict=True):
+        start, end = int(start), int(end)
+        if isinstance(tok, str) and tok and not tok.strip(_MARKERS) and text[start:end].strip():
+            end = start
+        spans.append((start, end))
+    return spans
+
+
 def readable_tokens(
     tokenizer: Any, ids: list[int], special: np.ndarray, text: str, offsets: list[list[int]] | None
 ) -> list[str]:
     """Display strings: specials as they are; word pieces without "##", "Ġ" or "▁" markers.
-    A piece that is part of a multi-byte character falls back to its span of the text."""
+
+    A byte-level tokenizer (GPT-2, Llama 3, SmolLM2) may cut one character into byte pieces that
+    are no text on their own. The piece that completes the character shows it ("灯"); the pieces
+    before it show the character and their place among its k pieces, "‹灯 1/3›", "‹灯 2/3›", so
+    no two pieces read the same. (Pieces whose bytes run over two characters show both: "‹我爱 1/2›",
+    "我爱".) `Attention.merge_characters` makes one token of them."""
     raw = tokenizer.convert_ids_to_tokens(ids)
     out = []
     for i, (tok, is_special) in enumerate(zip(raw, special, strict=True)):
@@ -106,8 +129,16 @@ def readable_tokens(
             s = tokenizer.convert_tokens_to_string([tok]).strip()
         # a piece of a multi-byte character shows its span of the text; a bare word-start marker
         # (SentencePiece's "▁" before a CJK character) stays a space, not the character after it
-        if ("\ufffd" in s or (not s and tok.strip("\u2581\u0120 "))) and offsets is not None:
+        if ("\ufffd" in s or (not s and tok.strip(_MARKERS))) and offsets is not None:
             start, end = offsets[i]
             s = text[start:end].strip()
         out.append(s or "\u2423")  # a token that is only whitespace shows as the open box
+    if offsets is not None:
+        for group in char_groups(token_spans(tokenizer, ids, text, offsets), special):
+            whole = out[group[-1]]
+            for k, i in enumerate(group[:-1], start=1):
+                out[i] = f"\u2039{whole} {k}/{len(group)}\u203a"
     return out
+
+
+_MARKERS = "\u2581\u0120 "  # SentencePiece's and GPT-2's word-start markers, and a space

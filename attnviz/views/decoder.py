@@ -21,8 +21,18 @@ from ._base import HEAD_COLORS, Json, figure, head_label, layout_title
 if TYPE_CHECKING:  # the explain package imports torch; views do not
     from ..explain.logit_lens import LogitLens
     from ..explain.rotary import RotaryProfile
+    from ..nextword import NextToken
 
-__all__ = ["grid_thumb", "groups", "lens_rows", "mark_groups", "next_rows", "note_group", "rotary_chart"]
+__all__ = [
+    "grid_thumb",
+    "groups",
+    "lens_rows",
+    "mark_groups",
+    "next_label",
+    "next_rows",
+    "note_group",
+    "rotary_chart",
+]
 
 GRID_PIXELS = 72 * 32 * 32  # the mosaic budget of 72 heads at 32 x 32 (views/grid.py): ~0.5 MB at 512 tokens
 
@@ -137,12 +147,28 @@ def rotary_chart(profile: RotaryProfile, *, lang: str = DEFAULT_LANGUAGE) -> go.
     return figure(lines, layout)
 
 
-def next_rows(pairs: Sequence[tuple[str, float]], *, lang: str = DEFAULT_LANGUAGE) -> list[dict[str, object]]:
-    """The next-word table: rank (1-based), token (spaces made visible), probability."""
+def next_rows(candidates: Sequence[NextToken], *, lang: str = DEFAULT_LANGUAGE) -> list[dict[str, object]]:
+    """The next-word table: rank (1-based), what the token writes (`next_label`), probability."""
     return [
-        {t("dec.rank", lang): i, t("dec.next_token", lang): visible(tok), t("dec.probability", lang): p}
-        for i, (tok, p) in enumerate(pairs, start=1)
+        {
+            t("dec.rank", lang): i,
+            t("dec.next_token", lang): next_label(c, lang=lang),
+            t("dec.probability", lang): c.probability,
+        }
+        for i, c in enumerate(candidates, start=1)
     ]
+
+
+def next_label(candidate: NextToken, *, lang: str = DEFAULT_LANGUAGE) -> str:
+    """A candidate as a reader reads it: its text (spaces made visible); a byte piece, which is
+    no text on its own, as "part of 他 (2 of its 3 bytes)", the character the model would
+    complete it into, never its raw bytes."""
+    if not candidate.piece:
+        return visible(candidate.text)
+    if not candidate.text:
+        return t("dec.piece_unknown", lang, own=candidate.own_bytes)
+    text = visible(candidate.text)
+    return t("dec.piece_of", lang, text=text, own=candidate.own_bytes, total=candidate.text_bytes)
 
 
 def lens_rows(lens: LogitLens, *, lang: str = DEFAULT_LANGUAGE) -> list[dict[str, str]]:
