@@ -10,6 +10,7 @@ context = widgets.page_header("explorer.title", "explorer.intro")
 text = widgets.sentence_box(context)
 
 with warmup.loading(context.model, text, context):  # a cold server: the first map (numpy), then torch
+    from attnviz.app import charts
     from attnviz.app.sections import ablation, decoder
     from attnviz.app.sections import explorer as section
     from attnviz.app.sections import long as long_mode
@@ -26,6 +27,7 @@ st.divider()
 with st.container():
     focus = ablation.switch(context, focus)
     focus, draw_sinks_switch = section.sinks_switch(context, focus)
+    charts.caption_switches(focus.settings)  # the images' captions name what is switched
 with pictures:
     left, right = st.columns(2, gap="large")
     with left:

@@ -1,9 +1,11 @@
 """Plotly charts in the page, what a click on one does, and the link that keeps the view.
 
 Every chart downloads for slides from the browser, with nothing installed on the server: the
-modebar's camera saves a PNG `SLIDE_WIDTH` x `SLIDE_SCALE` px wide (`image_config`), and the
-row under each chart (`image_buttons`) saves PNG or SVG through the page's own plotly.js
-(`Plotly.toImage`), with the model and the sentence in a caption under the plot.
+modebar's camera saves a 16:9 PNG (`image_config`), and the row under each chart
+(`image_buttons`) saves a slide as PNG (1920 x 1080) or SVG (960 x 540): the chart drawn by the
+page's own plotly.js (`Plotly.toImage`) or canvas, on the theme's opaque background, its content
+centred, without the hints of what a click does, and under it a caption of plain text (the
+model's display name, the sentence, the switches that change the picture: `page_caption`).
 
 Callbacks live here, not in a page: Streamlit keeps a chart widget's metadata, callback
 included, for the rest of the session, and a chart's widget id changes with its figure. A
@@ -14,7 +16,10 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import urllib.parse
+from functools import cache
+from importlib import resources
 from typing import Any, Literal
 
 import plotly.graph_objects as go
@@ -24,75 +29,43 @@ from streamlit.elements.plotly_chart import PlotlyState
 
 from .. import views
 from ..models import EMBEDDED_MODEL
-from ..views.charts import CAPTION_FONT, CAPTION_ROOM, slide_caption
+from ..views.charts import CAPTION_CHARS
 from . import copy_link, nav, plot_theme, urls
+from .readers import model_label
 from .state import SENTENCE, Ctx, set_sentence, t
 
 __all__ = [
     "SLIDE_HEIGHT",
     "SLIDE_SCALE",
     "SLIDE_WIDTH",
+    "caption_switches",
     "chart",
     "focus_from_chart",
     "highlight_from_chart",
     "image_buttons",
     "image_config",
     "open_in_explorer",
+    "page_caption",
     "share_link",
     "sync_url",
     "theme_mode",
 ]
 
-SLIDE_WIDTH = 960  # css px the figure is laid out at for an image...
-SLIDE_SCALE = 2  # ...and the pixels per css px of a PNG: 1920 px wide
-SLIDE_HEIGHT = 540  # a figure without a height of its own: 16:9
+SLIDE_WIDTH = 960  # css px a slide (and the chart in it) is laid out at...
+SLIDE_HEIGHT = 540  # ...and its height: 16:9
+SLIDE_SCALE = 2  # the pixels per css px of a PNG: 1920 x 1080
 NO_SENTENCE_PAGES = frozenset({"corpus", "training"})  # their charts are not of the sentence
 PAGE = "_page"  # the url path of the page this run draws (set by sync_url)
+SWITCHES = "_image_switches"  # (page, heads off, sinks hidden): what this page's pictures show switched
+# Notes in a figure's title that say what a click does: an image cannot be clicked. The note and
+# what an image says in its place (None: nothing).
+HINT_NOTES = {"fig.note_click_head": None, "abl.fig.note_off": "abl.fig.note_off_image"}
 
-# One click handler for every image row of the page, installed once (the page is one document).
-_IMAGES_JS = """(() => {
-  if (window.__attnvizImages) return;
-  window.__attnvizImages = true;
-  const chartOf = (button) => {
-    const key = button.dataset.chart;
-    const keyed = key && document.querySelector('.st-key-' + CSS.escape(key) + ' .js-plotly-plot');
-    if (keyed) return keyed;
-    const box = button.closest('[data-testid="stElementContainer"]');
-    for (let el = box && box.previousElementSibling; el; el = el.previousElementSibling) {
-      const gd = el.querySelector('.js-plotly-plot');
-      if (gd) return gd;
-    }
-    return null;
-  };
-  document.addEventListener('click', (event) => {
-    const button = event.target.closest && event.target.closest('[data-attnviz-image]');
-    if (!button) return;
-    const d = button.dataset, save = (url) => {
-      const a = document.createElement('a');
-      a.href = url; a.download = d.name + '.' + d.attnvizImage;
-      document.body.appendChild(a); a.click(); a.remove();
-      d.state = 'done';
-    };
-    const canvas = d.chart && document.querySelector('.st-key-' + CSS.escape(d.chart) + ' [data-attnviz-map]');
-    if (canvas && canvas.__attnvizImage) {  // the explorer's canvas heatmap (app/token_canvas.py)
-      const scale = d.attnvizImage === 'png' ? Number(d.scale) : 1;
-      save(canvas.__attnvizImage(d.attnvizImage, d.caption, Number(d.width), Number(d.height), scale, ROOM, FONT));
-      return;
-    }
-    const gd = chartOf(button), Plotly = window.Plotly;
-    if (!gd || !Plotly || !gd._fullLayout) { d.state = 'unavailable'; return; }
-    const format = d.attnvizImage, bottom = gd._fullLayout.margin.b;
-    const layout = Object.assign({}, gd.layout);
-    delete layout.width; delete layout.height;
-    layout.margin = Object.assign({}, gd.layout.margin || {}, {b: bottom + ROOM});
-    layout.annotations = [...(gd.layout.annotations || []), {text: d.caption, xref: 'paper', yref: 'paper',
-      x: 0, y: 0, xanchor: 'left', yanchor: 'top', yshift: -(bottom + 6), showarrow: false, align: 'left', font: FONT}];
-    const size = {format: format, width: Number(d.width), height: Number(d.height) + ROOM,
-      scale: format === 'png' ? Number(d.scale) : 1};
-    d.state = 'working';
-    Plotly.toImage({data: gd.data, layout: layout}, size).then(save).catch(() => { d.state = 'failed'; });
-  });
-})();""".replace("ROOM", str(CAPTION_ROOM)).replace("FONT", json.dumps(CAPTION_FONT))
+
+@cache
+def _images_js() -> str:
+    """The page's one click handler for every image row (slides.js)."""
+    return resources.files(__package__).joinpath("slides.js").read_text("utf-8")
 
 
 _IMAGES_CSS = (
@@ -104,14 +77,28 @@ _IMAGES_CSS = (
 
 
 def _height(fig: go.Figure) -> int:
+    """The chart's own height in css px (what the slide scales down to fit when taller)."""
     height = fig.layout.height
     return int(min(max(height, 300), 2400)) if isinstance(height, int | float) else SLIDE_HEIGHT
 
 
 def image_config(fig: go.Figure, name: str) -> dict[str, Any]:
-    """Plotly's config for a chart: no logo, and the camera saves a slide-sized PNG (1920 px)."""
-    size = {"width": SLIDE_WIDTH, "height": _height(fig), "scale": SLIDE_SCALE}
+    """Plotly's config for a chart: no logo, and the camera saves a 16:9 PNG, 1920 x 1080."""
+    size = {"width": SLIDE_WIDTH, "height": SLIDE_HEIGHT, "scale": SLIDE_SCALE}
     return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, **size}}
+
+
+def image_title(fig: go.Figure) -> str | None:
+    """The figure's title as a slide shows it, the notes on clicking taken out (`HINT_NOTES`);
+    None when it has none to take out."""
+    title = fig.layout.title.text
+    if not isinstance(title, str):
+        return None
+    shown = title
+    for key, instead in HINT_NOTES.items():
+        note = f"<br><sup>{t(key)}</sup>"
+        shown = shown.replace(note, f"<br><sup>{t(instead)}</sup>" if instead else "")
+    return shown if shown != title else None
 
 
 def chart(fig: go.Figure, key: str, *, caption: str | None = None, **kwargs: Any) -> PlotlyState | DeltaGenerator:
@@ -127,6 +114,11 @@ def chart(fig: go.Figure, key: str, *, caption: str | None = None, **kwargs: Any
     out = st.plotly_chart(shown, width="stretch", key=key, config=image_config(fig, name), theme=theme, **kwargs)
     image_buttons(fig, key, name, page_caption() if caption is None else caption)
     return out
+
+
+def _plain(text: str) -> str:
+    """Plotly text as the plain text a caption draws: line breaks as spaces, tags out, entities read."""
+    return html.unescape(re.sub(r"<[^>]*>", "", re.sub(r"<br\s*/?>", " ", text)))
 
 
 def _selection(kwargs: dict[str, Any]) -> tuple[str, ...]:
@@ -146,22 +138,49 @@ def theme_mode() -> plot_theme.Mode:
     return "dark" if kind == "dark" else "light"
 
 
-def page_caption() -> str:
-    """The model and the sentence, as a chart of this page shows them under an image."""
+def caption_switches(settings: dict[str, Any]) -> None:
+    """The switches that change this page's pictures (`settings` as the exports record them:
+    "heads_off", "hide_sinks"), for the captions of its images (`page_caption`)."""
+    heads = [(int(a), int(b)) for a, b in settings.get("heads_off", ())]
+    st.session_state[SWITCHES] = (st.session_state.get(PAGE), heads, bool(settings.get("hide_sinks")))
+
+
+def _cut(text: str, most: int = CAPTION_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= most else flat[: most - 1] + "…"
+
+
+def page_caption() -> list[str]:
+    """The lines under an image of this page's charts, as plain text: the model's display name and
+    the sentence, then the switches that change the picture (heads off, sinks hidden), if any."""
     session = st.session_state
     context = session.get("_ctx")
-    model = context.model if isinstance(context, Ctx) else None
+    model = model_label(context.model) if isinstance(context, Ctx) else None
     if session.get(PAGE) in NO_SENTENCE_PAGES:
-        return slide_caption(None, f"attnviz · {model}" if model else "attnviz")
-    return slide_caption(str(session.get(SENTENCE, "")), model)
+        return [" · ".join(["attnviz", _cut(model, 80)] if model else ["attnviz"])]
+    sentence = str(session.get(SENTENCE, "")).strip()
+    first = " · ".join(([_cut(model, 80)] if model else []) + ([f"“{_cut(sentence)}”"] if sentence else []))
+    page, heads, sinks = session.get(SWITCHES, (None, [], False))
+    switched = []
+    if page == session.get(PAGE) and heads:
+        shown = "; ".join(t("fig.layer_head", layer=a, head=b) for a, b in heads[:8])
+        switched.append(t("slides.heads_off", heads=shown + ("; …" if len(heads) > 8 else ""), n=len(heads)))
+    if page == session.get(PAGE) and sinks:
+        switched.append(t("slides.sinks_hidden"))
+    return [line for line in (first, " · ".join(switched)) if line]
 
 
-def image_buttons(fig: go.Figure | int, key: str, name: str, caption: str) -> None:
-    """PNG (1920 px wide) and SVG of the chart `key` just drawn, made in the browser; `fig`: the
-    figure, or the height in px of a chart that is not a figure (the canvas map)."""
+def image_buttons(fig: go.Figure | int, key: str, name: str, caption: str | list[str]) -> None:
+    """PNG (1920 x 1080) and SVG (960 x 540) slides of the chart `key` just drawn, made in the
+    browser; `fig`: the figure, or the height in px of a chart that is not a figure (a canvas);
+    `caption`: the lines under it (plain text), or one line of Plotly text."""
     height = fig if isinstance(fig, int) else _height(fig)
-    attrs = {"data-chart": key, "data-name": name, "data-caption": caption, "data-width": str(SLIDE_WIDTH),
-             "data-height": str(height), "data-scale": str(SLIDE_SCALE)}  # fmt: skip
+    lines = [_plain(caption)] if isinstance(caption, str) else list(caption)
+    attrs = {"data-chart": key, "data-name": name, "data-caption": json.dumps(lines), "data-width": str(SLIDE_WIDTH),
+             "data-height": str(height), "data-slide-height": str(SLIDE_HEIGHT), "data-scale": str(SLIDE_SCALE)}  # fmt: skip
+    title = None if isinstance(fig, int) else image_title(fig)
+    if title is not None:
+        attrs["data-title"] = title
     common = " ".join(f'{k}="{html.escape(v, quote=True)}"' for k, v in attrs.items())
     buttons = "".join(
         f'<button type="button" class="attnviz-image" data-attnviz-image="{fmt}" {common} '
@@ -171,7 +190,7 @@ def image_buttons(fig: go.Figure | int, key: str, name: str, caption: str) -> No
     st.html(
         f"<style>{_IMAGES_CSS}</style>"
         f'<div class="attnviz-images" data-images-for="{html.escape(key, quote=True)}">{buttons}</div>'
-        f"<script>{_IMAGES_JS}</script>",
+        f"<script>{_images_js()}</script>",
         unsafe_allow_javascript=True,
     )
 

@@ -42,12 +42,14 @@ function every(n, unit) {
   return out;
 }
 
-function gridLayout(ctx, grid, width, height) {
+function gridLayout(ctx, grid, width, height, bare = false) {
   // Where everything goes: the heading and its notes (wrapped to the width), then square cells as
   // large as the room left by the tick numbers, the axis titles and the colour bar allows.
+  // `bare`: an image, which no one can click: without the note that says what a click does.
   const { head } = grid;
   ctx.font = `11px ${FONT}`;
-  const notes = [...head.notes, head.group_note].filter((s) => s).flatMap((s) => wrapped(ctx, s, width - 16));
+  const notes = [...head.notes, head.group_note].filter((s) => s && !(bare && s === head.hint))
+    .flatMap((s) => wrapped(ctx, s, width - 16));
   ctx.font = `12px ${FONT}`;
   const bar = ticks(grid.lo, grid.hi);
   const barText = Math.max(...bar.map(([, s]) => ctx.measureText(s).width), ctx.measureText(head.bar).width / 2);
@@ -60,8 +62,8 @@ function gridLayout(ctx, grid, width, height) {
   return { notes, bar, top, bottom, unit, x0, y0: top, yText, kv, xs: every(head.heads, unit), ys: every(head.layers, unit) };
 }
 
-function gridDraw(ctx, grid, width, height, colours) {
-  const { head } = grid, L = gridLayout(ctx, grid, width, height), { x0, y0, unit } = L;
+function gridDraw(ctx, grid, width, height, colours, bare = false) {
+  const { head } = grid, L = gridLayout(ctx, grid, width, height, bare), { x0, y0, unit } = L;
   const W = unit * head.heads, H = unit * head.layers, px = unit / (head.thumb + head.gap), g = (head.gap / 2) * px;
   ctx.clearRect(0, 0, width, height);
   ctx.imageSmoothingEnabled = false;
@@ -187,9 +189,9 @@ export default function ({ data, parentElement, setTriggerValue }) {
   }
 
   root.__attnvizMap = grid;
-  root.__attnvizImage = (format, caption, width, h, scale, room, font) => {
+  root.__attnvizImage = (format, caption, width, h, scale, room, font, bare = false) => {
     const colours = palette(grid, parentElement);
-    return image(format, caption, width, h, scale, room, font, colours, (ctx) => gridDraw(ctx, grid, width, h, colours));
+    return image(format, caption, width, h, scale, room, font, colours, (ctx) => gridDraw(ctx, grid, width, h, colours, bare));
   };
   canvas.addEventListener("mousemove", hover);
   canvas.addEventListener("click", click);
