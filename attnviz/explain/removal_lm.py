@@ -29,6 +29,7 @@ __all__ = [
     "filler_id",
     "is_lm",
     "lm_gradient_scores",
+    "lm_occlusion",
     "lm_removal_effects",
     "lm_target",
     "scored_encoding",
@@ -116,6 +117,28 @@ def lm_removal_effects(
                 layers[part, layer] = cosine_distance(h[:, pos], base[layer]).mean(-1).double().cpu().numpy()
             drops[part] = (f0 - _log_probs(model, states[-1], target)).cpu().numpy()
     return layers, drops
+
+
+def lm_occlusion(
+    model: Runner, text: str, query: int, *, progress: Progress | None = None
+) -> tuple[np.ndarray, np.ndarray, LmTarget]:
+    """Occlusion and input x gradient of a causal LM for token `query`: the output is the
+    log-probability of the token that follows `query` (the text's own next token, or the model's
+    first choice after the last token). Returns occlusion (n,), the drop of that log-probability
+    when token j alone is replaced by the filler (0 for special tokens, and for tokens after
+    `query`, which a causal model cannot read there); |input x gradient| (n,) of the same
+    log-probability; and the target."""
+    enc = model.encode(text)
+    n = len(enc.tokens)
+    check_query(query, n)
+    target = lm_target(model, enc, query, None)
+    ordinary = np.flatnonzero(~enc.special[: query + 1])  # later tokens cannot move row `query`
+    masks = np.zeros((len(ordinary), n), dtype=bool)
+    masks[np.arange(len(ordinary)), ordinary] = True
+    scores = np.zeros(n)
+    if len(ordinary):
+        scores[ordinary] = lm_removal_effects(model, enc, masks, target, progress=progress)[1]
+    return scores, lm_gradient_scores(model, enc, target), target
 
 
 @with_gradients

@@ -95,11 +95,16 @@ def deletion_curves(board: Scoreboard, *, highlight: str | None = None, lang: st
         )
     layout = {
         "title": layout_title(
-            t("fig.deletion_title", lang, output=_output_name(board, lang)), t("fig.note_deletion", lang)
+            t("fig.deletion_title", lang, output=_output_name(board, lang)),
+            t("aware.fig_note_deletion_lm" if _is_lm(board) else "fig.note_deletion", lang),
         ),
         "height": 460,
         "xaxis": {"title": {"text": t("fig.removed_share", lang)}, "ticksuffix": "%", "range": [-2, 102]},
-        "yaxis": {"title": {"text": t("fig.output_change", lang)}, "rangemode": "tozero"},
+        # what the curves measure: a cosine distance (0 to 2) or a drop in log-probability (nats, unbounded)
+        "yaxis": {
+            "title": {"text": t("aware.fig_logprob_drop" if _is_lm(board) else "fig.output_change", lang)},
+            "rangemode": "tozero",
+        },
         "legend": {"orientation": "h", "y": -0.22},
     }
     return figure(data, layout)
@@ -158,7 +163,17 @@ def _panel_title(text: str, x: float) -> Json:
     return {"text": text, "x": x, "xref": "paper", "y": 1.0, "yref": "paper", "yanchor": "bottom", "showarrow": False}
 
 
+def _is_lm(board: Scoreboard) -> bool:
+    """A decoder's scoreboard: its output is a log-probability, not a vector's cosine distance."""
+    return board.output != "cosine distance"
+
+
 def _output_name(board: Scoreboard, lang: str) -> str:
+    if _is_lm(board):  # the token whose log-probability is scored
+        token = escape(board.target)
+        if board.query is None:
+            return t("aware.fig_next_token", lang, token=token)
+        return t("aware.fig_next_after", lang, token=token, i=board.query)
     if board.query is None:
         return t("fig.output_sentence", lang)
     return t("fig.output_token", lang, token=escape(board.tokens[board.query]), i=board.query)

@@ -3,15 +3,18 @@ source, and live numbers for the sentence on screen."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import streamlit as st
 
 from ... import explain
+from ...explain import NormWeights
 from ...focus import default_focus
-from ...models import Progress
+from ...result import Attention
 from .. import literal, nav, runners, widgets, work
 from ..state import Ctx, t
-from .explain import Subject, analysis, attempt
+from .explain import Subject, analysis, attempt, occlude, occlusion_kind
 
 CAVEATS = ("weight", "mixing", "sinks", "rest", "app")
 LIVE_ATTRIBUTION_N = 64  # occlusion runs n forward passes; beyond this the page skips it
@@ -26,12 +29,28 @@ REFERENCES = (
     ("Xiao et al. 2024", "Efficient Streaming Language Models with Attention Sinks", "ICLR", "https://arxiv.org/abs/2309.17453"),
 )  # fmt: skip
 GROUPS = {"[CLS]": "caveats.group_cls", "[SEP]": "caveats.group_sep", "punctuation": "caveats.group_punct"}
+FIRST = "first"  # a decoder's group: the first token, where its heads park attention (Xiao et al. 2024)
 
 
-def points() -> None:
+def first_token_shares(
+    att: Attention, norms: NormWeights | None, shares: dict[str, dict[str, float]]
+) -> dict[str, dict[str, float]]:
+    """A decoder's rows for the sinks table: the share on its first token (mean over layers,
+    heads and rows, as `explain.sink_shares`) and on punctuation; no [CLS] or [SEP] rows."""
+    maps = {"attention": att.weights} | ({"norm": norms.per_head} if norms is not None and "norm" in shares else {})
+    out = {}
+    for kind, w in maps.items():
+        w = w / np.maximum(w.sum(-1, keepdims=True), np.finfo(np.float32).tiny)  # rows sum to 1
+        out[kind] = {FIRST: float(w[..., 0].mean()), "punctuation": shares[kind]["punctuation"]}
+    return out
+
+
+def points(decoder: bool = False) -> None:
+    """The points; for a decoder the sinks point names its first token (it has no [CLS] or [SEP])."""
     for name in CAVEATS:
         with st.container(key=f"caveat_{name}", border=True):
-            st.markdown(f"**{t(f'caveats.{name}.title')}**")
+            title = "aware.sinks_title_decoder" if decoder and name == "sinks" else f"caveats.{name}.title"
+            st.markdown(f"**{t(title)}**")
             st.markdown(t(f"caveats.{name}.body"))
             st.caption(t(f"caveats.{name}.source"))
 
@@ -49,14 +68,18 @@ def sinks(context: Ctx, s: Subject) -> None:
     )
     usable = norms is not None and norms.per_head.shape == s.att.weights.shape
     shares = explain.sink_shares(s.att, norms if usable else None)
+    groups = {group: t(key) for group, key in GROUPS.items()}
+    if s.att.causal:
+        shares = first_token_shares(s.att, norms if usable else None, shares)
+        groups = {FIRST: t("aware.group_first", token=" ".join(s.att.tokens[0].split())[:40]), **groups}
     rows = []
     for group, value in shares["attention"].items():
-        row = {t("caveats.col_group"): t(GROUPS.get(group, group)), t("caveats.col_attention"): f"{value:.1%}"}
+        row = {t("caveats.col_group"): groups.get(group, group), t("caveats.col_attention"): f"{value:.1%}"}
         if "norm" in shares:
             row[t("caveats.col_norm")] = f"{shares['norm'][group]:.1%}"
         rows.append(row)
     with st.container(key="caveats_sinks"):
-        st.markdown(f"**{t('caveats.sinks_live')}**")
+        st.markdown(f"**{t('aware.sinks_live_decoder' if s.att.causal else 'caveats.sinks_live')}**")
         st.dataframe(rows, hide_index=True, key="table_sinks")
         st.caption(t("caveats.sinks_note"))
 
@@ -69,14 +92,14 @@ def agreement(context: Ctx, s: Subject) -> None:
             st.caption(t("caveats.agreement_skipped", n=att.n, limit=LIVE_ATTRIBUTION_N))
             return
         query = default_focus(att, widgets.example_for(att.text))[0]
-        runner = s.loaded.runner
-
-        def occlude(progress: Progress) -> np.ndarray:
-            return explain.occlusion(runner, s.fitted, query, progress=progress)
-
-        label = t("explain.computing_attributions", n=att.n)
+        kind = occlusion_kind(s.loaded.runner)
+        if kind is None:  # said before anything runs: no refusal under a progress line
+            st.caption(t("aware.no_occlusion"))
+            return
+        fn = partial(occlude, s.loaded.runner, s.fitted, query, kind)
+        label = t("aware.computing_lm" if kind == "lm" else "explain.computing_attributions", n=att.n)
         occlusion = attempt(
-            s, lambda: work.cached_long(context, s.loaded, "occlusion", s.fitted, query, label=label, fn=occlude)
+            s, lambda: work.cached_long(context, s.loaded, f"occlusion_{kind}", s.fitted, query, label=label, fn=fn)
         )
         if occlusion is None:
             return

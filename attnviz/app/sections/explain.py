@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
 import streamlit as st
 
 from ... import explain, i18n, views
+from ...explain.removal_lm import is_lm, lm_occlusion
 from ...focus import default_focus, find_token, parse_words
-from ...models import Progress
+from ...models import Progress, Runner
 from ...result import Attention
 from .. import charts, downloads, runners, widgets, work
 from ..runners import Loaded
@@ -109,22 +111,61 @@ def attributions(context: Ctx, s: Subject, query: int) -> np.ndarray | None:
             s.notes.append(t("explain.attributions_on_request", n=att.n))
             return None
         session["_x_attributions"] = signature
-    runner = s.loaded.runner
-
-    def both(progress: Progress) -> tuple[np.ndarray, np.ndarray]:
-        occ = explain.occlusion(runner, s.fitted, query, progress=progress)
-        return occ, explain.input_x_gradient(runner, s.fitted, query)
-
-    label = t("explain.computing_attributions", n=att.n)
+    kind = occlusion_kind(s.loaded.runner)
+    if kind is None:  # no [MASK] and no next-token head: nothing to occlude with, said before any run
+        s.notes.append(t("aware.no_occlusion"))
+        return None
+    label = t("aware.computing_lm" if kind == "lm" else "explain.computing_attributions", n=att.n)
+    fn = partial(_attributions, s.loaded.runner, s.fitted, query, kind)
     result = attempt(
-        s, lambda: work.cached_long(context, s.loaded, "attributions", s.fitted, query, label=label, fn=both)
+        s, lambda: work.cached_long(context, s.loaded, "attributions", s.fitted, query, label=label, fn=fn)
     )
     if result is None:
         return None
-    occlusion, gradient = result
-    s.series[t("explain.occlusion")] = explain.share(occlusion)
+    occlusion, gradient, target = result
+    s.series[occlusion_label(kind)] = explain.share(occlusion)
     s.series[t("explain.ixg")] = explain.share(gradient)
+    if kind == "lm":  # the token whose log-probability both measure, as a literal code span
+        s.notes.append(t("aware.lm_target", token=code_span(target), query=query))
     return occlusion
+
+
+def occlusion_kind(runner: Runner) -> str | None:
+    """How occlusion is done for this model: "mask" (an encoder's [MASK], the final vector's
+    cosine distance), "lm" (a decoder: a filler token, the next token's log-probability), or
+    None when the model has neither."""
+    if is_lm(runner):
+        return "lm"
+    return "mask" if getattr(runner.tokenizer, "mask_token_id", None) is not None else None
+
+
+def occlusion_label(kind: str) -> str:
+    return t("aware.occlusion_lm") if kind == "lm" else t("explain.occlusion")
+
+
+def occlude(runner: Runner, text: str, query: int, kind: str, progress: Progress) -> np.ndarray:
+    """Occlusion scores (n,) of `kind` (see `occlusion_kind`)."""
+    if kind == "lm":
+        return lm_occlusion(runner, text, query, progress=progress)[0]
+    return explain.occlusion(runner, text, query, progress=progress)
+
+
+def _attributions(
+    runner: Runner, text: str, query: int, kind: str, progress: Progress
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """Occlusion, input x gradient and (for a decoder) the next token both measure."""
+    if kind == "lm":
+        occ, gradient, target = lm_occlusion(runner, text, query, progress=progress)
+        return occ, gradient, target.text
+    occ = explain.occlusion(runner, text, query, progress=progress)
+    return occ, explain.input_x_gradient(runner, text, query), ""
+
+
+def code_span(token: str) -> str:
+    """A token as a Markdown code span: literal inside, no backtick can close it, a control
+    character shown as its code (a byte token can be one), a blank one as ␣."""
+    shown = "".join(c if c.isprintable() or c.isspace() else f"\\x{ord(c):02x}" for c in token)
+    return "`" + (" ".join(shown.split()) or "␣")[:40].replace("`", "'").replace(":", ":\u2060") + "`"
 
 
 def bars(context: Ctx, s: Subject, query: int, layer: int) -> None:
@@ -144,7 +185,7 @@ def agreement_table(s: Subject, occlusion: np.ndarray) -> None:
         st.subheader(t("explain.agreement_title"))
         rows = []
         for name, values in s.series.items():
-            if name == t("explain.occlusion"):
+            if name in (t("explain.occlusion"), t("aware.occlusion_lm")):
                 continue
             agree = explain.agreement(values, occlusion, keep=s.att)
             rows.append(
@@ -162,12 +203,21 @@ def head_statistics(context: Ctx, s: Subject) -> None:
     st.subheader(t("stats.title"))
     st.caption(t("stats.intro"))
     stats = runners.cached(context, s.loaded, "stats", s.fitted, fn=lambda: explain.head_stats(s.att))
+    names = {stat: t(f"stats.{stat}") for stat in STATS}
+    short_names = {kind: t(f"stats.l_{kind}") for kind in explain.HEAD_KINDS}
+    if s.att.causal:  # a decoder has no [CLS] or [SEP]: its sink is the first token, whatever it is
+        first = s.att.weights[..., 0].mean(-1).astype(np.float64)  # (L, H): column 0, mean over rows
+        stats = {**stats, "cls": first, "sep": np.zeros_like(first)}
+        names = {
+            stat: t("aware.stats_first") if stat == "cls" else name for stat, name in names.items() if stat != "sep"
+        }
+        short_names["cls"] = t("aware.stats_l_first")
     kinds = explain.head_kinds(stats)
-    short = np.vectorize(lambda kind: t(f"stats.l_{kind}") if kind else "", otypes=[str])(kinds)
-    stat = st.selectbox(t("stats.which"), STATS, key="x_stat", format_func=widgets.option_labels("stats.{}"))
-    fig = views.layer_head_grid(
-        stats[stat], title=t(f"stats.{stat}"), labels=short, zmin=0.0, zmax=1.0, lang=context.lang
-    )
+    short = np.vectorize(lambda kind: short_names.get(kind, kind), otypes=[str])(kinds)
+    if st.session_state.get("x_stat") not in names:
+        st.session_state["x_stat"] = STATS[0]
+    stat = st.selectbox(t("stats.which"), tuple(names), key="x_stat", format_func=names.__getitem__)
+    fig = views.layer_head_grid(stats[stat], title=names[stat], labels=short, zmin=0.0, zmax=1.0, lang=context.lang)
     event = charts.chart(fig, key="chart_stats", on_select="rerun", selection_mode="points")
     pick = views.model_view_pick(event)
     if pick is not None:

@@ -180,7 +180,7 @@ def grid_view(context: Ctx, focus: Focus) -> None:
         thumb = decoder_views.grid_thumb(focus.att, THUMB)  # 270 heads of SmolLM2 keep the payload of 72
         # a canvas: no Plotly (24.1); like the map, drawn once the sentence box above it is
         grid_canvas.head_grid(focus.att, in_focus, thumb, focus.off, "chart_grid", after=SENTENCE_TEXT_AREA)
-        widgets.caveat("caveat.grid")
+        widgets.caveat("aware.caveat_grid_decoder" if focus.att.causal else "caveat.grid")  # no [CLS] in a decoder
         make = partial(grid_figure, focus.att, in_focus, thumb, focus.off, context.lang)
         downloads.figure_downloads(make, "grid", focus.settings)  # its HTML page: the Plotly figure
 

@@ -14,12 +14,13 @@ import streamlit as st
 
 from ... import explain, views
 from ...explain import Contributions, Scoreboard
+from ...explain.removal_lm import is_lm
 from ...models import Progress
 from ...views.evidence import method_label
 from .. import charts, literal, nav, widgets, work
 from ..sidebar import model_label
 from ..state import Ctx, lang, t
-from .explain import Subject, attempt
+from .explain import Subject, attempt, code_span
 
 AVERAGE_FILE = nav.ROOT / "assets" / "faithfulness_average.json"
 AVERAGE_COMMAND = "python bench/bench_faithfulness.py"
@@ -103,19 +104,25 @@ def contribution_section(context: Ctx, s: Subject, layer: int) -> None:
 
 
 def _output_choice(s: Subject, query: int, limit: int) -> int | None:
-    labels = {"sentence": t("fx.output_sentence"), "token": t("fx.output_token")}
+    """None: the sentence embedding (an encoder) or the next token after the text (a decoder,
+    its default); else the chosen token's own vector, or for a decoder the token after it."""
+    lm = is_lm(s.loaded.runner)
+    labels = {
+        "sentence": t("aware.fx_output_next") if lm else t("fx.output_sentence"),
+        "token": t("aware.fx_output_after") if lm else t("fx.output_token"),
+    }
     choice = st.radio(
         t("fx.output"),
         tuple(labels),
         key="fx_output",
         horizontal=True,
         format_func=labels.__getitem__,
-        help=t("fx.output_help"),
+        help=t("aware.fx_output_help_lm") if lm else t("fx.output_help"),
     )
     if choice == "sentence":
         return None
     if query >= limit:
-        st.info(t("fx.query_beyond", limit=limit), icon="✂️")
+        st.info(t("aware.fx_query_beyond_lm" if lm else "fx.query_beyond", limit=limit), icon="✂️")
         return None
     return query
 
@@ -163,10 +170,13 @@ def scoreboard_section(context: Ctx, s: Subject, query: int) -> None:
     """Which picture of "where information comes from" tracks what the model does?"""
     with st.container(key="explain_scoreboard"):
         st.subheader(t("fx.title"))
-        st.caption(t("fx.intro"))
+        lm = is_lm(s.loaded.runner)
+        st.caption(t("aware.fx_intro_lm") if lm else t("fx.intro"))
         board = _board(context, s, query)
         if board is None:
             return
+        if lm:  # which token's log-probability every number below is about
+            st.caption(t("aware.fx_target", token=code_span(board.target)))
         # the table across the page (its five columns and Chinese values are not cut), the curves under it
         st.dataframe(_table(board), hide_index=True, key="table_scoreboard")
         fig = views.deletion_curves(board, highlight=board.best, lang=context.lang)
