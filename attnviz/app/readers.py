@@ -27,9 +27,10 @@ def model_label(name: str) -> str:
     return t(key) if key else name
 
 
-def unknown_notice(context: Ctx, runner: Runner, text: str) -> None:
+def unknown_notice(context: Ctx, runner: Runner, text: str, *, offer_reader: bool = True) -> None:
     """Nothing when every token is known; otherwise how many are not, what that does to the
-    pictures and, above MAX_UNKNOWN_SHARE, the offered model that reads the text."""
+    pictures and, above MAX_UNKNOWN_SHARE, the offered model that reads the text (unless
+    `offer_reader` is False: a section bound to this model, which another choice would not change)."""
     try:
         found = unknown_tokens(runner.tokenizer, text, context.max_tokens)
     except (TypeError, KeyError, ValueError, NotImplementedError):  # a tokenizer without offsets or masks
@@ -45,11 +46,11 @@ def unknown_notice(context: Ctx, runner: Runner, text: str) -> None:
         characters=escape_md(shown) if shown else "?",
     )
     reader = None
-    if found.share > MAX_UNKNOWN_SHARE:
+    if found.share > MAX_UNKNOWN_SHARE and offer_reader:
         offered = [m for m in model_options(context.settings) if m != CUSTOM]
         reader = reader_for(text, offered, runner.name, context.max_tokens)
     if reader is not None:
         message += "\n\n" + t("unknown.reader", model=model_label(reader))
-    elif found.share > MAX_UNKNOWN_SHARE:
+    elif found.share > MAX_UNKNOWN_SHARE and offer_reader:
         message += "\n\n" + t("unknown.no_reader")
     st.warning(message, icon=":material/help:")

@@ -15,8 +15,10 @@ from ...result import Attention
 from ...views._base import head_label
 from ...views.cross import alignment_curves
 from .. import charts, runners, widgets, work
+from ..readers import model_label, unknown_notice
+from ..runners import Loaded
 from ..state import Ctx, lang, t
-from .lab import SAME, SHOW_TOKENS, Pair
+from .lab import LAB_MODELS, SAME, SHOW_TOKENS, Pair, use_model_button
 
 Y_DEFAULT = "The cat sat on the mat because it was tired."
 PAIR_EXAMPLES = {  # model inputs: MiniLM reads English
@@ -39,34 +41,68 @@ def cross_lab(context: Ctx, p: Pair) -> None:
     y = p.text if same else runners.checked_text(context, typed)
     if y is None:
         return
-    runner = p.scratch.runner
+    loaded, own = _cross_model(context, p)
+    runner = loaded.runner
+    if not same:
+        unknown_notice(context, runner, y)
     att = widgets.attempt(
-        lambda: runners.cached(context, p.scratch, "cross", p.text, y,
+        lambda: runners.cached(context, loaded, "cross", p.text, y,
                                fn=lambda: lab.cross_attention(runner, p.text, y, context.max_tokens)),
         "cross-attention", message=t("cross.failed"),
     )  # fmt: skip
     if att is None:
         return
+    layer, head = min(p.layer, att.n_layers - 1), min(p.head, att.n_heads - 1)  # another model's shape
     with st.container(key="cross_note"):
         if same:
-            diff = lab.max_abs_diff(att.weights, p.mine.weights)
+            itself = own.weights if own is not None else p.mine.weights
+            diff = lab.max_abs_diff(att.weights, itself)
             heads = att.n_layers * att.n_heads
             if diff < SAME:
                 st.success(t("cross.same_equal", diff=f"{diff:.1e}", heads=heads), icon=":material/check:")
             else:
                 st.warning(t("cross.same_differs", diff=f"{diff:.3f}"))
         st.caption(t("cross.shape", nx=att.n, ny=att.n_keys))
-    title = t("cross.map_title", head=head_label(p.layer, p.head, lang=context.lang))
-    charts.chart(views.heatmap(att, p.layer, p.head, zmax=1.0, title=title, lang=context.lang), "chart_cross_lab")
-    _cross_walk(context, p, y, att)
+    title = t("cross.map_title", head=head_label(layer, head, lang=context.lang))
+    charts.chart(views.heatmap(att, layer, head, zmax=1.0, title=title, lang=context.lang), "chart_cross_lab")
+    _cross_walk(context, loaded, p.text, y, att, layer, head)
 
 
-def _cross_walk(context: Ctx, p: Pair, y: str, att: Attention) -> None:
+def _cross_model(context: Ctx, p: Pair) -> tuple[Loaded, Attention | None]:
+    """The model X asks Y through: the sidebar's, when its layers can be taken apart (a BERT-
+    family encoder such as e5-small), with its own self-attention of X; the lab's encoder, as
+    switched above, for MiniLM and the scratch encoder, or (said, with one click to MiniLM) for
+    a model whose layers cannot."""
+    if context.model in LAB_MODELS:
+        return p.scratch, None
+    loaded = runners.load_runner(context, fallback=False)
+    if loaded is not None and _has_layers(loaded.runner):
+        own = runners.analyse(context, loaded, p.text)
+        if own is not None:
+            st.caption(t("aware.cross_model", model=widgets.escape_md(model_label(loaded.runner.name))))
+            return loaded, own
+    with st.container(key="cross_model_note"):
+        st.info(
+            t("aware.cross_needs_layers", model=widgets.escape_md(model_label(context.model))), icon=":material/info:"
+        )
+        use_model_button(context, EMBEDDED_MODEL, "cross_use_minilm")
+    return p.scratch, None
+
+
+def _has_layers(runner: Any) -> bool:
+    try:
+        runner.layers()
+    except (ValueError, AttributeError, NotImplementedError):
+        return False
+    return True
+
+
+def _cross_walk(context: Ctx, loaded: Loaded, x: str, y: str, att: Attention, layer: int, head: int) -> None:
     """The step-by-step walk's cross case: Q from X, K from Y, their scores and the softmax."""
-    runner = p.scratch.runner
+    runner = loaded.runner
     walk = widgets.attempt(
-        lambda: runners.cached(context, p.scratch, "cross_steps", p.text, y, p.layer, p.head,
-                               fn=lambda: lab.cross_steps(runner, p.text, y, p.layer, p.head, context.max_tokens)),
+        lambda: runners.cached(context, loaded, "cross_steps", x, y, layer, head,
+                               fn=lambda: lab.cross_steps(runner, x, y, layer, head, context.max_tokens)),
         "cross steps", message=t("cross.failed"),
     )  # fmt: skip
     if walk is None:
@@ -87,7 +123,8 @@ def _cross_walk(context: Ctx, p: Pair, y: str, att: Attention) -> None:
 
 
 def pairs(context: Ctx) -> None:
-    """Two texts through the pretrained encoder: the heads that read across most."""
+    """Two texts through the sidebar's model (MiniLM for the scratch encoder, which carries its
+    weights): the heads that read across most. A model that reads no pairs says so."""
     st.caption(t("pairs.intro"))
     with st.container(key="pairs_controls"):
         example = st.selectbox(t("pairs.example"), list(PAIR_EXAMPLES), key="pairs_example",
@@ -97,20 +134,40 @@ def pairs(context: Ctx) -> None:
         left, right = st.columns(2)
         a = left.text_area(t("pairs.a"), key="pairs_a", height=80, max_chars=2000)
         b = right.text_area(t("pairs.b"), key="pairs_b", height=80, max_chars=2000)
-    if example == "translation":
-        st.caption(t("pairs.translation_note"))
-    loaded = runners.load_runner(context, EMBEDDED_MODEL, fallback=False)
+    name = EMBEDDED_MODEL if context.model == "scratch" else context.model
+    loaded = runners.load_runner(context, name, fallback=False)
     a_clean, b_clean = runners.checked_text(context, a), runners.checked_text(context, b)
     if loaded is None or a_clean is None or b_clean is None:
         return
     runner: Any = loaded.runner  # a PretrainedModel: attend takes pair=
+    if not reads_pairs(runner):
+        with st.container(key="pairs_model_note"):
+            st.info(t("aware.pairs_needs_encoder", model=widgets.escape_md(model_label(name))), icon=":material/info:")
+            use_model_button(context, EMBEDDED_MODEL, "pairs_use_minilm")
+        return
+    st.caption(t("aware.pairs_model", model=widgets.escape_md(model_label(runner.name))))
+    if example == "translation" and runner.name == EMBEDDED_MODEL:
+        st.caption(t("pairs.translation_note"))
+    for text in (a_clean, b_clean):
+        unknown_notice(context, runner, text)
     att = widgets.attempt(
         lambda: runners.cached(context, loaded, "pair", a_clean, b_clean,
                                fn=lambda: runner.attend(a_clean, context.max_tokens, pair=b_clean)),
         "sentence pair", message=t("pairs.failed"),
     )  # fmt: skip
     if att is not None:
-        _pair_views(context, att)
+        _pair_views(context, att, special=f"{runner.tokenizer.cls_token}/{runner.tokenizer.sep_token}")
+
+
+def reads_pairs(runner: Any) -> bool:
+    """An encoder whose tokenizer separates two texts (models/pairs.py reads them so)."""
+    tok = getattr(runner, "tokenizer", None)
+    return (
+        not getattr(runner, "causal", False)
+        and hasattr(runner, "attend")
+        and getattr(tok, "sep_token", None) is not None
+        and bool(getattr(tok, "is_fast", False))
+    )
 
 
 def _fill_pair() -> None:
@@ -118,7 +175,7 @@ def _fill_pair() -> None:
     st.session_state["pairs_a"], st.session_state["pairs_b"] = a, b
 
 
-def _pair_views(context: Ctx, att: Attention) -> None:
+def _pair_views(context: Ctx, att: Attention, special: str) -> None:
     blocks = explain.pair_blocks(att)  # (L, H, 2, 2)
     across = explain.across_share(blocks)
     layer, head = (int(i) for i in np.unravel_index(int(np.argmax(across)), across.shape))
@@ -133,7 +190,7 @@ def _pair_views(context: Ctx, att: Attention) -> None:
             "": [t("pairs.row_a"), t("pairs.row_b")],
             t("pairs.col_a"): [f"{b[0, 0]:.1%}", f"{b[1, 0]:.1%}"],
             t("pairs.col_b"): [f"{b[0, 1]:.1%}", f"{b[1, 1]:.1%}"],
-            t("pairs.col_special"): [f"{1 - b[0].sum():.1%}", f"{1 - b[1].sum():.1%}"],
+            t("aware.pairs_col_special", tokens=special): [f"{1 - b[0].sum():.1%}", f"{1 - b[1].sum():.1%}"],
         }
         st.caption(t("pairs.blocks", head=label))
         st.dataframe(table, hide_index=True)

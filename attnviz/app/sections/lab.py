@@ -9,16 +9,20 @@ from typing import Any
 import streamlit as st
 
 from ... import i18n, lab, views
-from ...models import EMBEDDED_MODEL, Steps
+from ...models import EMBEDDED_MODEL, Runner, Steps
 from ...result import Attention
-from .. import charts, downloads, literal, runners, widgets
+from ...unknown import MAX_UNKNOWN_SHARE, unknown_tokens
+from .. import charts, downloads, literal, runners, state, widgets
+from ..readers import model_label, unknown_notice
 from ..runners import Loaded
-from ..state import Ctx, t
+from ..state import Ctx, model_options, t
+from ..widgets import escape_md
 from .explorer import truncation_notice
 
 SHOW_TOKENS = 12  # the walkthrough shows at most this many tokens ...
 SHOW_DIMS = 8  # ... and this many of a head's dimensions
 SAME = 1e-4  # "identical" below this max |difference| (float32 through 6 layers is ~1e-6)
+LAB_MODELS = (EMBEDDED_MODEL, "scratch")  # the from-scratch encoder carries MiniLM's weights and tokenizer
 DEFAULTS = (("lab_scale", True), ("lab_positions", True), ("lab_causal", False), ("lab_random", False), ("lab_seed", 0))
 
 
@@ -60,6 +64,7 @@ def switches() -> dict[str, Any]:
 def analysis(context: Ctx, opts: dict[str, Any]) -> Pair | None:
     text = widgets.sentence_box(context)
     clean = runners.checked_text(context, text)
+    model_notice(context)
     pretrained = runners.load_runner(context, EMBEDDED_MODEL, fallback=False)
     scratch = runners.load_runner(context, "scratch", fallback=False, **opts)
     if clean is None or pretrained is None or scratch is None:
@@ -69,10 +74,42 @@ def analysis(context: Ctx, opts: dict[str, Any]) -> Pair | None:
     if att_p is None or att_s is None:
         return None
     truncation_notice(att_p, context, pretrained.runner)
+    unknown_notice(context, pretrained.runner, clean, offer_reader=False)  # MiniLM stays, whatever is chosen
+    if unknown_share(pretrained.runner, clean, context.max_tokens) > MAX_UNKNOWN_SHARE:
+        english = i18n.examples("en")["default"]
+        st.button(t("aware.lab_english"), key="lab_english", on_click=state.set_sentence, args=(english,))
     widgets.show_tokens(att_p.tokens)
     layer, head = widgets.layer_head(att_s.n_layers, att_s.n_heads, "lab_layer", "lab_head", allow_mean=False)
     assert head is not None  # allow_mean=False
     return Pair(clean, scratch, att_p, att_s, opts, layer, head)
+
+
+def model_notice(context: Ctx) -> None:
+    """The lab's encoder carries MiniLM's weights, so the lab reads with MiniLM whatever the
+    sidebar says: said when another model is chosen, with one click to choose MiniLM there."""
+    if context.model in LAB_MODELS:
+        return
+    with st.container(key="lab_model_note"):
+        st.info(t("aware.lab_needs_minilm", model=escape_md(model_label(context.model))), icon=":material/info:")
+        use_model_button(context, EMBEDDED_MODEL, "lab_use_minilm")
+
+
+def use_model_button(context: Ctx, name: str, key: str) -> None:
+    """One click that makes `name` the sidebar's model (when this server offers it)."""
+    if name in model_options(context.settings):
+        st.button(t("aware.use_model", model=model_label(name)), key=key, on_click=_choose, args=(name,))
+
+
+def _choose(name: str) -> None:
+    st.session_state["model_choice"] = name  # before the sidebar draws its select in the next run
+
+
+def unknown_share(runner: Runner, text: str, max_tokens: int) -> float:
+    """The share of `text`'s tokens `runner` cannot read (0 for a tokenizer that cannot say)."""
+    try:
+        return unknown_tokens(runner.tokenizer, text, max_tokens).share
+    except (TypeError, KeyError, ValueError, NotImplementedError):
+        return 0.0
 
 
 def side_by_side(context: Ctx, p: Pair) -> None:
