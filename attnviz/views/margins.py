@@ -19,7 +19,7 @@ import unicodedata
 
 from ._base import Json, escape
 
-__all__ = ["MAX_LABEL_PX", "fit_margins", "label_px"]
+__all__ = ["MAX_LABEL_PX", "fit_margins", "label_px", "wrapped"]
 
 TICK_FONT_PX = 12  # the tick labels' font size (app/plot_theme.py: Streamlit's look)
 MAX_LABEL_PX = 110  # a tick label wider than this is shortened on the axis
@@ -37,6 +37,34 @@ def label_px(text: str, size: float = TICK_FONT_PX) -> float:
     "&lt;" are one character), a wide (CJK) character 1 em, any other 0.62 em (Source Sans's
     widest capitals; most letters are near 0.5 em)."""
     return size * sum(_em(c) for c in html.unescape(text))
+
+
+def wrapped(text: str, max_px: float, size: float = TICK_FONT_PX) -> str:
+    """`text` (Plotly text, its entities kept) broken with <br> into lines of at most `max_px` as
+    `label_px` estimates them: at spaces, and between any two wide (CJK) characters, which need
+    no space; a word longer than a line keeps a line of its own."""
+    lines: list[str] = []
+    line = ""
+    for word in _breakable(text):
+        joined = line + word if line else word.lstrip()
+        if line and label_px(joined.rstrip(), size) > max_px:
+            lines.append(line.rstrip())
+            joined = word.lstrip()
+        line = joined
+    if line:
+        lines.append(line.rstrip())
+    return "<br>".join(lines)
+
+
+def _breakable(text: str) -> list[str]:
+    """`text` in the pieces a line may break between: a word with the space before it, or one wide character."""
+    pieces: list[str] = []
+    for c in text:
+        if pieces and not c.isspace() and _em(c) < 1 and _em(pieces[-1][-1]) < 1:  # a space is narrow too
+            pieces[-1] += c
+        else:
+            pieces.append(c)
+    return pieces
 
 
 def _shortened(text: str, max_px: float) -> str:
