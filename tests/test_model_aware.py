@@ -170,5 +170,7 @@ def test_a_model_with_neither_mask_nor_next_token_head_hides_occlusion_with_a_re
     _ok(at.switch_page("../pages/explain.py").run())
     assert i18n.t("aware.no_occlusion", "en") in [c.value for c in at.caption]
     assert not [e for e in _messages(at, "error") if "MASK" in e or "occlude" in e]
+    assert _messages(at, "error")  # the whole-layer maps refuse a model whose layers are not exposed ...
+    assert not at.main.get("progress") and not [b for b in at.button if str(b.key).startswith("cancel_")]  # ... alone
     _ok(at.switch_page("../pages/caveats.py").run())
     assert i18n.t("aware.no_occlusion", "en") in [c.value for c in at.caption]

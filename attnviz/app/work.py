@@ -79,7 +79,13 @@ def run_long(context: Ctx, key: Hashable, label: str, fn: Callable[[Progress], T
             note.caption(t("fair.over_share", minutes=int(BUDGET_WINDOW_S // 60)))
         else:
             note.empty()
-        result = fn(progress)
+        try:
+            result = fn(progress)
+        except Exception:  # a refusal or a failure: its message is not left under a progress line and a Cancel
+            bar.empty()
+            stop.empty()
+            note.empty()
+            raise
     bar.empty()
     stop.empty()
     return result
