@@ -15,7 +15,7 @@ import re
 
 import streamlit as st
 
-__all__ = ["CLASS", "body", "literal", "text_of"]
+__all__ = ["CLASS", "body", "literal", "parts_body", "text_of"]
 
 CLASS = "attnviz-literal"
 _STYLE = (
@@ -27,13 +27,32 @@ _CODE_STYLE = (
     "font-family:var(--st-code-font,'Source Code Pro',monospace);font-size:0.875rem;"
     "background:transparent;padding:0;white-space:inherit;color:inherit"
 )
+_TIP_STYLE = "text-decoration:underline dotted;cursor:help"  # a character with its pieces on hover
 _BODY = re.compile(r'<pre class="' + CLASS + r'"[^>]*><code[^>]*>(.*)</code></pre>', re.DOTALL)
 
 
 def body(text: str) -> str:
     """The HTML that shows `text` literally (every character escaped; nothing of it is markup)."""
+    return _wrap(_escaped(text))
+
+
+def parts_body(parts: list[str], separator: str, titles: dict[int, str]) -> str:
+    """`body` of the parts joined by `separator` (the same text shown), part i inside a span
+    whose hover title is titles[i]: the byte pieces a character of a token list was cut into."""
+    inner = [_escaped(part) for part in parts]
+    for i, title in titles.items():
+        if 0 <= i < len(inner):
+            tip = _escaped(title)  # quotes too: html.escape's default
+            inner[i] = f'<span title="{tip}" style="{_TIP_STYLE}">{inner[i]}</span>'
+    return _wrap(_escaped(separator).join(inner))
+
+
+def _escaped(text: str) -> str:
     # line breaks as references too: one line, which st.html's dedent and strip leave alone
-    inner = html.escape(text).replace("\r", "&#13;").replace("\n", "&#10;")
+    return html.escape(text).replace("\r", "&#13;").replace("\n", "&#10;")
+
+
+def _wrap(inner: str) -> str:
     return f'<pre class="{CLASS}" style="{_STYLE}"><code style="{_CODE_STYLE}">{inner}</code></pre>'
 
 
@@ -45,4 +64,5 @@ def literal(text: str) -> None:
 def text_of(html_body: str) -> str | None:
     """The text a `literal` element shows (None for another HTML element)."""
     found = _BODY.fullmatch(html_body.strip())
-    return html.unescape(found.group(1)) if found else None
+    # the only tags inside are parts_body's spans: the text itself is escaped, so holds no "<"
+    return html.unescape(re.sub(r"<[^>]*>", "", found.group(1))) if found else None

@@ -124,11 +124,15 @@ def token_format(tokens: list[str], none: str | None = None) -> Callable[[int], 
     return lambda i: none if none is not None and i < 0 else token_label(tokens, i)
 
 
-def show_tokens(tokens: list[str], key: str = "tokens") -> None:
-    """The tokens as literal text, every character escaped (app/literal.py: no highlighter)."""
+def show_tokens(tokens: list[str], key: str = "tokens", titles: dict[int, str] | None = None) -> None:
+    """The tokens as literal text, every character escaped (app/literal.py: no highlighter);
+    token i shows titles[i] on hover (a character's byte pieces)."""
     with st.container(key=key):
         st.caption(t("tokens.label", n=len(tokens)))
-        literal.literal(TOKEN_SEPARATOR.join(tokens))
+        if titles:
+            st.html(literal.parts_body(tokens, TOKEN_SEPARATOR, titles))
+        else:
+            literal.literal(TOKEN_SEPARATOR.join(tokens))
 
 
 def example_for(text: str, language: str | None = None) -> dict[str, str] | None:

@@ -9,7 +9,6 @@ attnviz.explain.rotary, through the bounded result cache; tables hold tokens as 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -18,15 +17,15 @@ import streamlit as st
 from ...explain.logit_lens import logit_lens
 from ...explain.rotary import rotary_distance
 from ...models.names import SMOLLM2_MODEL
-from ...nextword import predict
-from ...result import Attention, char_groups
+from ...nextword import next_tokens, piece_bytes
+from ...result import Attention
 from ...views import decoder as views
 from .. import charts, runners
 from ..runners import Loaded
 from ..state import Ctx, t
-from ..widgets import escape_md, show_error
+from ..widgets import escape_md, show_error, token_format
 
-__all__ = ["has_byte_pieces", "notices", "panel", "whole_characters"]
+__all__ = ["has_byte_pieces", "notices", "panel", "piece_titles", "whole_characters"]
 
 LOG = logging.getLogger("attnviz")
 NEXT_K = 10  # next tokens listed
@@ -48,7 +47,7 @@ class FocusLike(Protocol):  # the explorer's Focus (sections/explorer.py imports
 
 def has_byte_pieces(att: Attention) -> bool:
     """Some tokens are byte pieces of one character (a byte-level tokenizer on 我 or 😀)."""
-    return len(att.spans) == att.n and bool(att.text) and len(char_groups(att.spans, att.special)) < att.n
+    return len(att.character_groups()) < att.n
 
 
 def whole_characters(context: Ctx, loaded: Loaded, text: str, att: Attention, *view: object) -> Attention:
@@ -93,54 +92,64 @@ def panel(context: Ctx, focus: FocusLike) -> None:
 def _next_word(context: Ctx, focus: FocusLike) -> None:
     runner, text = focus.loaded.runner, focus.text
     try:
-        pairs = runners.cached(context, focus.loaded, "predict", text, NEXT_K,
-                               fn=lambda: predict(runner, text, NEXT_K, context.max_tokens))  # fmt: skip
+        found = runners.cached(context, focus.loaded, "next tokens", text, NEXT_K,
+                               fn=lambda: next_tokens(runner, text, NEXT_K, context.max_tokens))  # fmt: skip
     except Exception as exc:  # never a traceback in the page
         LOG.warning("attnviz: next word failed: %s: %.300s", type(exc).__name__, exc)
         show_error(t("dec.failed"), type(exc).__name__)
         return
-    if pairs:
-        best, p = pairs[0]
-        st.markdown(t("dec.top", token=escape_md(views.visible(best)), p=f"{p:.0%}"))
+    if found:
+        best = views.next_label(found[0], lang=context.lang)
+        st.markdown(t("dec.top", token=escape_md(best), p=f"{found[0].probability:.0%}"))
     prob = t("dec.probability")
     st.dataframe(
-        views.next_rows(pairs, lang=context.lang),
+        views.next_rows(found, lang=context.lang),
         hide_index=True,
         key="table_next",
         column_config={prob: st.column_config.ProgressColumn(prob, min_value=0.0, max_value=1.0, format="%.3f")},
     )
 
 
-def _positions(context: Ctx, focus: FocusLike) -> tuple[list[int], dict[int, str]]:
-    """The model's own token positions the lens can read (the last piece of each character)
-    and their labels (the character's text for byte pieces)."""
+def _positions(context: Ctx, focus: FocusLike) -> tuple[list[int], list[str]]:
+    """For each token of the list the page shows (byte pieces merged into their character):
+    the model's own position the lens reads there (the character's last piece, the one that
+    has read all of it), and the token."""
     loaded, text = focus.loaded, focus.text
     raw = runners.cached(context, loaded, "attend", text, fn=lambda: loaded.runner.attend(text, context.max_tokens))
-    if len(raw.spans) == raw.n and raw.text:
-        groups = char_groups(raw.spans, raw.special)
-    else:
-        groups = [[i] for i in range(raw.n)]
-    labels = {}
+    groups = raw.character_groups()
+    return [g[-1] for g in groups], raw.character_tokens(groups)
+
+
+def piece_titles(context: Ctx, loaded: Loaded, text: str, att: Attention) -> dict[int, str]:
+    """Hover titles for the shown tokens `att` that merge byte pieces: index -> the character's
+    pieces as the model reads them ("灯: 2 tokens of the model, byte pieces E7 81 | AF"). Empty
+    when nothing was cut into pieces."""
+    runner = loaded.runner
+    raw = runners.cached(context, loaded, "attend", text, fn=lambda: runner.attend(text, context.max_tokens))
+    groups = [g for g in raw.character_groups() if len(g) > 1]
+    if not groups:
+        return {}
+    ids = runner.encode(text, context.max_tokens).inputs["input_ids"][0].tolist()
+    titles = {}
     for g in groups:
-        if len(g) > 1:  # the byte pieces of one character: the character
-            labels[g[-1]] = raw.text[raw.spans[g[0]][0] : raw.spans[g[-1]][1]].strip() or "\u2423"
-        else:
-            labels[g[0]] = raw.tokens[g[0]]
-    return [g[-1] for g in groups], labels
-
-
-def _label(labels: dict[int, str]) -> Callable[[int], str]:
-    return lambda i: f"{i}: {labels.get(i, '')}"
+        span = (raw.spans[g[0]][0], max(raw.spans[i][1] for i in g))
+        names = runner.vocab_strings([int(ids[i]) for i in g])
+        pieces = " | ".join(" ".join(f"{b:02X}" for b in (piece_bytes(n) or n.encode())) for n in names)
+        token = raw.text[span[0] : span[1]].strip() or "\u2423"
+        titles[span] = t("decoder.pieces_hover", token=token, n=len(g), pieces=pieces)
+    return {j: titles[sp] for j, sp in enumerate(att.spans) if sp in titles}
 
 
 def _lens(context: Ctx, focus: FocusLike) -> None:
     runner, text = focus.loaded.runner, focus.text
     try:
-        positions, labels = _positions(context, focus)
-        if st.session_state.get("dec_lens_pos") not in positions:
-            st.session_state["dec_lens_pos"] = positions[-1]
-        chosen = st.selectbox(t("dec.lens_token"), positions, key="dec_lens_pos", format_func=_label(labels))
-        pos = positions[-1] if chosen is None else int(chosen)
+        positions, tokens = _positions(context, focus)
+        if st.session_state.get("dec_lens_pos") not in range(len(tokens)):
+            st.session_state["dec_lens_pos"] = len(tokens) - 1
+        chosen = st.selectbox(
+            t("dec.lens_token"), range(len(tokens)), key="dec_lens_pos", format_func=token_format(tokens)
+        )  # the shown list's positions, 0..m-1, as every other token picker of the page
+        pos = positions[-1 if chosen is None else int(chosen)]
         lens = runners.cached(context, focus.loaded, "lens", text, pos, LENS_K,
                               fn=lambda: logit_lens(runner, text, pos, LENS_K, context.max_tokens))  # fmt: skip
     except Exception as exc:

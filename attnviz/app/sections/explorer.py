@@ -82,7 +82,7 @@ def analysis(context: Ctx, text: str | None = None) -> Focus | None:
     att = whole
     truncation_notice(att, context, loaded.runner)
     unknown_notice(context, loaded.runner, clean)
-    widgets.show_tokens(att.tokens)
+    widgets.show_tokens(att.tokens, titles=decoder.piece_titles(context, loaded, clean, att))  # pieces on hover
     _token_defaults(att, (att.text, att.model, att.n, hide, merge))
     opts = {"layer": layer, "head": head, "hide_special": hide, "merge_words": merge, "color_range": color_range}
     return Focus(loaded, clean, att, layer, head, str(color_range), downloads.run_settings(context, att, **opts))
