@@ -90,6 +90,18 @@ def test_a_decoders_deletion_curves_plot_a_log_probability_drop(
     assert views.deletion_curves(encoder, lang=lang).layout.yaxis.title.text == i18n.t("fig.output_change", lang)
 
 
+def test_the_next_token_is_named_as_a_visible_literal_code_span() -> None:
+    from attnviz.app.sections.explain import code_span
+
+    assert [code_span(tok) for tok in ("\n", " ", "\x17", "a`b", "[x](javascript:1)")] == [
+        "`↵`",
+        "`␣`",
+        "`\\x17`",
+        "`a'b`",
+        "`[x](javascript:\u20601)`",
+    ]
+
+
 # --- the pages ------------------------------------------------------------------------------------
 
 

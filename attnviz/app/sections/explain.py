@@ -163,8 +163,8 @@ def _attributions(
 
 def code_span(token: str) -> str:
     """A token as a Markdown code span: literal inside, no backtick can close it, a control
-    character shown as its code (a byte token can be one), a blank one as ␣."""
-    shown = "".join(c if c.isprintable() or c.isspace() else f"\\x{ord(c):02x}" for c in token)
+    character shown as its code (a byte token can be one), a line break as ↵, a blank one as ␣."""
+    shown = "".join(c if c.isprintable() or c.isspace() else f"\\x{ord(c):02x}" for c in token.replace("\n", "↵"))
     return "`" + (" ".join(shown.split()) or "␣")[:40].replace("`", "'").replace(":", ":\u2060") + "`"
 
 
