@@ -12,10 +12,12 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .models import Runner
+if TYPE_CHECKING:  # the views read NextToken and piece_bytes without importing torch
+    from .models import Runner
 
 __all__ = ["NextToken", "missing_bytes", "next_tokens", "piece_bytes", "predict", "top_k"]
 

@@ -73,6 +73,12 @@ def test_smollm2s_explorer_counts_lists_and_numbers_one_list_of_characters() -> 
     labels = [str(v) for v in table[column]]
     assert not any("<0x" in label for label in labels), labels
     assert any(label.startswith("「") and "」的一部分" in label for label in labels), labels
+    # the logit lens beside it (at the last token) names the same pieces the same way
+    lens = next(d.value for d in at.dataframe if i18n.t("dec.lens_layer", "zh") in d.value.columns)
+    cells = [str(v) for col in lens.columns for v in lens[col]]
+    assert not any("<0x" in cell for cell in cells), cells
+    last = [str(v) for v in lens.iloc[-1].tolist()[1:]]
+    assert [cell.rsplit("（", 1)[0] for cell in last] == labels[: len(last)]
 
 
 def test_e5_smalls_explorer_and_lesson_show_the_same_tokens() -> None:

@@ -8,20 +8,20 @@ tick names its key/value head."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
+from ..nextword import NextToken, piece_bytes
 from ..result import Attention
 from ._base import HEAD_COLORS, Json, figure, head_label, layout_title
 
 if TYPE_CHECKING:  # the explain package imports torch; views do not
     from ..explain.logit_lens import LogitLens
     from ..explain.rotary import RotaryProfile
-    from ..nextword import NextToken
 
 __all__ = [
     "grid_thumb",
@@ -171,16 +171,30 @@ def next_label(candidate: NextToken, *, lang: str = DEFAULT_LANGUAGE) -> str:
     return t("dec.piece_of", lang, text=text, own=candidate.own_bytes, total=candidate.text_bytes)
 
 
-def lens_rows(lens: LogitLens, *, lang: str = DEFAULT_LANGUAGE) -> list[dict[str, str]]:
+def lens_rows(
+    lens: LogitLens, *, lang: str = DEFAULT_LANGUAGE, known: Mapping[str, NextToken] | None = None
+) -> list[dict[str, str]]:
     """The logit lens as a table: one row per layer (0-based, as the widgets), one column per
-    rank, each cell "token (probability)"."""
+    rank, each cell "token (probability)". A byte piece reads as `next_label` of the candidate
+    in `known` with its name (the next-word table's, when the lens reads the last token), else
+    as "part of a character", never as raw bytes."""
     rows = []
     for layer, (tokens, probs) in enumerate(zip(lens.tokens, lens.probs.tolist(), strict=True)):
         row = {t("dec.lens_layer", lang): str(layer)}
         for rank, (tok, p) in enumerate(zip(tokens, probs, strict=True), start=1):
-            row[f"{t('dec.rank', lang)} {rank}"] = t("dec.lens_cell", lang, token=visible(tok), p=f"{p:.1%}")
+            label = _lens_label(tok, known or {}, lang)
+            row[f"{t('dec.rank', lang)} {rank}"] = t("dec.lens_cell", lang, token=label, p=f"{p:.1%}")
         rows.append(row)
     return rows
+
+
+def _lens_label(token: str, known: Mapping[str, NextToken], lang: str) -> str:
+    own = piece_bytes(token)
+    if own is None:
+        return visible(token)
+    if token in known:
+        return next_label(known[token], lang=lang)
+    return t("dec.piece_unknown", lang, own=len(own))
 
 
 def visible(token: str) -> str:

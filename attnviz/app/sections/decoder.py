@@ -158,7 +158,10 @@ def _lens(context: Ctx, focus: FocusLike) -> None:
         return
     st.markdown(f"**{t('dec.lens_title')}**")
     st.caption(t("dec.lens_intro"))
-    st.dataframe(views.lens_rows(lens, lang=context.lang), hide_index=True, key="table_lens")
+    # at the last token the lens's candidates are the next-word table's: its pieces named alike
+    found = runners.peek(context, focus.loaded, "next tokens", text, NEXT_K) if pos == positions[-1] else None
+    known = {c.token: c for c in found or ()}
+    st.dataframe(views.lens_rows(lens, lang=context.lang, known=known), hide_index=True, key="table_lens")
 
 
 def _rotary(context: Ctx, focus: FocusLike) -> None:
