@@ -51,18 +51,24 @@ def test_what_a_link_carries_and_nothing_uses_is_removed_and_said() -> None:
     assert params.get("lang") in (None, "en", ["en"])  # the language the page shows, written by the app
     assert "layer" not in params or params["layer"] in ("0", ["0"])
     shown = _page_text(at)
-    names = ", ".join(["lang", "layer", i18n.t("links.others", "en", n=2)])
+    why = [
+        i18n.t("links.why_choice", "en", name="lang", choices="en, zh"),
+        i18n.t("links.why_int", "en", name="layer", digits=3),
+        i18n.t("links.others", "en", n=2),
+    ]
+    names = i18n.t("links.list_sep", "en").join(why)
     assert i18n.t("links.removed", "en", names=names) in shown, shown[:500]
     assert big not in shown
     assert at.text_area(key="sentence_input").value == "dog bites man"
 
 
-def test_an_oversized_parameter_reaches_streamlit_as_its_name_alone() -> None:
+def test_an_oversized_parameter_reaches_streamlit_as_its_name_and_length() -> None:
     from attnviz.app.client_guard import QUERY_PARAM_MAX, bounded_query
 
     small = "text=dog+bites+man&lang=zh&layer=3"
     assert bounded_query(small) == small
     big = "x" * (2 << 20)
-    assert bounded_query(f"text={big}&lang=zh&junk{big}={big}") == "text=&lang=zh&junk" + "x" * 60 + "="
+    cut = "=%00cut%3A" + str(2 << 20)  # urls.CUT and the length typed (tests/test_link_limits.py)
+    assert bounded_query(f"text={big}&lang=zh&junk{big}={big}") == "text" + cut + "&lang=zh&junk" + "x" * 60 + cut
     kept = "text=" + "y" * (QUERY_PARAM_MAX - 5)
     assert bounded_query(kept + "&" + "z" * (QUERY_PARAM_MAX + 1)) == kept + "&" + "z" * 64 + "="

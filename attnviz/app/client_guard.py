@@ -14,9 +14,13 @@ limit (`server.maxUploadSize`, read at each upload request) from the app's one s
 browser (`max_upload_size`) and the app's check use that number; the server's cap is one MB
 above it, room for the multipart framing, so no file the uploader takes meets a raw 413.
 
-A link's parameters longer than QUERY_PARAM_MAX reach Streamlit as their name alone
-(`bounded_query`), so neither the session nor a closed tab's session keeps them; the page says
-the value was refused and removes it from the link (urls.unused_params).
+A link's parameter longer than QUERY_PARAM_MAX is measured on what the visitor typed
+(`bounded_query`): percent-decoded, a text of at most ATTNVIZ_MAX_CHARS characters (any other
+value, urls.VALUE_MAX) reaches Streamlit re-encoded with only `%`, `&` and `+` escaped, so a
+49,000-character text is kept however the browser encoded it (`%20` for a space, nine
+characters for a Chinese one, twelve for an emoji). A longer one reaches it as its name and
+urls.CUT with its length, so neither the session nor a closed tab's session keeps it, and the
+page says how long it was and removes it from the link (urls.refusal, urls.unused_params).
 
 `install` is called by app.py on every run; it patches once per process. A fresh server's very
 first run starts before app.py has been imported: that one run is unguarded (the pages' widgets
@@ -28,6 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 from typing import Any
+from urllib.parse import quote, unquote_plus
 
 from streamlit import config as st_config
 from streamlit.proto.WidgetStates_pb2 import WidgetStates
@@ -36,21 +41,35 @@ from streamlit.runtime.state import common as st_common
 from streamlit.runtime.state import query_params as st_query_params
 from streamlit.runtime.state import session_state as st_session_state
 
-from ..config import Settings
+from ..config import DEFAULT_MAX_CHARS, Settings
+from .urls import CUT, cut_length, value_max
 
-__all__ = ["FRAME_LOGGER", "MAX_ID_CHARS", "QUERY_PARAM_MAX", "UPLOAD_FRAMING_MB", "bounded_query", "fits", "install"]
+__all__ = [
+    "FRAME_LOGGER",
+    "MAX_ID_CHARS",
+    "QUERY_MAX",
+    "QUERY_PARAM_MAX",
+    "UPLOAD_FRAMING_MB",
+    "bounded_query",
+    "fits",
+    "install",
+]
 
 FRAME_LOGGER = "streamlit.web.server.starlette.starlette_websocket"
 # Streamlit refuses an upload whose Content-Length (the file plus its multipart framing) exceeds
 # server.maxUploadSize: at exactly the limit, a file the uploader accepts would get a raw 413.
 UPLOAD_FRAMING_MB = 1
 MAX_ID_CHARS = 400
-# A link's query as Streamlit keeps it for the session (its ScriptRunContext holds the raw string,
-# up to 512 Ki characters, and a closed tab's session lives 120 s more): a parameter longer than
-# this is kept as its name with an empty value, so the page can say it was refused. A 50,000-
-# character text (ATTNVIZ_MAX_CHARS) fits even percent-encoded as ASCII; our own links write at
-# most 500 characters (urls.URL_TEXT_MAX).
+# A link's query as Streamlit keeps it for the session (its ScriptRunContext holds the string the
+# sanitiser returns, and a closed tab's session lives 120 s more). A parameter up to this long
+# passes as it is (the page measures it after decoding); a longer one is decoded and kept only if
+# what the visitor typed fits its limit (urls.value_max), re-encoded compactly: at most 3 x
+# ATTNVIZ_MAX_CHARS characters (every character a `%`), where raw it could be 12 x (an emoji is
+# four UTF-8 bytes, `%F0%9F%98%80`). Our own links write at most 500 characters (urls.URL_TEXT_MAX).
 QUERY_PARAM_MAX = 64 * 1024
+# Streamlit ignores a whole query longer than this (every parameter, the text too, said nowhere):
+# the longest parts are cut to their length first, so what fits is kept and the rest is named.
+QUERY_MAX = st_query_params.CLIENT_STATE_QUERY_STRING_MAX_LENGTH
 QUERY_KEY_MAX = 64  # "$$ID-" + a 32-digit hash + "-" + the widget's key (ours are short)
 _LOCK = threading.Lock()
 # Streamlit registers every number_input as "double_value", while its browser sends an integer
@@ -58,6 +77,7 @@ _LOCK = threading.Lock()
 # takes either. Without this every integer number input was dropped as a misfit.
 _SAME_FIELD = frozenset({("int_value", "double_value")})
 _DONE: list[bool] = []
+_MAX_CHARS = [DEFAULT_MAX_CHARS]  # the text a link may carry: Settings.max_chars, set by install
 # The id of a v2 component's trigger values ("$$STREAMLIT_INTERNAL_KEY_" + its element id + "__events").
 TRIGGER_PREFIX = f"{st_session_state.STREAMLIT_INTERNAL_KEY_PREFIX}_{st_common.GENERATED_ELEMENT_ID_PREFIX}"
 
@@ -139,13 +159,47 @@ def _guarded_getitem(original: Any) -> Any:
     return __getitem__
 
 
-def bounded_query(query_string: str) -> str:
-    """The query with every parameter longer than QUERY_PARAM_MAX cut to its name (at most
-    QUERY_KEY_MAX characters) and an empty value; shorter ones as they are."""
+def bounded_query(query_string: str, max_chars: int | None = None) -> str:
+    """The query with every parameter longer than QUERY_PARAM_MAX measured after decoding: kept,
+    re-encoded compactly, when it fits urls.value_max (`max_chars` for the text: the server's
+    setting when None), else cut to its name (at most QUERY_KEY_MAX characters) and urls.CUT with
+    its length; then, while the whole is longer than Streamlit keeps (QUERY_MAX), the longest
+    parts cut the same way. A query of short parameters comes back as it is."""
     if len(query_string) <= QUERY_PARAM_MAX:
         return query_string
-    parts = query_string.split("&")
-    return "&".join(p if len(p) <= QUERY_PARAM_MAX else p.split("=", 1)[0][:QUERY_KEY_MAX] + "=" for p in parts)
+    limit = _MAX_CHARS[-1] if max_chars is None else max_chars
+    parts = [p if len(p) <= QUERY_PARAM_MAX else _bounded_part(p, limit) for p in query_string.split("&")]
+    total = len(parts) - 1 + sum(map(len, parts))
+    # the text the visitor typed goes last: other values are cut first, longest first
+    order = sorted(
+        range(len(parts)), key=lambda i: (unquote_plus(parts[i].partition("=")[0]) == "text", -len(parts[i]))
+    )
+    for i in order:
+        if total <= QUERY_MAX:
+            break
+        cut = _cut_part(parts[i])
+        total -= len(parts[i]) - len(cut)
+        parts[i] = cut
+    return "&".join(parts)
+
+
+def _bounded_part(part: str, max_chars: int) -> str:
+    key, _eq, value = part.partition("=")
+    typed = unquote_plus(value)  # what the visitor typed, as parse_qs will read it
+    if len(typed) > value_max(unquote_plus(key), max_chars):
+        return _cut_part(part)
+    # Only what would change how parse_qs splits or decodes it is escaped; any other character,
+    # a Chinese one too, stays one character
+    compact = typed.replace("%", "%25").replace("&", "%26").replace("+", "%2B")
+    return key[:QUERY_KEY_MAX] + "=" + compact
+
+
+def _cut_part(part: str) -> str:
+    """A parameter as its name and urls.CUT with its value's length in characters (decoded)."""
+    key, _eq, value = part.partition("=")
+    typed = unquote_plus(value)
+    length = cut_length(typed)
+    return key[:QUERY_KEY_MAX] + "=" + quote(CUT + str(len(typed) if length is None else length))
 
 
 def _bounded_sanitizer(original: Any) -> Any:
@@ -169,8 +223,10 @@ class _OneLine(logging.Filter):
 
 
 def install(settings: Settings) -> None:
-    """Guard widget states and quiet malformed frames (once per process); set the upload limit."""
+    """Guard widget states and quiet malformed frames (once per process); set the upload limit
+    and the longest text a link may carry."""
     with _LOCK:
+        _MAX_CHARS[-1] = settings.max_chars
         if not _DONE:
             wstates, session = st_session_state.WStates, st_session_state.SessionState
             wstates.__getitem__ = _guarded_getitem(wstates.__getitem__)  # type: ignore[method-assign]

@@ -236,7 +236,7 @@ def _first_load(settings: Settings) -> None:
     session["max_tokens"] = settings.max_tokens
     notices: list[tuple[str, str]] = []
     if "text" in link.problems:
-        notices.append((i18n.t("err.url_text", language, limit=settings.max_chars), ""))
+        notices.append((urls.text_refusal(link, settings.max_chars, language), ""))
     if "model" in link.problems:
         notices.append((i18n.t("err.model_not_allowed", language), i18n.t("err.bad_model_name", language)))
     if link.model:
@@ -252,16 +252,14 @@ def _first_load(settings: Settings) -> None:
 
 def _drop_unused(link: urls.Link, language: str, notices: list[tuple[str, str]]) -> None:
     """Remove what the link carried and nothing uses from the URL (and Streamlit's copy of it);
-    say so, naming our own keys (text and model have their notices above) and counting others."""
-    unused = urls.unused_params(st.query_params.to_dict(), link)
+    say so, naming our own keys with why (text and model have their notices above) and counting
+    others."""
+    params = st.query_params.to_dict()
+    unused = urls.unused_params(params, link)
     for key in unused:
         del st.query_params[key]
-    names = [k for k in unused if k in urls.LINK_KEYS and k not in ("text", "model")]
-    others = sum(k not in urls.LINK_KEYS for k in unused)
-    if others:
-        names.append(i18n.t("links.others", language, n=others))
-    if names:
-        notices.append((i18n.t("links.removed", language, names=", ".join(names)), ""))
+    if names := urls.removed_names(params, unused, language):
+        notices.append((i18n.t("links.removed", language, names=names), ""))
 
 
 def _choose_model(settings: Settings, model: str, language: str, notices: list[tuple[str, str]]) -> None:

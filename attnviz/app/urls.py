@@ -1,8 +1,9 @@
 """Shared links: what the URL carries (?text=&model=&lang=&layer=&head=, and since issue 23 the
 rest of the view: `VIEW_PARAMS`) and the strict parsing of every value a link can bring. A link
 is written by anyone: nothing here may raise. A value that cannot be read is refused (left out,
-named on the page, removed from the link); a number past its bound is clamped (and the page
-writes the clamped value back). A link with only the first five keys (an old link) opens as it
+named on the page with why, removed from the link); a number past its bound is clamped (and
+the page writes the clamped value back). Lengths are counted on what the visitor typed: after
+percent-decoding, in characters (a Chinese character is one, not the nine of its `%E7%8C%AB`). A link with only the first five keys (an old link) opens as it
 did: every other key is optional.
 
 Pure functions (no streamlit), so they are tested directly, property-based.
@@ -19,23 +20,30 @@ from ..models import check_model_name
 from ..sparse import KINDS as SPARSE_KINDS
 
 __all__ = [
+    "CUT",
     "LINK_KEYS",
     "LINK_OWNER",
     "LINK_TOKENS",
     "MAX_INDEX_DIGITS",
     "OFF_MAX",
     "URL_TEXT_MAX",
+    "VALUE_MAX",
     "VIEWS_OPEN",
     "VIEW_PARAMS",
     "Link",
     "Param",
     "apply_view",
+    "cut_length",
     "index_write_back",
     "parse_index",
     "parse_link",
     "parse_view",
+    "refusal",
+    "removed_names",
+    "text_refusal",
     "unused_params",
     "url_params",
+    "value_max",
     "view_params",
 ]
 
@@ -45,6 +53,11 @@ MEAN = -1  # the head value that means "the mean over heads"
 _ASCII_DIGITS = frozenset("0123456789")
 BASE_KEYS = ("text", "model", "lang", "layer", "head")  # what a link carried before issue 23
 OFF_MAX = 512  # switched-off heads a link may name (SmolLM2 has 270 heads)
+VALUE_MAX = OFF_MAX * 8  # the longest value but the text a link writes: 512 heads as "999.999_"
+# What client_guard.bounded_query leaves of a value too long for the server to keep: this, then
+# the value's length in characters after decoding. No value a link writes starts with NUL; one a
+# visitor forges only changes the length the page reports for that value.
+CUT = "\x00cut:"
 # Keys Streamlit itself reads from a link (embedding options): left alone.
 _STREAMLIT_KEYS = frozenset({"embed", "embed_options"})
 
@@ -155,16 +168,42 @@ class Link:
     problems: tuple[str, ...] = field(default=())
     view: Mapping[str, object] = field(default_factory=dict)  # session home -> value, each checked
     view_keys: frozenset[str] = frozenset()  # the URL keys of VIEW_PARAMS that gave a value
+    text_chars: int = 0  # the length of a refused text, in characters; 0 when it was empty
+
+
+def value_max(key: str, max_chars: int) -> int:
+    """The most characters (after decoding) a link's value of `key` may hold: the text this
+    server takes (ATTNVIZ_MAX_CHARS), any other value VALUE_MAX."""
+    return max_chars if key == "text" else VALUE_MAX
+
+
+def cut_length(raw: object) -> int | None:
+    """The length in characters of a value the client guard cut (`CUT` and digits); None for
+    any other value."""
+    if not isinstance(raw, str) or not raw.startswith(CUT):
+        return None
+    return parse_index(raw[len(CUT) :], 12)
+
+
+def _length(raw: object) -> int:
+    """A value's length in characters as the visitor typed it (a cut value's is in its marker)."""
+    cut = cut_length(raw)
+    return cut if cut is not None else len(raw) if isinstance(raw, str) else 0
 
 
 def parse_link(params: Mapping[str, str], max_chars: int) -> Link:
     """Read ?lang=&text=&model=&layer=&head= strictly; a bad value is left out and named in
-    `problems` ("text", "model"), never raised."""
+    `problems` ("text", "model"), never raised. A text is refused when it is empty (or blank)
+    or longer than `max_chars` (`text_chars` then says how long)."""
     problems: list[str] = []
     lang = params.get("lang")
     text = params.get("text")
-    if text is not None and not (isinstance(text, str) and text.strip() and len(text) <= max_chars):
+    text_chars = 0
+    if text is not None and not (
+        isinstance(text, str) and cut_length(text) is None and text.strip() and len(text) <= max_chars
+    ):
         problems.append("text")
+        text_chars = _length(text) if isinstance(text, str) and text.strip() else 0
         text = None
     model = params.get("model")
     if model is not None:
@@ -185,6 +224,7 @@ def parse_link(params: Mapping[str, str], max_chars: int) -> Link:
         problems=tuple(problems),
         view=view,
         view_keys=frozenset(view_keys),
+        text_chars=text_chars,
     )
 
 
@@ -343,6 +383,61 @@ def unused_params(params: Mapping[str, str], link: Link) -> list[str]:
         **dict.fromkeys(link.view_keys, True),
     }
     return [k for k in params if k not in _STREAMLIT_KEYS and not used.get(k, False)]
+
+
+_PARAMS = {p.key: p for p in VIEW_PARAMS}
+
+
+def refusal(key: str, raw: object, max_chars: int) -> tuple[str, dict[str, object]]:
+    """Why a link's value of `key` (one of LINK_KEYS) was not used: a catalogue key (links.why_*)
+    and its fields. The value itself is never echoed (a visitor wrote it)."""
+    length, most = _length(raw), value_max(key, max_chars)
+    if length > most or cut_length(raw) is not None:
+        return "links.why_long", {"n": f"{length:,}", "limit": f"{most:,}"}
+    if key == "lang":
+        return "links.why_choice", {"choices": ", ".join(i18n.LANGUAGES)}
+    if key in ("layer", "head"):
+        return ("links.why_head" if key == "head" else "links.why_int"), {"digits": MAX_INDEX_DIGITS}
+    param = _PARAMS.get(key)
+    if param is None:  # the text and the model: their own notices say more
+        return "links.why_value", {}
+    if key in _PAIR_KEYS and _read(param, raw) is not None:
+        return "links.why_pair", {}
+    if param.kind == "bool":
+        return "links.why_bool", {}
+    if param.kind == "choice":
+        return "links.why_choice", {"choices": ", ".join(c for c in param.choices if c)}
+    if param.kind == "int":
+        return "links.why_int", {"digits": len(str(param.hi)) + 3}
+    if param.kind == "float":
+        return "links.why_share", {}
+    heads = str(raw).count("_") + 1
+    if heads > param.hi:
+        return "links.why_heads", {"n": f"{heads:,}", "limit": f"{param.hi:,}"}
+    return "links.why_pairs", {}
+
+
+def text_refusal(link: Link, max_chars: int, language: str) -> str:
+    """What the page says of a link's text it did not take: empty, or longer than the limit
+    (with its length in characters)."""
+    if link.text_chars > max_chars:
+        return i18n.t("links.text_long", language, n=f"{link.text_chars:,}", limit=f"{max_chars:,}")
+    return i18n.t("links.text_empty", language)
+
+
+def removed_names(params: Mapping[str, str], unused: list[str], language: str) -> str:
+    """The keys of a link the page removed, each with why ("off (83,000 characters; at most
+    4,096)"), then the count of keys the app does not read; "" when there are none. The text
+    and the model are left out: their own notices say why."""
+    names = []
+    for key in unused:
+        if key in LINK_KEYS and key not in ("text", "model"):
+            why, fields = refusal(key, params.get(key), 0)
+            names.append(i18n.t(why, language, name=key, **fields))
+    others = sum(k not in LINK_KEYS for k in unused)
+    if others:
+        names.append(i18n.t("links.others", language, n=others))
+    return i18n.t("links.list_sep", language).join(names)
 
 
 def index_write_back(params: Mapping[str, str], layer: int, head: int | None) -> dict[str, str]:
