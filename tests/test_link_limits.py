@@ -93,6 +93,23 @@ def test_what_a_hostile_url_leaves_the_server_is_bounded() -> None:
     assert _as_streamlit_reads(query)["text"] == CHINESE
 
 
+def test_the_http_server_reads_a_request_for_the_longest_allowed_link() -> None:
+    """uvicorn makes each connection's h11 parser with h11_impl's limit (16 KiB before: a page
+    request with a link over it was answered 400 Invalid HTTP request)."""
+    import h11
+    from uvicorn.protocols.http import h11_impl
+
+    query = _browser_query(text="😀" * DEFAULT_MAX_CHARS, off="1.2_" * 1000, lang="zh")
+    head = f"GET /?{query} HTTP/1.1\r\nHost: 127.0.0.1:8501\r\nUser-Agent: {'x' * 400}\r\n\r\n"
+    conn = h11.Connection(h11.SERVER, h11_impl.DEFAULT_MAX_INCOMPLETE_EVENT_SIZE)
+    data = head.encode()
+    for start in range(0, len(data), 64 * 1024):  # as the socket delivers it: uvicorn parses each piece
+        conn.receive_data(data[start : start + 64 * 1024])
+        event = conn.next_event()
+    assert isinstance(event, h11.Request) and event.target == f"/?{query}".encode()
+    assert client_guard.head_max(DEFAULT_MAX_CHARS) < 1 << 20  # what one connection may make it hold
+
+
 def test_every_value_the_page_drops_is_named_with_why() -> None:
     params = _as_streamlit_reads(
         _browser_query(off="1.2_" * 20_750, layer="1234", head="x", lang="fr", sinks="2", q="3", junk="1")

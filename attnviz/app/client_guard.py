@@ -20,7 +20,8 @@ value, urls.VALUE_MAX) reaches Streamlit re-encoded with only `%`, `&` and `+` e
 49,000-character text is kept however the browser encoded it (`%20` for a space, nine
 characters for a Chinese one, twelve for an emoji). A longer one reaches it as its name and
 urls.CUT with its length, so neither the session nor a closed tab's session keeps it, and the
-page says how long it was and removes it from the link (urls.refusal, urls.unused_params).
+page says how long it was and removes it from the link (urls.refusal, urls.unused_params). The
+HTTP server reads a request whose head holds such a link (`head_max`; uvicorn's h11 stops at 16 KiB).
 
 `install` is called by app.py on every run; it patches once per process. A fresh server's very
 first run starts before app.py has been imported: that one run is unguarded (the pages' widgets
@@ -52,6 +53,7 @@ __all__ = [
     "UPLOAD_FRAMING_MB",
     "bounded_query",
     "fits",
+    "head_max",
     "install",
 ]
 
@@ -70,6 +72,19 @@ QUERY_PARAM_MAX = 64 * 1024
 # Streamlit ignores a whole query longer than this (every parameter, the text too, said nowhere):
 # the longest parts are cut to their length first, so what fits is kept and the rest is named.
 QUERY_MAX = st_query_params.CLIENT_STATE_QUERY_STRING_MAX_LENGTH
+# uvicorn's HTTP parser (h11, where httptools is not installed) answers "400 Invalid HTTP request"
+# to a request whose head (request line and headers) is over 16 KiB, so a link with a text over
+# about 16,000 characters never reached the page. The head may hold the longest text this server
+# takes at its worst encoding (12 characters a character) and the rest of the link and headers
+# (QUERY_PARAM_MAX); h11 holds at most this much of a request that never completes.
+HEAD_PER_CHAR = 12
+
+
+def head_max(max_chars: int) -> int:
+    """The longest request head the server reads: room for a link with a text of `max_chars`."""
+    return HEAD_PER_CHAR * max_chars + QUERY_PARAM_MAX
+
+
 QUERY_KEY_MAX = 64  # "$$ID-" + a 32-digit hash + "-" + the widget's key (ours are short)
 _LOCK = threading.Lock()
 # Streamlit registers every number_input as "double_value", while its browser sends an integer
@@ -224,7 +239,7 @@ class _OneLine(logging.Filter):
 
 def install(settings: Settings) -> None:
     """Guard widget states and quiet malformed frames (once per process); set the upload limit
-    and the longest text a link may carry."""
+    and the longest text a link may carry (in the query and in the HTTP request)."""
     with _LOCK:
         _MAX_CHARS[-1] = settings.max_chars
         if not _DONE:
@@ -235,6 +250,18 @@ def install(settings: Settings) -> None:
             for module in (st_app_session, st_query_params):  # where a rerun's query is read
                 module.sanitize_query_string = _bounded_sanitizer(module.sanitize_query_string)  # type: ignore[attr-defined]
             _DONE.append(True)
+        _allow_long_links(settings.max_chars)
         server_mb = settings.corpus_upload_mb + UPLOAD_FRAMING_MB
         if st_config.get_option("server.maxUploadSize") != server_mb:
             st_config.set_option("server.maxUploadSize", server_mb)
+
+
+def _allow_long_links(max_chars: int) -> None:
+    """Raise uvicorn's limit on a request's head to `head_max` (read for each new connection).
+    A fresh server's first request comes before app.py has run: it still meets h11's 16 KiB."""
+    try:
+        from uvicorn.protocols.http import h11_impl
+    except ImportError:  # another server, or httptools only
+        return
+    if isinstance(getattr(h11_impl, "DEFAULT_MAX_INCOMPLETE_EVENT_SIZE", None), int):
+        h11_impl.DEFAULT_MAX_INCOMPLETE_EVENT_SIZE = max(16 * 1024, head_max(max_chars))
