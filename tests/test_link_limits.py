@@ -91,6 +91,10 @@ def test_what_a_hostile_url_leaves_the_server_is_bounded() -> None:
     kept = client_guard.bounded_query(query)
     assert len(kept) <= client_guard.QUERY_MAX
     assert _as_streamlit_reads(query)["text"] == CHINESE
+    # more parameters than Streamlit reads (it drops them all): the link's own are kept
+    query = "&".join([*(f"j{i}=1" for i in range(client_guard.FIELDS_MAX)), "text=dog", "layer=2", "text=cat"])
+    params = _as_streamlit_reads(query)
+    assert (params["text"], params["layer"], len(params)) == ("cat", "2", client_guard.FIELDS_MAX)
 
 
 def test_the_http_server_reads_a_request_for_the_longest_allowed_link() -> None:

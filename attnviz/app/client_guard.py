@@ -43,9 +43,10 @@ from streamlit.runtime.state import query_params as st_query_params
 from streamlit.runtime.state import session_state as st_session_state
 
 from ..config import DEFAULT_MAX_CHARS, Settings
-from .urls import CUT, cut_length, value_max
+from .urls import CUT, LINK_KEYS, cut_length, value_max
 
 __all__ = [
+    "FIELDS_MAX",
     "FRAME_LOGGER",
     "MAX_ID_CHARS",
     "QUERY_MAX",
@@ -72,6 +73,9 @@ QUERY_PARAM_MAX = 64 * 1024
 # Streamlit ignores a whole query longer than this (every parameter, the text too, said nowhere):
 # the longest parts are cut to their length first, so what fits is kept and the rest is named.
 QUERY_MAX = st_query_params.CLIENT_STATE_QUERY_STRING_MAX_LENGTH
+# ... and a query of more parameters than this: each key's last value is kept (the one the page
+# reads), the link's own keys first, so the text survives and the rest are counted on the page.
+FIELDS_MAX = st_query_params.CLIENT_STATE_QUERY_STRING_MAX_FIELDS
 # uvicorn's HTTP parser (h11, where httptools is not installed) answers "400 Invalid HTTP request"
 # to a request whose head (request line and headers) is over 16 KiB, so a link with a text over
 # about 16,000 characters never reached the page. The head may hold the longest text this server
@@ -179,11 +183,16 @@ def bounded_query(query_string: str, max_chars: int | None = None) -> str:
     re-encoded compactly, when it fits urls.value_max (`max_chars` for the text: the server's
     setting when None), else cut to its name (at most QUERY_KEY_MAX characters) and urls.CUT with
     its length; then, while the whole is longer than Streamlit keeps (QUERY_MAX), the longest
-    parts cut the same way. A query of short parameters comes back as it is."""
-    if len(query_string) <= QUERY_PARAM_MAX:
+    parts cut the same way. Past FIELDS_MAX parameters, each key's last one, the link's own keys
+    first. A query of few short parameters comes back as it is."""
+    if len(query_string) <= QUERY_PARAM_MAX and query_string.count("&") < FIELDS_MAX:
         return query_string
     limit = _MAX_CHARS[-1] if max_chars is None else max_chars
-    parts = [p if len(p) <= QUERY_PARAM_MAX else _bounded_part(p, limit) for p in query_string.split("&")]
+    parts = query_string.split("&")
+    if len(parts) > FIELDS_MAX:
+        last = {unquote_plus(p.partition("=")[0]): p for p in parts}
+        parts = sorted(last.values(), key=lambda p: unquote_plus(p.partition("=")[0]) not in LINK_KEYS)[:FIELDS_MAX]
+    parts = [p if len(p) <= QUERY_PARAM_MAX else _bounded_part(p, limit) for p in parts]
     total = len(parts) - 1 + sum(map(len, parts))
     # the text the visitor typed goes last: other values are cut first, longest first
     order = sorted(
