@@ -123,10 +123,11 @@ def _positions(context: Ctx, focus: FocusLike) -> tuple[list[int], list[str]]:
 def piece_titles(context: Ctx, loaded: Loaded, text: str, att: Attention) -> dict[int, str]:
     """Hover titles for the shown tokens `att` that merge byte pieces: index -> the character's
     pieces as the model reads them ("灯: 2 tokens of the model, byte pieces E7 81 | AF"). Empty
-    when nothing was cut into pieces."""
+    when nothing was cut into pieces, or the model's own tokens are no longer in the cache (the
+    page just read them: a hover is not worth another forward pass)."""
     runner = loaded.runner
-    raw = runners.cached(context, loaded, "attend", text, fn=lambda: runner.attend(text, context.max_tokens))
-    groups = [g for g in raw.character_groups() if len(g) > 1]
+    raw = runners.peek(context, loaded, "attend", text)
+    groups = [g for g in raw.character_groups() if len(g) > 1] if isinstance(raw, Attention) else []
     if not groups:
         return {}
     ids = runner.encode(text, context.max_tokens).inputs["input_ids"][0].tolist()
