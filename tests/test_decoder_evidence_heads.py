@@ -61,9 +61,9 @@ def test_ablate_equals_an_independent_hook(llama: attnviz.PretrainedModel) -> No
     base = final_with_hook(llama, [])
     for off in ([(0, 1)], [(1, 2), (1, 3)], [(0, 0), (1, 1)]):
         got = explain.ablate(llama, TEXT, off)
-        tokens, sentence = distances(base, final_with_hook(llama, off))
+        tokens, _ = distances(base, final_with_hook(llama, off))
         np.testing.assert_allclose(got.token_distance, tokens, atol=1e-6)
-        assert got.sentence_distance == pytest.approx(sentence, abs=1e-6)
+        assert got.measure == "next_token"  # its effect: tests/test_decoder_ablation_next_token.py
         assert got.token_distance.max() > 1e-4  # the switch did something
     unchanged = explain.ablate(llama, TEXT, [(1, 0)]).attention.weights[:2]  # layers up to the switch
     np.testing.assert_allclose(unchanged, llama.attend(TEXT).weights[:2], atol=1e-6)
@@ -75,15 +75,14 @@ def test_head_importance_equals_the_hook_head_by_head(llama: attnviz.PretrainedM
     base = final_with_hook(llama, [])
     for layer in range(llama.n_layers):
         for head in range(llama.n_heads):
-            tokens, sentence = distances(base, final_with_hook(llama, [(layer, head)]))
-            assert imp.effect[layer, head] == pytest.approx(sentence, abs=1e-6)
+            tokens, _ = distances(base, final_with_hook(llama, [(layer, head)]))
             assert imp.token_effect[layer, head] == pytest.approx(tokens.mean(), abs=1e-6)
     assert np.isfinite(imp.gradient).all() and imp.gradient.max() > 0
     curves = explain.pruning_curves(llama, TEXT, imp, points=4)
-    assert curves["effect"].distance[0] == 0.0 and curves["effect"].k[-1] == llama.n_layers * llama.n_heads
+    assert curves["effect"].token_distance[0] == 0.0 and curves["effect"].k[-1] == llama.n_layers * llama.n_heads
     everything = [(lay, hd) for lay in range(llama.n_layers) for hd in range(llama.n_heads)]
-    assert curves["effect"].distance[-1] == pytest.approx(
-        distances(base, final_with_hook(llama, everything))[1], abs=1e-6
+    assert curves["effect"].token_distance[-1] == pytest.approx(
+        distances(base, final_with_hook(llama, everything))[0].mean(), abs=1e-6
     )
 
 

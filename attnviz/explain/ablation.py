@@ -17,9 +17,15 @@ first-order Taylor term F(1) - F(head h off) ~ dF/d xi_h is what the estimate ra
 that ranking with the real single-head effect is the point (Michel et al., section 4.2).
 
 Pre-norm decoders (Llama family, grouped heads): a query head's slice of o_proj's input is
-switched (query heads that share a key/value head are switched one by one), the same measures
-are taken on the final hidden states (after the final norm), each variant runs the whole model,
-and only "zero" is offered (a mean over positions would reach later tokens).
+switched (query heads that share a key/value head are switched one by one), each variant runs
+the whole model, and only "zero" is offered (a mean over positions would reach later tokens).
+A decoder has no sentence embedding; what it computes is the next token. Its output-level
+measure (`measure="next_token"`) is the drop of the log-probability of the token the whole
+model predicts after the text (its argmax at the last position, `removal_lm.lm_target`), in
+nats, read from the switched model's final hidden state through the final norm and the output
+head (`removal_lm._log_probs`). Michel et al.'s estimate then takes F(xi) = log p(next token):
+for a language model that is their task loss (up to the sign, which |.| drops), not a proxy.
+The per-token measure stays the cosine distance of each position's final hidden state.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from ..scratch import post_ln_layer
 from ._model import expand, in_batches, with_gradients
 from .agreement import agreement
 from .prenorm import is_prenorm
+from .removal_lm import LmTarget, _log_probs, lm_target
 
 __all__ = [
     "CURVE_POINTS",
@@ -45,6 +52,7 @@ __all__ = [
     "ORDERS",
     "Ablation",
     "HeadImportance",
+    "Measure",
     "PruningCurve",
     "ablate",
     "head_importance",
@@ -53,6 +61,9 @@ __all__ = [
 
 Head = tuple[int, int]
 Order = Literal["gradient", "effect", "random"]
+# What the output-level number measures: an encoder's mean-pooled sentence embedding (cosine
+# distance) or a decoder's next token (drop of its log-probability, nats).
+Measure = Literal["embedding", "next_token"]
 ORDERS: tuple[Order, ...] = ("gradient", "effect", "random")
 # head_importance and pruning_curves run 72 single- or many-head variants of the sentence: at
 # 128 tokens about 4 s on 2 cores; longer texts are cut to this many tokens (`capped` says so).
@@ -68,7 +79,20 @@ class Ablation:
     heads: tuple[Head, ...]
     mode: HeadMode
     token_distance: np.ndarray  # (n,) float64: 1 - cos(h_i, h_i switched) of the final hidden states
-    sentence_distance: float  # 1 - cos of the mean-pooled sentence embeddings
+    # The output's change by `measure`: "embedding", 1 - cos of the mean-pooled sentence
+    # embeddings; "next_token", log p(next_token) - log p(next_token | switched), nats (negative:
+    # the switch made the token likelier).
+    effect: float
+    measure: Measure = "embedding"
+    next_token: str = ""  # "next_token": the model's own first choice after the text, as text
+
+    @property
+    def sentence_distance(self) -> float:
+        """The sentence embedding's cosine distance (an encoder's `effect`). ValueError for a
+        decoder: it has no sentence embedding (its `effect` is the next token's drop)."""
+        if self.measure != "embedding":
+            raise ValueError("a decoder has no sentence embedding: its effect is the next token's log-probability drop")
+        return self.effect
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,14 +101,16 @@ class HeadImportance:
 
     `np.asarray(result)` is `effect`, the (layers, heads) array of the public API."""
 
-    effect: np.ndarray  # (L, H) sentence distance with only that head off
-    token_effect: np.ndarray  # (L, H) mean over tokens of the per-token distance
+    effect: np.ndarray  # (L, H) `Ablation.effect` (by `measure`) with only that head off
+    token_effect: np.ndarray  # (L, H) mean over tokens of the per-token cosine distance
     gradient: np.ndarray  # (L, H) |dF / d xi_h| at xi = 1 (see the module docstring)
     kendall: float  # rank agreement of effect and gradient over all heads
     spearman: float
     mode: HeadMode
     n_tokens: int
     capped: bool  # the text was cut to `max_tokens` tokens first
+    measure: Measure = "embedding"
+    next_token: str = ""  # "next_token": the token whose log-probability is measured
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -108,13 +134,15 @@ class HeadImportance:
 
 @dataclass(frozen=True, eq=False)
 class PruningCurve:
-    """Sentence distance with the k least important heads off (Michel et al. 2019, figure 3)."""
+    """The output's change with the k least important heads off (Michel et al. 2019, figure 3)."""
 
     order: Order
     ranking: tuple[Head, ...]  # least important first
     k: np.ndarray  # (m,) int: heads switched off
-    distance: np.ndarray  # (m,) sentence distance
-    token_distance: np.ndarray  # (m,) mean per-token distance
+    distance: np.ndarray  # (m,) `Ablation.effect` by `measure`: sentence distance or next-token drop
+    token_distance: np.ndarray  # (m,) mean per-token cosine distance
+    measure: Measure = "embedding"
+    next_token: str = ""
 
 
 def _heads(model: Runner, heads: Iterable[Sequence[int]]) -> tuple[Head, ...]:
@@ -174,14 +202,18 @@ def ablate(
 ) -> Ablation:
     """Run the real model with the listed (layer, head) pairs switched off ("zero": their slice
     of the context zeroed; "mean": replaced by its mean over positions) and measure the effect
-    on the final hidden states. Two forward passes (with and without the switch), each a batch
-    of the background lane; ValueError for a model that is not a BERT-family encoder."""
+    on the final hidden states: per token their cosine distance, and for the output the
+    sentence embedding's distance (an encoder) or the next token's log-probability drop (a
+    decoder; module docstring). Two forward passes (with and without the switch), each a batch
+    of the background lane; ValueError for a model that is neither a BERT-family encoder nor a
+    Llama-family decoder."""
     if mode not in ("zero", "mean"):
         raise ValueError("mode must be 'zero' or 'mean'")
     off = _heads(model, heads)
     decoder = _checked_mode(model, mode)
     enc = model.encode(text, max_tokens)
     inputs, n = enc.inputs, int(enc.inputs["input_ids"].shape[1])
+    target = lm_target(model, enc, None, None) if decoder else None
     out: dict[str, Any] = {}
 
     def base() -> None:
@@ -199,8 +231,17 @@ def ablate(
         for part in in_batches(model, len(passes), n, progress=progress):
             for run in passes[part]:
                 run()
-    tokens, pooled = _distances(out["base"], out["final"], inputs.get("attention_mask"))
-    return Ablation(model.result(enc, out["weights"]), off, mode, tokens[0], float(pooled[0]))
+        tokens, pooled = _distances(out["base"], out["final"], inputs.get("attention_mask"))
+        if target is not None:  # the next token's drop in place of the sentence distance
+            pooled = (
+                (_log_probs(model, out["base"][None], target) - _log_probs(model, out["final"], target)).cpu().numpy()
+            )
+    return Ablation(model.result(enc, out["weights"]), off, mode, tokens[0], float(pooled[0]), *_named(target))
+
+
+def _named(target: LmTarget | None) -> tuple[Measure, str]:
+    """The measure and the token it reads: the next token's text for a decoder."""
+    return ("embedding", "") if target is None else ("next_token", target.text)
 
 
 def _run_rows(
@@ -239,12 +280,15 @@ def _sweep(
     mode: HeadMode,
     progress: Progress | None,
     decoder_inputs: dict[str, torch.Tensor] | None = None,
+    target: LmTarget | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-token-mean and sentence distances for each row's set of heads off, in batches of
+    """Per-token-mean distances and the output's change (the sentence distance, or with
+    `target` the drop of its log-probability) for each row's set of heads off, in batches of
     the background lane. A row with no head off is 0 without a pass. With `decoder_inputs` (a
     pre-norm decoder, whose layers are not recomputed here) each row runs the whole model."""
     L, H, n = model.n_layers, model.n_heads, int(states[0].shape[1])
     token_mean, sentence = np.zeros(len(rows)), np.zeros(len(rows))
+    f0 = None if target is None else _log_probs(model, states[-1], target)  # (1,)
     todo = sorted((min(lay for lay, _ in row), r) for r, row in enumerate(rows) if row)
     # A layer's worth of rows a batch: progress and Cancel between, and a visitor's pass waits
     # at most one batch (interactive passes go first at every batch boundary).
@@ -260,22 +304,32 @@ def _sweep(
             with model.switch_heads(gates=gates, mode=mode):
                 final = model.last_hidden(expand(decoder_inputs, len(chunk)))
         tokens, pooled = _distances(states[-1][0], final, mask)
+        if f0 is not None and target is not None:
+            pooled = (f0 - _log_probs(model, final, target)).cpu().numpy()  # (B,) nats
         for b, (_, r) in enumerate(chunk):
             token_mean[r], sentence[r] = tokens[b].mean(), pooled[b]
     return token_mean, sentence
 
 
 @with_gradients
-def _gradient(model: Runner, inputs: dict[str, torch.Tensor], mode: HeadMode) -> np.ndarray:
-    """|dF/d xi| at xi = 1, F = <p(xi), u> (module docstring): one forward and backward pass."""
+def _gradient(
+    model: Runner, inputs: dict[str, torch.Tensor], mode: HeadMode, target: LmTarget | None = None
+) -> np.ndarray:
+    """|dF/d xi| at xi = 1, F = <p(xi), u>, or with `target` F = log p(target) (module
+    docstring): one forward and backward pass."""
     mask = inputs.get("attention_mask")
+    device = inputs["input_ids"].device
     with model.gate.background():
-        with torch.no_grad():
-            p0 = _pool(model.last_hidden(inputs), mask)[0]
-        u = p0 / p0.norm()
-        gates = torch.ones(model.n_layers, model.n_heads, device=p0.device, requires_grad=True)
-        with model.switch_heads(gates=gates, mode=mode):
-            f = _pool(model.last_hidden(inputs), mask)[0] @ u
+        gates = torch.ones(model.n_layers, model.n_heads, device=device, requires_grad=True)
+        if target is not None:
+            with model.switch_heads(gates=gates, mode=mode):
+                f = _log_probs(model, model.last_hidden(inputs), target)[0]
+        else:
+            with torch.no_grad():
+                p0 = _pool(model.last_hidden(inputs), mask)[0]
+            u = p0 / p0.norm()
+            with model.switch_heads(gates=gates, mode=mode):
+                f = _pool(model.last_hidden(inputs), mask)[0] @ u
         (grad,) = torch.autograd.grad(f, gates)
     return grad.abs().double().cpu().numpy()
 
@@ -290,14 +344,18 @@ def _checked_mode(model: Runner, mode: str) -> bool:
     return decoder
 
 
-def _states(model: Runner, text: str, max_tokens: int, mode: str) -> tuple[Encoded, list[torch.Tensor], bool]:
-    """The encoding, the hidden states (L + 1 of (1, n, d); the last is the final output) and
-    whether the model is a pre-norm decoder (ValueError for other architectures, before any work)."""
+def _states(
+    model: Runner, text: str, max_tokens: int, mode: str
+) -> tuple[Encoded, list[torch.Tensor], LmTarget | None]:
+    """The encoding, the hidden states (L + 1 of (1, n, d); the last is the final output) and,
+    for a pre-norm decoder, the next token it predicts after the text (ValueError for other
+    architectures, before any work)."""
     decoder = _checked_mode(model, mode)
     enc = model.encode(text, max_tokens)
+    target = lm_target(model, enc, None, None) if decoder else None
     with torch.inference_mode(), model.gate.background():
         states = model.hidden_states(enc.inputs)
-    return enc, states, decoder
+    return enc, states, target
 
 
 def head_importance(
@@ -308,19 +366,20 @@ def head_importance(
     max_tokens: int = IMPORTANCE_MAX_TOKENS,
     progress: Progress | None = None,
 ) -> HeadImportance:
-    """The effect of switching each head off alone (sentence and mean per-token cosine
-    distance of the final states), Michel et al.'s estimate |dF/d xi_h| beside it, and their
-    rank agreement (Kendall's tau, Spearman's rho over all heads). Texts longer than
-    `max_tokens` tokens are cut first (`capped`)."""
+    """The effect of switching each head off alone (the output's change, `Ablation.effect`,
+    and the mean per-token cosine distance of the final states), Michel et al.'s estimate
+    |dF/d xi_h| beside it, and their rank agreement (Kendall's tau, Spearman's rho over all
+    heads). Texts longer than `max_tokens` tokens are cut first (`capped`)."""
     if mode not in ("zero", "mean"):
         raise ValueError("mode must be 'zero' or 'mean'")
-    enc, states, decoder = _states(model, text, max_tokens, mode)
+    enc, states, target = _states(model, text, max_tokens, mode)
     mask = enc.inputs.get("attention_mask")
     L, H = model.n_layers, model.n_heads
-    gradient = _gradient(model, enc.inputs, mode)
+    gradient = _gradient(model, enc.inputs, mode, target)
     rows = [[(lay, hd)] for lay in range(L) for hd in range(H)]
     with torch.inference_mode():
-        token_mean, sentence = _sweep(model, states, mask, rows, mode, progress, enc.inputs if decoder else None)
+        inputs = None if target is None else enc.inputs
+        token_mean, sentence = _sweep(model, states, mask, rows, mode, progress, inputs, target)
     effect = sentence.reshape(L, H)
     agree = agreement(effect.ravel(), gradient.ravel())
     return HeadImportance(
@@ -332,6 +391,8 @@ def head_importance(
         mode=mode,
         n_tokens=int(enc.inputs["input_ids"].shape[1]),
         capped=enc.truncated,
+        measure=_named(target)[0],
+        next_token=_named(target)[1],
     )
 
 
@@ -347,14 +408,20 @@ def pruning_curves(
     progress: Progress | None = None,
 ) -> dict[str, PruningCurve]:
     """Switch off the k least important heads (by each order of `importance.ranking`) for
-    `points` values of k from 0 to all heads, and measure the sentence distance: Michel et
-    al.'s pruning curve for this sentence. Same text and cap as the `importance` given."""
+    `points` values of k from 0 to all heads, and measure the output's change (by the
+    importance's `measure`): Michel et al.'s pruning curve for this sentence. Same text and cap
+    as the `importance` given."""
     if points < 2:
         raise ValueError("points must be at least 2")
-    enc, states, decoder = _states(model, text, max_tokens, importance.mode)
-    if int(enc.inputs["input_ids"].shape[1]) != importance.n_tokens or importance.shape != (
-        model.n_layers,
-        model.n_heads,
+    enc, states, target = _states(model, text, max_tokens, importance.mode)
+    if (
+        int(enc.inputs["input_ids"].shape[1]) != importance.n_tokens
+        or importance.shape
+        != (
+            model.n_layers,
+            model.n_heads,
+        )
+        or importance.measure != _named(target)[0]
     ):
         raise ValueError("importance was computed for another text or model")
     total = model.n_layers * model.n_heads
@@ -362,12 +429,17 @@ def pruning_curves(
     rankings = {order: importance.ranking(order, seed) for order in orders}
     rows = [ranking[:k] for ranking in rankings.values() for k in ks]
     with torch.inference_mode():
-        mask, inputs = enc.inputs.get("attention_mask"), enc.inputs if decoder else None
-        token_mean, sentence = _sweep(model, states, mask, rows, importance.mode, progress, inputs)
+        mask, inputs = enc.inputs.get("attention_mask"), None if target is None else enc.inputs
+        token_mean, sentence = _sweep(model, states, mask, rows, importance.mode, progress, inputs, target)
     m = len(ks)
     return {
         order: PruningCurve(
-            order, tuple(rankings[order]), ks, sentence[i * m : (i + 1) * m], token_mean[i * m : (i + 1) * m]
+            order,
+            tuple(rankings[order]),
+            ks,
+            sentence[i * m : (i + 1) * m],
+            token_mean[i * m : (i + 1) * m],
+            *_named(target),
         )
         for i, order in enumerate(rankings)
     }

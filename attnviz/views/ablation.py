@@ -1,6 +1,10 @@
 """Heads switched off: the pruning curve (Michel et al. 2019), head importance and how much each
 head's map changed as (layers, heads) grids with the switched-off heads crossed out, and the
-effect on each token. Data in (numpy, `Attention`), figure out; words from the catalogue."""
+effect on each token. Data in (numpy, `Attention`), figure out; words from the catalogue.
+
+`measure` says what the output-level numbers are (explain.ablation.Measure): an encoder's
+sentence-embedding distance ("embedding") or a decoder's drop of the next token's
+log-probability in nats ("next_token", with that token named)."""
 
 from __future__ import annotations
 
@@ -12,8 +16,9 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
-from ._base import Json, figure, layout_title
+from ._base import Json, escape, figure, layout_title
 from .charts import token_bars
+from .decoder import visible
 from .grid import layer_head_grid
 
 __all__ = ["ablation_effect", "attention_change", "importance_grid", "mark_off", "pruning_curve"]
@@ -31,12 +36,28 @@ class Curve(Protocol):
     @property
     def distance(self) -> np.ndarray: ...
 
+    @property
+    def measure(self) -> str: ...
+
+    @property
+    def next_token(self) -> str: ...
+
+
+def _token(token: str) -> str:
+    """The next token as figure text: visible (a space as ␣, a line break as \\n, any other
+    control character as its code: a byte token can be one) and escaped."""
+    return escape("".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in visible(token)))
+
 
 def pruning_curve(curves: Mapping[str, Curve], *, title: str | None = None, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
-    """Sentence distance against the number of heads switched off, one line per order
-    ("gradient": Michel et al.'s estimate, "effect": the real single-head effect, "random")."""
+    """The output's change (sentence distance, or a decoder's next-token drop) against the
+    number of heads switched off, one line per order ("gradient": Michel et al.'s estimate,
+    "effect": the real single-head effect, "random")."""
     data: list[Json] = []
-    hover = t("abl.fig.hover_curve", lang, k="%{x}", d="%{y:.4f}")
+    first = next(iter(curves.values()), None)
+    lm = first is not None and first.measure == "next_token"
+    hover = t("abl.fig.hover_curve_lm" if lm else "abl.fig.hover_curve", lang, k="%{x}", d="%{y:.4f}")
+    note = t("abl.fig.curve_note_lm", lang, token=_token(first.next_token)) if lm and first else None
     for order, curve in curves.items():
         data.append(
             {
@@ -50,11 +71,13 @@ def pruning_curve(curves: Mapping[str, Curve], *, title: str | None = None, lang
             }
         )
     layout = {
-        "title": layout_title(title or t("abl.fig.curve_title", lang), t("abl.fig.curve_note", lang)),
+        "title": layout_title(title or t("abl.fig.curve_title", lang), note or t("abl.fig.curve_note", lang)),
         "height": 420,
         "legend": {"orientation": "h", "y": -0.25},
         "xaxis": {"title": {"text": t("abl.fig.heads_off", lang)}, "rangemode": "tozero"},
-        "yaxis": {"title": {"text": t("abl.fig.distance", lang)}, "rangemode": "tozero"},
+        # a drop in log-probability can be negative (the token became likelier): no floor at 0
+        "yaxis": {"title": {"text": t("aware.fig_logprob_drop" if lm else "abl.fig.distance", lang)}}
+        | ({} if lm else {"rangemode": "tozero"}),
     }
     return figure(data, layout)
 
@@ -64,14 +87,18 @@ def importance_grid(
     which: Literal["effect", "gradient"],
     off: Iterable[tuple[int, int]] = (),
     *,
+    measure: str = "embedding",
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Head importance as a clickable (layers, heads) grid: "effect" (each head switched off
-    alone) or "gradient" (Michel et al.'s estimate); heads in `off` crossed out."""
+    alone) or "gradient" (Michel et al.'s estimate); heads in `off` crossed out. A decoder's
+    effect (`measure` "next_token") is a signed drop, drawn on a scale diverging at 0."""
     if which not in ("effect", "gradient"):
         raise ValueError("which must be 'effect' or 'gradient'")
-    fig = layer_head_grid(values, zmin=0.0, lang=lang)
-    fig.update_layout(title=layout_title(t(f"abl.fig.grid_{which}", lang), t("abl.fig.note_off", lang)))
+    lm = measure == "next_token"
+    fig = layer_head_grid(values, zmin=None if lm else 0.0, lang=lang)
+    key = f"abl.fig.grid_{which}" + ("_lm" if lm and which == "effect" else "")
+    fig.update_layout(title=layout_title(t(key, lang), t("abl.fig.note_off", lang)))
     return mark_off(fig, off)
 
 
@@ -90,11 +117,21 @@ def attention_change(
 
 
 def ablation_effect(
-    tokens: Sequence[str], distances: np.ndarray, sentence_distance: float, *, lang: str = DEFAULT_LANGUAGE
+    tokens: Sequence[str],
+    distances: np.ndarray,
+    effect: float,
+    *,
+    measure: str = "embedding",
+    next_token: str = "",
+    lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """Per-token cosine distance of the final states with heads switched off; the sentence
-    embedding's distance in the title."""
-    title = t("abl.fig.effect_title", lang, d=f"{sentence_distance:.4f}")
+    """Per-token cosine distance of the final states with heads switched off; the output's
+    change in the title: the sentence embedding's distance, or (`measure` "next_token") the drop
+    of the log-probability of `next_token`."""
+    if measure == "next_token":
+        title = t("abl.fig.effect_title_lm", lang, token=_token(next_token), d=f"{effect:.4f}")
+    else:
+        title = t("abl.fig.effect_title", lang, d=f"{effect:.4f}")
     return token_bars(tokens, {t("abl.fig.distance", lang): np.asarray(distances)}, title=title, lang=lang)
 
 

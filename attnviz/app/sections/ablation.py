@@ -17,6 +17,7 @@ import streamlit as st
 
 from ... import explain, views
 from ...explain.ablation import IMPORTANCE_MAX_TOKENS, HeadImportance, PruningCurve
+from ...explain.removal_lm import is_lm
 from ...models import HeadMode, Progress, Runner
 from ...models.switching import projection_parts
 from ...models.tokens import token_limit
@@ -25,6 +26,7 @@ from .. import charts, heads_off, nav, runners, widgets, work
 from ..runners import Loaded
 from ..state import Ctx, keep, t
 from .decoder import has_byte_pieces
+from .explain import code_span
 
 if TYPE_CHECKING:
     from .explain import Subject
@@ -45,6 +47,11 @@ def _supported(runner: Runner) -> bool:
     return True
 
 
+def _mode(runner: Runner) -> HeadMode:
+    """The visitor's mode; a decoder's is "zero" (a mean over positions would reach later tokens)."""
+    return "zero" if is_lm(runner) else heads_off.mode()
+
+
 def _ablation(context: Ctx, loaded: Loaded, text: str, off: Heads, mode: HeadMode) -> explain.Ablation | None:
     """The model with `off` switched off, through the result cache (progress, Cancel, budget)."""
     runner = loaded.runner
@@ -63,7 +70,7 @@ def _head_list(off: Heads, lang: str) -> str:
 
 
 def _controls(context: Ctx, focus: Focus, off: Heads) -> None:
-    model = focus.att.model
+    model, decoder = focus.att.model, is_lm(focus.loaded.runner)
     a, b, col, d = st.columns([3, 3, 3, 2])
     if focus.head is None:
         a.caption(t("abl.pick_head"))
@@ -82,16 +89,19 @@ def _controls(context: Ctx, focus: Focus, off: Heads) -> None:
         args=(CLICK_WIDGET,),
         help=t("abl.click_mode_help"),
     )
-    col.radio(
-        t("abl.mode"),
-        heads_off.MODES,
-        key=MODE_WIDGET,
-        format_func=widgets.option_labels("abl.mode_{}"),
-        on_change=keep,
-        args=(MODE_WIDGET,),
-        horizontal=True,
-        help=t("abl.mode_help"),
-    )
+    if decoder:
+        col.caption(t("abl.mode_decoder"))
+    else:
+        col.radio(
+            t("abl.mode"),
+            heads_off.MODES,
+            key=MODE_WIDGET,
+            format_func=widgets.option_labels("abl.mode_{}"),
+            on_change=keep,
+            args=(MODE_WIDGET,),
+            horizontal=True,
+            help=t("abl.mode_help"),
+        )
     d.button(t("abl.all_on"), key="abl_all_on", on_click=heads_off.clear, disabled=not off)
     with st.container(key="abl_off_list"):
         st.caption(t("abl.off_list", k=len(off), heads=_head_list(off, context.lang)) if off else t("abl.none_off"))
@@ -127,7 +137,7 @@ def switch(context: Ctx, focus: Focus) -> Focus:
         _controls(context, focus, off)
         if not off:
             return focus
-        mode = heads_off.mode()
+        mode = _mode(runner)
         result = _ablation(context, focus.loaded, focus.text, off, mode)
         if result is None:
             return focus
@@ -140,7 +150,11 @@ def _numbers(result: explain.Ablation) -> None:
     with st.container(key="abl_numbers"):
         st.info(t("abl.showing", k=len(result.heads)), icon=":material/content_cut:")
         a, b, col = st.columns(3)
-        a.metric(t("abl.sentence_distance"), f"{result.sentence_distance:.4f}", help=t("abl.sentence_distance_help"))
+        if result.measure == "next_token":
+            help_ = t("abl.next_token_drop_help", token=code_span(result.next_token))
+            a.metric(t("abl.next_token_drop"), f"{result.effect:.4f}", help=help_)
+        else:
+            a.metric(t("abl.sentence_distance"), f"{result.effect:.4f}", help=t("abl.sentence_distance_help"))
         b.metric(t("abl.token_distance"), f"{result.token_distance.mean():.4f}", help=t("abl.token_distance_help"))
         i = int(np.argmax(result.token_distance))
         col.metric(t("abl.token_max"), f"{result.token_distance[i]:.4f}")
@@ -152,7 +166,7 @@ def effect(context: Ctx, focus: Focus) -> None:
     changed (clickable: focus that head)."""
     if not focus.off or focus.base is None:
         return
-    result = _ablation(context, focus.loaded, focus.text, focus.off, heads_off.mode())
+    result = _ablation(context, focus.loaded, focus.text, focus.off, _mode(focus.loaded.runner))
     if result is None:
         return
     with st.container(key="abl_effect"):
@@ -161,7 +175,12 @@ def effect(context: Ctx, focus: Focus) -> None:
         left, right = st.columns(2, gap="large")
         with left:
             fig = views.ablation_effect(
-                result.attention.tokens, result.token_distance, result.sentence_distance, lang=context.lang
+                result.attention.tokens,
+                result.token_distance,
+                result.effect,
+                measure=result.measure,
+                next_token=result.next_token,
+                lang=context.lang,
             )
             charts.chart(fig, key="chart_abl_tokens")
         with right:
@@ -220,23 +239,24 @@ def _wanted(context: Ctx, s: Subject, limit: int) -> bool:
 def importance(context: Ctx, s: Subject) -> None:
     """Head importance as a clickable grid (click: switch that head off), the rank agreement of
     the real effect and Michel et al.'s estimate, and the pruning curve."""
+    runner = s.loaded.runner
+    lm = "_lm" if is_lm(runner) else ""  # a decoder's words: the next token, not a sentence embedding
     with st.container(key="abl_importance"):
         st.subheader(t("abl.importance_title"))
-        st.caption(t("abl.importance_intro"))
-        runner = s.loaded.runner
+        st.caption(t("abl.importance_intro" + lm))
         if not _supported(runner):
             st.caption(t("abl.unsupported"))
             return
         limit = token_limit(context.settings.explain_tokens, IMPORTANCE_MAX_TOKENS)
         if not _wanted(context, s, limit):
             return
-        result = _importance(context, s, limit, heads_off.mode())
+        result = _importance(context, s, limit, _mode(runner))
         if result is None:
             return
         imp, curves = result
         _importance_grid(context, s, imp)
         charts.chart(views.pruning_curve(curves, lang=context.lang), key="chart_abl_curve")
-        st.caption(t("abl.curve_caption"))
+        st.caption(t("abl.curve_caption" + lm))
         _switch_k(s, imp)
 
 
@@ -275,13 +295,16 @@ def _importance_grid(context: Ctx, s: Subject, imp: HeadImportance) -> None:
     which = _ranking_choice("abl.which", "x_importance")
     off = heads_off.current(s.att.model, runner.n_layers, runner.n_heads)
     values = imp.effect if which == "effect" else imp.gradient
-    fig = views.importance_grid(values, which, off=off, lang=context.lang)  # type: ignore[arg-type]
+    fig = views.importance_grid(values, which, off=off, measure=imp.measure, lang=context.lang)  # type: ignore[arg-type]
     on_select = partial(heads_off.toggle_from_chart, "chart_abl_importance", s.att.model)
     charts.chart(fig, key="chart_abl_importance", on_select=on_select, selection_mode="points")
     a, b = st.columns(2)
     a.metric(t("abl.kendall"), f"{imp.kendall:.2f}", help=t("abl.agreement_help"))
     b.metric(t("abl.spearman"), f"{imp.spearman:.2f}", help=t("abl.agreement_help"))
-    st.caption(t("abl.loss_note"))
+    if imp.measure == "next_token":
+        st.caption(t("abl.loss_note_lm", token=code_span(imp.next_token)))
+    else:
+        st.caption(t("abl.loss_note"))
     with st.container(key="abl_importance_off"):
         st.caption(t("abl.off_list", k=len(off), heads=_head_list(off, context.lang)) if off else t("abl.none_off"))
         if off:
