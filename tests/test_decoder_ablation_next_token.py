@@ -224,6 +224,9 @@ def test_the_explorer_and_explain_pages_with_a_decoder_name_the_next_token(
     at = _app(str(folder), text=SHORT, lang=lang, layer="0", head="1")
     _ok(at.button(key="abl_toggle").click().run())
     assert at.session_state["heads_off"] == [[0, 1]]
+    # a decoder takes "zero" only (a mean over positions reaches later tokens): no mode to choose
+    assert not [r for r in at.radio if r.key == "_abl_mode"]
+    assert i18n.t("abl.mode_decoder", lang) in [c.value for c in at.caption]
     switched = explain.ablate(llama, SHORT, [(0, 1)])
     metrics = {m.label: m.value for m in at.metric}
     assert i18n.t("abl.sentence_distance", lang) not in metrics
