@@ -22,7 +22,7 @@ if focus is None:
     st.stop()
 # The pictures come first on the screen; the switches that change them (heads off, after Michel
 # et al.; hidden sinks) are read before the views are drawn but shown below them (issue 23.4).
-pictures = st.container()
+pictures = st.container(key="explorer_pictures")  # first under the sentence on a phone (assets/style.css)
 st.divider()
 with st.container():
     focus = ablation.switch(context, focus)

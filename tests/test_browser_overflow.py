@@ -76,10 +76,13 @@ PROBLEMS_JS = r"""() => {
       box = {left: Math.max(box.left, c.left), right: Math.min(box.right, c.right), top: Math.max(box.top, c.top), bottom: Math.min(box.bottom, c.bottom)};
     }
     return {...box, height: Math.max(0, box.bottom - box.top), width: Math.max(0, box.right - box.left)}; };
-  // what makes a box wider shows past its right edge, outside the charts and the tables (which scroll inside)
+  // what makes a box wider shows past its right edge, outside the charts and the tables (which scroll
+  // inside) and outside any box inside it that scrolls sideways (what is past its edge is cut there)
+  const inScroller = (d, el) => { for (let p = d.parentElement; p && p !== el; p = p.parentElement)
+    if (scrolls(getComputedStyle(p))) return true; return false; };
   const sticksOut = (el) => { const edge = el.getBoundingClientRect().right;
     return [...el.querySelectorAll('*')].some(d => !d.closest('.js-plotly-plot, [data-attnviz-map], [data-testid="stDataFrame"]')
-      && shown(d) && d.getBoundingClientRect().right > edge + 1); };
+      && shown(d) && d.getBoundingClientRect().right > edge + 1 && !inScroller(d, el)); };
   // 1. blocks wider than their box that are not meant to scroll (the charts' insides aside)
   for (const el of main.querySelectorAll('*')) {
     if (!(el instanceof HTMLElement) || el.closest('.js-plotly-plot, [data-attnviz-map], [data-testid="stDataFrame"]')) continue;

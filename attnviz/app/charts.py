@@ -30,6 +30,7 @@ from streamlit.elements.plotly_chart import PlotlyState
 from .. import views
 from ..models import EMBEDDED_MODEL
 from ..views.charts import CAPTION_CHARS
+from ..views.margins import square_fit
 from . import copy_link, nav, plot_theme, urls
 from .readers import model_label
 from .state import SENTENCE, Ctx, set_sentence, t
@@ -112,8 +113,33 @@ def chart(fig: go.Figure, key: str, *, caption: str | None = None, **kwargs: Any
     else:  # drawn once, not twice (plot_theme's doc)
         shown = plot_theme.for_browser(fig, theme_mode(), _selection(kwargs))
     out = st.plotly_chart(shown, width="stretch", key=key, config=image_config(fig, name), theme=theme, **kwargs)
-    image_buttons(fig, key, name, page_caption() if caption is None else caption)
+    image_buttons(fig, key, name, page_caption() if caption is None else caption, style=fit_style(fig, shown, key))
     return out
+
+
+def fit_style(fig: go.Figure, shown: go.Figure, key: str) -> str:
+    """CSS that makes the chart `key`, if it draws square maps, no taller than they need at the
+    width the page gives it (views.margins.square_fit), and never taller than its own height:
+    the server does not know the width. Streamlit's chart takes the height of its box as the
+    figure's height (a box of its own height otherwise), so no script is needed. `shown`: the
+    figure as sent, its margins themed (its arrays may be encoded: the shapes are read from `fig`)."""
+    height = fig.layout.height
+    if not isinstance(height, int | float) or not re.fullmatch(r"[A-Za-z0-9_-]+", key):
+        return ""
+    traces = [
+        {"type": "heatmap", "showscale": tr.showscale, "colorbar": {"orientation": tr.colorbar.orientation},
+         "xaxis": tr.xaxis or "x", "yaxis": tr.yaxis or "y", "z": tr.z}
+        for tr in fig.data if tr.type == "heatmap" and tr.z is not None and len(tr.z)
+    ]  # fmt: skip
+    fit = square_fit(shown.layout.to_plotly_json(), traces)
+    if fit is None:
+        return ""
+    tb, lr, k = fit
+    box = f".st-key-{key}"
+    return (
+        f"{box}{{container-type:inline-size;height:auto!important;flex:0 0 auto!important}}{box} [data-testid=stFullScreenFrame]{{height:auto!important}}"
+        f"{box} [data-testid=stPlotlyChart]{{height:min({height:.0f}px,calc({tb:.0f}px + (100cqw - {lr:.0f}px) * {k:.5f}))}}"
+    )
 
 
 def _plain(text: str) -> str:
@@ -170,10 +196,11 @@ def page_caption() -> list[str]:
     return [line for line in (first, " · ".join(switched)) if line]
 
 
-def image_buttons(fig: go.Figure | int, key: str, name: str, caption: str | list[str]) -> None:
+def image_buttons(fig: go.Figure | int, key: str, name: str, caption: str | list[str], style: str = "") -> None:
     """PNG (1920 x 1080) and SVG (960 x 540) slides of the chart `key` just drawn, made in the
     browser; `fig`: the figure, or the height in px of a chart that is not a figure (a canvas);
-    `caption`: the lines under it (plain text), or one line of Plotly text."""
+    `caption`: the lines under it (plain text), or one line of Plotly text; `style`: more CSS
+    for the page (`fit_style`)."""
     height = fig if isinstance(fig, int) else _height(fig)
     lines = [_plain(caption)] if isinstance(caption, str) else list(caption)
     attrs = {"data-chart": key, "data-name": name, "data-caption": json.dumps(lines), "data-width": str(SLIDE_WIDTH),
@@ -188,7 +215,7 @@ def image_buttons(fig: go.Figure | int, key: str, name: str, caption: str | list
         for fmt in ("png", "svg")
     )
     st.html(
-        f"<style>{_IMAGES_CSS}</style>"
+        f"<style>{_IMAGES_CSS}{style}</style>"
         f'<div class="attnviz-images" data-images-for="{html.escape(key, quote=True)}">{buttons}</div>'
         f"<script>{_images_js()}</script>",
         unsafe_allow_javascript=True,

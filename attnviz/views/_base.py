@@ -70,15 +70,41 @@ def layout_title(text: str, note: str | None = None) -> Json:
 
 
 def token_map_trace(z: np.ndarray, keys: list[str], colorbar_title: str, hovertemplate: str) -> Json:
-    """A heatmap trace of an n x n token map (rows: the token that receives, columns: the source)."""
+    """A heatmap trace of an n x n token map (rows: the token that receives, columns: the source),
+    its colour bar under the map (`colorbar_under`)."""
     return {
         "type": "heatmap",
         "z": z,
         "x": keys,
         "y": keys,
         "colorscale": SEQUENTIAL,
-        "colorbar": {"title": {"text": colorbar_title}},
+        "colorbar": colorbar_under(colorbar_title),
         "hovertemplate": hovertemplate + "<extra></extra>",
+    }
+
+
+BAR_ROOM_PX = 56  # under a square map's x axis: a lying colour bar (10 px), its numbers and air
+BAR_LEN_PX = 150  # the lying colour bar's length: within a 390 px phone's plot, its title beside it
+
+
+def colorbar_under(title: str, x: float = 0.5) -> Json:
+    """A colour bar lying along the bottom edge of the figure, centred at `x` (paper) under a
+    square map. A square map (`scaleanchor`, `constrain: "domain"`) is centred in its domain at
+    whatever width the page gives it, which the server does not know: a bar standing at the
+    domain's right edge stood 85-500 px from the map on a wide screen. The figure keeps
+    `BAR_ROOM_PX` for it in its bottom margin (`margins.fit_margins(..., below=BAR_ROOM_PX)`)."""
+    return {
+        "title": {"text": title, "side": "right"},
+        "orientation": "h",
+        "lenmode": "pixels",
+        "len": BAR_LEN_PX,
+        "thickness": 10,
+        "x": x,
+        "xanchor": "center",
+        "yref": "container",
+        "y": 0,
+        "yanchor": "bottom",
+        "ypad": 8,
     }
 
 
@@ -87,10 +113,15 @@ def map_height(n: int) -> int:
     return int(np.clip(260 + 16 * n, 460, 860))
 
 
-def square_map_layout(title: Json, n: int, axis: Json, x_title: str, y_title: str) -> Json:
-    """The layout of an n x n token map: square cells, rows top down, height growing with n."""
+def square_map_layout(title: str, note: str | None, n: int, axis: Json, x_title: str, y_title: str) -> Json:
+    """The layout of an n x n token map: square cells, rows top down, height growing with n; its
+    title and note wrapped to a phone's width and pinned to the top (`margins.top_title`)."""
+    from .margins import top_title  # margins imports this module
+
+    heading, top = top_title(title, note)
     return {
-        "title": title,
+        "title": heading,
+        "margin": {"t": top},
         "height": map_height(n),
         "xaxis": axis | {"title": {"text": x_title}, "constrain": "domain"},
         "yaxis": axis

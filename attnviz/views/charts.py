@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
 from ._base import EDGE_COLOR, Json, escape, figure, head_label, layout_title, token_axis
+from .margins import stand_upright
 
 
 def token_bars(
@@ -40,7 +41,7 @@ def token_bars(
         "barmode": "group",
         "height": 380,
         "legend": {"orientation": "h", "y": -0.25},
-        "xaxis": axis,
+        "xaxis": axis | {"tickangle": 90 if stand_upright(axis["ticktext"]) else 0},
     }
     if highlight is not None:
         if not 0 <= highlight < len(keys):

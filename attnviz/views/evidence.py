@@ -11,22 +11,24 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, catalogue, t
 from ._base import (
+    BAR_ROOM_PX,
     DIVERGING,
     HEAD_COLORS,
     Json,
     escape,
     figure,
-    layout_title,
     square_map_layout,
     token_axis,
     token_map_trace,
 )
-from .margins import fit_margins
+from .margins import fit_margins, top_title, wrapped
 
 if TYPE_CHECKING:  # the views take explain's results but do not need torch to be imported
     from ..explain import Contributions, Scoreboard
 
 RANDOM_COLOR = "#999999"
+PANEL_TITLE_PX = 120  # a panel's title in the layer agreement: half of a 390 px phone's plot, less air
+PANEL_LINE_PX = 15  # a line of it (12 px, 1.3 em apart) and a little air
 
 
 def method_label(method: str, lang: str = DEFAULT_LANGUAGE) -> str:
@@ -55,13 +57,14 @@ def contribution_map(
     trace = token_map_trace(z, keys, t("fig.share", lang), hover) | {"zmin": 0.0, "zmax": top}
     title = t("fig.contribution_title", lang, method=method_label(c.method, lang), which=which)
     layout = square_map_layout(
-        layout_title(title, t("fig.note_contribution", lang)),
+        title,
+        t("fig.note_contribution", lang),
         c.n,
         axis,
         t("fig.axis_from", lang),
         t("fig.axis_output", lang),
     )
-    return figure([trace], fit_margins(layout))
+    return figure([trace], fit_margins(layout, below=BAR_ROOM_PX))
 
 
 def deletion_curves(board: Scoreboard, *, highlight: str | None = None, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
@@ -93,12 +96,14 @@ def deletion_curves(board: Scoreboard, *, highlight: str | None = None, lang: st
                 "hovertemplate": f"{name}<br>{hover}<extra></extra>",
             }
         )
+    title, top = top_title(
+        t("fig.deletion_title", lang, output=_output_name(board, lang)),
+        t("aware.fig_note_deletion_lm" if _is_lm(board) else "fig.note_deletion", lang),
+    )
     layout = {
-        "title": layout_title(
-            t("fig.deletion_title", lang, output=_output_name(board, lang)),
-            t("aware.fig_note_deletion_lm" if _is_lm(board) else "fig.note_deletion", lang),
-        ),
-        "height": 460,
+        "title": title,
+        "margin": {"t": top},
+        "height": 360 + top,
         "xaxis": {"title": {"text": t("fig.removed_share", lang)}, "ticksuffix": "%", "range": [-2, 102]},
         # what the curves measure: a cosine distance (0 to 2) or a drop in log-probability (nats, unbounded)
         "yaxis": {
@@ -144,14 +149,13 @@ def layer_agreement(board: Scoreboard, *, lang: str = DEFAULT_LANGUAGE) -> go.Fi
                 + "<extra></extra>",
             }
         )
-    layout: Json = {
-        "title": layout_title(
-            t("fig.layer_agreement_title", lang, output=_output_name(board, lang)), t("fig.note_layer_agreement", lang)
-        ),
-        "height": 160 + 42 * len(rows),
-        "annotations": [],
-    }
-    for k, (domain, (_, _, _, label)) in enumerate(zip(([0.0, 0.47], [0.53, 1.0]), panels, strict=True)):
+    title, top = top_title(
+        t("fig.layer_agreement_title", lang, output=_output_name(board, lang)), t("fig.note_layer_agreement", lang)
+    )
+    labels = [wrapped(label, PANEL_TITLE_PX) for *_, label in panels]
+    top += PANEL_LINE_PX * max(label.count("<br>") + 1 for label in labels)
+    layout: Json = {"title": title, "height": 100 + top + 42 * len(rows), "margin": {"t": top}, "annotations": []}
+    for k, (domain, label) in enumerate(zip(([0.0, 0.47], [0.53, 1.0]), labels, strict=True)):
         suffix = "" if k == 0 else "2"
         layout[f"xaxis{suffix}"] = {"domain": domain, "anchor": f"y{suffix}", "title": {"text": t("fig.layer", lang)}}
         layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "autorange": "reversed", "showticklabels": k == 0}
@@ -160,7 +164,16 @@ def layer_agreement(board: Scoreboard, *, lang: str = DEFAULT_LANGUAGE) -> go.Fi
 
 
 def _panel_title(text: str, x: float) -> Json:
-    return {"text": text, "x": x, "xref": "paper", "y": 1.0, "yref": "paper", "yanchor": "bottom", "showarrow": False}
+    return {
+        "text": text,
+        "x": x,
+        "xref": "paper",
+        "y": 1.0,
+        "yref": "paper",
+        "xanchor": "center",
+        "yanchor": "bottom",
+        "showarrow": False,
+    }
 
 
 def _is_lm(board: Scoreboard) -> bool:

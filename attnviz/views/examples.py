@@ -18,10 +18,12 @@ import plotly.graph_objects as go
 from ..i18n import DEFAULT_LANGUAGE, t
 from ._base import SEQUENTIAL, figure, layout_title, token_axis
 from .evidence import method_label
+from .margins import top_title, wrapped
 
 __all__ = ["EXAMPLE_HEIGHT", "method_agreement", "pattern_map", "target_map"]
 
 EXAMPLE_HEIGHT = 330  # px: the example sits on the first screen, above the controls
+AXIS_TITLE_PX = 230  # an x title's line under the bars: a 390 px phone's plot, the method names left of it
 
 
 def method_agreement(rows: Sequence[dict[str, Any]], *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
@@ -42,11 +44,14 @@ def method_agreement(rows: Sequence[dict[str, Any]], *, lang: str = DEFAULT_LANG
         "marker": {"color": ["#EF553B" if str(r["method"]).startswith("attention") else "#636EFA" for r in kept]},
         "hovertemplate": t("pic.hover_agreement", lang, method="%{y}", value="%{x:.3f}") + "<extra></extra>",
     }
+    title, top = top_title(t("pic.agreement_title", lang))
+    x_title = wrapped(t("pic.agreement_x", lang), AXIS_TITLE_PX, 14)  # the theme's 14 px axis titles
+    bottom = 22 + 18 * (x_title.count("<br>") + 1)
     layout = {
-        "title": layout_title(t("pic.agreement_title", lang)),
-        "height": EXAMPLE_HEIGHT,
-        "margin": {"l": 10, "r": 10, "t": 60, "b": 40},
-        "xaxis": {"range": [min(0.0, *values) if values else 0.0, 1.0], "title": {"text": t("pic.agreement_x", lang)}},
+        "title": title,
+        "height": EXAMPLE_HEIGHT - 100 + top + bottom,
+        "margin": {"l": 10, "r": 10, "t": top, "b": bottom},
+        "xaxis": {"range": [min(0.0, *values) if values else 0.0, 1.0], "title": {"text": x_title}},
         "yaxis": {"automargin": True},
     }
     return figure([trace], layout)

@@ -12,10 +12,12 @@ import plotly.graph_objects as go
 
 from ..flash import FlashResult
 from ..i18n import DEFAULT_LANGUAGE, t
-from ._base import Json, escape, figure, layout_title
+from ._base import BAR_ROOM_PX, Json, colorbar_under, escape, figure
+from .margins import top_title, wrapped
 
 __all__ = ["plain_attention", "random_example", "result_pair", "step_rows", "tile_grid"]
 
+PANEL_TITLE_PX = 130  # a map's title in the result pair: half of a 390 px phone's plot, less air
 DONE = "rgba(120,120,120,0.35)"
 CURRENT = "#d62728"
 
@@ -70,13 +72,14 @@ def tile_grid(
     axis: Json = {"tickfont": {"size": 10}, "constrain": "domain"}
     if labels is not None:
         axis |= {"tickmode": "array", "tickvals": list(range(n_k)), "ticktext": labels}
-    data: list[Json] = [{"type": "heatmap", "z": z, "colorscale": "Blues", "colorbar": {"title": {"text": t("flash_fig.score", lang)}},
+    data: list[Json] = [{"type": "heatmap", "z": z, "colorscale": "Blues", "colorbar": colorbar_under(t("flash_fig.score", lang)),
                          "hovertemplate": t("flash_fig.hover", lang, q="%{y}", k="%{x}", s="%{z:.3f}") + "<extra></extra>"}]  # fmt: skip
     title = t("flash_fig.grid_title", lang, step=step + 1, steps=len(result.steps), q0=now.queries[0],
               q1=now.queries[1] - 1, k0=now.keys[0], k1=now.keys[1] - 1)  # fmt: skip
     note = t("flash_fig.skipped", lang) if now.skipped else t("flash_fig.grid_note", lang)
-    layout: Json = {"height": 430, "margin": {"t": 80, "b": 60}, "shapes": shapes, "title": layout_title(title, note),
-                    "xaxis": axis | {"title": {"text": t("flash_fig.keys", lang)}, "tickangle": -90},
+    heading, top = top_title(title, note)
+    layout: Json = {"height": 350 + top + BAR_ROOM_PX, "margin": {"t": top, "b": 60 + BAR_ROOM_PX}, "shapes": shapes,
+                    "title": heading, "xaxis": axis | {"title": {"text": t("flash_fig.keys", lang)}, "tickangle": -90},
                     "yaxis": axis | {"title": {"text": t("flash_fig.queries", lang)}, "autorange": "reversed",
                                      "scaleanchor": "x"}}  # fmt: skip
     return figure(data, layout)
@@ -106,17 +109,17 @@ def result_pair(tiled: np.ndarray, plain: np.ndarray, *, lang: str = DEFAULT_LAN
     lo = float(min(tiled.min(), plain.min()))
     hi = float(max(tiled.max(), plain.max()))
     data: list[Json] = []
-    layout: Json = {"height": 360, "margin": {"t": 90, "b": 40}, "annotations": []}
-    for k, (z, key) in enumerate(((tiled, "flash_fig.tiled"), (plain, "flash_fig.plain"))):
+    heading, top = top_title(t("flash_fig.result_title", lang, diff=f"{diff:.1e}"), t("flash_fig.result_note", lang))
+    names = [wrapped(t(key, lang), PANEL_TITLE_PX) for key in ("flash_fig.tiled", "flash_fig.plain")]
+    top += 15 * max(name.count("<br>") + 1 for name in names)  # the maps' own titles: 12 px lines, air
+    layout: Json = {"height": 270 + top, "margin": {"t": top, "b": 40}, "annotations": [], "title": heading}
+    for k, (z, name) in enumerate(zip((tiled, plain), names, strict=True)):
         suffix = "" if k == 0 else "2"
         data.append({"type": "heatmap", "z": np.asarray(z, dtype=np.float64), "xaxis": f"x{suffix}",
                      "yaxis": f"y{suffix}", "zmin": lo, "zmax": hi, "colorscale": "RdBu", "showscale": k == 1,
                      "hovertemplate": "%{y}, d%{x}: %{z:.6f}<extra></extra>"})  # fmt: skip
         layout[f"xaxis{suffix}"] = {"domain": [0.0, 0.46] if k == 0 else [0.54, 1.0], "anchor": f"y{suffix}"}
         layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "autorange": "reversed"}
-        layout["annotations"].append({"text": t(key, lang), "xref": "paper", "yref": "paper", "x": 0.23 + 0.54 * k,
-                                      "y": 1.0, "yanchor": "bottom", "showarrow": False})  # fmt: skip
-    layout["title"] = layout_title(
-        t("flash_fig.result_title", lang, diff=f"{diff:.1e}"), t("flash_fig.result_note", lang)
-    )
+        layout["annotations"].append({"text": name, "xref": "paper", "yref": "paper", "x": 0.23 + 0.54 * k,
+                                      "y": 1.0, "xanchor": "center", "yanchor": "bottom", "showarrow": False})  # fmt: skip
     return figure(data, layout)

@@ -15,7 +15,18 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
-from ._base import FOCUS_COLOR, SEQUENTIAL, Json, colour, escape, figure, head_label, layout_title
+from ._base import (
+    BAR_ROOM_PX,
+    FOCUS_COLOR,
+    SEQUENTIAL,
+    Json,
+    colorbar_under,
+    colour,
+    escape,
+    figure,
+    head_label,
+    layout_title,
+)
 from .margins import fit_margins
 from .pick import PICK_LAYOUT, pick_markers
 
@@ -180,7 +191,7 @@ def _mosaic_trace(thumbs: np.ndarray, gap: int, lang: str) -> Json:
         "colorscale": SEQUENTIAL,
         "zmin": 0.0,
         "zmax": cmax,
-        "colorbar": {"title": {"text": t("fig.mean_weight", lang)}},
+        "colorbar": colorbar_under(t("fig.mean_weight", lang)),
         "hoverinfo": "skip",
     }
 
@@ -218,7 +229,7 @@ def _grid_layout(n_layers: int, n_heads: int, lang: str, *, square: bool) -> Jso
         "tickvals": list(range(n_layers)),
         "ticktext": [str(layer) for layer in range(n_layers)],
     }
-    if square:
+    if square:  # its colour bar lies under the grid (_base.colorbar_under)
         xaxis |= {"constrain": "domain"}
         yaxis |= {"scaleanchor": "x", "scaleratio": 1, "constrain": "domain"}
-    return fit_margins(PICK_LAYOUT | {"xaxis": xaxis, "yaxis": yaxis})
+    return fit_margins(PICK_LAYOUT | {"xaxis": xaxis, "yaxis": yaxis}, below=BAR_ROOM_PX if square else 0)

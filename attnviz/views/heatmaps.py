@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
 from ._base import (
+    BAR_ROOM_PX,
     Json,
     colour,
     figure,
@@ -20,7 +21,7 @@ from ._base import (
     token_map_trace,
     which_head,
 )
-from .margins import fit_margins
+from .margins import fit_margins, stand_upright
 
 MASKED_BELOW = -1e4  # matrix: scores at or below this were masked (HF used -10000, others -1e9 or -inf)
 
@@ -49,14 +50,12 @@ def heatmap(
         trace |= {"zmin": 0.0, "zmax": float(zmax)}
     if title is None:
         title = t("fig.layer_which", lang, layer=layer, which=which_head(head, att.n_heads, lang))
-    layout = square_map_layout(
-        layout_title(title), max(att.n, att.n_keys), axis, t("axis.key", lang), t("axis.query", lang)
-    )
+    layout = square_map_layout(title, None, max(att.n, att.n_keys), axis, t("axis.key", lang), t("axis.query", lang))
     if att.cross:  # queries from one text down the side, keys from the other across
         cols, col_axis = token_axis(att.keys)
         trace["x"] = cols
         layout["xaxis"] = col_axis | {"title": {"text": t("axis.key", lang)}, "constrain": "domain"}
-    return figure([trace], fit_margins(layout))
+    return figure([trace], fit_margins(layout, below=BAR_ROOM_PX))
 
 
 def matrix(
@@ -102,7 +101,7 @@ def matrix(
     layout = {
         "title": layout_title(title or ""),
         "height": int(np.clip(130 + 34 * len(rows), 260, 860)),
-        "xaxis": col_axis | {"side": "top"},
+        "xaxis": col_axis | {"side": "top", "tickangle": -90 if stand_upright(col_axis["ticktext"]) else 0},
         "yaxis": row_axis | {"autorange": "reversed"},
     }
     return figure(data, layout)

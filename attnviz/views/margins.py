@@ -17,15 +17,32 @@ from __future__ import annotations
 import html
 import unicodedata
 
+import numpy as np
+
 from ._base import Json, escape
 
-__all__ = ["MAX_LABEL_PX", "fit_margins", "label_px", "wrapped"]
+__all__ = [
+    "MAX_LABEL_PX",
+    "PHONE_TITLE_PX",
+    "fit_margins",
+    "label_px",
+    "square_fit",
+    "stand_upright",
+    "top_title",
+    "wrapped",
+]
 
 TICK_FONT_PX = 12  # the tick labels' font size (app/plot_theme.py: Streamlit's look)
 MAX_LABEL_PX = 110  # a tick label wider than this is shortened on the axis
 SIDE_BY_SIDE_PX = 260  # x labels wider than this all together stand upright (a narrow column's plot width)
 TICK_ROOM_PX = 14  # margin.pad, the gap plotly.js keeps between the axis and its labels, and a little air
 TITLE_ROOM_PX = {"x": 20 + 22, "y": 24 + 22}  # the theme's title standoff and the title's own line
+TITLE_FONT_PX = 16  # a figure title's font (app/plot_theme.py); its note is Plotly's <sup>, 0.7 of it
+# A title pinned to the figure's top, as chromium draws it: a line of the title takes 21 px, a line
+# of its note 14 px, plus TITLE_PAD_PX above and a little air under. plotly.js draws a title of
+# more than one line 11 px higher than asked for `yanchor: "top"`: its pad is larger by that.
+LINE_PX, NOTE_LINE_PX, TITLE_PAD_PX, MULTILINE_SHIFT_PX = 21, 14, 10, 11
+PHONE_TITLE_PX = 320  # a line of a title on a 390 px phone: the chart's 358 px less the title's pad and air
 
 
 def _em(c: str) -> float:
@@ -56,6 +73,25 @@ def wrapped(text: str, max_px: float, size: float = TICK_FONT_PX) -> str:
     return "<br>".join(lines)
 
 
+def top_title(title: str, note: str | None = None, max_px: float = PHONE_TITLE_PX) -> tuple[Json, int]:
+    """A figure title (and its note in small print) wrapped to lines of `max_px`, pinned to the top
+    of the figure, and the px it takes from there (the figure's top margin holds that and what
+    stands over the plot, such as subplot titles). Plotly centres a title in the top margin
+    otherwise, where a two-line title or a note ran into subplot titles and past the figure's top."""
+    head = _wrapped_lines(title, max_px, TITLE_FONT_PX)
+    small = [] if note is None else _wrapped_lines(note, max_px, 0.7 * TITLE_FONT_PX).split("<br>")
+    lines = head.count("<br>") + 1
+    text = head + "".join(f"<br><sup>{line}</sup>" for line in small)
+    pad = TITLE_PAD_PX + (MULTILINE_SHIFT_PX if lines + len(small) > 1 else 0)
+    spec = {"text": text, "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": pad}}
+    return spec, int(TITLE_PAD_PX + LINE_PX * lines + NOTE_LINE_PX * len(small) + 6)
+
+
+def _wrapped_lines(text: str, max_px: float, size: float) -> str:
+    """`wrapped`, each of the text's own lines (<br>) apart."""
+    return "<br>".join(wrapped(line, max_px, size) for line in text.split("<br>"))
+
+
 def _breakable(text: str) -> list[str]:
     """`text` in the pieces a line may break between: a word with the space before it, or one wide character."""
     pieces: list[str] = []
@@ -81,6 +117,13 @@ def _shortened(text: str, max_px: float) -> str:
     return escape("".join(kept)) + "…"
 
 
+def stand_upright(labels: list[str]) -> bool:
+    """Whether an axis's labels stand upright: they would not fit side by side in a narrow
+    column's plot (`SIDE_BY_SIDE_PX`). Decided here, not by plotly.js after a draw: it measured
+    the labels before the page's font had come and left them level where they then overlapped."""
+    return sum(label_px(label) + 6 for label in labels) > SIDE_BY_SIDE_PX
+
+
 def _labels(axis: Json) -> list[str]:
     """The axis's tick labels: its ticktext, else its tick values as text."""
     labels = axis.get("ticktext")
@@ -94,11 +137,12 @@ def _title(axis: Json) -> str:
     return str(title.get("text") or "") if isinstance(title, dict) else str(title or "")
 
 
-def fit_margins(layout: Json) -> Json:
+def fit_margins(layout: Json, below: float = 0) -> Json:
     """`layout` (a plain dict with an `xaxis` and a `yaxis` on the left and bottom) with both
     axes' automargin off, long tick labels shortened, the x labels' angle fixed and the left and
-    bottom margins made room for the labels and the axis titles. Other margins are kept (the
-    colour bar still pushes the right margin: that costs no second draw)."""
+    bottom margins made room for the labels and the axis titles, and `below` px more under them
+    (a colour bar lying there: _base.colorbar_under). Other margins are kept (a standing colour
+    bar still pushes the right margin: that costs no second draw)."""
     x, y = dict(layout["xaxis"]), dict(layout["yaxis"])
     for axis in (x, y):
         labels = _labels(axis)
@@ -106,11 +150,51 @@ def fit_margins(layout: Json) -> Json:
             axis["ticktext"] = [_shortened(label, MAX_LABEL_PX) for label in labels]
         axis["automargin"] = False
     x_widths = [label_px(label) for label in _labels(x)]
-    upright = sum(width + 6 for width in x_widths) > SIDE_BY_SIDE_PX
+    upright = stand_upright(_labels(x))
     x["tickangle"] = 90 if upright else 0
     x_labels = max(x_widths, default=0.0) if upright else 1.4 * TICK_FONT_PX
     y_labels = max((label_px(label) for label in _labels(y)), default=0.0)
-    bottom = x_labels + TICK_ROOM_PX + (TITLE_ROOM_PX["x"] if _title(x) else 0)
+    bottom = x_labels + TICK_ROOM_PX + (TITLE_ROOM_PX["x"] if _title(x) else 0) + below
     left = y_labels + TICK_ROOM_PX + (TITLE_ROOM_PX["y"] if _title(y) else 0)
     margin = dict(layout.get("margin") or {}) | {"l": int(left + 0.5), "b": int(bottom + 0.5)}
     return layout | {"xaxis": x, "yaxis": y, "margin": margin}
+
+
+def square_fit(layout: Json, data: list[Json]) -> tuple[float, float, float] | None:
+    """How tall a figure of square maps need be at a plot width W: (margins t + b, margins l + r, k)
+    with height = t + b + k * (W - l - r); None where that is not known here (an axis plotly.js
+    sizes after a draw, a colour bar standing beside the maps). A square map (`scaleanchor`,
+    `constrain: "domain"`) fills its domain's width on a narrow screen and leaves the rest of a
+    fixed height empty (the lesson's 6 x 12 grid: 80 px of cells in a 540 px figure on a phone);
+    the page makes the figure this tall where that is less than its own height."""
+    margin = layout.get("margin") or {}
+    if any(layout[k].get("automargin") is not False for k in layout if k.startswith(("xaxis", "yaxis"))):
+        return None
+    k = 0.0
+    for trace in data:
+        if trace.get("type") != "heatmap":
+            continue
+        bar = trace.get("colorbar") or {}
+        if trace.get("showscale") is not False and bar.get("orientation") != "h":
+            return None
+        x = layout.get("xaxis" + str(trace.get("xaxis", "x"))[1:]) or {}
+        y = layout.get("yaxis" + str(trace.get("yaxis", "y"))[1:]) or {}
+        if not y.get("scaleanchor") or y.get("constrain") != "domain":
+            continue
+        shape = np.shape(trace["z"])  # (rows, cols)
+        rows, cols = _extent(y, shape[0]), _extent(x, shape[1])
+        dx, dy = _span(x.get("domain")), _span(y.get("domain"))
+        k = max(k, dx * rows / cols / dy / float(y.get("scaleratio") or 1))
+    if k == 0:
+        return None
+    return margin.get("t", 100) + margin.get("b", 80), margin.get("l", 0) + margin.get("r", 0), k
+
+
+def _extent(axis: Json, cells: int) -> float:
+    """An axis's length in data units: its range, else its heatmap's cells."""
+    lo, hi = axis.get("range") or (0, cells)
+    return abs(float(hi) - float(lo))
+
+
+def _span(domain: list[float] | None) -> float:
+    return 1.0 if not domain else float(domain[1]) - float(domain[0])

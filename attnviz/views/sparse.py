@@ -10,13 +10,15 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ._base import HEAD_COLORS, Json, escape, figure, layout_title
-from .margins import wrapped
+from .margins import top_title, wrapped
 
 __all__ = ["pattern_growth", "pattern_maps"]
 
 MAX_TICKS = 40  # token labels on a pattern's axes up to this many tokens
-PANEL_TITLE_PX = 140  # a map's title, wrapped: half of a 390 px phone's plot area
+PANEL_TITLE_PX = 130  # a map's title, wrapped: a map's width on a 390 px phone (about 140 px)
 FIGURE_TITLE_PX = 300  # the figure's title, wrapped: a 390 px phone's chart width less the room either side
+MAP_PX = 300  # a row of maps' height
+PANEL_LINE_PX = 15  # a line of a map's title (11 px font, 1.3 em apart) and a little air
 
 
 def pattern_maps(
@@ -32,18 +34,24 @@ def pattern_maps(
     n = masks[names[0]].shape[0]
     cols = min(2, len(names))
     rows = -(-len(names) // cols)
-    gap_x, gap_y = 0.1, 0.16 / rows  # the gap between two rows holds the lower map's title
-    width, height = (1 - gap_x * (cols - 1)) / cols, (1 - gap_y * (rows - 1)) / rows
+    panels = [_panel_text(masks[name], name, lang) for name in names]
+    lines = [max(text.count("<br>") + 1 for text in panels[r * cols : (r + 1) * cols]) for r in range(rows)]
+    gap_px = PANEL_LINE_PX * max(lines[1:], default=0) + 10  # between two rows: the lower maps' titles
+    plot_px = MAP_PX * rows + gap_px * (rows - 1)
+    gap_x, gap_y = 0.1, gap_px / plot_px
+    width, height = (1 - gap_x * (cols - 1)) / cols, MAP_PX / plot_px
     labels = [escape(tok) for tok in tokens] if tokens is not None and len(tokens) == n <= MAX_TICKS else None
     data: list[Json] = []
-    title_lines = 3  # a wrapped kind (up to two lines) and the count
-    layout: Json = {"height": 120 + 300 * rows, "margin": {"t": 70 + 14 * title_lines, "b": 60}, "annotations": []}
+    title, title_px = top_title(
+        t("sparse_fig.maps_title", lang, n=n), t("sparse_fig.maps_note", lang), max_px=FIGURE_TITLE_PX
+    )
+    top = title_px + PANEL_LINE_PX * lines[0]
+    layout: Json = {"height": top + 60 + plot_px, "margin": {"t": top, "b": 60}, "annotations": [], "title": title}
     for k, name in enumerate(names):
         suffix = "" if k == 0 else str(k + 1)
         row, col = divmod(k, cols)
         mask = np.asarray(masks[name], dtype=bool)
-        x0, top = col * (width + gap_x), 1 - row * (height + gap_y)
-        kept = int(mask.sum())
+        x0, row_top = col * (width + gap_x), 1 - row * (height + gap_y)
         data.append({"type": "heatmap", "z": mask.astype(np.int8), "xaxis": f"x{suffix}", "yaxis": f"y{suffix}",
                      "zmin": 0, "zmax": 1, "showscale": False, "colorscale": [[0, "rgba(0,0,0,0)"], [1, HEAD_COLORS[0]]],
                      "hovertemplate": t("sparse_fig.hover", lang, q="%{y}", k="%{x}") + "<extra></extra>"})  # fmt: skip
@@ -54,18 +62,20 @@ def pattern_maps(
         layout[f"xaxis{suffix}"] = axis | {"domain": [round(x0, 6), round(min(x0 + width, 1.0), 6)],
                                            "anchor": f"y{suffix}", "constrain": "domain", "tickangle": -90,
                                            "showticklabels": shown and k + cols >= len(names)}  # fmt: skip
-        layout[f"yaxis{suffix}"] = axis | {"domain": [round(max(top - height, 0.0), 6), round(top, 6)],
+        layout[f"yaxis{suffix}"] = axis | {"domain": [round(max(row_top - height, 0.0), 6), round(row_top, 6)],
                                            "anchor": f"x{suffix}", "autorange": "reversed", "scaleanchor": f"x{suffix}",
                                            "constrain": "domain", "showticklabels": shown and col == 0}  # fmt: skip
-        kind = wrapped(t(f"trainlab.sparse.{name}", lang), PANEL_TITLE_PX, 11)
-        text = t(
-            "sparse_fig.panel", lang, kind=kind, kept=f"{kept:,}", total=f"{n * n:,}", share=f"{kept / (n * n):.0%}"
-        )
-        layout["annotations"].append({"text": text, "xref": "paper", "yref": "paper", "x": x0 + width / 2, "y": top,
-                                      "yanchor": "bottom", "showarrow": False, "font": {"size": 11}})  # fmt: skip
-    title = wrapped(t("sparse_fig.maps_title", lang, n=n), FIGURE_TITLE_PX, 17)
-    layout["title"] = layout_title(title, wrapped(t("sparse_fig.maps_note", lang), FIGURE_TITLE_PX, 12))
+        layout["annotations"].append({"text": panels[k], "xref": "paper", "yref": "paper", "x": x0 + width / 2,
+                                      "y": row_top, "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": 11}})  # fmt: skip
     return figure(data, layout)
+
+
+def _panel_text(mask: np.ndarray, name: str, lang: str) -> str:
+    """A map's title: the pattern's name and its count of kept entries, each wrapped to `PANEL_TITLE_PX`."""
+    n, kept = mask.shape[0], int(np.count_nonzero(mask))
+    kind = wrapped(t(f"trainlab.sparse.{name}", lang), PANEL_TITLE_PX, 11)
+    text = t("sparse_fig.panel", lang, kind=kind, kept=f"{kept:,}", total=f"{n * n:,}", share=f"{kept / (n * n):.0%}")
+    return "<br>".join(wrapped(line, PANEL_TITLE_PX, 11) for line in text.split("<br>"))
 
 
 def pattern_growth(
