@@ -382,6 +382,7 @@ def head_importance(
         token_mean, sentence = _sweep(model, states, mask, rows, mode, progress, inputs, target)
     effect = sentence.reshape(L, H)
     agree = agreement(effect.ravel(), gradient.ravel())
+    measure, next_token = _named(target)
     return HeadImportance(
         effect=effect,
         token_effect=token_mean.reshape(L, H),
@@ -391,8 +392,8 @@ def head_importance(
         mode=mode,
         n_tokens=int(enc.inputs["input_ids"].shape[1]),
         capped=enc.truncated,
-        measure=_named(target)[0],
-        next_token=_named(target)[1],
+        measure=measure,
+        next_token=next_token,
     )
 
 
@@ -414,15 +415,8 @@ def pruning_curves(
     if points < 2:
         raise ValueError("points must be at least 2")
     enc, states, target = _states(model, text, max_tokens, importance.mode)
-    if (
-        int(enc.inputs["input_ids"].shape[1]) != importance.n_tokens
-        or importance.shape
-        != (
-            model.n_layers,
-            model.n_heads,
-        )
-        or importance.measure != _named(target)[0]
-    ):
+    n, shape = int(enc.inputs["input_ids"].shape[1]), (model.n_layers, model.n_heads)
+    if n != importance.n_tokens or importance.shape != shape or importance.measure != _named(target)[0]:
         raise ValueError("importance was computed for another text or model")
     total = model.n_layers * model.n_heads
     ks = np.unique(np.linspace(0, total, min(points, total + 1)).round().astype(int))
