@@ -127,7 +127,9 @@ def piece_titles(context: Ctx, loaded: Loaded, text: str, att: Attention) -> dic
     page just read them: a hover is not worth another forward pass)."""
     runner = loaded.runner
     raw = runners.peek(context, loaded, "attend", text)
-    groups = [g for g in raw.character_groups() if len(g) > 1] if isinstance(raw, Attention) else []
+    if not isinstance(raw, Attention):
+        return {}
+    groups = [g for g in raw.character_groups() if len(g) > 1]
     if not groups:
         return {}
     ids = runner.encode(text, context.max_tokens).inputs["input_ids"][0].tolist()
