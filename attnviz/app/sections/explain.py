@@ -20,6 +20,7 @@ from ...result import Attention
 from .. import charts, downloads, runners, widgets, work
 from ..runners import Loaded
 from ..state import Ctx, lang, t
+from . import decoder
 from .explorer import truncation_notice
 
 T = TypeVar("T")
@@ -29,13 +30,45 @@ STATS = ("entropy_rel", "prev", "next", "self", "cls", "sep", "punct")
 
 @dataclass
 class Subject:
-    """The sentence as the explanation methods see it (`fitted`: cut to the same tokens)."""
+    """The sentence as the explanation methods see it (`fitted`: cut to the same tokens).
+
+    `att` holds the model's own tokens: every method runs on them and returns one score a
+    position. `shown` is the one token list the page shows: `att` with a character's byte pieces
+    merged into the character (`att` itself when no character was cut); `groups[j]` are the
+    model's positions of shown token j."""
 
     loaded: Loaded
     fitted: str
     att: Attention
+    shown: Attention
     series: dict[str, np.ndarray] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    groups: list[list[int]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        merged = self.shown is not self.att
+        self.groups = self.att.character_groups() if merged else [[i] for i in range(self.att.n)]
+
+    def position(self, j: int) -> int:
+        """The model's position read for shown token j: its character's last piece, the one that
+        has read all of the character (in a decoder the earlier pieces have not), as the
+        explorer's pickers read it."""
+        return self.groups[j][-1]
+
+    def index(self, position: int) -> int:
+        """The shown token that holds the model's `position`."""
+        return next(j for j, g in enumerate(self.groups) if position in g)
+
+    def per_token(self, values: np.ndarray) -> np.ndarray:
+        """One score a position (n,) -> one a shown token (m,): summed over a character's pieces.
+        The word-level merge (Clark et al. 2019) sums what a word's pieces receive (columns) and
+        averages what they give (rows); these scores are what each token receives or adds for
+        one query, so they sum. The query row is not averaged but read at the character's last
+        piece (`position`): in a decoder the earlier pieces have not read the whole character.
+        The whole maps (contributions, minimal pair) average rows as `merge_characters` does."""
+        if self.shown is self.att:
+            return values
+        return np.array([values[g].sum() for g in self.groups])
 
 
 def analysis(context: Ctx) -> Subject | None:
@@ -47,9 +80,12 @@ def analysis(context: Ctx) -> Subject | None:
     att = runners.analyse(context, loaded, clean)
     if att is None:
         return None
+    shown = decoder.whole_characters(context, loaded, clean, att, False, False)  # the explorer's cache entry
+    if shown is not att:
+        st.caption(t("decoder.byte_pieces"))
     truncation_notice(att, context, loaded.runner)
-    widgets.show_tokens(att.tokens)
-    return Subject(loaded, loaded.runner.fit(clean, context.max_tokens), att)
+    widgets.show_tokens(shown.tokens, titles=decoder.piece_titles(context, loaded, clean, shown))  # pieces on hover
+    return Subject(loaded, loaded.runner.fit(clean, context.max_tokens), att, shown)
 
 
 def attempt(s: Subject, compute: Callable[[], T | None]) -> T | None:
@@ -58,9 +94,11 @@ def attempt(s: Subject, compute: Callable[[], T | None]) -> T | None:
 
 
 def pickers(s: Subject) -> tuple[int, int]:
-    att, session = s.att, st.session_state
+    """The query token picked from the shown list (0..m-1) as the model's position the methods
+    read (`Subject.position`), and the layer."""
+    att, session = s.shown, st.session_state
     signature = (att.text, att.model, att.n)
-    if session.get("_x_signature") != signature:
+    if session.get("_x_signature") != signature or session.get("x_query") not in range(att.n):
         session["_x_signature"] = signature
         session["x_query"] = default_focus(att, widgets.example_for(att.text))[0]
     if session.get("x_layer") not in range(att.n_layers):
@@ -69,7 +107,7 @@ def pickers(s: Subject) -> tuple[int, int]:
     a, b = st.columns(2)
     query = a.selectbox(t("explain.query"), range(att.n), key="x_query", format_func=widgets.token_format(att.tokens))
     layer = b.selectbox(t("explain.layer"), range(att.n_layers), key="x_layer", format_func=widgets.fmt_layer)
-    return int(query), int(layer)
+    return s.position(int(query)), int(layer)
 
 
 def mixing_series(context: Ctx, s: Subject, query: int, layer: int) -> None:
@@ -126,7 +164,7 @@ def attributions(context: Ctx, s: Subject, query: int) -> np.ndarray | None:
     s.series[occlusion_label(kind)] = explain.share(occlusion)
     s.series[t("explain.ixg")] = explain.share(gradient)
     if kind == "lm":  # the token whose log-probability both measure, as a literal code span
-        s.notes.append(t("aware.lm_target", token=code_span(target), query=query))
+        s.notes.append(t("aware.lm_target", token=code_span(target), query=s.index(query)))
     return occlusion
 
 
@@ -170,8 +208,9 @@ def code_span(token: str) -> str:
 
 def bars(context: Ctx, s: Subject, query: int, layer: int) -> None:
     with st.container(key="explain_bars"):
+        series = {name: s.per_token(values) for name, values in s.series.items()}
         fig = views.token_bars(
-            s.att.tokens, s.series, title=t("explain.bars_title"), highlight=query, lang=context.lang
+            s.shown.tokens, series, title=t("explain.bars_title"), highlight=s.index(query), lang=context.lang
         )
         charts.chart(fig, key="chart_explain_bars")
         for note in s.notes:
@@ -187,7 +226,7 @@ def agreement_table(s: Subject, occlusion: np.ndarray) -> None:
         for name, values in s.series.items():
             if name in (t("explain.occlusion"), t("aware.occlusion_lm")):
                 continue
-            agree = explain.agreement(values, occlusion, keep=s.att)
+            agree = explain.agreement(s.per_token(values), s.per_token(occlusion), keep=s.shown)
             rows.append(
                 {
                     t("explain.col_method"): name,
@@ -249,8 +288,12 @@ def minimal_pair(context: Ctx, s: Subject) -> None:
     ta, tb = runners.checked_text(context, text_a), runners.checked_text(context, text_b)
     att_a = runners.analyse(context, s.loaded, ta) if ta is not None else None
     att_b = runners.analyse(context, s.loaded, tb) if tb is not None else None
-    if att_a is None or att_b is None or ta is None:
+    if att_a is None or att_b is None or ta is None or tb is None:
         return
+    # the words are found in, and the table names, the tokens the page lists: whole characters
+    # (maps merged as the explorer's: columns summed over a character's pieces, rows averaged)
+    att_a = decoder.whole_characters(context, s.loaded, ta, att_a, False, False)
+    att_b = decoder.whole_characters(context, s.loaded, tb, att_b, False, False)
     q_idx = find_token(att_a.tokens, query_word)
     k_idx = [find_token(att_a.tokens, w) for w in parse_words(key_words)]
     if q_idx is None or not k_idx or any(k is None for k in k_idx):

@@ -7,15 +7,18 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 from ... import explain, views
 from ...explain import Contributions, Scoreboard
 from ...explain.removal_lm import is_lm
 from ...models import Progress
+from ...result import merge_word_matrix
 from ...views.evidence import method_label
 from .. import charts, literal, nav, widgets, work
 from ..sidebar import model_label
@@ -99,8 +102,26 @@ def contribution_section(context: Ctx, s: Subject, layer: int) -> None:
         if contrib is None:
             return
         shown = None if view == "traced" else min(layer, contrib.n_layers - 1)
-        charts.chart(views.contribution_map(contrib, shown, lang=context.lang), key="chart_contributions")
+        fig = views.contribution_map(_characters(s, contrib), shown, lang=context.lang)
+        charts.chart(fig, key="chart_contributions")
         st.caption(t(f"cx.about_{method}"))
+
+
+def _characters(s: Subject, c: Contributions) -> Contributions:
+    """`c` over the page's token list: a character's byte pieces merged as `merge_characters`
+    merges attention (what comes from a character summed over its pieces, what a character's
+    output draws averaged over its pieces: rows still sum to 1). A cut at c.n keeps the pieces
+    before it."""
+    if s.shown is s.att:
+        return c
+    groups = [kept for g in s.groups if (kept := [i for i in g if i < c.n])]
+    return replace(
+        c,
+        tokens=[s.shown.tokens[j] for j, g in enumerate(s.groups) if g[0] < c.n],
+        per_layer=merge_word_matrix(c.per_layer, groups),
+        rolled_layers=merge_word_matrix(c.rolled_layers, groups),
+        special=np.array([bool(c.special[g[0]]) for g in groups]),
+    )
 
 
 def _output_choice(s: Subject, query: int, limit: int) -> int | None:

@@ -194,7 +194,7 @@ def sink_heads(context: Ctx, s: Subject) -> None:
         for k in scores.columns:
             on = scores.heads_on(int(k))  # every head above epsilon on k (Gu et al.), not only its argmax
             row: dict[str, Any] = {
-                t("sinks.col_token"): s.att.tokens[int(k)],
+                t("sinks.col_token"): s.shown.tokens[s.index(int(k))],  # a piece named by its character
                 t("sinks.col_heads"): int(on.sum()),
                 t("sinks.col_share"): f"{scores.received[..., int(k)][on].mean():.0%}",
             }
