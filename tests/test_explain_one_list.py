@@ -100,3 +100,8 @@ def test_smollm2s_explain_page_lists_picks_and_scores_the_explorers_characters()
     np.testing.assert_allclose(
         _series(bars, i18n.t("explain.rollout", "zh")), [rollout[g].sum() for g in groups], rtol=1e-5, atol=1e-7
     )
+    # the scoreboard on the token after it names that token by the same number (1), not the
+    # model's position of the character's last piece (5)
+    _ok(at.radio(key="fx_output").set_value("token").run())
+    title = str(_chart(at, "chart_deletion")["layout"]["title"]["text"]).replace("<br>", "")
+    assert i18n.t("aware.fig_next_after", "zh", token="", i=1).strip() in title, title

@@ -67,11 +67,18 @@ def contribution_map(
     return figure([trace], fit_margins(layout, below=BAR_ROOM_PX))
 
 
-def deletion_curves(board: Scoreboard, *, highlight: str | None = None, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
+def deletion_curves(
+    board: Scoreboard,
+    *,
+    highlight: str | None = None,
+    position: int | None = None,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
     """Output change against the share of tokens removed, one line per method in its own order
     (most important first), the random orders' mean dashed grey. The higher and sooner a curve
     rises, the more its order finds what the output needs; the area is the AOPC.
-    `highlight` draws one method thicker (the best, say)."""
+    `highlight` draws one method thicker (the best, say); `position` numbers the output token
+    as the page's token list does (board.query when None)."""
     x = np.round(100 * board.fractions, 1).tolist()
     data: list[Json] = []
     hover = t("fig.hover_deletion", lang, x="%{x}", k="%{customdata}", y="%{y:.4f}")
@@ -97,7 +104,7 @@ def deletion_curves(board: Scoreboard, *, highlight: str | None = None, lang: st
             }
         )
     title, top = top_title(
-        t("fig.deletion_title", lang, output=_output_name(board, lang)),
+        t("fig.deletion_title", lang, output=_output_name(board, lang, position)),
         t("aware.fig_note_deletion_lm" if _is_lm(board) else "fig.note_deletion", lang),
     )
     layout = {
@@ -115,10 +122,10 @@ def deletion_curves(board: Scoreboard, *, highlight: str | None = None, lang: st
     return figure(data, layout)
 
 
-def layer_agreement(board: Scoreboard, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
+def layer_agreement(board: Scoreboard, *, position: int | None = None, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
     """Spearman of each whole-layer method with leave-one-out measured at each layer's output:
     left, the map traced back through that layer; right, that layer's own map. -1 to 1,
-    diverging around 0; the number is written in each cell."""
+    diverging around 0; the number is written in each cell. `position`: as deletion_curves'."""
     rows = [r for r in board.rows if r.layer_rolled is not None and r.layer_single is not None]
     if not rows:
         raise ValueError("the scoreboard has no whole-layer method to show by layer")
@@ -150,7 +157,8 @@ def layer_agreement(board: Scoreboard, *, lang: str = DEFAULT_LANGUAGE) -> go.Fi
             }
         )
     title, top = top_title(
-        t("fig.layer_agreement_title", lang, output=_output_name(board, lang)), t("fig.note_layer_agreement", lang)
+        t("fig.layer_agreement_title", lang, output=_output_name(board, lang, position)),
+        t("fig.note_layer_agreement", lang),
     )
     labels = [wrapped(label, PANEL_TITLE_PX) for *_, label in panels]
     top += PANEL_LINE_PX * max(label.count("<br>") + 1 for label in labels)
@@ -181,12 +189,13 @@ def _is_lm(board: Scoreboard) -> bool:
     return board.output != "cosine distance"
 
 
-def _output_name(board: Scoreboard, lang: str) -> str:
+def _output_name(board: Scoreboard, lang: str, position: int | None = None) -> str:
+    i = board.query if position is None else position  # the number the page's token list gives it
     if _is_lm(board):  # the token whose log-probability is scored
         token = escape(board.target)
         if board.query is None:
             return t("aware.fig_next_token", lang, token=token)
-        return t("aware.fig_next_after", lang, token=token, i=board.query)
+        return t("aware.fig_next_after", lang, token=token, i=i)
     if board.query is None:
         return t("fig.output_sentence", lang)
-    return t("fig.output_token", lang, token=escape(board.tokens[board.query]), i=board.query)
+    return t("fig.output_token", lang, token=escape(board.tokens[board.query]), i=i)

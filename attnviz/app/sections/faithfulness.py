@@ -200,7 +200,8 @@ def scoreboard_section(context: Ctx, s: Subject, query: int) -> None:
             st.caption(t("aware.fx_target", token=code_span(board.target)))
         # the table across the page (its five columns and Chinese values are not cut), the curves under it
         st.dataframe(_table(board), hide_index=True, key="table_scoreboard")
-        fig = views.deletion_curves(board, highlight=board.best, lang=context.lang)
+        position = None if board.query is None else s.index(board.query)  # numbered as the token list
+        fig = views.deletion_curves(board, highlight=board.best, position=position, lang=context.lang)
         charts.chart(fig, key="chart_deletion")
         best = board.row(board.best)
         floor = board.row("random").aopc
@@ -212,7 +213,8 @@ def scoreboard_section(context: Ctx, s: Subject, query: int) -> None:
         ranked = board.best_by_rank
         if ranked is not None and ranked != board.best:
             st.markdown(t("fx.best_rank", method=_label(ranked), rho=f"{board.row(ranked).spearman:.2f}"))
-        charts.chart(views.layer_agreement(board, lang=context.lang), key="chart_layer_agreement")
+        agreement = views.layer_agreement(board, position=position, lang=context.lang)
+        charts.chart(agreement, key="chart_layer_agreement")
         doubts()
 
 
