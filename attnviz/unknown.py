@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from .models.tokens import tokenize
+
 __all__ = ["MAX_UNKNOWN_SHARE", "Unknown", "model_for_language", "reader_for", "tokenizer_of", "unknown_tokens"]
 
 MAX_UNKNOWN_SHARE = 0.05  # above this share a model is not reading the text (the examples stay under it)
@@ -39,14 +41,7 @@ def unknown_tokens(tokenizer: Any, text: str, max_tokens: int | None = None) -> 
     """Count `text`'s unknown tokens under `tokenizer` (cut to `max_tokens` as a runner cuts)."""
     unk = getattr(tokenizer, "unk_token_id", None)
     fast = bool(getattr(tokenizer, "is_fast", False))
-    enc = tokenizer(
-        text,
-        truncation=max_tokens is not None,
-        max_length=max_tokens,
-        return_special_tokens_mask=True,
-        return_offsets_mapping=fast,
-        verbose=False,
-    )
+    enc = tokenize(tokenizer, text, max_tokens, verbose=False)
     ids, special = enc["input_ids"], enc["special_tokens_mask"]
     offsets = enc["offset_mapping"] if fast else [(0, 0)] * len(ids)
     ordinary = [(i, span) for i, span, s in zip(ids, offsets, special, strict=True) if not s]

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ..models import Runner
-from ..models.tokens import token_limit
+from ..models.tokens import count_tokens, token_limit
 from .batch import batches, encode_all, padded
 
 __all__ = ["DEFAULT_MAX_POINTS", "METHOD_LIMITS", "Atlas", "align", "atlas", "methods", "project", "query_key_vectors"]
@@ -179,7 +179,7 @@ def atlas(
     kept: list[str] = []
     points = 0
     for text in texts:
-        n = min(limit, len(runner.tokenizer(text, truncation=True, max_length=limit)["input_ids"]))
+        n = min(limit, count_tokens(runner.tokenizer, text))
         if points + 2 * n > budget and kept:
             break
         kept.append(text)

@@ -26,7 +26,15 @@ from .errors import ModelLoadError
 from .gate import ForwardGate, gate_for
 from .switching import HeadMode, head_switch, heads_by_layer, projection_parts
 from .threads import cpu_threads_for
-from .tokens import checked_text, count_tokens, readable_tokens, require_known, token_limit, token_spans, tokenize
+from .tokens import (
+    checked_text,
+    encode_counted,
+    model_inputs,
+    readable_tokens,
+    require_known,
+    token_limit,
+    token_spans,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -222,15 +230,14 @@ class RunnerBase(DecoderDefaults):
         text = checked_text(text)
         limit = token_limit(max_tokens, self.max_tokens)
         tok = self.tokenizer
-        enc = tokenize(tok, text, limit, return_tensors="pt")
-        offsets = enc.pop("offset_mapping")[0].tolist() if "offset_mapping" in enc else None
-        ids = enc["input_ids"][0].tolist()
-        special = np.array(enc.pop("special_tokens_mask")[0].tolist(), dtype=bool)
+        enc, n_input = encode_counted(tok, text, limit)  # one tokenization: the cut and the count
+        offsets = [list(span) for span in enc.offsets]
+        ids = list(enc.ids)
+        special = np.array(enc.special_tokens_mask, dtype=bool)
         require_known(ids, special)
-        n_input = count_tokens(tok, text)
-        word_ids = [-1 if w is None else int(w) for w in enc.word_ids(0)] if enc.is_fast else []
+        word_ids = [-1 if w is None else int(w) for w in enc.word_ids]
         tokens = readable_tokens(tok, ids, special, text, offsets)
-        inputs = {k: v.to(self.device) for k, v in enc.items() if isinstance(v, torch.Tensor)}
+        inputs = {k: torch.tensor([v], dtype=torch.long, device=self.device) for k, v in model_inputs(tok, enc).items()}
         return Encoded(
             inputs=inputs,
             tokens=tokens,
@@ -239,15 +246,15 @@ class RunnerBase(DecoderDefaults):
             truncated=n_input > len(ids),
             n_input_tokens=max(n_input, len(ids)),
             text=text,
-            spans=token_spans(tok, ids, text, offsets) if offsets is not None else [],
+            spans=token_spans(tok, ids, text, offsets),
         )
 
     def fit(self, text: str, max_tokens: int | None = None) -> str:
         """The prefix of `text` that `encode` keeps within `max_tokens` tokens, so a method that
         encodes the text itself sees the same tokens as the views (a notice says it was cut)."""
         limit = token_limit(max_tokens, self.max_tokens)
-        enc = self.tokenizer(text, truncation=True, max_length=limit, return_offsets_mapping=True)
-        ends = [end for _, end in enc["offset_mapping"] if end]
+        enc, _ = encode_counted(self.tokenizer, text, limit)
+        ends = [end for _, end in enc.offsets if end]
         return text[: max(ends)] if ends and max(ends) < len(text) else text
 
     def attend(self, text: str, max_tokens: int | None = None) -> Attention:

@@ -26,7 +26,15 @@ import numpy as np
 
 from ..result import Attention
 from .names import EMBEDDED_MODEL
-from .tokens import checked_text, count_tokens, readable_tokens, require_known, token_limit, tokenize
+from .tokens import (
+    checked_text,
+    encode_counted,
+    model_inputs,
+    readable_tokens,
+    require_known,
+    token_limit,
+    tokenizer_lock,
+)
 
 __all__ = ["NumpyMiniLM", "QuickEncoding", "QuickTokenizer", "embedded_folder", "erf", "gelu", "one_blas_thread"]
 
@@ -69,6 +77,8 @@ class QuickTokenizer:
     loaded on that first need by `real()`. torch is imported only for `return_tensors="pt"`."""
 
     is_fast = True
+    split_special_tokens = False  # transformers' defaults, read without loading it
+    truncation_side = "right"
 
     def __init__(self, folder: Path, real: Callable[[], Any]):
         from tokenizers import Tokenizer
@@ -105,7 +115,6 @@ class QuickTokenizer:
     ) -> None:
         self._backend = backend
         self._backend.no_padding()  # the file pads to 128: transformers turns that off per call
-        self._lock = threading.Lock()  # truncation is the backend's state: one call at a time
         self._real = real
         self.model_max_length = model_max_length
         self.model_input_names = input_names
@@ -114,24 +123,23 @@ class QuickTokenizer:
         self.pad_token_id = self._backend.token_to_id(pad)
         self.mask_token_id = None if mask is None else self._backend.token_to_id(mask)
 
+    @property
+    def backend_tokenizer(self) -> Any:
+        """The `tokenizers.Tokenizer` whose truncation a call sets (`tokens.tokenizer_lock`'s key;
+        the training lab's transformers tokenizer wraps the same one)."""
+        return self._backend
+
     def __call__(self, text: Any, *args: Any, **kwargs: Any) -> Any:
         if args or not isinstance(text, str) or not set(kwargs) <= _QUICK_KWARGS:
-            return self._real()(text, *args, **kwargs)
+            return self._handed_on(text, *args, **kwargs)
         truncate = bool(kwargs.get("truncation", False))
         limit = kwargs.get("max_length")
         if truncate and not isinstance(limit, int):  # the model's own limit: transformers decides
-            return self._real()(text, **kwargs)
-        with self._lock:
-            if truncate:
-                self._backend.enable_truncation(max_length=int(cast(int, limit)), stride=0, strategy="longest_first")
-            else:
-                self._backend.no_truncation()
-            enc = self._backend.encode(text)
-        data: dict[str, Any] = {"input_ids": enc.ids}
-        if "token_type_ids" in self.model_input_names:
-            data["token_type_ids"] = enc.type_ids
-        if kwargs.get("return_attention_mask", True) is not False:
-            data["attention_mask"] = enc.attention_mask
+            return self._handed_on(text, **kwargs)
+        enc, _ = encode_counted(self, text, int(cast(int, limit)) if truncate else None)
+        data: dict[str, Any] = dict(model_inputs(self, enc))
+        if kwargs.get("return_attention_mask", True) is False:
+            del data["attention_mask"]
         if kwargs.get("return_special_tokens_mask"):
             data["special_tokens_mask"] = enc.special_tokens_mask
         if kwargs.get("return_offsets_mapping"):
@@ -144,8 +152,14 @@ class QuickTokenizer:
         elif tensors == "np":
             data = {k: np.asarray([v], dtype=np.int64) for k, v in data.items()}
         elif tensors is not None:
-            return self._real()(text, **kwargs)
+            return self._handed_on(text, **kwargs)
         return QuickEncoding(data, list(enc.word_ids))
+
+    def _handed_on(self, *args: Any, **kwargs: Any) -> Any:
+        """The call by transformers' tokenizer, under its backend's lock (shared with other users)."""
+        real = self._real()
+        with tokenizer_lock(real):
+            return real(*args, **kwargs)
 
     def convert_ids_to_tokens(self, ids: int | list[int]) -> Any:
         if isinstance(ids, int):
@@ -157,7 +171,7 @@ class QuickTokenizer:
         return str(decoder.decode(tokens)) if decoder is not None else " ".join(tokens)
 
     def __getattr__(self, name: str) -> Any:  # anything else: transformers' tokenizer
-        if name.startswith("__") or name in ("_backend", "_lock", "_real"):
+        if name.startswith("__") or name in ("_backend", "_real"):
             raise AttributeError(name)
         return getattr(self._real(), name)
 
@@ -250,13 +264,12 @@ class NumpyMiniLM:
         text = checked_text(text)
         tok = self.tokenizer
         most = min(tok.model_max_length, self.max_positions)
-        enc = tokenize(tok, text, token_limit(max_tokens, most if limit is None else min(limit, most)))
-        ids, offsets = list(enc["input_ids"]), [list(span) for span in enc["offset_mapping"]]
-        special = np.array(enc["special_tokens_mask"], dtype=bool)
+        enc, n_input = encode_counted(tok, text, token_limit(max_tokens, most if limit is None else min(limit, most)))
+        ids, offsets = list(enc.ids), [list(span) for span in enc.offsets]
+        special = np.array(enc.special_tokens_mask, dtype=bool)
         require_known(ids, special)
-        n_input = count_tokens(tok, text)
         with one_blas_thread():
-            weights = self.attention(np.asarray(ids), np.asarray(enc["token_type_ids"]))
+            weights = self.attention(np.asarray(ids), np.asarray(enc.type_ids))
         return Attention(
             tokens=readable_tokens(tok, ids, special, text, offsets),
             weights=weights,
@@ -264,7 +277,7 @@ class NumpyMiniLM:
             device="cpu",
             truncated=n_input > len(ids),
             special=special,
-            word_ids=[-1 if w is None else int(w) for w in enc.word_ids(0)],
+            word_ids=[-1 if w is None else int(w) for w in enc.word_ids],
             text=text,
             causal=False,
             kv_heads=np.arange(self.n_heads),

@@ -15,7 +15,7 @@ import torch
 
 from ..result import Attention
 from .base import Encoded, RunnerBase, oom_note
-from .tokens import clean_text, readable_tokens, token_limit, token_spans
+from .tokens import clean_text, count_tokens, readable_tokens, token_limit, token_spans, tokenize
 
 __all__ = ["PAIR_JOIN", "attend_pair", "encode_pair"]
 
@@ -37,15 +37,7 @@ def encode_pair(model: RunnerBase, a: str, b: str, max_tokens: int | None = None
     if not a.strip() or not b.strip():
         raise ValueError("a sentence pair needs two texts: type a sentence in each box")
     limit = token_limit(max_tokens, model.max_tokens)
-    enc = tok(
-        a,
-        b,
-        truncation="longest_first",
-        max_length=limit,
-        return_special_tokens_mask=True,
-        return_offsets_mapping=True,
-        return_tensors="pt",
-    )
+    enc = tokenize(tok, a, limit, pair=b, return_tensors="pt")  # truncation=True cuts the longer text first
     ids = enc["input_ids"][0].tolist()
     special = np.array(enc.pop("special_tokens_mask")[0].tolist(), dtype=bool)
     seq = enc.sequence_ids(0)
@@ -58,7 +50,7 @@ def encode_pair(model: RunnerBase, a: str, b: str, max_tokens: int | None = None
         for s, (x, y) in zip(seq, enc.pop("offset_mapping")[0].tolist(), strict=True)
     ]
     text = a + PAIR_JOIN + b
-    n_input = len(tok(a, b, truncation=False, verbose=False, return_attention_mask=False)["input_ids"])
+    n_input = count_tokens(tok, a, b)
     return Encoded(
         inputs={k: v.to(model.device) for k, v in enc.items() if isinstance(v, torch.Tensor)},
         tokens=readable_tokens(tok, ids, special, text, [list(s) for s in spans]),

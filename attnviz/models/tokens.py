@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import re
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -13,11 +17,14 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "clean_text",
     "count_tokens",
+    "encode_counted",
+    "model_inputs",
     "model_limit",
     "readable_tokens",
     "token_limit",
     "token_spans",
     "tokenize",
+    "tokenizer_lock",
 ]
 
 DEFAULT_MAX_TOKENS = 512
@@ -54,22 +61,93 @@ def require_known(ids: list[int], special: np.ndarray) -> None:
         raise ValueError("the text has no tokens the model knows: type some words")
 
 
-def tokenize(tokenizer: Any, texts: str | list[str], limit: int, **extra: Any) -> Any:
-    """The tokenizer's encoding of one text or many, cut to `limit` tokens, with the special
-    tokens marked and (fast tokenizers) character offsets, for readable tokens and word ids."""
-    return tokenizer(
-        texts,
-        truncation=True,
-        max_length=limit,
-        return_special_tokens_mask=True,
-        return_offsets_mapping=bool(getattr(tokenizer, "is_fast", False)),
-        **extra,
-    )
+# A fast tokenizer keeps truncation and padding as state on its Rust backend: each transformers
+# __call__ sets them (`set_truncation_and_padding`), then encodes. Two threads calling one
+# tokenizer at once, one counting a whole text and one cutting it to 512, could hand the cut one
+# the whole text (7,008 tokens into a 512-position model). So every call in the package holds its
+# backend's lock (`tokenize`, `count_tokens`, `encode_counted`), and the runners' encode calls the
+# backend with the call's own limit under it: of a lock around transformers' two calls (cut and
+# count), a copy per thread (0.2-0.4 s a copy; e5-small's backend is about 230 MB) and explicit
+# limits, this costs least (bench/bench_tokenizer_race.py; bench/README.md).
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
 
 
-def count_tokens(tokenizer: Any, text: str) -> int:
-    """Tokens of the whole text, specials included, without the long-input warning."""
-    ids = tokenizer(text, truncation=False, verbose=False, return_attention_mask=False)["input_ids"]
+@contextmanager
+def tokenizer_lock(tokenizer: Any) -> Iterator[None]:
+    """Hold the lock of the object whose truncation and padding a call of `tokenizer` sets: its
+    Rust backend (`backend_tokenizer`; shared by every wrapper of it), else the tokenizer itself.
+    Reentrant: a tokenizer that hands a call on to another (the quick MiniLM's) holds both."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    owner = tokenizer if backend is None else backend
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(owner)
+        if lock is None:
+            lock = _LOCKS[owner] = threading.RLock()
+    with lock:
+        yield
+
+
+def tokenize(
+    tokenizer: Any, texts: str | list[str], limit: int | None, *, pair: str | None = None, **extra: Any
+) -> Any:
+    """The tokenizer's encoding of one text or many (or of the pair `texts`, `pair`), cut to
+    `limit` tokens (None: the whole text), with the special tokens marked and (fast tokenizers)
+    character offsets, for readable tokens and word ids. Under the tokenizer's lock."""
+    args = (texts,) if pair is None else (texts, pair)
+    with tokenizer_lock(tokenizer):
+        return tokenizer(
+            *args,
+            truncation=limit is not None,
+            max_length=limit,
+            return_special_tokens_mask=True,
+            return_offsets_mapping=bool(getattr(tokenizer, "is_fast", False)),
+            **extra,
+        )
+
+
+def encode_counted(tokenizer: Any, text: str, limit: int | None) -> tuple[Any, int]:
+    """`text`'s encoding cut to `limit` tokens (None: whole), a `tokenizers.Encoding` (ids, type
+    ids, attention mask, special-token mask, offsets, word ids, as transformers' call gives them),
+    and the whole text's token count, specials included. The backend is called as transformers
+    calls it, under its lock: the whole text once, and a text longer than `limit` once more with
+    the backend's own truncation (a cut by hand would post-process twice: RoBERTa's and the
+    byte-level processors move offsets each time)."""
+    backend = tokenizer.backend_tokenizer
+    split = bool(getattr(tokenizer, "split_special_tokens", False))
+    with tokenizer_lock(tokenizer):
+        if backend.padding is not None:
+            backend.no_padding()
+        if backend.encode_special_tokens != split:
+            backend.encode_special_tokens = split
+        if backend.truncation is not None:
+            backend.no_truncation()
+        enc = backend.encode(text)
+        n = len(enc.ids)
+        if limit is not None and n > limit:
+            side = getattr(tokenizer, "truncation_side", "right")
+            backend.enable_truncation(limit, stride=0, strategy="longest_first", direction=side)
+            enc = backend.encode(text)
+        return enc, n
+
+
+def model_inputs(tokenizer: Any, enc: Any) -> dict[str, list[int]]:
+    """The inputs a model takes of an encoding, as transformers' call returns them by default:
+    the ids, and the token types and attention mask where the tokenizer's model takes them."""
+    names = tokenizer.model_input_names
+    data = {"input_ids": enc.ids}
+    if "token_type_ids" in names:
+        data["token_type_ids"] = enc.type_ids
+    if "attention_mask" in names:
+        data["attention_mask"] = enc.attention_mask
+    return data
+
+
+def count_tokens(tokenizer: Any, text: str, pair: str | None = None) -> int:
+    """Tokens of the whole text (or pair), specials included, without the long-input warning."""
+    args = (text,) if pair is None else (text, pair)
+    with tokenizer_lock(tokenizer):
+        ids = tokenizer(*args, truncation=False, verbose=False, return_attention_mask=False)["input_ids"]
     return len(ids)
 
 
