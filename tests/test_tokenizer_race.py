@@ -135,7 +135,10 @@ def test_encodes_cut_to_different_limits_at_once_keep_their_own_limit(minilm_hf:
     assert counted == [whole] * len(counted)
 
 
-def _tokenizers(tmp_path: Path) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def tokenizers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The tokenizers the runners load: MiniLM's (transformers'), e5-small's, SmolLM2's, and a
+    byte-level BPE as RoBERTa and GPT-2 build theirs."""
     from transformers import AutoTokenizer, GPT2TokenizerFast, RobertaTokenizerFast
 
     from attnviz.models.e5 import e5_tokenizer
@@ -144,6 +147,7 @@ def _tokenizers(tmp_path: Path) -> dict[str, Any]:
 
     from .tiny_models import _byte_bpe
 
+    tmp_path = tmp_path_factory.mktemp("bpe")
     return {
         "minilm": _hf_tokenizer(),
         "e5-small": e5_tokenizer(),
@@ -167,9 +171,40 @@ def _tokenizers(tmp_path: Path) -> dict[str, Any]:
     }
 
 
-def test_one_pass_encoding_equals_transformers_own_call_for_every_kind_of_tokenizer(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["e5-small", "smollm2"])
+def test_the_other_embedded_tokenizers_count_and_cut_from_many_threads_as_from_one(
+    tokenizers: dict[str, Any], name: str
+) -> None:
+    tok = tokenizers[name]
+    texts = [words(3000, 1), "小明把书放在桌子上，因为它太重了。" * 150, *SHORT]
+    limits = [128, 512]
+    counts = {t: count_tokens(tok, t) for t in texts}
+    cuts = {(t, limit): tokenize(tok, t, limit)["input_ids"] for t in texts for limit in limits}
+    assert all(counts[t] > 512 for t in texts[:2])
+    counted: list[tuple[str, int]] = []
+    got: list[tuple[str, int, list[int]]] = []
+
+    def counter() -> None:
+        for _ in range(4):
+            counted.extend((t, count_tokens(tok, t)) for t in texts)
+
+    def cutter(limit: int) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(4):
+                got.extend((t, limit, tokenize(tok, t, limit)["input_ids"]) for t in texts)
+
+        return run
+
+    assert not in_threads([counter, counter, *(cutter(limit) for limit in limits)])
+    assert all(n == counts[t] for t, n in counted)
+    assert all(ids == cuts[t, limit] for t, limit, ids in got)
+
+
+def test_one_pass_encoding_equals_transformers_own_call_for_every_kind_of_tokenizer(
+    tokenizers: dict[str, Any],
+) -> None:
     texts = [*SHORT, words(700, 3), "  spaced   out \n line\tand [SEP] in the text 🙂 灯灯灯 ", "x"]
-    for name, tok in _tokenizers(tmp_path).items():
+    for name, tok in tokenizers.items():
         for text in texts:
             whole = len(tok(text, truncation=False, verbose=False)["input_ids"])
             for limit in (3, 5, 64, 512, None):
