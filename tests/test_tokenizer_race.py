@@ -223,3 +223,16 @@ def test_one_pass_encoding_equals_transformers_own_call_for_every_kind_of_tokeni
                 assert list(enc.special_tokens_mask) == want["special_tokens_mask"], where
                 assert [tuple(o) for o in enc.offsets] == [tuple(o) for o in want["offset_mapping"]], where
                 assert list(enc.word_ids) == want.word_ids(0), where
+
+
+@pytest.mark.slow
+def test_the_race_benchmark_prints_every_way_for_each_length() -> None:
+    from .benchrun import run_bench
+
+    table = run_bench(
+        "bench_tokenizer_race.py", "--threads", "2", "--calls", "2", "--repeats", "1", "--words", "12", "60"
+    )
+    rows = [line for line in table.splitlines() if line.startswith(("| 12 |", "| 60 |"))]
+    assert len(rows) == 2
+    assert all(all(float(cell) > 0 for cell in row.strip("| ").split(" | ")[1:]) for row in rows)
+    assert len(rows[0].strip("| ").split(" | ")) == 5  # the words, then four ways

@@ -126,7 +126,8 @@ def _load_layer(f: E5File, i: int, layer: Any) -> None:
 @lru_cache(maxsize=1)
 def e5_tokenizer() -> Any:
     """The tokenizer, built once per process and shared by every e5 runner (its unigram trie is
-    about 230 MB; a fast tokenizer is safe to share between threads)."""
+    about 230 MB, too much for a copy per thread); its truncation is state on its backend, so
+    every call holds the backend's lock (models/tokens.py)."""
     return build_tokenizer(read_file())
 
 
