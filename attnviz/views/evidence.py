@@ -15,19 +15,21 @@ from ._base import (
     DIVERGING,
     HEAD_COLORS,
     Json,
+    colorbar_under,
     escape,
     figure,
     square_map_layout,
     token_axis,
     token_map_trace,
 )
-from .margins import fit_margins, top_title, wrapped
+from .margins import fit_margins, label_px, top_title, wrapped
 
 if TYPE_CHECKING:  # the views take explain's results but do not need torch to be imported
     from ..explain import Contributions, Scoreboard
 
 RANDOM_COLOR = "#999999"
-PANEL_TITLE_PX = 120  # a panel's title in the layer agreement: half of a 390 px phone's plot, less air
+PHONE_CHART_PX = 358  # a chart's width on a 390 px phone: the layer agreement's panel titles are wrapped to it
+LEGEND_ROW_PX = 20  # a legend entry's row (12 px font)
 PANEL_LINE_PX = 15  # a line of it (12 px, 1.3 em apart) and a little air
 
 
@@ -107,17 +109,20 @@ def deletion_curves(
         t("fig.deletion_title", lang, output=_output_name(board, lang, position)),
         t("aware.fig_note_deletion_lm" if _is_lm(board) else "fig.note_deletion", lang),
     )
+    legend_px = LEGEND_ROW_PX * len(data)  # one method a row, under the axis title
     layout = {
         "title": title,
-        "margin": {"t": top},
-        "height": 360 + top,
+        "margin": {"t": top, "b": 70 + legend_px},
+        "height": 360 + top + legend_px,
         "xaxis": {"title": {"text": t("fig.removed_share", lang)}, "ticksuffix": "%", "range": [-2, 102]},
         # what the curves measure: a cosine distance (0 to 2) or a drop in log-probability (nats, unbounded)
         "yaxis": {
             "title": {"text": t("aware.fig_logprob_drop" if _is_lm(board) else "fig.output_change", lang)},
             "rangemode": "tozero",
         },
-        "legend": {"orientation": "h", "y": -0.22},
+        # one method a row at the figure's foot: a legend laid across ran, on a phone, into five rows
+        # over the x axis's title
+        "legend": {"orientation": "v", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "xanchor": "left"},
     }
     return figure(data, layout)
 
@@ -150,7 +155,7 @@ def layer_agreement(board: Scoreboard, *, position: int | None = None, lang: str
                 "zmin": -1.0,
                 "zmax": 1.0,
                 "showscale": k == 1,
-                "colorbar": {"title": {"text": "ρ"}},
+                "colorbar": colorbar_under("ρ"),  # standing, it took 80 px of a phone's width from the panels
                 "texttemplate": "%{z:.2f}",
                 "hovertemplate": t("fig.hover_layer_agreement", lang, m="%{y}", layer="%{x}", r="%{z:.3f}")
                 + "<extra></extra>",
@@ -160,9 +165,13 @@ def layer_agreement(board: Scoreboard, *, position: int | None = None, lang: str
         t("fig.layer_agreement_title", lang, output=_output_name(board, lang, position)),
         t("fig.note_layer_agreement", lang),
     )
-    labels = [wrapped(label, PANEL_TITLE_PX) for *_, label in panels]
+    # a panel is 0.47 of the plot, which a phone's chart shares with the methods' names
+    panel_px = 0.47 * (PHONE_CHART_PX - max(label_px(name) for name in names) - 24) - 8
+    labels = [wrapped(label, max(panel_px, 48)) for *_, label in panels]
     top += PANEL_LINE_PX * max(label.count("<br>") + 1 for label in labels)
-    layout: Json = {"title": title, "height": 100 + top + 42 * len(rows), "margin": {"t": top}, "annotations": []}
+    bottom = 60 + BAR_ROOM_PX  # the layer numbers and the axis title, then the colour bar
+    layout: Json = {"title": title, "height": 40 + top + bottom + 42 * len(rows), "margin": {"t": top, "b": bottom},
+                    "annotations": []}  # fmt: skip
     for k, (domain, label) in enumerate(zip(([0.0, 0.47], [0.53, 1.0]), labels, strict=True)):
         suffix = "" if k == 0 else "2"
         layout[f"xaxis{suffix}"] = {"domain": domain, "anchor": f"y{suffix}", "title": {"text": t("fig.layer", lang)}}

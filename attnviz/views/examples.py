@@ -18,12 +18,12 @@ import plotly.graph_objects as go
 from ..i18n import DEFAULT_LANGUAGE, t
 from ._base import SEQUENTIAL, figure, layout_title, token_axis
 from .evidence import method_label
-from .margins import top_title, wrapped
+from .margins import label_px, top_title, wrapped
 
 __all__ = ["EXAMPLE_HEIGHT", "method_agreement", "pattern_map", "target_map"]
 
 EXAMPLE_HEIGHT = 330  # px: the example sits on the first screen, above the controls
-AXIS_TITLE_PX = 230  # an x title's line under the bars: a 390 px phone's plot, the method names left of it
+PHONE_CHART_PX = 358  # a chart's width on a 390 px phone: its x title is wrapped to the plot that leaves
 
 
 def method_agreement(rows: Sequence[dict[str, Any]], *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
@@ -45,7 +45,8 @@ def method_agreement(rows: Sequence[dict[str, Any]], *, lang: str = DEFAULT_LANG
         "hovertemplate": t("pic.hover_agreement", lang, method="%{y}", value="%{x:.3f}") + "<extra></extra>",
     }
     title, top = top_title(t("pic.agreement_title", lang))
-    x_title = wrapped(t("pic.agreement_x", lang), AXIS_TITLE_PX, 14)  # the theme's 14 px axis titles
+    plot_px = PHONE_CHART_PX - 20 - max((label_px(name) for name in names), default=0) - 16  # less margins, names
+    x_title = wrapped(t("pic.agreement_x", lang), plot_px - 10, 14)  # the theme's 14 px axis titles, centred on it
     bottom = 22 + 18 * (x_title.count("<br>") + 1)
     layout = {
         "title": title,

@@ -94,6 +94,8 @@ def pattern_growth(
         "height": 380,
         "xaxis": {"type": "log", "title": {"text": t("sparse_fig.tokens", lang)}},
         "yaxis": {"type": "log", "title": {"text": t("sparse_fig.entries", lang)}},
-        "legend": {"orientation": "h", "y": -0.25},
+        # inside the plot's top left, which the rising lines leave empty: under it, a phone's five
+        # stacked entries ran over the x axis's title
+        "legend": {"x": 0.01, "y": 0.99, "xanchor": "left", "yanchor": "top", "bgcolor": "rgba(128,128,128,0.08)"},
     }
     return figure(data, layout)
