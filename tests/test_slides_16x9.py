@@ -15,6 +15,7 @@ from xml.etree import ElementTree
 
 import numpy as np
 import plotly.graph_objects as go
+import pytest
 from PIL import Image
 
 from attnviz import i18n, views
@@ -99,6 +100,8 @@ def _svg_texts(data: bytes) -> tuple[ElementTree.Element, str]:
     return root, " ".join(t.strip() for t in root.itertext() if t.strip())
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_slides_are_16_by_9_on_the_light_background_with_the_switches_named(session: Session) -> None:
     s = session
     s.open({"text": TEXT, "off": "1.3", "sinks": "1"})
@@ -116,6 +119,8 @@ def test_slides_are_16_by_9_on_the_light_background_with_the_switches_named(sess
     assert not s.dialogs and not s.crashed
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_slides_take_the_dark_themes_background(dark_session: Session) -> None:
     s = dark_session
     s.open({"text": TEXT})

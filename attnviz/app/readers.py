@@ -4,12 +4,16 @@ does the counting and picks each interface language's model)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
-from ..models import Runner
 from ..unknown import MAX_UNKNOWN_SHARE, reader_for, unknown_tokens
 from .state import CUSTOM, Ctx, model_options, t
 from .widgets import escape_md
+
+if TYPE_CHECKING:  # the frame imports model_label (charts' slide captions) before torch may load
+    from ..models import Runner
 
 __all__ = ["model_label", "unknown_notice"]
 
