@@ -227,8 +227,8 @@ def _referent_token(att: attnviz.Attention, word: str) -> int:
         i
         for i, tok in enumerate(att.tokens)
         if not att.special[i]
-        and (lesson._bare(tok) == word or (not word.isascii() and lesson._bare(tok) in word))
-        and lesson._bare(tok)
+        and (lesson.core._bare(tok) == word or (not word.isascii() and lesson.core._bare(tok) in word))
+        and lesson.core._bare(tok)
     )
 
 

@@ -1,4 +1,4 @@
-"""The lesson's handout (attnviz/lesson_handout.py): one self-contained page with no script and no
+"""The lesson's handout (attnviz/lesson/handout.py): one self-contained page with no script and no
 network, the visitor's figures inline, and every visitor string (sentence, tokens, answers, model)
 escaped: parsed back, a hostile sentence leaves no element, attribute or script of its own."""
 
@@ -12,7 +12,7 @@ import pytest
 import attnviz
 from attnviz import i18n
 from attnviz.lesson import STEPS, Facts, check, check_referent, find_head
-from attnviz.lesson_handout import CSP, Answer, bars_svg, distance, handout_html, percent
+from attnviz.lesson.handout import CSP, Answer, bars_svg, distance, handout_html, percent
 
 HOSTILE = [
     "[CLS]",

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from attnviz import i18n, lesson, views
-from attnviz.lesson_handout import handout_html
+from attnviz.lesson.handout import handout_html
 from attnviz.result import Attention
 from attnviz.views import grid_canvas
 

@@ -22,7 +22,7 @@ import streamlit as st
 
 from ... import explain, lesson
 from ...lesson import Facts
-from ...lesson_handout import Answer, handout_html
+from ...lesson.handout import Answer, handout_html
 from ...models import HeadMode, Progress
 from ...result import Attention
 from ...unknown import model_for_language

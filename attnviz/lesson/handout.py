@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import i18n
-from .lesson import STEPS, Facts, Verdict, step_fields
+from .. import i18n
+from .checks import Verdict, step_fields
+from .core import STEPS, Facts
 
 __all__ = ["CSP", "MAX_MAP_TOKENS", "Answer", "distance", "handout_html", "percent"]
 

@@ -1,0 +1,172 @@
+"""The lesson's checks (no streamlit): each question's answer checked against the numbers its
+picture shows (`check`), what the pronoun refers to (`check_referent`), the hint a first wrong
+answer gets (`hint`), and the fields of the steps' texts.
+
+A reading of a picture is right when it is the largest value or within a relative `TIE` of it;
+a wrong answer is met with a hint first and the right answer (the check's why) only on a
+second try, which the page counts.
+
+    verdict = check("tokens", 14, facts)
+    verdict.right, verdict.why("zh")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import i18n
+from .core import STEPS, Facts, _bare, head_name
+
+__all__ = ["TIE", "Verdict", "answer_label", "check", "check_referent", "hint", "step_fields"]
+
+# Two values within 5 % of each other (relative) look the same in a bar or a cell: either answer
+# is right. Relative, never absolute: every cosine distance of a switched-off head can be below
+# 0.01, and an absolute margin of 0.01 then made every answer right.
+TIE = 0.05
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Right or wrong, and why: a catalogue key and its fields (visitor tokens among them, so
+    whoever shows it escapes them for the place they land: `why(lang, escape)`)."""
+
+    right: bool
+    key: str
+    fields: Mapping[str, str]
+
+    def why(self, lang: str, escape: Callable[[str], str] = str) -> str:
+        return i18n.t(self.key, lang, **{name: escape(value) for name, value in self.fields.items()})
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def _near_top(values: np.ndarray, answer: int) -> bool:
+    """Whether `answer` reads as the largest of `values` in its picture: it is the largest, or
+    within a relative TIE of it (never within an absolute margin: see TIE)."""
+    flat = np.asarray(values, dtype=np.float64).ravel()
+    if not 0 <= answer < flat.size:
+        return False
+    top = float(flat.max())
+    return answer == int(np.argmax(flat)) or (top > 0 and float(flat[answer]) >= top * (1.0 - TIE))
+
+
+def check(step: str, answer: object, facts: Facts, lang: str = i18n.DEFAULT_LANGUAGE) -> Verdict:
+    """Check the visitor's answer to `step`'s question against the facts of their sentence.
+    Answers: "tokens" an int (how many tokens); "one_head" and "switch_off" a token index;
+    "all_heads" one of SAME_OPTIONS; "pronoun" a head as layer * n_heads + head; "limits" one of
+    LIMIT_OPTIONS. A reading of a picture is right when its value is within TIE of the largest."""
+    p, f = facts.pick, facts
+    q, k = f.query_token, f.key_token
+    if step == "tokens":
+        specials = sum(f.special)
+        right = isinstance(answer, (int, np.integer)) and int(answer) == f.n
+        return Verdict(
+            right, "lesson.why.tokens", {"n": str(f.n), "special": str(specials), "text": str(f.n - specials)}
+        )
+    if step == "one_head":
+        top = f.row_top
+        right = isinstance(answer, (int, np.integer)) and _near_top(f.row, int(answer))
+        fields = {"q": q, "top": f.tokens[top], "w": _pct(f.row[top]), "head": head_name(p.layer, p.head, lang)}
+        return Verdict(right, "lesson.why.one_head", fields)
+    if step == "all_heads":
+        expected = "different" if f.distinct_tops > 1 else "same"
+        fields = {"q": q, "heads": str(f.column.size), "k": str(f.distinct_tops)}
+        return Verdict(answer == expected, f"lesson.why.all_heads_{expected}", fields)
+    if step == "pronoun":
+        right = isinstance(answer, (int, np.integer)) and _near_top(f.column, int(answer))
+        fields = {
+            "q": q,
+            "k": k,
+            "head": head_name(p.layer, p.head, lang),
+            "w": _pct(p.weight),
+            "n": str(p.n),
+            "u": _pct(p.uniform),
+            "ratio": f"{p.ratio:.1f}",
+        }
+        return Verdict(right, "lesson.why.pronoun" if p.above_uniform else "lesson.why.pronoun_below", fields)
+    if step == "switch_off":
+        if f.distances is None or f.moved_most is None:
+            return Verdict(False, "lesson.why.switch_off_none", {})
+        top = f.moved_most
+        right = isinstance(answer, (int, np.integer)) and _near_top(f.distances, int(answer))
+        fields = {
+            "head": head_name(p.layer, p.head, lang),
+            "top": f.tokens[top],
+            "d": f"{f.distances[top]:.3f}",
+            "s": f"{f.sentence_distance or 0.0:.4f}",
+        }
+        return Verdict(right, "lesson.why.switch_off", fields)
+    if step == "limits":
+        norm = "—" if f.norm_row is None else _pct(f.norm_row[p.key])
+        return Verdict(answer == "mix", "lesson.why.limits", {"q": q, "k": k, "w": _pct(p.weight), "norm": norm})
+    raise ValueError(f"unknown step {step!r}; the steps are {', '.join(STEPS)}")
+
+
+def _same_word(token: str, word: str) -> bool:
+    """Whether a token names `word`: it is the word, or (outside ASCII, where XLM-R joins and
+    splits characters: 因为它, 动 + 物) holds it or is a piece of it."""
+    bare, w = _bare(token), word.strip().lower()
+    if not bare or not w:
+        return False
+    return bare == w or (not w.isascii() and (w in bare or bare in w))
+
+
+def check_referent(answer: object, tokens: Sequence[str], query: int, known: int | None) -> Verdict:
+    """Step 4's first question: what the pronoun refers to. Where the lesson knows it (`known`,
+    its own example sentence) the answer is right when it names that word; for a sentence of the
+    student's own there is nothing to check it against: their answer is the referent, taken as
+    given (a Verdict with right=True and the key "lesson.why.referent_taken")."""
+    q = tokens[query]
+    if not isinstance(answer, (int, np.integer)) or not 0 <= int(answer) < len(tokens):
+        return Verdict(False, "lesson.why.referent", {"q": q, "k": tokens[known] if known is not None else ""})
+    if known is None:
+        return Verdict(True, "lesson.why.referent_taken", {"q": q, "k": tokens[int(answer)]})
+    k = tokens[known]
+    right = int(answer) == known or _same_word(tokens[int(answer)], _bare(k))
+    return Verdict(right, "lesson.why.referent", {"q": q, "k": k})
+
+
+def hint(step: str, facts: Facts) -> Verdict:
+    """What a first wrong answer is told: where to look, without the answer (the answer comes with
+    a second wrong try, `check`'s why). `step` may be "referent" as well as one of STEPS."""
+    if step not in (*STEPS, "referent"):
+        raise ValueError(f"unknown step {step!r}")
+    fields = {"q": facts.query_token}
+    if step in ("pronoun", "switch_off", "limits"):
+        fields["k"] = facts.key_token
+    return Verdict(False, f"lesson.hint.{step}", fields)
+
+
+def step_fields(facts: Facts, lang: str) -> dict[str, str]:
+    """The fields of the steps' texts (what to look for, the questions): the query and key
+    tokens (visitor text: escape them where they land), the head, n and the uniform line."""
+    p = facts.pick
+    return {
+        "q": facts.query_token,
+        "k": facts.key_token,
+        "head": head_name(p.layer, p.head, lang),
+        "n": str(p.n),
+        "u": _pct(p.uniform),
+        "w": _pct(p.weight),
+        "layer": str(p.layer),
+        "heads": str(facts.column.size),
+        "above": str(facts.heads_above),
+        "below": str(facts.column.size - facts.heads_above),
+    }
+
+
+def answer_label(step: str, value: object, facts: Facts, lang: str) -> str:
+    """An answer as the visitor saw it on the page (a token as "8: 因为它", as the app's pickers)."""
+    if step in ("one_head", "switch_off") and isinstance(value, (int, np.integer)) and 0 <= value < facts.n:
+        return f"{int(value)}: {facts.tokens[int(value)]}"
+    if step == "pronoun" and isinstance(value, (int, np.integer)):
+        layer, head = divmod(int(value), facts.column.shape[1])
+        return head_name(layer, head, lang)
+    if step in ("all_heads", "limits"):
+        return i18n.t(f"lesson.opt.{value}", lang)
+    return str(value)

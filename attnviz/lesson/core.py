@@ -1,0 +1,238 @@
+"""The guided lesson's core (no streamlit): its steps, the pronoun it follows, the referent the
+lesson knows (its own example sentences), the heads it shows, and the facts its questions are
+checked against (`Facts`); the checks are in lesson/checks.py, the handout in lesson/handout.py.
+
+XLM-R's vocabulary (e5-small) joins characters: 因为它 ("because it") is one token, so a word is
+found as the token that is it or, for a word outside ASCII, the token that contains it
+(`find_word`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import i18n
+from ..result import Attention
+
+__all__ = [
+    "LIMIT_OPTIONS",
+    "PRONOUNS",
+    "SAME_OPTIONS",
+    "STEPS",
+    "Facts",
+    "HeadPick",
+    "find_head",
+    "find_pronoun",
+    "find_word",
+    "head_name",
+    "known_referent",
+    "lesson_query",
+    "look_head",
+    "referent_choices",
+]
+
+STEPS = ("tokens", "one_head", "all_heads", "pronoun", "switch_off", "limits")
+PRONOUNS: dict[str, tuple[str, ...]] = {
+    "en": ("it", "he", "she", "they", "him", "her", "them", "its", "his", "their"),
+    "zh": ("它们", "他们", "她们", "它", "他", "她"),
+}
+SAME_OPTIONS = ("same", "different")  # step 3: do all heads look at the same tokens?
+LIMIT_OPTIONS = ("proof", "mix", "nothing")  # step 6: what a weight of the head shows
+_MARKS = ("##", "▁", "Ġ", "Ċ")  # word-piece and SentencePiece marks on a token
+
+
+def _bare(token: str) -> str:
+    """A token without its word-piece marks, lower case."""
+    text = token.strip()
+    for mark in _MARKS:
+        text = text.replace(mark, "")
+    return text.lower()
+
+
+def find_word(tokens: list[str], word: str, special: np.ndarray | None = None, start: int = 0) -> int | None:
+    """Index of the first ordinary token at or after `start` that is `word` (case-insensitive,
+    word-piece marks ignored), or shows it as unknown ("[UNK]:它"); failing that, for a word with
+    characters outside ASCII, the first token that contains it (XLM-R's 因为它 holds 它)."""
+    w = word.strip().lower()
+    if not w:
+        return None
+    ordinary = [i for i in range(max(start, 0), len(tokens)) if special is None or not special[i]]
+    for i in ordinary:
+        bare = _bare(tokens[i])
+        if bare == w or tokens[i].lower().endswith(":" + w):
+            return i
+    if w.isascii():
+        return None  # "it" inside "with" is not the word "it"
+    return next((i for i in ordinary if w in _bare(tokens[i])), None)
+
+
+def find_pronoun(att: Attention, lang: str) -> int | None:
+    """The first pronoun of the sentence (the language's list, longest first), or None."""
+    found = [find_word(att.tokens, p, att.special) for p in PRONOUNS.get(lang, PRONOUNS["en"])]
+    hits = [i for i in found if i is not None]
+    return min(hits) if hits else None
+
+
+def _is_word(token: str) -> bool:
+    return any(ch.isalnum() for ch in _bare(token))
+
+
+def _words(att: Attention) -> list[int]:
+    words = [i for i in range(att.n) if not att.special[i] and _is_word(att.tokens[i])]
+    return words or [i for i in range(att.n) if not att.special[i]] or list(range(att.n))
+
+
+def lesson_query(att: Attention, lang: str) -> tuple[int, bool]:
+    """(query, pronoun_found): the token the lesson follows, the first pronoun, else the last word."""
+    pronoun = find_pronoun(att, lang)
+    return (_words(att)[-1], False) if pronoun is None else (pronoun, True)
+
+
+def referent_choices(att: Attention, query: int) -> list[int]:
+    """The tokens a student may name as what the query refers to: every word but the query, in
+    the order of the sentence (a pronoun may point forward: "When she came, Mary…")."""
+    return [i for i in _words(att) if i != query] or [i for i in range(att.n) if i != query] or [query]
+
+
+def known_referent(att: Attention, lang: str, text: str) -> int | None:
+    """The token of what the pronoun refers to, where the lesson knows it: the sentence is one of
+    the language's example sentences of the pronoun family ("…because it was tired": the animal),
+    whose key word names the referent. None for any other sentence: the student says it."""
+    example = i18n.example_for(text, lang)
+    coref = {s["id"] for fam in i18n.examples(lang)["families"] if fam["id"] == "coref" for s in fam["sentences"]}
+    if example is None or example["id"] not in coref:
+        return None
+    return find_word(att.tokens, str(example["key"]), att.special)
+
+
+@dataclass(frozen=True)
+class HeadPick:
+    """The head the lesson points to: the one whose row for `query` puts the most weight on `key`."""
+
+    layer: int
+    head: int
+    query: int
+    key: int
+    weight: float  # weights[layer, head, query, key]
+    n: int
+
+    @property
+    def uniform(self) -> float:
+        """What a head that looks everywhere equally gives each token: 1/n."""
+        return 1.0 / self.n
+
+    @property
+    def ratio(self) -> float:
+        return self.weight * self.n
+
+    @property
+    def above_uniform(self) -> bool:
+        return self.weight > self.uniform
+
+
+def find_head(att: Attention, query: int, key: int) -> HeadPick:
+    """The (layer, head) whose row for `query` puts the most weight on `key` (the first such
+    head, layer by layer, on a tie)."""
+    if not (0 <= query < att.n and 0 <= key < att.n):
+        raise IndexError(f"query {query} / key {key} outside 0..{att.n - 1}")
+    column = np.asarray(att.weights[:, :, query, key], dtype=np.float64)  # (L, H)
+    flat = int(np.argmax(column))
+    layer, head = divmod(flat, att.n_heads)
+    return HeadPick(int(layer), int(head), query, key, float(column[layer, head]), att.n)
+
+
+def look_head(att: Attention, query: int) -> HeadPick:
+    """The head steps 2 and 3 show, chosen without any referent: the one whose row for `query`
+    puts the largest single weight on an ordinary token other than the query itself (a head that
+    plainly looks somewhere); its `key` is that token."""
+    if not 0 <= query < att.n:
+        raise IndexError(f"query {query} outside 0..{att.n - 1}")
+    others = (
+        [i for i in range(att.n) if i != query and not att.special[i]]
+        or [i for i in range(att.n) if i != query]
+        or [query]
+    )
+    rows = np.asarray(att.weights[:, :, query, :], dtype=np.float64)[:, :, others]  # (L, H, m)
+    best = rows.max(axis=-1)  # (L, H)
+    layer, head = divmod(int(np.argmax(best)), att.n_heads)
+    key = others[int(np.argmax(rows[layer, head]))]
+    return HeadPick(int(layer), int(head), query, key, float(att.weights[layer, head, query, key]), att.n)
+
+
+def head_name(layer: int, head: int, lang: str) -> str:
+    """A head as every view labels it (the same words as the charts' axes)."""
+    return i18n.t("fig.layer_head", lang, layer=layer, head=head)
+
+
+@dataclass(frozen=True, eq=False)
+class Facts:
+    """What the lesson's questions are checked against, all from the visitor's sentence."""
+
+    tokens: tuple[str, ...]
+    special: tuple[bool, ...]
+    pick: HeadPick
+    head_map: np.ndarray  # (n, n) the picked head's map
+    row: np.ndarray  # (n,) the picked head's row for the query
+    column: np.ndarray  # (L, H) every head's weight from the query to the key
+    tops: np.ndarray  # (L, H) int: the token each head's row for the query weighs most
+    top_weights: np.ndarray  # (L, H) that largest weight
+    distances: np.ndarray | None = None  # (n,) final-state cosine distances with the picked head off
+    sentence_distance: float | None = None
+    norm_row: np.ndarray | None = None  # (n,) the picked head's norm-based row, summing to 1
+
+    @classmethod
+    def of(
+        cls,
+        att: Attention,
+        pick: HeadPick,
+        *,
+        distances: np.ndarray | None = None,
+        sentence_distance: float | None = None,
+        norm_row: np.ndarray | None = None,
+    ) -> Facts:
+        rows = np.asarray(att.weights[:, :, pick.query, :], dtype=np.float64)  # (L, H, n)
+        return cls(
+            tokens=tuple(att.tokens),
+            special=tuple(bool(s) for s in att.special),
+            pick=pick,
+            head_map=np.asarray(att.weights[pick.layer, pick.head], dtype=np.float64),
+            row=rows[pick.layer, pick.head].copy(),
+            column=rows[:, :, pick.key].copy(),
+            tops=rows.argmax(axis=-1),
+            top_weights=rows.max(axis=-1),
+            distances=None if distances is None else np.asarray(distances, dtype=np.float64),
+            sentence_distance=sentence_distance,
+            norm_row=None if norm_row is None else np.asarray(norm_row, dtype=np.float64),
+        )
+
+    @property
+    def n(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def query_token(self) -> str:
+        return self.tokens[self.pick.query]
+
+    @property
+    def key_token(self) -> str:
+        return self.tokens[self.pick.key]
+
+    @property
+    def row_top(self) -> int:
+        return int(np.argmax(self.row))
+
+    @property
+    def distinct_tops(self) -> int:
+        return len(set(self.tops.ravel().tolist()))
+
+    @property
+    def heads_above(self) -> int:
+        """How many heads give the key more than 1/n from the query (a head that looks everywhere
+        equally gives exactly 1/n)."""
+        return int(np.count_nonzero(self.column > self.pick.uniform))
+
+    @property
+    def moved_most(self) -> int | None:
+        return None if self.distances is None else int(np.argmax(self.distances))
