@@ -16,7 +16,7 @@ from streamlit.runtime.state import query_params as st_query_params
 from streamlit.testing.v1 import AppTest, local_script_runner
 
 from attnviz import i18n
-from attnviz.app import client_guard, urls
+from attnviz.app import client_guard, link_refusals, urls
 from attnviz.config import DEFAULT_MAX_CHARS, settings_from_env
 
 APP = str(Path(__file__).resolve().parent / "app_entry.py")
@@ -67,13 +67,13 @@ def test_a_text_over_the_limit_is_refused_with_its_length_and_an_empty_one_as_em
         params = _as_streamlit_reads(_browser_query(text="猫" * length))
         link = urls.parse_link(params, DEFAULT_MAX_CHARS)
         assert (link.text, link.problems, link.text_chars) == (None, ("text",), length)
-        said = urls.text_refusal(link, DEFAULT_MAX_CHARS, "en")
+        said = link_refusals.text_refusal(link, DEFAULT_MAX_CHARS, "en")
         assert said == i18n.t("links.text_long", "en", n=f"{length:,}", limit=f"{DEFAULT_MAX_CHARS:,}")
-        assert f"{length:,}" in urls.text_refusal(link, DEFAULT_MAX_CHARS, "zh")
+        assert f"{length:,}" in link_refusals.text_refusal(link, DEFAULT_MAX_CHARS, "zh")
     for empty in ("", "   "):
         link = urls.parse_link(_as_streamlit_reads(_browser_query(text=empty)), DEFAULT_MAX_CHARS)
         assert (link.text, link.problems, link.text_chars) == (None, ("text",), 0)
-        assert urls.text_refusal(link, DEFAULT_MAX_CHARS, "zh") == i18n.t("links.text_empty", "zh")
+        assert link_refusals.text_refusal(link, DEFAULT_MAX_CHARS, "zh") == i18n.t("links.text_empty", "zh")
 
 
 def test_what_a_hostile_url_leaves_the_server_is_bounded() -> None:
@@ -121,7 +121,7 @@ def test_every_value_the_page_drops_is_named_with_why() -> None:
     link = urls.parse_link(params, DEFAULT_MAX_CHARS)
     unused = urls.unused_params(params, link)
     assert unused == ["off", "layer", "head", "lang", "sinks", "q", "junk"]
-    said = urls.removed_names(params, unused, "en")
+    said = link_refusals.removed_names(params, unused, "en")
     assert said.split("; ") == [
         "off (83,000 characters, at most 4,096)",
         "layer (not a whole number of at most 3 digits)",
@@ -131,9 +131,9 @@ def test_every_value_the_page_drops_is_named_with_why() -> None:
         "q (q and k only come together)",
         i18n.t("links.others", "en", n=1),
     ]
-    assert urls.removed_names(params, unused, "zh").startswith("off（83,000 个字符，最多 4,096 个）；")
+    assert link_refusals.removed_names(params, unused, "zh").startswith("off（83,000 个字符，最多 4,096 个）；")
     many = {"off": "_".join(f"{i // 10}.{i % 10}" for i in range(600))}  # 600 heads in 2,899 characters
-    assert urls.removed_names(many, ["off"], "en") == "off (600 heads, at most 512)"
+    assert link_refusals.removed_names(many, ["off"], "en") == "off (600 heads, at most 512)"
 
 
 # --- the app, through AppTest ---------------------------------------------------------------

@@ -25,7 +25,7 @@ import streamlit as st
 from .. import i18n
 from ..config import Settings
 from ..unknown import model_for_language
-from . import urls
+from . import link_refusals, urls
 
 __all__ = [
     "ABLATION_CLICK",
@@ -236,7 +236,7 @@ def _first_load(settings: Settings) -> None:
     session["max_tokens"] = settings.max_tokens
     notices: list[tuple[str, str]] = []
     if "text" in link.problems:
-        notices.append((urls.text_refusal(link, settings.max_chars, language), ""))
+        notices.append((link_refusals.text_refusal(link, settings.max_chars, language), ""))
     if "model" in link.problems:
         notices.append((i18n.t("err.model_not_allowed", language), i18n.t("err.bad_model_name", language)))
     if link.model:
@@ -258,7 +258,7 @@ def _drop_unused(link: urls.Link, language: str, notices: list[tuple[str, str]])
     unused = urls.unused_params(params, link)
     for key in unused:
         del st.query_params[key]
-    if names := urls.removed_names(params, unused, language):
+    if names := link_refusals.removed_names(params, unused, language):
         notices.append((i18n.t("links.removed", language, names=names), ""))
 
 
