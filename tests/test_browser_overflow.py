@@ -2,8 +2,8 @@
 as chromium lays it out: no block wider than its box unless it is meant to scroll, no table
 past the screen's right edge outside a scroller, no text box (the token box, Markdown) over a
 chart, no chart toolbar over a heading, no Plotly title or tick label cut or overlapping another,
-square maps' colour bars beside their map, and on a phone the first picture on the first screen
-and the lesson's all-heads grid in a figure no taller than what it draws. The explorer is also
+square maps' colour bars beside their map or lying under it, and on a phone the first picture on
+the first screen and the lesson's all-heads grid in a figure no taller than what it draws. The explorer is also
 checked at 512 tokens (the token box scrolls in its own bounded box).
 
 Cost: one browser; a phone context and a desktop one; each page visited once per language and
@@ -145,7 +145,13 @@ PROBLEMS_JS = r"""() => {
       if (!ya || !xa || !(ya.scaleanchor || xa.scaleanchor)) continue;
       const bar = gd.querySelector('.colorbar'), plot = svg.getBoundingClientRect();
       if (!bar) continue;
-      const gap = bar.getBoundingClientRect().left - (plot.left + xa._offset + xa._length);
+      const b = bar.getBoundingClientRect(), left = plot.left + xa._offset, right = left + xa._length;
+      if (trace.colorbar && trace.colorbar.orientation === 'h') {  // lying under the map: across it, near its foot
+        const centre = (b.left + b.right) / 2, below = b.top - (plot.top + ya._offset + ya._length);
+        if (centre < left || centre > right || below > 200) out.push(key(gd) + `colour bar not under its square map (${Math.round(below)} px below)`);
+        continue;
+      }
+      const gap = b.left - right;
       if (gap > 60) out.push(key(gd) + `colour bar ${Math.round(gap)} px from its square map`);
     }
   }
