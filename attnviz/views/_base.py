@@ -115,22 +115,6 @@ def map_height(n: int) -> int:
     return int(np.clip(260 + 16 * n, 460, 860))
 
 
-def square_map_layout(title: str, note: str | None, n: int, axis: Json, x_title: str, y_title: str) -> Json:
-    """The layout of an n x n token map: square cells, rows top down, height growing with n; its
-    title and note wrapped to a phone's width and pinned to the top (`margins.top_title`)."""
-    from .margins import top_title  # margins imports this module
-
-    heading, top = top_title(title, note)
-    return {
-        "title": heading,
-        "margin": {"t": top},
-        "height": map_height(n),
-        "xaxis": axis | {"title": {"text": x_title}, "constrain": "domain"},
-        "yaxis": axis
-        | {"title": {"text": y_title}, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
-    }
-
-
 def escape(token: str) -> str:
     """A token as Plotly text: Plotly reads "<s>" as markup, and tokens are whatever a visitor typed."""
     return token.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -18,11 +18,10 @@ from ._base import (
     colorbar_under,
     escape,
     figure,
-    square_map_layout,
     token_axis,
     token_map_trace,
 )
-from .margins import fit_margins, label_px, top_title, wrapped
+from .margins import fit_margins, label_px, square_map_layout, top_title, wrapped
 
 if TYPE_CHECKING:  # the views take explain's results but do not need torch to be imported
     from ..explain import Contributions, Scoreboard

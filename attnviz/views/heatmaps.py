@@ -16,12 +16,11 @@ from ._base import (
     colour,
     figure,
     layout_title,
-    square_map_layout,
     token_axis,
     token_map_trace,
     which_head,
 )
-from .margins import fit_margins, stand_upright
+from .margins import fit_margins, square_map_layout, stand_upright
 
 MASKED_BELOW = -1e4  # matrix: scores at or below this were masked (HF used -10000, others -1e9 or -inf)
 

@@ -19,7 +19,7 @@ import unicodedata
 
 import numpy as np
 
-from ._base import Json, escape
+from ._base import Json, escape, map_height
 
 __all__ = [
     "MAX_LABEL_PX",
@@ -27,6 +27,7 @@ __all__ = [
     "fit_margins",
     "label_px",
     "square_fit",
+    "square_map_layout",
     "stand_upright",
     "top_title",
     "wrapped",
@@ -198,3 +199,17 @@ def _extent(axis: Json, cells: int) -> float:
 
 def _span(domain: list[float] | None) -> float:
     return 1.0 if not domain else float(domain[1]) - float(domain[0])
+
+
+def square_map_layout(title: str, note: str | None, n: int, axis: Json, x_title: str, y_title: str) -> Json:
+    """The layout of an n x n token map: square cells, rows top down, height growing with n; its
+    title and note wrapped to a phone's width and pinned to the top (`margins.top_title`)."""
+    heading, top = top_title(title, note)
+    return {
+        "title": heading,
+        "margin": {"t": top},
+        "height": map_height(n),
+        "xaxis": axis | {"title": {"text": x_title}, "constrain": "domain"},
+        "yaxis": axis
+        | {"title": {"text": y_title}, "autorange": "reversed", "scaleanchor": "x", "constrain": "domain"},
+    }
