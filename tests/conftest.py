@@ -97,6 +97,14 @@ SENTENCES = [
 ]
 
 
+@pytest.fixture
+def local_deployment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local deployment (no demo caps, every model offered, the default limits) whatever the
+    environment says: the AppTest modules take it with `pytest.mark.usefixtures`."""
+    for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS"):
+        monkeypatch.delenv(key, raising=False)
+
+
 @pytest.fixture(scope="session")
 def minilm() -> attnviz.PretrainedModel:
     return attnviz.load_model("minilm", device="cpu")

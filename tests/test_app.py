@@ -26,14 +26,7 @@ TIMEOUT = 180  # the first run loads the model (about 5 s on 2 cores); explanati
 
 # About 30 s for the file on 2 cores. Streamlit logs "missing ScriptRunContext" when AppTest reads
 # session state from the test thread: a log line, not a warning, so nothing is filtered here.
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(autouse=True)
-def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A local deployment unless a test says otherwise."""
-    for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS"):
-        monkeypatch.delenv(key, raising=False)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_deployment")]
 
 
 def _app(**query: str) -> AppTest:

@@ -9,13 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from .test_app import APP, TIMEOUT, _app, _array, _chart, _lab, _messages, _ok
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(autouse=True)
-def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS"):
-        monkeypatch.delenv(key, raising=False)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_deployment")]
 
 
 def _page(page: str, **query: str) -> AppTest:

@@ -18,19 +18,13 @@ from attnviz.app.widgets import MEAN_LABEL
 from .test_app import _ok
 from .test_defects import english_in
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_deployment")]
 
 APP = str(Path(__file__).resolve().parent / "app_entry.py")
 TIMEOUT = 300
 TEXT = "春天山上有花。"
 # Bilingual on purpose: the language switch (each language in its own words) and the mean-of-heads option.
 BILINGUAL = {"Language / 语言", MEAN_LABEL, *LANGUAGE_NAMES.values()}
-
-
-@pytest.fixture(autouse=True)
-def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS"):
-        monkeypatch.delenv(key, raising=False)
 
 
 def _shown(at: AppTest) -> tuple[list[str], list[Any]]:

@@ -106,10 +106,7 @@ def test_unknown_tokens_and_the_model_that_reads_the_text() -> None:
 # --- the app ----------------------------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS"):
-        monkeypatch.delenv(key, raising=False)
+pytestmark = pytest.mark.usefixtures("local_deployment")
 
 
 def _app(**query: str) -> AppTest:

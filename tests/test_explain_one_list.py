@@ -20,13 +20,7 @@ TIMEOUT = 300
 SENTENCE = "灯塔很亮。"  # 5 characters, 11 tokens of SmolLM2: 灯 and 塔 in 3 byte pieces, 很 and 亮 in 2
 PIECE = "\u2039"  # '‹', the mark of a byte piece's own label in att.tokens ('‹灯 1/3›')
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(autouse=True)
-def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS"):
-        monkeypatch.delenv(key, raising=False)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_deployment")]
 
 
 def _token_list(at: AppTest) -> tuple[str, list[str]]:

@@ -18,9 +18,9 @@ from attnviz.app.sections import cross, flash, lab, sparse
 from attnviz.app.state import LAB_SECTIONS
 
 from .test_app import APP, TIMEOUT, _lab, _ok
-from .test_lazyviews import _deployment, spy_on  # noqa: F401 (_deployment: an autouse fixture)
+from .test_lazyviews import spy_on
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_deployment")]
 
 # Each expander's key, its title (its label), the section function it runs, and a chart it draws.
 SECTIONS = {

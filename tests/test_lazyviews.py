@@ -26,10 +26,7 @@ LAZY_CHARTS = {"chart_head_view", "chart_graph"}
 LAZY_WIDGETS = ("hv_heads", "highlight", "threshold")  # what only the two views draw
 
 
-@pytest.fixture(autouse=True)
-def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS"):
-        monkeypatch.delenv(key, raising=False)
+pytestmark = pytest.mark.usefixtures("local_deployment")
 
 
 def spy_on(monkeypatch: pytest.MonkeyPatch, targets: dict[str, tuple[object, str]]) -> Counter[str]:

@@ -31,10 +31,7 @@ HOSTILE = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS"):
-        monkeypatch.delenv(key, raising=False)
+pytestmark = pytest.mark.usefixtures("local_deployment")
 
 
 @pytest.mark.parametrize("text", HOSTILE)

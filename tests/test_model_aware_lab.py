@@ -18,13 +18,7 @@ from .test_app import _array, _chart, _messages, _ok, _open_lab
 from .test_model_aware import SHORT, _app
 from .tiny_llama import build_llama
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(autouse=True)
-def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS"):
-        monkeypatch.delenv(key, raising=False)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_deployment")]
 
 
 @pytest.fixture(scope="module")

@@ -19,13 +19,7 @@ APP = str(Path(__file__).resolve().parent / "app_entry.py")
 TIMEOUT = 240
 TEXT = "The animal didn't cross the street because it was too tired."
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(autouse=True)
-def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS"):
-        monkeypatch.delenv(key, raising=False)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_deployment")]
 
 
 def _app(**query: str) -> AppTest:

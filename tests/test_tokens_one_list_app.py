@@ -22,13 +22,7 @@ TIMEOUT = 300
 XIAOMING = "小明把书还给了老师，因为他已经读完了。"
 ANIMAL = "动物没有过马路，因为它太累了。"
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(autouse=True)
-def _deployment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS"):
-        monkeypatch.delenv(key, raising=False)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_deployment")]
 
 
 def _app(**query: str) -> AppTest:
