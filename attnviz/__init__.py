@@ -16,7 +16,7 @@ from .models.tokens import DEFAULT_MAX_TOKENS
 from .result import Attention
 
 if TYPE_CHECKING:
-    from .embedding import embed
+    from .explain.removal import embed
     from .long import LongAttention, attend_long
     from .models import ModelLoadError, PretrainedModel, Runner, ScratchModel, load_model, resolve_device
     from .nextword import predict
@@ -54,7 +54,7 @@ def __getattr__(name: str) -> object:
         globals()[name] = value
         return value
     if name == "embed":
-        from .embedding import embed
+        from .explain.removal import embed
 
         globals()[name] = embed
         return embed

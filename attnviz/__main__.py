@@ -68,7 +68,7 @@ def to_json(att: Attention) -> dict[str, object]:
 
 
 # subcommand -> module with main(argv) -> int, imported only when asked for (Ray, training code)
-SUBCOMMANDS = {"corpus": "attnviz.corpus.cli", "evidence": "attnviz.evidence", "train": "attnviz.training.cli"}
+SUBCOMMANDS = {"corpus": "attnviz.corpus.cli", "evidence": "attnviz.explain.cli", "train": "attnviz.training.cli"}
 SUBCOMMANDS["long"] = "attnviz.long.cli"  # issue 20: attention of a long text, every head
 
 

@@ -22,8 +22,8 @@ from attnviz.models.huggingface import PretrainedModel
 from attnviz.models.loading import _load_hf, embedded_model_dir
 from attnviz.models.minilm_quick import QuickMiniLM
 from attnviz.models.tokens import count_tokens
+from attnviz.models.unknown_tokens import unknown_tokens
 from attnviz.result import Attention
-from attnviz.unknown import unknown_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 LONG = " ".join(f"word{i % 97} and the trophy, café {i}" for i in range(200))  # far past 512 tokens
@@ -152,7 +152,7 @@ PROBE = textwrap.dedent(
     from attnviz.app.sections.ablation import _supported
     from attnviz.config import Settings
     from attnviz import views
-    from attnviz.unknown import unknown_tokens
+    from attnviz.models.unknown_tokens import unknown_tokens
     import plotly.io as pio
 
     warmup.start(Settings())

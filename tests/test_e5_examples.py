@@ -15,7 +15,13 @@ import attnviz
 from attnviz import i18n
 from attnviz.app import literal
 from attnviz.models import Runner
-from attnviz.unknown import MAX_UNKNOWN_SHARE, model_for_language, reader_for, tokenizer_of, unknown_tokens
+from attnviz.models.unknown_tokens import (
+    MAX_UNKNOWN_SHARE,
+    model_for_language,
+    reader_for,
+    tokenizer_of,
+    unknown_tokens,
+)
 
 APP = str(Path(__file__).resolve().parent / "app_entry.py")
 TIRED_ZH = "动物没有过马路，它太累了。"

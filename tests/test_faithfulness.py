@@ -254,11 +254,11 @@ def test_bundled_chinese_sentences_use_characters_the_model_knows(minilm: Pretra
 def _loaded_once(minilm: PretrainedModel, monkeypatch: pytest.MonkeyPatch) -> None:
     """The command line loads its model by name; here it gets the session's copy (the loading
     itself is tested in tests/test_cli.py)."""
-    monkeypatch.setattr("attnviz.evidence.load_model", lambda name, device="auto": minilm)
+    monkeypatch.setattr("attnviz.explain.cli.load_model", lambda name, device="auto": minilm)
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    from attnviz.evidence import main
+    from attnviz.explain.cli import main
 
     code = main(list(argv))
     out, err = capsys.readouterr()

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import attnviz.lab
-from attnviz.flash import flash_attention
+from attnviz.lab.flash import flash_attention
 
 
 def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, allowed: np.ndarray | None = None) -> np.ndarray:

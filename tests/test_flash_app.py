@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from attnviz.app.sections.flash import bench_rows
-from attnviz.flash import flash_attention
+from attnviz.lab.flash import flash_attention
 from attnviz.views.flash import plain_attention, random_example, result_pair, step_rows, tile_grid
 
 from .test_app import _app, _array, _chart, _lab, _ok

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from attnviz import hub
+from attnviz.models import hub
 
 from .browser import free_port
 from .tiny_models import build

@@ -92,7 +92,7 @@ def test_the_sinks_command_takes_its_norms_from_the_attentions_pass() -> None:
     """`attnviz evidence TEXT --sinks` (evidence.sink_heads): the same heads, shares and value
     norm ratios as the norms of a second forward on transformers' model give, and the embedded
     MiniLM never loads that model for it (5.1 -> 2.1 s a command)."""
-    from attnviz.evidence import sink_heads
+    from attnviz.explain.cli import sink_heads
 
     quick = load_model(EMBEDDED_MODEL, "cpu")
     assert isinstance(quick, QuickMiniLM)

@@ -13,10 +13,10 @@ import pytest
 
 import attnviz
 from attnviz import explain, views
-from attnviz.flash import flash_attention
 from attnviz.i18n import t
+from attnviz.lab.flash import flash_attention
+from attnviz.lab.sparse import KINDS, sparse_mask
 from attnviz.result import Attention
-from attnviz.sparse import KINDS, sparse_mask
 from attnviz.views import margins
 from attnviz.views._base import BAR_ROOM_PX
 from attnviz.views.flash import random_example, result_pair, tile_grid

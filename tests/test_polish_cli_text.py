@@ -12,7 +12,7 @@ from attnviz import PretrainedModel
 from attnviz.__main__ import main as analyse_main
 from attnviz.__main__ import to_json
 from attnviz._cli import with_text
-from attnviz.evidence import main as evidence_main
+from attnviz.explain.cli import main as evidence_main
 from attnviz.training.cli import main as train_main
 
 HOSTILE = 'The "animal" </script><script>alert(1)</script> didn\'t cross 动物\\ 😀.'

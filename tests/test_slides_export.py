@@ -17,7 +17,8 @@ import plotly.graph_objects as go
 
 from attnviz import views
 from attnviz.app import charts, downloads
-from attnviz.export import _GRID_CLICK_JS, attention_json, figure_html, settings_from_html
+from attnviz.export import attention_json, figure_html, settings_from_html
+from attnviz.export.formats import _GRID_CLICK_JS
 from attnviz.result import Attention
 from attnviz.views.charts import CAPTION_CHARS, captioned, slide_caption
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from attnviz import lab
+from attnviz.lab.sparse import KINDS, additive_mask, row_counts, sparse_count, sparse_mask
 from attnviz.scratch import MultiHeadSelfAttention, scaled_dot_product_attention
-from attnviz.sparse import KINDS, additive_mask, row_counts, sparse_count, sparse_mask
 from attnviz.training import train
 
 OPTIONS = [

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnviz.sparse import KINDS, sparse_count, sparse_mask
+from attnviz.lab.sparse import KINDS, sparse_count, sparse_mask
 
 from .test_app import _app, _array, _chart, _heatmap_z, _lab, _ok
 

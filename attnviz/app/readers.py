@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from ..unknown import MAX_UNKNOWN_SHARE, reader_for, unknown_tokens
+from ..models.unknown_tokens import MAX_UNKNOWN_SHARE, reader_for, unknown_tokens
 from .state import CUSTOM, Ctx, model_options, t
 from .widgets import escape_md
 

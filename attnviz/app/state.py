@@ -24,7 +24,7 @@ import streamlit as st
 
 from .. import i18n
 from ..config import Settings
-from ..unknown import model_for_language
+from ..models.unknown_tokens import model_for_language
 from . import link_refusals, urls
 
 __all__ = [

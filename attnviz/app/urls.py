@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import i18n
+from ..lab.sparse import KINDS as SPARSE_KINDS
 from ..models import check_model_name
-from ..sparse import KINDS as SPARSE_KINDS
 
 __all__ = [
     "CUT",

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from ..models import Encoded, Runner
-from ..prenorm import PreNormParts
+from ..models.prenorm_parts import PreNormParts
 from ..result import Attention
 from ..scratch import LayerParts
 from ._arrays import read_only_view

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from ..models import Encoded, Progress, Runner
-from ..prenorm import PreNormParts
+from ..models.prenorm_parts import PreNormParts
 from ._model import in_batches
 from .decompose import head_sum_norms
 from .value_zeroing import cosine_distance

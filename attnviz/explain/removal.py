@@ -8,7 +8,10 @@ embedding is the mean of the last layer's token vectors over the attention mask 
 included; its final L2 normalisation does not change a cosine). The same pooling is applied to
 every layer's output, so the effect is also measured layer by layer.
 
-Also here: input x gradient for the same output (the gradient baseline of the scoreboard).
+Also here: input x gradient for the same output (the gradient baseline of the scoreboard), and
+`embed`, `attnviz.embed`: that pooled output of one text, L2-normalised as MiniLM and
+multilingual-e5-small publish their embeddings (a cosine is unchanged by it). multilingual-e5
+expects a "query: " or "passage: " prefix on the text; `embed` adds none.
 """
 
 from __future__ import annotations
@@ -20,12 +23,21 @@ from ..models import Encoded, Progress, Runner
 from ._model import check_query, expand, in_batches, with_gradients
 from .value_zeroing import cosine_distance
 
-__all__ = ["gradient_scores", "pool", "removal_effects"]
+__all__ = ["embed", "gradient_scores", "pool", "removal_effects"]
 
 
 def pool(hidden: torch.Tensor, query: int | None) -> torch.Tensor:
     """(B, n, d) -> (B, d): position `query`, or the mean over positions (the sentence embedding)."""
     return hidden.mean(dim=1) if query is None else hidden[:, query]
+
+
+def embed(model: Runner, text: str, max_tokens: int | None = None) -> np.ndarray:
+    """(d,) float32, unit length: the mean of the last layer's token vectors of `text`."""
+    enc = model.encode(text, max_tokens)
+    with model.gate.interactive(), torch.inference_mode():
+        pooled = pool(model.last_hidden(enc.inputs), None)[0]
+    v = pooled.float().cpu().numpy()
+    return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
 
 
 def removal_effects(

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from ..prenorm import PreNormParts
 from ..result import OOM_CPU, Attention, Note
 from ..scratch import LayerParts, causal_mask, post_ln_layer, scaled_dot_product_attention
 from .decoder_runner import DecoderDefaults
 from .errors import ModelLoadError
 from .gate import ForwardGate, gate_for
+from .prenorm_parts import PreNormParts
 from .switching import HeadMode, head_switch, heads_by_layer, projection_parts
 from .threads import cpu_threads_for
 from .tokens import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..prenorm import PreNormParts
+from .prenorm_parts import PreNormParts
 
 __all__ = ["PRENORM_TYPES", "prenorm_parts"]
 

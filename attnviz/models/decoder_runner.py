@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ..prenorm import PreNormParts
+from .prenorm_parts import PreNormParts
 
 __all__ = ["DecoderDefaults"]
 

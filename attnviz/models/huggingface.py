@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ..prenorm import PreNormParts
 from ..result import Attention
 from ..scratch import LayerParts, scaled_dot_product_attention
 from .base import Encoded, Inputs, ModelLoadError, RunnerBase
+from .prenorm_parts import PreNormParts
 from .tokens import model_limit
 
 if TYPE_CHECKING:

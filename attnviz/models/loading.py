@@ -11,8 +11,8 @@ from typing import Any, Literal, cast
 
 import torch
 
-from .. import hub
 from ..scratch import ScratchEncoder
+from . import hub
 from .base import ModelLoadError
 from .e5 import E5_MODEL, load_e5_runner
 from .gate import gate_for

@@ -129,7 +129,7 @@ def _convert(gguf: Path, out: Path) -> None:
     """Dequantise the GGUF file into `out`: model.safetensors (float32), config, tokenizer, marker."""
     from safetensors.torch import save_file
 
-    from .. import hub
+    from . import hub
 
     with hub.prepare(str(gguf.parent)):
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -154,7 +154,7 @@ def _convert(gguf: Path, out: Path) -> None:
 
 def load_causal_lm(device: torch.device) -> tuple[Any, Any]:
     """(causal LM, tokenizer) from the cache folder, float32, eager attention, eval mode."""
-    from .. import hub
+    from . import hub
 
     try:
         folder = ensure_cache()

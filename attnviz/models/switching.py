@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 import torch
 
-from ..prenorm import PreNormParts
 from ..scratch import LayerParts
+from .prenorm_parts import PreNormParts
 
 __all__ = ["HeadMode", "head_switch", "heads_by_layer", "projection_parts", "switch_slices"]
 

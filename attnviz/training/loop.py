@@ -26,11 +26,11 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from ..lab.sparse import row_counts
 from ..models import Cancelled, Progress
 from ..models.gate import background_lane
 from ..models.threads import torch_threads
 from ..result import Attention
-from ..sparse import row_counts
 from .model import DecoderConfig, TinyDecoder
 from .plateau import Plateau, plateau_at, plateau_window
 from .runner import TrainedModel
@@ -72,7 +72,7 @@ class TrainConfig:
     snapshot_every: int = 0  # 0: about MAX_SNAPSHOTS over the run
     plateau: bool = False  # stop once the held-out accuracy has plateaued (plateau.py; the lab's presets)
     sparse: str = ""  # "": every earlier key; else a pattern of attnviz/sparse.py (window, global, dilated, bigbird)
-    window: int = 3  # the sparse pattern's options (attnviz.sparse.sparse_mask)
+    window: int = 3  # the sparse pattern's options (attnviz.lab.sparse.sparse_mask)
     global_tokens: int = 1
     dilation: int = 2
     random_keys: int = 2

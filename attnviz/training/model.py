@@ -24,8 +24,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..lab.sparse import sparse_mask
 from ..scratch import MultiHeadSelfAttention
-from ..sparse import sparse_mask
 
 __all__ = ["DecoderConfig", "DecoderLayer", "TinyDecoder"]
 

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ..flash import FlashResult
 from ..i18n import DEFAULT_LANGUAGE, t
+from ..lab.flash import FlashResult
 from ._base import BAR_ROOM_PX, Json, colorbar_under, escape, figure
 from .margins import top_title, wrapped
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ...flash import FlashResult, flash_attention
+from ...lab.flash import FlashResult, flash_attention
 from ...views.flash import plain_attention, random_example, result_pair, step_rows, tile_grid
 from .. import charts, nav, runners
 from ..state import Ctx, t

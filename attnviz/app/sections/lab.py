@@ -10,8 +10,8 @@ import streamlit as st
 
 from ... import i18n, lab, views
 from ...models import EMBEDDED_MODEL, Runner, Steps
+from ...models.unknown_tokens import MAX_UNKNOWN_SHARE, unknown_tokens
 from ...result import Attention
-from ...unknown import MAX_UNKNOWN_SHARE, unknown_tokens
 from .. import charts, downloads, literal, runners, state, widgets
 from ..readers import model_label, unknown_notice
 from ..runners import Loaded

@@ -24,8 +24,8 @@ from ... import explain, lesson
 from ...lesson import Facts
 from ...lesson.handout import Answer, handout_html
 from ...models import HeadMode, Progress
+from ...models.unknown_tokens import model_for_language
 from ...result import Attention
-from ...unknown import model_for_language
 from .. import runners, widgets, work
 from ..readers import model_label, unknown_notice
 from ..runners import Loaded

@@ -11,7 +11,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from ... import views
-from ...sparse import KINDS, encoder_maps, sparse_count, sparse_mask
+from ...lab.sparse import KINDS, encoder_maps, sparse_count, sparse_mask
 from ...views.sparse import pattern_growth, pattern_maps
 from .. import charts, runners, widgets
 from ..state import Ctx, t

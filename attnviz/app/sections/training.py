@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 from ... import i18n, views
-from ...sparse import KINDS
+from ...lab.sparse import KINDS
 from ...training import TASKS, TrainConfig, TrainingRun
 from ...training.plateau import PRESET_OPTIONS, PRESET_STEPS
 from ...training.reach import verdict

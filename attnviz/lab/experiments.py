@@ -8,23 +8,18 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .cross import cross_attention, cross_steps
-from .models import Runner, Steps
-from .result import Attention
-from .sparse import sparse_count, sparse_mask
+from ..models import Runner, Steps
+from ..result import Attention
 
 __all__ = [
     "CostRow",
     "OrderResult",
     "cost_sweep",
-    "cross_attention",
-    "cross_steps",
     "max_abs_diff",
     "order_demo",
     "permutation",
     "row_entropy",
-    "sparse_count",
-    "sparse_mask",
+    "scaling_entropies",
 ]
 
 SWEEP_SIZES = (16, 32, 64, 128, 256, 512)
@@ -114,6 +109,3 @@ def cost_sweep(runner: Runner, text: str, max_tokens: int, sizes: tuple[int, ...
         att = runner.attend(long, n)
         rows.append(CostRow(att.n, time.perf_counter() - start, att.weights.nbytes / 2**20))
     return rows
-
-
-from .flash import flash_attention as flash_attention  # noqa: E402  (issue 22.2: FlashAttention's tiles)

@@ -19,11 +19,11 @@ import math
 import sys
 from typing import Any
 
-from . import explain
-from ._cli import Parser, guarded
-from .config import check_text, settings_from_env
-from .focus import find_token
-from .models import EMBEDDED_MODEL, ModelLoadError, Runner, load_model
+from .. import explain
+from .._cli import Parser, guarded
+from ..config import check_text, settings_from_env
+from ..focus import find_token
+from ..models import EMBEDDED_MODEL, ModelLoadError, Runner, load_model
 
 __all__ = ["main"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .models.tokens import tokenize
+from .tokens import tokenize
 
 __all__ = ["MAX_UNKNOWN_SHARE", "Unknown", "model_for_language", "reader_for", "tokenizer_of", "unknown_tokens"]
 
@@ -53,7 +53,7 @@ def model_for_language(language: str, options: list[str]) -> str:
     """The model an interface language starts with: the one its example sentences are offered
     with (attnviz/locales/examples.json: e5-small for Chinese), when it is among `options`;
     else the first option."""
-    from . import i18n
+    from .. import i18n
 
     wanted = i18n.examples(language).get("model")
     return wanted if wanted in options else options[0]
@@ -63,8 +63,8 @@ def model_for_language(language: str, options: list[str]) -> str:
 def tokenizer_of(name: str) -> Any | None:
     """The tokenizer of a built-in model, without loading its weights; None for any other
     name (a Hugging Face id or a folder would have to be fetched or read to know)."""
-    from .models.e5 import E5_MODEL, e5_tokenizer
-    from .models.loading import EMBEDDED_MODEL, embedded_model_dir
+    from .e5 import E5_MODEL, e5_tokenizer
+    from .loading import EMBEDDED_MODEL, embedded_model_dir
 
     if name == E5_MODEL:
         return e5_tokenizer()

@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import i18n
+from .. import i18n
+from ..result import Attention
 from .csv_cells import CSV_FORMULA_CHARS, CSV_FORMULA_LOOKALIKES, csv_cell, csv_uncell
 from .json_numbers import SIGNIFICANT_DIGITS, json_numbers
-from .result import Attention
 
 if TYPE_CHECKING:  # plotly is imported by the HTML and image exports only: --json and CSV need none
     import plotly.graph_objects as go
@@ -132,7 +132,7 @@ def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None, *, la
     only for WebGL traces, which need it), no network and no plugins, so even markup that
     slipped in could not run. An all-heads grid zooms on a head when it is clicked.
     """
-    from .views.charts import captioned, slide_caption
+    from ..views.charts import captioned, slide_caption
 
     settings = dict(settings or {})
     text, model = (_shown(settings.get(k)) for k in ("text", "model"))

@@ -29,7 +29,7 @@ import numpy as np
 if TYPE_CHECKING:
     import torch
 
-    from .scratch import ScratchEncoder
+    from ..scratch import ScratchEncoder
 
 __all__ = ["KINDS", "additive_mask", "encoder_maps", "row_counts", "sparse_count", "sparse_mask"]
 
@@ -148,7 +148,7 @@ def encoder_maps(encoder: ScratchEncoder, input_ids: torch.Tensor, allowed: np.n
     under the pattern `allowed` (n, n): `scratch.post_ln_layer` with `LayerParts.allowed`."""
     import torch
 
-    from .scratch import post_ln_layer
+    from ..scratch import post_ln_layer
 
     keep = torch.as_tensor(np.asarray(allowed, dtype=bool))
     maps = []

@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .models import Runner, Steps
-from .result import Attention
-from .scratch import LayerParts, scaled_dot_product_attention
+from ..models import Runner, Steps
+from ..result import Attention
+from ..scratch import LayerParts, scaled_dot_product_attention
 
 __all__ = ["cross_attention", "cross_steps"]
 

@@ -1,0 +1,82 @@
+"""`attnviz.lab`: the seed concepts tried by hand.
+
+experiments.py  how far two results differ, what scaling does to row entropy, word order, cost
+                against length
+cross.py        rectangular cross-attention: queries from one text, keys and values from another
+flash.py        FlashAttention's tiles, walked one by one (numpy)
+sparse.py       sparse masks (window, global, dilated, BigBird) and what they keep
+
+Names load on first use (module `__getattr__`): the pages and `attnviz.app.urls` read the sparse
+kinds without importing torch, which cross.py needs (tests/test_imports.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .cross import cross_attention, cross_steps
+    from .experiments import (
+        SWEEP_SIZES,
+        CostRow,
+        OrderResult,
+        cost_sweep,
+        max_abs_diff,
+        order_demo,
+        permutation,
+        row_entropy,
+        scaling_entropies,
+    )
+    from .flash import flash_attention
+    from .sparse import sparse_count, sparse_mask
+
+# name -> submodule that defines it
+_LAZY = {
+    **dict.fromkeys(("cross_attention", "cross_steps"), "cross"),
+    **dict.fromkeys(
+        (
+            "SWEEP_SIZES",
+            "CostRow",
+            "OrderResult",
+            "cost_sweep",
+            "max_abs_diff",
+            "order_demo",
+            "permutation",
+            "row_entropy",
+            "scaling_entropies",
+        ),
+        "experiments",
+    ),
+    "flash_attention": "flash",
+    **dict.fromkeys(("sparse_count", "sparse_mask"), "sparse"),
+}
+__all__ = [
+    "SWEEP_SIZES",
+    "CostRow",
+    "OrderResult",
+    "cost_sweep",
+    "cross_attention",
+    "cross_steps",
+    "flash_attention",
+    "max_abs_diff",
+    "order_demo",
+    "permutation",
+    "row_entropy",
+    "scaling_entropies",
+    "sparse_count",
+    "sparse_mask",
+]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
