@@ -18,12 +18,12 @@ return_large_frees_to_the_os()  # large arrays go back to the OS when freed (att
 
 import streamlit as st  # noqa: E402
 
-from attnviz.app import warmup  # noqa: E402
+from attnviz.app.coldstart import preload, warmup  # noqa: E402
 from attnviz.config import settings_from_env  # noqa: E402
 
 settings = settings_from_env()
 # Once per process: torch and the first model load in a thread, from the moment this run has
-# handed over the page's title and sentence box (cold start, app/warmup.py).
+# handed over the page's title and sentence box (cold start, app/coldstart/warmup.py).
 warmup.start(settings, after_first_screen=True)
 
 from attnviz.app import nav, state  # noqa: E402
@@ -31,7 +31,8 @@ from attnviz.app import nav, state  # noqa: E402
 state.leave_legacy_pages_mode()
 st.set_page_config(page_title="attnviz", page_icon=str(nav.ICON), layout="wide")
 
-from attnviz.app import charts, client_guard, sidebar, visitor  # noqa: E402
+from attnviz.app import charts, sidebar  # noqa: E402
+from attnviz.app.server import client_guard, visitor  # noqa: E402
 
 client_guard.install(settings)  # widget states that fit their widgets; one upload limit
 state.start_run(settings)
@@ -45,9 +46,9 @@ context = sidebar.sidebar(settings)
 st.session_state["_ctx"] = context
 charts.sync_url(context, on_explorer=nav.is_explorer(page), page=page.url_path)
 if not nav.is_explorer(page):  # the explorer does both after its sentence box (warmup.loading)
-    warmup.preload_chart_code()  # the browser loads the chart code now, not once the first chart's data is in
+    preload.preload_chart_code()  # the browser loads the chart code now, not once the first chart's data is in
     # pandas, on this thread before the page: Streamlit and plotly read sys.modules["pandas"]
-    # directly, so they must never find a half-imported pandas from another thread (app/warmup.py)
+    # directly, so they must never find a half-imported pandas from another thread (app/coldstart/warmup.py)
     warmup.warm_up()
 with visitor.turn():  # at most two runs of one visitor at once, whichever tabs
     page.run()

@@ -98,12 +98,12 @@ OBSERVER_JS = """
 })();
 """
 
-# When the browser asked for Streamlit's Plotly chart code (Date.now() ms; app/warmup.py preloads it).
+# When the browser asked for Streamlit's Plotly chart code (Date.now() ms; app/coldstart/warmup.py preloads it).
 CHART_CODE_JS = """() => { const e = performance.getEntriesByType('resource')
   .find(e => /\\/static\\/js\\/PlotlyChart\\.[^/]*\\.js$/.test(e.name));
   return e ? performance.timeOrigin + e.startTime : null; }"""
 
-# A view's chart, Plotly's or the canvas map's (app/token_canvas.py): what it draws and whether it has.
+# A view's chart, Plotly's or the canvas map's (app/canvas/token_canvas.py): what it draws and whether it has.
 CHART_OF = """const chartOf = (k) => {
     const m = document.querySelector('.st-key-' + k + ' [data-attnviz-map][data-drawn]');
     if (m) return {data: m.__attnvizMap, ready: true, el: m};

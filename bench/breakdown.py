@@ -79,7 +79,7 @@ PROBES_JS = """
       };
     }
   };
-  // The canvas map (app/token_canvas.js) says when it drew: from its data's arrival, in ms.
+  // The canvas map (app/canvas/token_canvas.js) says when it drew: from its data's arrival, in ms.
   document.addEventListener('attnviz:drawn', (ev) => {
     const d = ev.detail;
     plots.push({key: keyOf(ev.target), name: 'canvas', start: d.start, sync: d.duration, done: d.start + d.duration, full: true});

@@ -1,10 +1,11 @@
 """Explorer (the landing page): one sentence, every layer and head, four views of the focus.
 The title and the sentence box come before the sections (and torch) are imported: on a cold
-server they show while the model loads (app/warmup.py)."""
+server they show while the model loads (app/coldstart/warmup.py)."""
 
 import streamlit as st
 
-from attnviz.app import warmup, widgets
+from attnviz.app import widgets
+from attnviz.app.coldstart import warmup
 
 context = widgets.page_header("explorer.title", "explorer.intro")
 text = widgets.sentence_box(context)

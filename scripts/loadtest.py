@@ -235,13 +235,13 @@ FONTS_LOADED_JS = """async () => {
 SHARE_DRAWN_JS = """() => !!document.querySelector('.st-key-share_link code')?.textContent"""
 FAVICON_JS = """() => [...document.querySelectorAll('link[rel~="icon"]')].map(l => l.href)"""
 # Every Plotly chart on the page is drawn, and at least `min` charts are, Plotly's and the canvas
-# charts' (the explorer's heatmap and grid: app/token_canvas.py, app/grid_canvas.py) (MIN_CHARTS).
+# charts' (the explorer's heatmap and grid: app/canvas/token_canvas.py, app/canvas/grid_canvas.py) (MIN_CHARTS).
 CHARTS_DRAWN_JS = """(min) => {
   const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
   const drawn = charts.filter(c => { const gd = c.querySelector('.js-plotly-plot');
     return gd && gd._fullLayout && gd.querySelector('.main-svg'); });
   const canvases = [...document.querySelectorAll('[data-attnviz-map][data-drawn]')]
-    .filter(m => !m.closest('.st-key-first_map')).length;  // not the cold start's first look (app/first_map.py)
+    .filter(m => !m.closest('.st-key-first_map')).length;  // not the cold start's first look (app/coldstart/first_map.py)
   return drawn.length === charts.length && drawn.length + canvases >= min;
 }"""
 MIN_CHARTS = {"": 2, "explorer": 2, "lab": 1, "explain": 1}  # charts drawn by default

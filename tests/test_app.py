@@ -71,7 +71,7 @@ def _array(value: Any) -> np.ndarray:
 
 
 def _heatmap_z(at: AppTest, key: str = "chart_heatmap") -> np.ndarray:
-    """The map a heatmap chart draws: the canvas map's float32 bytes (app/token_canvas.py, the
+    """The map a heatmap chart draws: the canvas map's float32 bytes (app/canvas/token_canvas.py, the
     explorer's heatmap) or a Plotly heatmap's z."""
     for element in at.get("bidi_component"):
         if element.proto.id.endswith(f"-{key}"):
@@ -80,7 +80,7 @@ def _heatmap_z(at: AppTest, key: str = "chart_heatmap") -> np.ndarray:
 
 
 def _grid(at: AppTest) -> tuple[dict[str, Any], np.ndarray]:
-    """The explorer's all-heads grid as its canvas draws it (app/grid_canvas.py): header, mosaic."""
+    """The explorer's all-heads grid as its canvas draws it (app/canvas/grid_canvas.py): header, mosaic."""
     for element in at.get("bidi_component"):
         if element.proto.id.endswith("-chart_grid"):
             return grid_canvas.read(element.proto.bytes)
@@ -88,7 +88,7 @@ def _grid(at: AppTest) -> tuple[dict[str, Any], np.ndarray]:
 
 
 def _drawn(at: AppTest) -> list[Any]:
-    """Every chart the run sent: Plotly's and the canvas map's (app/token_canvas.py)."""
+    """Every chart the run sent: Plotly's and the canvas map's (app/canvas/token_canvas.py)."""
     return [*at.get("plotly_chart"), *at.main.get("bidi_component")]  # the sidebar's is the share link
 
 
@@ -395,7 +395,7 @@ def test_language_toggle_switches_labels_to_chinese() -> None:
     assert at.title[0].value == "注意力浏览器"
     assert at.selectbox(key="layer").label == "层"
     assert at.text_area(key="sentence_input").value == "动物没有过马路，它太累了。"  # the example follows the language
-    grid = _grid(at)[0]  # the all-heads grid's canvas (app/grid_canvas.py)
+    grid = _grid(at)[0]  # the all-heads grid's canvas (app/canvas/grid_canvas.py)
     assert (grid["xtitle"], grid["ytitle"]) == ("头", "层")  # figure words too
     _ok(at.switch_page("../pages/caveats.py").run())
     assert at.title[0].value.startswith("注意事项")

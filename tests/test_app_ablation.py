@@ -58,7 +58,7 @@ def test_switching_the_focused_head_off_redraws_later_layers(tired: attnviz.Atte
     change = _array(_chart(at, "chart_abl_change")["data"][0]["z"])
     np.testing.assert_allclose(change[:3], 0.0, atol=1e-6)
     assert (change[3:] > 0).all()
-    assert _grid(at)[0]["off"] == [[2, 3]]  # the cross on (2, 3), in the canvas grid (app/grid_canvas.py)
+    assert _grid(at)[0]["off"] == [[2, 3]]  # the cross on (2, 3), in the canvas grid (app/canvas/grid_canvas.py)
 
     _ok(at.button(key="abl_all_on").click().run())
     assert at.session_state["heads_off"] == []

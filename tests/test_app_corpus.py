@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 import attnviz
 from attnviz import corpus, i18n
-from attnviz.app import jobs
+from attnviz.app.server import corpus_jobs as jobs
 
 from .test_app import _array, _chart
 from .test_flood_aside import heavy_slots_held

@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz import i18n
-from attnviz.app import budget, session_models, training_jobs
+from attnviz.app.server import budget, session_models, training_jobs
 from attnviz.app.widgets import escape_md
 
 from .test_app import _array, _chart, _heatmap_z, _literals, _messages, _ok, _tokens_shown

@@ -51,7 +51,7 @@ IDLE_JS = """() => {
 }"""
 
 # Each explorer view shown holds a drawn chart: the heatmap and the grid (on their canvases,
-# app/token_canvas.py and app/grid_canvas.py), and the head and graph views whenever their expander is open.
+# app/canvas/token_canvas.py and app/canvas/grid_canvas.py), and the head and graph views whenever their expander is open.
 VIEWS_DRAWN_JS = """([keys, lazy, expander]) => {
   const box = document.querySelector('.st-key-' + expander);
   const details = box && (box.closest('details') || box.querySelector('details'));
@@ -66,7 +66,7 @@ DRAWN_COUNT_JS = """() => [...document.querySelectorAll('[data-testid="stPlotlyC
   .filter(gd => gd.querySelector('.main-svg') && gd._fullLayout).length
   + document.querySelectorAll('[data-attnviz-map][data-drawn]').length"""
 
-# The canvas grid (app/grid_canvas.js): the centre of head (layer, head)'s cell in page px, the
+# The canvas grid (app/canvas/grid_canvas.js): the centre of head (layer, head)'s cell in page px, the
 # thumbnail size and the head the server outlined as in focus.
 GRID_CELL_JS = """([layer, head]) => { const m = document.querySelector('.st-key-view_grid [data-attnviz-grid][data-drawn]');
   const L = m.__attnvizLayout, box = m.querySelector('canvas').getBoundingClientRect();
@@ -268,7 +268,7 @@ def test_explorer_draws_four_views_and_a_thumbnail_click_moves_the_focus(
     assert s.query().get("text") == text
     s.shot("explorer", key="view_heatmap")
 
-    # The grid's geometry from the canvas itself (app/grid_canvas.js): head (l, h) is the square
+    # The grid's geometry from the canvas itself (app/canvas/grid_canvas.js): head (l, h) is the square
     # cell l down and h across. Click the centre of the thumbnail drawn for (layer 3, head 5).
     layer, head = 3, 5
     s.page.locator(".st-key-view_grid [data-attnviz-grid]").scroll_into_view_if_needed()

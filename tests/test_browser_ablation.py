@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TEXT = "Quiet owls watch sleepy mice under the moon."
 
-# The heatmap of the focused head as drawn: the canvas map's float32 rows (app/token_canvas.py).
+# The heatmap of the focused head as drawn: the canvas map's float32 rows (app/canvas/token_canvas.py).
 HEATMAP_Z_JS = """() => {
   const m = document.querySelector('.st-key-view_heatmap [data-attnviz-map][data-drawn]');
   if (!m || m.closest('[data-stale="true"]')) return null;
@@ -55,7 +55,7 @@ def test_a_head_clicked_off_in_the_grid_changes_a_later_layer(
     s.page.locator(".st-key-_abl_click label").click()  # clicks in the grid now switch heads
     s.wait_idle()
     s.page.locator(".st-key-view_grid [data-attnviz-grid]").scroll_into_view_if_needed()
-    spot = s.page.evaluate(GRID_CELL_JS, list(clicked))  # the canvas grid's cell (app/grid_canvas.js)
+    spot = s.page.evaluate(GRID_CELL_JS, list(clicked))  # the canvas grid's cell (app/canvas/grid_canvas.js)
     s.page.mouse.move(spot["px"], spot["py"])
     s.page.mouse.click(spot["px"], spot["py"])
 

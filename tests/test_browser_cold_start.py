@@ -1,7 +1,7 @@
 """A cold server and a long text in a real browser (issue 24): the page frame and the sentence
 box come before the first chart, even when the box's code comes late (the first map waits for
-the box: app/first_map.py), while the model loads once, in the warm-up thread, and the
-browser fetches Streamlit's chart code meanwhile (app/warmup.py); what sits
+the box: app/coldstart/first_map.py), while the model loads once, in the warm-up thread, and the
+browser fetches Streamlit's chart code meanwhile (app/coldstart/warmup.py); what sits
 below the fold (the token focus) is computed and sent only when opened; the hide-sinks switch,
 which needs a second forward pass, is filled in after the views. Order and content only,
 nothing timed (bench/bench_browser.py measures)."""
@@ -88,7 +88,7 @@ def test_a_cold_server_shows_the_sentence_box_first_and_loads_the_model_once(chr
         log = log_file.read_text(encoding="utf-8", errors="replace")
         assert log.count("loaded model 'minilm'") == 1, log[-2000:]  # the warm-up's load, reused by the page
         assert "warm-up load failed" not in log
-        # the heap of the imports and the model, out of every later run's collection (app/heap.py)
+        # the heap of the imports and the model, out of every later run's collection (app/coldstart/heap.py)
         for point in ("the figure imports", "the first model"):
             deadline = time.monotonic() + 60  # the warm-up thread's own first pass may still run
             while f"heap settled after {point}" not in log and time.monotonic() < deadline:

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SENTENCES = {"en": "The capital of France is", "zh": "我爱北京。"}
 
-# The all-heads grid as its canvas drew it (app/grid_canvas.js): its heading and notes, each head's
+# The all-heads grid as its canvas drew it (app/canvas/grid_canvas.js): its heading and notes, each head's
 # key/value label (null: none), the group outlines and every text drawn.
 GRID_JS = """() => {
   const m = document.querySelector('.st-key-view_grid [data-attnviz-grid][data-drawn]');

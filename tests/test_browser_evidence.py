@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SHORT = "dog bites man"
 
-# The map drawn in container `key`: the canvas map's float32 rows (app/token_canvas.py), or the
+# The map drawn in container `key`: the canvas map's float32 rows (app/canvas/token_canvas.py), or the
 # z matrix Plotly drew (its full data, after rendering).
 HEATMAP_Z_JS = """(key) => {
   const m = document.querySelector('.st-key-' + key + ' [data-attnviz-map][data-drawn]');

@@ -1,4 +1,4 @@
-"""An integer number input's value, as a browser sends it, reaches the page (attnviz/app/client_guard.py):
+"""An integer number input's value, as a browser sends it, reaches the page (attnviz/app/server/client_guard.py):
 Streamlit registers every number_input as "double_value" and its browser sends an integer one as
 "int_value"; the guard dropped it as a misfit, so typing in any integer box did nothing."""
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-from attnviz.app.client_guard import fits
+from attnviz.app.server.client_guard import fits
 
 
 def _number_metadata() -> SimpleNamespace:

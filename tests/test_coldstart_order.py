@@ -1,4 +1,4 @@
-"""A cold start's order (issue 24.2, app/warmup.py): the frame, the title and the sentence box
+"""A cold start's order (issue 24.2, app/coldstart/warmup.py): the frame, the title and the sentence box
 need neither torch nor pandas; the warm-up thread takes the CPU only once the first screen is
 handed over; the explorer imports pandas (the race guard) before its sections; the browser is
 asked for Streamlit's chart code once per session, by the very file name Streamlit loads lazily.
@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from attnviz.app import registry as model_registry
-from attnviz.app import state, warmup
+from attnviz.app import state
+from attnviz.app.coldstart import preload, warmup
+from attnviz.app.server import registry as model_registry
 from attnviz.config import Settings
 
 from .test_imports import fresh_python
@@ -23,14 +24,15 @@ from .test_imports import fresh_python
 ROOT = Path(__file__).resolve().parents[1]
 # What app.py imports before the page runs: the frame, the sidebar, the title and the sentence box.
 FRAME = (
-    "attnviz.app.warmup",
+    "attnviz.app.coldstart.warmup",
+    "attnviz.app.coldstart.preload",
     "attnviz.config",
     "attnviz.app.nav",
     "attnviz.app.state",
     "attnviz.app.charts",
-    "attnviz.app.client_guard",
+    "attnviz.app.server.client_guard",
     "attnviz.app.sidebar",
-    "attnviz.app.visitor",
+    "attnviz.app.server.visitor",
     "attnviz.app.widgets",
 )
 PROBE = """
@@ -78,7 +80,11 @@ def test_the_explorer_draws_only_its_title_and_box_before_warmup_loading() -> No
     assert ast.unparse(body[first_with].items[0].context_expr).startswith("warmup.loading(")
     before = body[:first_with]
     imports = [n for n in before if isinstance(n, ast.Import | ast.ImportFrom)]
-    assert {ast.unparse(n) for n in imports} == {"import streamlit as st", "from attnviz.app import warmup, widgets"}
+    assert {ast.unparse(n) for n in imports} == {
+        "import streamlit as st",
+        "from attnviz.app import widgets",
+        "from attnviz.app.coldstart import warmup",
+    }
     calls = set().union(*(_call_names(n) for n in before if n not in imports))
     assert calls == {"widgets.page_header", "widgets.sentence_box"}
 
@@ -162,20 +168,20 @@ def test_the_chart_code_is_the_module_streamlit_loads_lazily() -> None:
     import streamlit
 
     static = Path(streamlit.__file__).parent / "static"
-    name = warmup.chart_code_file()
-    assert name is not None and warmup.CHART_CODE.fullmatch(name)
+    name = preload.chart_code_file()
+    assert name is not None and preload.CHART_CODE.fullmatch(name)
     index_html = (static / "index.html").read_text(encoding="utf-8")
     entry = next(part.split('"')[0] for part in index_html.split('src="./static/js/')[1:] if "index." in part[:10])
     entry_js = (static / "static" / "js" / entry).read_text(encoding="utf-8")
     assert f"import(`./{name}`)" in entry_js or f'import("./{name}")' in entry_js
-    assert warmup.chart_code_file(static / "no-such-folder") is None
+    assert preload.chart_code_file(static / "no-such-folder") is None
 
 
 def _preload_twice() -> None:
-    from attnviz.app import warmup
+    from attnviz.app.coldstart import preload
 
-    warmup.preload_chart_code()
-    warmup.preload_chart_code()
+    preload.preload_chart_code()
+    preload.preload_chart_code()
 
 
 def test_the_chart_code_is_asked_for_once_per_session() -> None:
@@ -186,15 +192,15 @@ def test_the_chart_code_is_asked_for_once_per_session() -> None:
     body = scripts[0].proto.body
     assert scripts[0].proto.unsafe_allow_javascript
     assert body.startswith("<script>") and body.endswith("</script>")
-    assert f"'./{warmup.chart_code_file()}'" in body
+    assert f"'./{preload.chart_code_file()}'" in body
     at.run()  # the session's next run: nothing sent again
     assert at.sidebar.get("html") == []
 
 
 def _preload_for_the_explorer() -> None:
-    from attnviz.app import warmup
+    from attnviz.app.coldstart import preload
 
-    warmup.preload_chart_code(after=".st-key-sentence_input textarea", first_map=True)
+    preload.preload_chart_code(after=".st-key-sentence_input textarea", first_map=True)
 
 
 def test_the_explorer_loads_the_component_code_at_its_box_and_no_other() -> None:
@@ -205,15 +211,15 @@ def test_the_explorer_loads_the_component_code_at_its_box_and_no_other() -> None
     at = AppTest.from_function(_preload_for_the_explorer, default_timeout=60)
     at.run()
     (first,) = (s.proto.body for s in at.sidebar.get("html"))
-    component, code, chart = (warmup.chart_code_file(kind=k) for k in ("component", "code", "chart"))
-    assert component is not None and warmup.COMPONENT_CODE.fullmatch(component)
-    assert code is not None and warmup.CODE_CODE.fullmatch(code)
+    component, code, chart = (preload.chart_code_file(kind=k) for k in ("component", "code", "chart"))
+    assert component is not None and preload.COMPONENT_CODE.fullmatch(component)
+    assert code is not None and preload.CODE_CODE.fullmatch(code)
     box = "document.querySelector('.st-key-sentence_input textarea')"
     assert f"'./{component}'" in first and box in first
     assert chart is not None and chart not in first
     assert code not in first
-    js = (ROOT / "attnviz" / "app" / "token_canvas.js").read_text(encoding="utf-8")
-    assert f'classList.add("{warmup.MAP_DRAWN[1:]}")' in js  # the class the canvas sets once drawn
+    js = (ROOT / "attnviz" / "app" / "canvas" / "token_canvas.js").read_text(encoding="utf-8")
+    assert f'classList.add("{preload.MAP_DRAWN[1:]}")' in js  # the class the canvas sets once drawn
     import streamlit
 
     entry = Path(streamlit.__file__).parent / "static" / "static" / "js"
@@ -222,13 +228,13 @@ def test_the_explorer_loads_the_component_code_at_its_box_and_no_other() -> None
 
 
 def test_the_preload_script_takes_only_a_chart_file_name_and_a_plain_selector() -> None:
-    name = warmup.chart_code_file()
+    name = preload.chart_code_file()
     assert name is not None
-    script = warmup.preload_script(name, ".st-key-sentence_input textarea")
+    script = preload.preload_script(name, ".st-key-sentence_input textarea")
     assert "document.querySelector('.st-key-sentence_input textarea')" in script
     for bad_name, bad_after in [("x.js", ""), (name, "a'); alert(1); ('"), (name, "</script>")]:
         with pytest.raises(ValueError):
-            warmup.preload_script(bad_name, bad_after)
+            preload.preload_script(bad_name, bad_after)
 
 
 # A fresh interpreter (nothing has imported torch) runs the app as a cold server's first visitor:
@@ -237,7 +243,7 @@ FIRST_MAP_PROBE = """
 import json, sys
 import numpy as np
 from streamlit.testing.v1 import AppTest
-from attnviz.app import token_canvas
+from attnviz.app.canvas import token_canvas
 maps, weights = [], []
 real = token_canvas.token_map
 def spy(att, layer, head, key, **kw):
@@ -247,7 +253,7 @@ def spy(att, layer, head, key, **kw):
 token_canvas.token_map = spy
 at = AppTest.from_file(%r, default_timeout=300)
 at.run()
-from attnviz.app import first_map, warmup
+from attnviz.app.coldstart import first_map, warmup
 warmup.started().join(timeout=300)
 left = sorted(e.proto.id.rsplit("-", 1)[-1] for e in at.get("bidi_component"))
 gap = float(np.abs(weights[0] - weights[-1]).max()) if len(weights) > 1 else None
@@ -257,7 +263,7 @@ print(json.dumps({"maps": maps, "gap": gap, "left": left, "errors": len(at.excep
 
 
 def test_a_cold_explorer_draws_its_first_map_from_numpy_before_torch_is_imported() -> None:
-    """The first map (app/first_map.py) goes out before anything imports torch; the explorer's
+    """The first map (app/coldstart/first_map.py) goes out before anything imports torch; the explorer's
     own map (torch) follows in the same run and replaces it: the same tokens and head, the same
     weights within 1e-5; the numpy weights are dropped once the torch model is in. Both maps are
     drawn once the sentence box is (their `after`; tests/test_browser_cold_start.py holds the

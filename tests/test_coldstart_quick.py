@@ -147,8 +147,8 @@ def test_a_pair_of_texts_goes_to_the_hugging_face_tokenizer() -> None:
 PROBE = textwrap.dedent(
     """
     import json, sys
-    from attnviz.app import warmup
-    from attnviz.app.registry import REGISTRY
+    from attnviz.app.coldstart import warmup
+    from attnviz.app.server.registry import REGISTRY
     from attnviz.app.sections.ablation import _supported
     from attnviz.config import Settings
     from attnviz import views

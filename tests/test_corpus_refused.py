@@ -14,7 +14,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz import i18n
-from attnviz.app import jobs, registry
+from attnviz.app.server import corpus_jobs as jobs
+from attnviz.app.server import registry
 from attnviz.config import settings_from_env
 
 APP = str(Path(__file__).resolve().parent / "app_entry.py")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from attnviz.app import registry
+from attnviz.app.server import registry
 from attnviz.config import settings_from_env
 
 

@@ -1,4 +1,4 @@
-"""One budget per visitor and a fair share of the server (attnviz/models/gate.py, app/budget.py):
+"""One budget per visitor and a fair share of the server (attnviz/models/gate.py, app/server/budget.py):
 every pass is charged to its visitor, the least-spent visitor goes first in every queue, heavy
 work is admitted a few at a time and none past the first over the memory budget, and inside
 heavy work a model pass goes through the background lane (behind everyone's interactive ones).
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from attnviz.app import budget
+from attnviz.app.server import budget
 from attnviz.models import gate
 from attnviz.models.gate import ForwardGate
 from tests.waiting import until as _until
@@ -19,7 +19,7 @@ from tests.waiting import until as _until
 
 @pytest.fixture
 def spending() -> Iterator[dict[str, float]]:
-    """Plug a known spending table into the gate (the app's is app/budget.py); put it back after."""
+    """Plug a known spending table into the gate (the app's is app/server/budget.py); put it back after."""
     table: dict[str, float] = {}
     hooks = gate._HOOKS
     saved = (hooks.priority, hooks.charge, hooks.memory_mb)
@@ -130,7 +130,7 @@ def test_the_labs_random_seeds_are_cached_and_bounded_like_other_models() -> Non
     """A new random seed each run built a model each run (106 builds in 150 s): builds are cached
     by key, and at most MAX_RANDOM random-weight encoders are kept, so stepping through seeds
     evicts the stepper's own old seeds, never the models everyone uses."""
-    from attnviz.app import registry
+    from attnviz.app.server import registry
 
     reg = registry._Registry()
     built: list[tuple[object, ...]] = []

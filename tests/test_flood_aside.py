@@ -1,4 +1,4 @@
-"""Heavy work steps out of the page runs (app/budget.py `aside`): a page run that waits in the
+"""Heavy work steps out of the page runs (app/server/budget.py `aside`): a page run that waits in the
 heavy queue (or goes on in it) holds none of the MAX_UNDER_WAY places, so ten sessions' queued
 explanations cannot keep a new visitor's first page waiting (the heavy load test, 2026-12-04:
 four explain runs waiting for their turn in the heavy queue held all four places and a new
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from attnviz.app import budget
+from attnviz.app.server import budget
 from attnviz.models import gate
 from tests.test_flood_turns import NEWCOMER, Runs, clean_page_runs
 from tests.waiting import until as _until

@@ -1,4 +1,4 @@
-"""Page runs that may start are bounded (app/budget.py `_may_start`): cookie-less tabs all look
+"""Page runs that may start are bounded (app/server/budget.py `_may_start`): cookie-less tabs all look
 new, and a run under way (going or paused) holds its results in memory, so no run starts while
 MAX_UNDER_WAY are under way, nor, while PAGE_SLOTS are, past the server's memory budget (a
 newcomer's) or once one more run (RUN_HEADROOM_MB) could take it past (anyone else's); a run that
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from attnviz.app import budget
+from attnviz.app.server import budget
 from attnviz.models import gate
 from tests.test_flood_turns import FLOODER, Runs, clean_page_runs
 from tests.waiting import until as _until

@@ -1,4 +1,4 @@
-"""Where a page run pauses for a newcomer (app/visitor.py `turn`): every message the run's own
+"""Where a page run pauses for a newcomer (app/server/visitor.py `turn`): every message the run's own
 thread sends to the browser passes the turn's checkpoint first, messages of other threads pass
 straight through, and while paused the session's own rerun or stop request (Streamlit's
 `yield_check`) still ends the run. A stand-in script-run context: no server needed."""
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 import streamlit.runtime.scriptrunner as scriptrunner
 
-from attnviz.app import budget, visitor
+from attnviz.app.server import budget, visitor
 from tests.waiting import until as _until
 
 FLOODER, NEWCOMER = "c:" + "f" * 32, "c:" + "0" * 32

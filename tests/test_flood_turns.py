@@ -1,4 +1,4 @@
-"""Page runs shared fairly, server-wide (app/budget.py `page_turn`, issue 26.2 / 24.3): ten tabs of
+"""Page runs shared fairly, server-wide (app/server/budget.py `page_turn`, issue 26.2 / 24.3): ten tabs of
 one visitor flooding the explorer must not keep a new visitor's first page waiting. At most
 PAGE_SLOTS page runs go at once and PER_VISITOR_RUNS of one visitor are under way; a run waits,
 or pauses at its next checkpoint (each message it sends), while a visitor who has cost the server
@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from attnviz.app import budget
+from attnviz.app.server import budget
 from attnviz.models.gate import ForwardGate
 from tests.waiting import until as _until
 

@@ -1,6 +1,6 @@
-"""Work of a session that has gone stops within seconds (app/sessions.py watches Streamlit's
+"""Work of a session that has gone stops within seconds (app/server/sessions.py watches Streamlit's
 table of live sessions): a training run and a corpus run of a closed tab end, our threads go
-back to none, and Start/Stop spam never grows the thread count (app/training_jobs.py runs
+back to none, and Start/Stop spam never grows the thread count (app/server/training_jobs.py runs
 queued jobs on at most MAX_RUNNING workers). Deadlines and events, no fixed sleeps."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import attnviz
-from attnviz.app import budget, jobs, session_models, sessions, training_jobs
+from attnviz.app.server import budget, session_models, sessions, training_jobs
+from attnviz.app.server import corpus_jobs as jobs
 from attnviz.training import TrainConfig
 
 

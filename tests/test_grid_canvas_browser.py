@@ -1,4 +1,4 @@
-"""The explorer's all-heads grid on its canvas (attnviz/app/grid_canvas.js), in chromium against
+"""The explorer's all-heads grid on its canvas (attnviz/app/canvas/grid_canvas.js), in chromium against
 `streamlit run app.py`: every thumbnail pixel has the colour of its weight on `model_view`'s
 scale, the gaps stay empty and the head in focus is outlined; pointing at a head names it and
 the key token it looks at most; a click focuses that head (one run), and in the heads-off click
@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 GRID = ".st-key-view_grid [data-attnviz-grid][data-drawn]"
 SHORT = "Owls sleep."  # five tokens: thumbnails of 5 x 5 pixels, each a few screen px wide
 
-# The canvas's RGBA at css px (x, y) of the canvas, and its layout (app/grid_canvas.js).
+# The canvas's RGBA at css px (x, y) of the canvas, and its layout (app/canvas/grid_canvas.js).
 PIXEL_JS = """([x, y]) => { const c = document.querySelector('GRID canvas'), dpr = c.width / c.clientWidth;
   return Array.from(c.getContext('2d').getImageData(Math.floor(x * dpr), Math.floor(y * dpr), 1, 1).data); }""".replace(
     "GRID", GRID

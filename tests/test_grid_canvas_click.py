@@ -1,4 +1,4 @@
-"""A click in the explorer's canvas grid (app/grid_canvas.py): the browser sends the component's
+"""A click in the explorer's canvas grid (app/canvas/grid_canvas.py): the browser sends the component's
 "click" trigger value {"layer": l, "head": h}; `heads_off.grid_pick` focuses that head, or switches
 it off or on in the heads-off click mode, and takes nothing else (a raw websocket client can send
 any JSON). The client guard lets a registered component's trigger through, and only that."""
@@ -12,7 +12,7 @@ import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import AppTest
 
-from attnviz.app import client_guard
+from attnviz.app.server import client_guard
 
 
 def _pick(state: object, click_mode: bool) -> None:

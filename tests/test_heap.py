@@ -1,4 +1,4 @@
-"""The server's long-lived heap out of every run's collection (attnviz/app/heap.py): after the
+"""The server's long-lived heap out of every run's collection (attnviz/app/coldstart/heap.py): after the
 warm-up's imports the collector walks a small part of what it walked before, and frozen objects
 still die when their last reference goes. In a fresh interpreter each: a freeze is for the
 process's life."""
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 WARM_UP = """
 import gc, json, weakref
-from attnviz.app import heap, warmup
+from attnviz.app.coldstart import heap, warmup
 class Box: pass
 drop = Box()
 drop.me = drop  # a cycle: only the collector frees it once frozen objects are out of its walk
@@ -50,7 +50,7 @@ def test_after_the_figure_imports_a_collection_walks_a_small_part_of_the_heap() 
 def test_a_frozen_object_freed_by_refcount_and_a_later_cycle_by_the_collector() -> None:
     code = """
 import gc, json, weakref
-from attnviz.app import heap
+from attnviz.app.coldstart import heap
 class Box: pass
 early = Box(); early_ref = weakref.ref(early)
 heap.settle("a test")

@@ -3,7 +3,7 @@ client sends every widget of every page values of every wrong type, values of th
 no browser sends (indexes past the end, NaN, unknown options), ids nobody registered, frames that
 are not protobuf, and the other BackMsg kinds with odd contents. The server log stays free of
 tracebacks, no run ends in an exception, and the session then analyses a sentence as usual
-(attnviz/app/client_guard.py). No browser: the messages are what a script sends."""
+(attnviz/app/server/client_guard.py). No browser: the messages are what a script sends."""
 
 from __future__ import annotations
 

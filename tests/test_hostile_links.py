@@ -57,7 +57,7 @@ def test_what_a_link_carries_and_nothing_uses_is_removed_and_said() -> None:
 
 
 def test_an_oversized_parameter_reaches_streamlit_as_its_name_and_length() -> None:
-    from attnviz.app.client_guard import QUERY_PARAM_MAX, bounded_query
+    from attnviz.app.server.client_guard import QUERY_PARAM_MAX, bounded_query
 
     small = "text=dog+bites+man&lang=zh&layer=3"
     assert bounded_query(small) == small

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from attnviz import i18n
-from attnviz.app.client_guard import UPLOAD_FRAMING_MB
+from attnviz.app.server.client_guard import UPLOAD_FRAMING_MB
 from attnviz.config import settings_from_env
 
 from .browser import ARTIFACTS, streamlit_server
@@ -104,7 +104,7 @@ def test_a_file_over_the_limit_is_refused_in_the_browser_with_the_limit_named(ch
 def test_the_server_cap_is_the_setting_plus_the_framing_and_follows_it() -> None:
     from streamlit import config as st_config
 
-    from attnviz.app import client_guard
+    from attnviz.app.server import client_guard
 
     before = st_config.get_option("server.maxUploadSize")
     try:

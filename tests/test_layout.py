@@ -90,4 +90,4 @@ def test_pages_read_like_a_table_of_contents(path: Path) -> None:
     tree = ast.parse(source)
     assert len(source.splitlines()) <= MAX_PAGE_LINES
     assert not [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.Lambda))]
-    assert _imports(path) <= {"streamlit", "attnviz.app", "attnviz.app.sections"}
+    assert _imports(path) <= {"streamlit", "attnviz.app", "attnviz.app.coldstart", "attnviz.app.sections"}

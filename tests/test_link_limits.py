@@ -1,4 +1,4 @@
-"""Link limits measured on what the visitor typed (attnviz/app/client_guard.py bounded_query and
+"""Link limits measured on what the visitor typed (attnviz/app/server/client_guard.py bounded_query and
 attnviz/app/urls.py): a text of at most ATTNVIZ_MAX_CHARS characters reaches the page however the
 browser percent-encoded it (`%20` for a space, nine characters for a Chinese one, twelve for an
 emoji), a longer one is refused with its length, an empty one as empty, and every value the page
@@ -16,7 +16,8 @@ from streamlit.runtime.state import query_params as st_query_params
 from streamlit.testing.v1 import AppTest, local_script_runner
 
 from attnviz import i18n
-from attnviz.app import client_guard, link_refusals, urls
+from attnviz.app import link_refusals, urls
+from attnviz.app.server import client_guard
 from attnviz.config import DEFAULT_MAX_CHARS, settings_from_env
 
 APP = str(Path(__file__).resolve().parent / "app_entry.py")

@@ -28,7 +28,7 @@ def _deployment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A 64-token in-memory limit. The app's registry keeps models process-wide, loaded with the
     deployment's limit: the ones loaded here under 64 are dropped afterwards, so later tests in
     this process get models with the usual limit."""
-    from attnviz.app.registry import REGISTRY
+    from attnviz.app.server.registry import REGISTRY
 
     for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_LONG_TOKENS"):
         monkeypatch.delenv(key, raising=False)

@@ -1,6 +1,6 @@
 """The token maps' margins, set on the server instead of by plotly.js's automargin redraws
 (attnviz/views/margins.py), as chromium draws them: every tick label and axis title of the
-all-heads grid (Plotly's on the lesson page; the explorer's is a canvas, app/grid_canvas.py) lies
+all-heads grid (Plotly's on the lesson page; the explorer's is a canvas, app/canvas/grid_canvas.py) lies
 inside its chart, outside the plot area, and clear of the other axis parts; a word too long for the margin is shortened with an ellipsis on the axis; and
 plotly.js runs no automargin on those axes; the heatmap's canvas shortens the long word too. Checked with whole words merged (one long label)
 in English, and with the default sentence in Chinese. The estimates themselves:

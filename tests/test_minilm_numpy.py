@@ -1,7 +1,7 @@
 """The embedded MiniLM in numpy (attnviz/models/minilm_numpy.py, issue 24.2): every layer's
 attention equal to the torch quick path's (models/minilm_quick.py) within 1e-5, the same
 tokens; its erf within its bound of math.erf; its import and first answer free of torch. And
-the cold server's first map made from it (app/first_map.py): shown until the explorer's own map
+the cold server's first map made from it (app/coldstart/first_map.py): shown until the explorer's own map
 replaces it, never where the page says something else first or once torch is in."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from attnviz.app import first_map
+from attnviz.app.coldstart import first_map
 from attnviz.models import EMBEDDED_MODEL, load_model
 from attnviz.models.minilm_numpy import ERF_MAX_ERROR, NumpyMiniLM, _blas_setter, erf, gelu, one_blas_thread
 from attnviz.models.minilm_quick import QuickMiniLM, quick_attention
@@ -128,7 +128,7 @@ def test_importing_it_and_a_first_answer_import_neither_torch_nor_transformers()
 def _first_map_page() -> None:
     import streamlit as st
 
-    from attnviz.app import first_map
+    from attnviz.app.coldstart import first_map
     from attnviz.app.state import Ctx
     from attnviz.config import Settings
 

@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz import i18n
-from attnviz.app import budget, session_models, training_jobs
+from attnviz.app.server import budget, session_models, training_jobs
 from attnviz.long import figures
 from attnviz.models.tokens import DEFAULT_MAX_TOKENS
 
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 def _deployment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The usual limits; the models loaded under another limit and the training runs made here are
     forgotten afterwards (AppTest gives every session one id: test_app_training.py's reason)."""
-    from attnviz.app.registry import REGISTRY
+    from attnviz.app.server.registry import REGISTRY
 
     for key in ("ATTNVIZ_DEMO", "ATTNVIZ_ALLOWED_MODELS", "ATTNVIZ_MAX_CHARS", "ATTNVIZ_MAX_TOKENS",
                 "ATTNVIZ_LONG_TOKENS", "ATTNVIZ_TRAIN_MAX_STEPS", "ATTNVIZ_BUDGET_S"):  # fmt: skip

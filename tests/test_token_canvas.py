@@ -2,7 +2,7 @@
 from is the attention's own float32 map, bit for bit, with the words, colour scale and range of
 `views.heatmap`'s figure (which the HTML download still exports); any visitor token travels as
 plain text whatever it holds; and it is made without plotly, so a cold server's first map does
-not need what plotly reads of pandas (app/warmup.py)."""
+not need what plotly reads of pandas (app/coldstart/warmup.py)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import pytest
 
 import attnviz
 from attnviz import views
-from attnviz.app import grid_canvas as app_grid_canvas
-from attnviz.app import token_canvas as app_token_canvas
+from attnviz.app.canvas import grid_canvas as app_grid_canvas
+from attnviz.app.canvas import token_canvas as app_token_canvas
 from attnviz.result import Attention
 from attnviz.views import decoder as decoder_views
 from attnviz.views import grid_canvas, token_canvas
@@ -88,7 +88,7 @@ def test_hostile_tokens_travel_verbatim_and_the_map_stays_aligned(pad: int) -> N
 
 
 def test_the_first_draw_waits_only_for_what_it_is_told() -> None:
-    """A canvas chart's first draw waits for the element its header names (app/canvas_common.js
+    """A canvas chart's first draw waits for the element its header names (app/canvas/canvas_common.js
     `whenShown`), at most so long; the map and the grid alike; the app sends plain selectors only."""
     att = causal(1, 2, 5, kv=None)
     box = (".st-key-box textarea", 250)
@@ -118,7 +118,7 @@ def test_the_embedded_model_map_is_exact_at_512_tokens(minilm: attnviz.Pretraine
 
 
 def test_the_map_needs_neither_plotly_nor_pandas() -> None:
-    """What the explorer sends before app/warmup.py's `warm_up`: with a half-imported pandas in
+    """What the explorer sends before app/coldstart/warmup.py's `warm_up`: with a half-imported pandas in
     sys.modules (another visitor's first import under way) plotly's figure code fails on it;
     the map's payload does not look at plotly or pandas at all."""
     out = fresh_python(

@@ -1,4 +1,4 @@
-"""The explorer's heatmap on its canvas (attnviz/app/token_canvas.js), in chromium against
+"""The explorer's heatmap on its canvas (attnviz/app/canvas/token_canvas.js), in chromium against
 `streamlit run app.py`: pointing at a cell shows that cell's exact weight and tokens, a
 visitor's markup stays text, a dragged box zooms in and a double-click shows the whole map, and
 the PNG button saves the map with its caption."""

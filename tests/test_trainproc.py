@@ -13,7 +13,7 @@ import psutil
 import pytest
 import torch
 
-from attnviz.app import budget, session_models, sessions, training_jobs
+from attnviz.app.server import budget, session_models, sessions, training_jobs
 from attnviz.training import TrainConfig, TrainingRun, prepare, resume
 from attnviz.training import child as child_module
 from attnviz.training.child import TrainingFailed, children, resume_in_child

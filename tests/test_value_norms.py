@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 import attnviz
 from attnviz import explain
-from attnviz.app import registry
+from attnviz.app.server import registry
 from attnviz.config import settings_from_env
 
 TEXT = "The animal didn't cross the street because it was tired."

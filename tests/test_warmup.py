@@ -1,12 +1,12 @@
-"""The cold server's warm-up (app/warmup.py, issue 24): the background thread loads the first
+"""The cold server's warm-up (app/coldstart/warmup.py, issue 24): the background thread loads the first
 model under the very registry key a new session's page asks for, so the page reuses it."""
 
 from __future__ import annotations
 
 import pytest
 
-from attnviz.app import registry as model_registry
-from attnviz.app import warmup
+from attnviz.app.coldstart import warmup
+from attnviz.app.server import registry as model_registry
 from attnviz.config import Settings
 
 
@@ -39,7 +39,7 @@ def test_a_demo_without_the_embedded_model_loads_nothing(monkeypatch: pytest.Mon
 
 def test_a_first_map_module_half_imported_by_another_session_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """Eight first visits at once: one session's thread ran warm_up() while another was still
-    importing app/first_map.py, in sys.modules without `clear` yet, and that visit ended in an
+    importing app/coldstart/first_map.py, in sys.modules without `clear` yet, and that visit ended in an
     AttributeError ("partially initialized module"). The import here is held half-way in a
     thread of its own, as that session's was."""
     import importlib.abc
@@ -48,7 +48,7 @@ def test_a_first_map_module_half_imported_by_another_session_is_left_alone(monke
     import threading
     import types
 
-    name = "attnviz.app.first_map"
+    name = "attnviz.app.coldstart.first_map"
     half, go_on = threading.Event(), threading.Event()
 
     class Slow(importlib.abc.Loader):

@@ -83,7 +83,7 @@ def mode() -> HeadMode:
 
 
 def grid_pick(chart_key: str, n_layers: int, n_heads: int) -> None:
-    """on_click_change of the explorer's all-heads grid (app/grid_canvas.py): switch the clicked
+    """on_click_change of the explorer's all-heads grid (app/canvas/grid_canvas.py): switch the clicked
     head off or on when the visitor asked for that, otherwise focus it. The click is its
     "click" trigger value {"layer": l, "head": h}, taken only as two ints inside the model (the
     browser sends it: a visitor can send anything)."""

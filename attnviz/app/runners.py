@@ -1,7 +1,7 @@
 """Loading models and analysing text in the page: spinners, readable errors, notices.
 
 The process-wide state behind it (the model registry, failed loads, the result cache) is
-app/registry.py, which imports no Streamlit. A model build is heavy work: it waits its turn in
+app/server/registry.py, which imports no Streamlit. A model build is heavy work: it waits its turn in
 the server-wide queue (attnviz/models/gate.py) and is charged to the visitor who asked.
 """
 
@@ -18,8 +18,8 @@ from streamlit.delta_generator import DeltaGenerator
 from ..config import check_text
 from ..models import EMBEDDED_MODEL, ModelLoadError, Runner, gate
 from ..result import OOM_CPU, Attention, note_key
-from . import session_models, visitor
-from .registry import FAILED_LOAD_TTL_S, MAX_FAILURES, MAX_MODELS, REGISTRY, Loaded, ModelKey, load, results
+from .server import session_models, visitor
+from .server.registry import FAILED_LOAD_TTL_S, MAX_FAILURES, MAX_MODELS, REGISTRY, Loaded, ModelKey, load, results
 from .state import Ctx, t
 from .widgets import escape_md, show_error
 

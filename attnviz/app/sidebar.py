@@ -14,7 +14,7 @@ from ..models import EMBEDDED_MODEL, MODEL_NAME_MAX
 from ..models.names import E5_MODEL, SMOLLM2_MODEL
 from ..models.tokens import token_limit
 from ..models.unknown_tokens import model_for_language
-from . import session_models
+from .server import session_models
 from .state import CUSTOM, SENTENCE, Ctx, keep, lang, model_options, set_sentence, t
 
 __all__ = ["LANGUAGE_NAMES", "available_devices", "model_label", "sidebar"]

@@ -139,7 +139,7 @@
   async function chartImages(d, format, scale, map, gd) {
     // The chart at its own size: a PNG (for the crop, and the slide's pixels) and an SVG if asked
     const W = Number(d.width), h = Number(d.height);
-    if (map) {  // a canvas chart (app/token_canvas.py, app/grid_canvas.py)
+    if (map) {  // a canvas chart (app/canvas/token_canvas.py, app/canvas/grid_canvas.py)
       const png = map.__attnvizImage("png", "", W, h, scale, 0, {}, true);
       const svg = format === "svg" ? map.__attnvizImage("svg", "", W, h, 1, 0, {}, true) : null;
       return { png, svg, bg: background(map, null) };

@@ -7,7 +7,7 @@ The methods call `progress(fraction)` between batches (attnviz/explain/_model.py
 updates a progress bar, and as that is a Streamlit call, a click on Cancel (or anything else),
 or the tab closing, stops the run right there, between two batches.
 
-The time is charged by the gate, pass by pass, to the visitor (app/budget.py, app/visitor.py);
+The time is charged by the gate, pass by pass, to the visitor (app/server/budget.py, app/server/visitor.py);
 a visitor past their budget is not refused: their work waits behind everyone else's.
 """
 
@@ -19,7 +19,8 @@ from typing import TypeVar
 import streamlit as st
 
 from ..models import Progress, gate
-from . import budget, runners, visitor
+from . import runners
+from .server import budget, visitor
 from .state import Ctx, t
 
 __all__ = ["BUDGET_WINDOW_S", "BudgetExceeded", "budget_left", "cached_long", "charge", "run_long", "session_key"]

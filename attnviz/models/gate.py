@@ -147,7 +147,7 @@ _HOLDS: contextvars.ContextVar[int] = contextvars.ContextVar("attnviz_holds", de
 
 def holding_a_pass() -> bool:
     """Whether this thread holds a model pass's slot or the background lane now (a page run
-    does not pause for another there: app/budget.py)."""
+    does not pause for another there: app/server/budget.py)."""
     return _HOLDS.get() > 0
 
 

@@ -2,7 +2,7 @@
 
 The grid was the explorer's only Plotly chart on its first screen: the browser's Plotly chunk
 (about 0.85 s of main thread a page load) and its draw (0.2-0.3 s of a new sentence at 512 tokens)
-for one image. `grid_payload` makes the canvas message (attnviz/app/grid_canvas.js) of the same
+for one image. `grid_payload` makes the canvas message (attnviz/app/canvas/grid_canvas.js) of the same
 picture as `model_view` + `ablation.mark_off` + `decoder.mark_groups`: the mosaic is
 `model_view`'s own (grid.mosaic: thumbnails block-averaged by `block_mean`, NaN between
 them, the colour scale from 0 to the thumbnails' 0.99 quantile), with its words (heading, note,

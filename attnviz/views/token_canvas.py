@@ -2,11 +2,11 @@
 
 At 512 tokens Plotly's heatmap cost the browser about 0.3 s a new sentence: its 1.5 MB figure
 parsed, copied through JSON twice by Streamlit's chart element, then drawn by plotly.js. The
-app's canvas component (attnviz/app/token_canvas.js) takes the float32 weights as they are, one
+app's canvas component (attnviz/app/canvas/token_canvas.js) takes the float32 weights as they are, one
 pixel a cell, and reads its hover from the same array. `map_payload` makes that message from the
 attention itself with `views.heatmap`'s words (its title, axis titles, hover and colour scale),
 and no plotly figure: on a cold server the map goes out before pandas and what plotly reads of
-it are imported (app/warmup.py). The format:
+it are imported (app/coldstart/warmup.py). The format:
 
     b"AVM1" | uint32 header length | UTF-8 JSON header | zero padding to 4 | float32 rows x cols
 
@@ -51,7 +51,7 @@ def map_payload(
     title (a decoder's shared key/value head); `palette`: the light and dark colours ({"light":
     {"heading", "label", "background"}, "dark": ...}); `hint`: how to zoom, for screen readers;
     `after` (a CSS selector, milliseconds): the canvas waits for that element of the page, at
-    most that long, before its first draw (app/first_map.py: the sentence box comes first)."""
+    most that long, before its first draw (app/coldstart/first_map.py: the sentence box comes first)."""
     z = np.ascontiguousarray(att.head(layer, head), dtype="<f4")
     head_: Json = {
         "shape": list(z.shape),

@@ -12,8 +12,9 @@ import streamlit as st
 
 from ... import corpus, views
 from ...corpus.readers import FORMATS
-from .. import charts, jobs, nav, runners, widgets, work
+from .. import charts, nav, runners, widgets, work
 from ..runners import Loaded
+from ..server import corpus_jobs as jobs
 from ..sidebar import model_label
 from ..state import Ctx, ctx, t
 

@@ -7,7 +7,8 @@ import streamlit as st
 
 from ... import corpus, views
 from ...models import Progress
-from .. import charts, jobs, widgets, work
+from .. import charts, widgets, work
+from ..server import corpus_jobs as jobs
 from ..state import Ctx, t
 from .corpus import job_model
 

@@ -16,7 +16,9 @@ from ...focus import default_focus
 from ...result import Attention
 from ...views import decoder as decoder_views
 from ...views.ablation import mark_off
-from .. import charts, downloads, grid_canvas, redraw, runners, token_canvas, urls, warmup, widgets, work
+from .. import charts, downloads, redraw, runners, urls, widgets, work
+from ..canvas import grid_canvas, token_canvas
+from ..coldstart import warmup
 from ..readers import model_label, unknown_notice
 from ..runners import Loaded
 from ..state import SENTENCE_TEXT_AREA, Ctx, t
@@ -154,7 +156,7 @@ def _show(
 
 def heatmap_view(context: Ctx, focus: Focus) -> None:
     """The focused head's map on the canvas (issue 24.1), then what the page's Plotly figures
-    need imported (a cold server's first map does not wait for it: app/warmup.py)."""
+    need imported (a cold server's first map does not wait for it: app/coldstart/warmup.py)."""
     att, zmax = focus.att, 1.0 if focus.color_range == "fixed" else None
     with st.container(key="view_heatmap"):
         st.subheader(t("view.heatmap"))

@@ -24,7 +24,8 @@ from ...long import LongAttention, attend_long, block_edges, estimate, longest
 from ...long import figures as fig
 from ...models.tokens import count_tokens
 from ...views._base import escape
-from .. import charts, warmup, work
+from .. import charts, work
+from ..coldstart import warmup
 from ..runners import Loaded, load_runner
 from ..state import Ctx, t
 from ..widgets import escape_md, show_error

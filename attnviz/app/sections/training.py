@@ -15,7 +15,8 @@ from ...training import TASKS, TrainConfig, TrainingRun
 from ...training.plateau import PRESET_OPTIONS, PRESET_STEPS
 from ...training.reach import verdict
 from ...training.tasks import MAX_TEXT_CHARS, MIN_TEXT_CHARS
-from .. import charts, literal, session_models, training_jobs, widgets, work
+from .. import charts, literal, widgets, work
+from ..server import session_models, training_jobs
 from ..state import Ctx, lang, t
 
 POLL_S = 2.0  # the live part redraws this often while a run trains (light figures: see _live)

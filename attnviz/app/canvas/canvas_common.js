@@ -1,6 +1,6 @@
 // What the app's canvas charts share (issue 24.1): the token map (token_canvas.js) and the
 // all-heads grid (grid_canvas.js). Python prepends this file to each chart's own module
-// (app/token_canvas.py, app/grid_canvas.py): the payload parser, the colour scale as a 256-colour
+// (app/canvas/token_canvas.py, app/canvas/grid_canvas.py): the payload parser, the colour scale as a 256-colour
 // table, the cells as one pixel each, round tick numbers, the colour bar, and the PNG and SVG
 // images for slides (an SVG drawing context that writes the same layout as elements).
 //
@@ -240,7 +240,7 @@ function image(format, caption, width, height, scale, room, font, colours, paint
 
 function whenShown(wait, then) {
   // The first draw, at once or once the element `wait.selector` is in the page (the explorer's
-  // maps wait for its sentence box: app/token_canvas.py `token_map`), at most `wait.wait_ms`.
+  // maps wait for its sentence box: app/canvas/token_canvas.py `token_map`), at most `wait.wait_ms`.
   // Returns what stops the waiting.
   if (!wait || document.querySelector(wait.selector)) {
     then();

@@ -24,10 +24,10 @@ from collections.abc import Iterator
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from ..config import Settings
-from ..models import gate
+from ...config import Settings
+from ...models import gate
+from ..state import t
 from . import budget
-from .state import t
 
 __all__ = ["COOKIE", "MAX_AGE_S", "identify", "session_id", "turn", "visitor"]
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import streamlit as st
 
-from ..result import Attention
-from ..views import grid_canvas
-from . import charts, heads_off
-from .state import lang, t
+from ...result import Attention
+from ...views import grid_canvas
+from .. import charts, heads_off
+from ..state import lang, t
 from .token_canvas import CSS, module_js, palette, waiting
 
 __all__ = ["head_grid"]

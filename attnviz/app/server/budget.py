@@ -2,7 +2,7 @@
 
 No Streamlit here (the display is app/work.py): a table of visitors' recent model time (every
 interactive pass and every batch of heavy work, charged by attnviz/models/gate.py), and which
-visitor each websocket session belongs to (app/visitor.py tells them apart: a cookie, or the
+visitor each websocket session belongs to (app/server/visitor.py tells them apart: a cookie, or the
 client address behind a proxy). The gate asks `spent(visitor)` to put the least-spent visitor
 first in every queue: a visitor past their share waits behind the others rather than hitting a
 wall. Both tables are bounded module state (never st.cache_*, which any client can clear).
@@ -19,7 +19,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from ..models import gate
+from ...models import gate
 
 __all__ = [
     "BUDGET_WINDOW_S",
@@ -295,7 +295,7 @@ PAGE_RUNS = _PageRuns()
 
 
 class Turn:
-    """A page run holding its turn: `checkpoint()` between two of its steps (app/visitor.py
+    """A page run holding its turn: `checkpoint()` between two of its steps (app/server/visitor.py
     calls it each time the run sends something to the browser) pauses the run while a visitor
     who has cost the server less is waiting or going, and goes on after them."""
 

@@ -15,12 +15,12 @@ from typing import Any
 
 import streamlit as st
 
-from ..result import Attention
-from ..views import token_canvas
-from ..views._base import map_height
-from . import charts, plot_theme
-from .state import lang, t
-from .warmup import SAFE_SELECTOR
+from ...result import Attention
+from ...views import token_canvas
+from ...views._base import map_height
+from .. import charts, plot_theme
+from ..coldstart.preload import SAFE_SELECTOR
+from ..state import lang, t
 
 __all__ = ["AFTER_WAIT_MS", "CSS", "module_js", "palette", "token_map", "waiting"]
 

@@ -6,7 +6,7 @@ before it can draw any map: the first chart came 1.4-1.6 s after the sentence bo
 after the box, while nothing has imported torch yet, `draw` shows the map of the head in focus
 from the embedded MiniLM in numpy (models/minilm_numpy.py: the same tokens, every weight
 within 1e-5 of the torch path's) under a line saying the explorer is loading. Only then does
-the warm-up thread take the CPU for torch (app/warmup.py `loading`). The explorer's own map
+the warm-up thread take the CPU for torch (app/coldstart/warmup.py `loading`). The explorer's own map
 takes its place: `clear` empties it in the same run once that map is handed to Streamlit
 (`warmup.warm_up`, right after it). A run cut short leaves it to Streamlit, which drops what a
 rerun does not draw again; a slot of an earlier run is never touched.
@@ -27,12 +27,12 @@ from typing import Any
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from ..config import check_text
-from ..models.minilm_numpy import NumpyMiniLM
-from ..models.names import EMBEDDED_MODEL
-from ..result import Attention
-from . import token_canvas
-from .state import MEAN, SENTENCE_TEXT_AREA, Ctx, t
+from ...config import check_text
+from ...models.minilm_numpy import NumpyMiniLM
+from ...models.names import EMBEDDED_MODEL
+from ...result import Attention
+from ..canvas import token_canvas
+from ..state import MEAN, SENTENCE_TEXT_AREA, Ctx, t
 
 __all__ = ["KEY", "SLOT", "clear", "draw", "drop"]
 

@@ -11,7 +11,7 @@ all of those objects are modules, classes and functions that live as long as the
 permanent generation, which no later collection walks; objects still die as before when their
 last reference goes). It is called at the two points of a process's life where the big imports
 are done, once each: the warm-up thread's model load and the first `warm_up()`
-(app/warmup.py). A run's collection then walks only what was made since: the runs' own objects
+(app/coldstart/warmup.py). A run's collection then walks only what was made since: the runs' own objects
 and the modules a page imports later (about 40,000 more once every page has been opened).
 
 What it costs: a reference cycle that is alive at a freeze and dies later is never collected.

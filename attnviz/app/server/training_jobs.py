@@ -3,7 +3,7 @@
 No Streamlit here (the page is app/sections/training.py). The table is module state (never
 st.cache_*), bounded:
 - a Train click queues a run; at most MAX_RUNNING worker threads take runs, each the queued
-  run of the visitor who has spent least (app/budget.py), admitted as heavy work
+  run of the visitor who has spent least (app/server/budget.py), admitted as heavy work
   (attnviz/models/gate.py); the page shows a queued run's place; at most MAX_QUEUED wait;
 - a worker thread does not train: it starts a child process that does (training/child.py, one
   torch thread, no GIL shared with the server's threads: issue 23.7) and copies what the child
@@ -11,7 +11,7 @@ st.cache_*), bounded:
 - one run (queued or training) per visitor, whichever of their tabs started it;
 - a worker with nothing to do ends after IDLE_S, so Start/Stop spam never adds threads: a
   stopped queued run just leaves the queue;
-- a run whose session has gone (a closed tab) is stopped within seconds (app/sessions.py), its
+- a run whose session has gone (a closed tab) is stopped within seconds (app/server/sessions.py), its
   child terminated, and forgotten with the session's trained models; a Stop ends the child at
   its next chunk (what it learned is kept), or terminates it after child.GRACE_S;
 - a visitor past their budget keeps training while nobody else waits, and stops (keeping what
@@ -28,9 +28,9 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from ..models import Cancelled, gate
-from ..training import TrainConfig, TrainingRun, prepare
-from ..training.child import TrainingFailed, resume_in_child
+from ...models import Cancelled, gate
+from ...training import TrainConfig, TrainingRun, prepare
+from ...training.child import TrainingFailed, resume_in_child
 from . import budget, session_models, sessions
 
 __all__ = ["MAX_JOBS", "MAX_QUEUED", "MAX_RUNNING", "Busy", "Job", "forget", "get", "running_count", "start", "stop"]

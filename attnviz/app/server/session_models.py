@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: the sidebar imports this module before torch is needed
-    from ..models import Runner
+    from ...models import Runner
 
 __all__ = ["PREFIX", "Trained", "add", "drop", "get", "is_trained", "names", "owns", "session_id", "trained"]
 

@@ -42,8 +42,8 @@ from streamlit.runtime.state import common as st_common
 from streamlit.runtime.state import query_params as st_query_params
 from streamlit.runtime.state import session_state as st_session_state
 
-from ..config import DEFAULT_MAX_CHARS, Settings
-from .urls import CUT, LINK_KEYS, cut_length, value_max
+from ...config import DEFAULT_MAX_CHARS, Settings
+from ..urls import CUT, LINK_KEYS, cut_length, value_max
 
 __all__ = [
     "FIELDS_MAX",

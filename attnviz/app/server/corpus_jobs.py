@@ -12,10 +12,10 @@ Bounds, all in module state (never st.cache_*, which any client can clear):
 - each run's forward passes go through the model's background lane one batch at a time
   (attnviz.corpus.batch), so visitors' interactive passes always go first;
 - each run waits its turn in the server-wide heavy-work queue (memory budget included), its
-  batches are charged to the visitor (attnviz/models/gate.py, app/budget.py), and it stops when
+  batches are charged to the visitor (attnviz/models/gate.py, app/server/budget.py), and it stops when
   the visitor's budget is spent; a cancelled, over-budget or crashed run keeps its shards, and
   starting it again resumes from them;
-- a run whose session has gone (a closed tab) is cancelled within seconds (app/sessions.py).
+- a run whose session has gone (a closed tab) is cancelled within seconds (app/server/sessions.py).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import corpus
-from ..models import Runner, gate
+from ... import corpus
+from ...models import Runner, gate
 from . import budget, sessions
 
 __all__ = ["MAX_ACTIVE", "MAX_JOBS", "Busy", "Job", "cancel", "discard", "get", "start"]

@@ -26,9 +26,9 @@ from typing import NamedTuple
 
 import torch
 
-from ..cache import ResultCache
-from ..config import Settings
-from ..models import Runner, load_model
+from ...cache import ResultCache
+from ...config import Settings
+from ...models import Runner, load_model
 
 __all__ = [
     "FAILED_LOAD_TTL_S",

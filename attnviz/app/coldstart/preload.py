@@ -1,0 +1,91 @@
+"""The browser's early fetch of Streamlit's lazily loaded chart and component code.
+
+`preload_chart_code()`, once the first screen is out (the explorer's `loading()`; app.py
+before any other page): the browser fetches and compiles Streamlit's Plotly chart code (one
+4.7 MB module it otherwise asks for only when the first chart's data arrives) while the
+server works. The compile holds the browser's main thread for a second or more on a busy
+2-core machine, so the explorer, whose first screen has no Plotly chart (its heatmap and its
+all-heads grid are canvases: v2 components, whose 15 KB module loads once the sentence box is
+drawn), does not load it at all: the views below the fold that use Plotly load it when they
+are opened. Once per session, on its first run; a Streamlit without those file names sends
+nothing (the chart then loads its code itself, as before).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+__all__ = ["MAP_DRAWN", "SAFE_SELECTOR", "chart_code_file", "preload_chart_code", "preload_script"]
+
+CHART_CODE = re.compile(r"PlotlyChart\.[A-Za-z0-9_-]{4,16}\.js")  # the chunk's name in Streamlit's build
+COMPONENT_CODE = re.compile(r"BidiComponent\.[A-Za-z0-9_-]{4,16}\.js")  # the v2 components' (the canvas map)
+# st.code's highlighter: no page loads it any more (app/literal.py, copy_link.py); tests watch for it
+CODE_CODE = re.compile(r"StreamlitSyntaxHighlighter\.[A-Za-z0-9_-]{4,16}\.js")
+_CODES = {
+    "chart": ("PlotlyChart.*.js", CHART_CODE),
+    "component": ("BidiComponent.*.js", COMPONENT_CODE),
+    "code": ("StreamlitSyntaxHighlighter.*.js", CODE_CODE),
+}
+_CHART_CODE_SENT = "_chart_code_sent"
+# A classic script may import a module: the URL is resolved against Streamlit's own entry module,
+# so the browser's module map holds one copy, which the chart's lazy import then finds ready.
+_PRELOAD_JS = """<script>(() => {
+  const main = document.querySelector('script[type="module"][src*="/static/js/index."]');
+  if (!main) return;
+  let done = false;
+  const go = () => { if (done) return; done = true;
+    requestAnimationFrame(() => setTimeout(() => import(new URL('./NAME', main.src).href).catch(() => {}), 0)); };
+  const shown = () => !'AFTER' || document.querySelector('AFTER');
+  if (shown()) return go();
+  const seen = new MutationObserver(() => { if (shown()) { seen.disconnect(); go(); } });
+  seen.observe(document.body, {childList: true, subtree: true, attributes: true, attributeFilter: ['class']});
+  setTimeout(() => { seen.disconnect(); go(); }, WAIT_MS);
+})();</script>"""
+PRELOAD_WAIT_MS = 3000  # no such element by then: the code loads anyway
+MAP_DRAWN = ".attnviz-map-drawn"  # the explorer's canvas map once drawn (app/token_canvas.js)
+SAFE_SELECTOR = re.compile(r"[A-Za-z0-9_ .#>-]*")
+
+
+def chart_code_file(static: Path | None = None, kind: str = "chart") -> str | None:
+    """The file name of one of Streamlit's lazily loaded modules in its static folder, if exactly
+    one: `kind` "chart" (Plotly), "component" (v2 components) or "code" (st.code's highlighter)."""
+    if static is None:
+        import streamlit
+
+        static = Path(streamlit.__file__).parent / "static" / "static" / "js"
+    found, pattern = _CODES[kind]
+    names = [p.name for p in static.glob(found) if pattern.fullmatch(p.name)]
+    return names[0] if len(names) == 1 else None
+
+
+def preload_script(name: str, after: str = "", wait_ms: int = PRELOAD_WAIT_MS) -> str:
+    """The script that imports Streamlit's module `name` (its chart or component code), once the
+    element `after` (a CSS selector of ours) is in the page and painted, or after `wait_ms`: the
+    chart module's compile (a second of the browser's main thread on a busy 2-core machine) must
+    not hold up the sentence box or the first map."""
+    if not any(p.fullmatch(name) for _, p in _CODES.values()) or not SAFE_SELECTOR.fullmatch(after):
+        raise ValueError("not a chart or component code file name or not a plain selector")
+    return _PRELOAD_JS.replace("NAME", name).replace("AFTER", after).replace("WAIT_MS", str(int(wait_ms)))
+
+
+def preload_chart_code(after: str = "", *, first_map: bool = False) -> None:
+    """On a session's first run: the browser starts loading the chart code (see the module's
+    docstring) at once, or once the element `after` is drawn. `first_map` (the explorer, whose
+    first screen is canvases): the component code once `after` is drawn, and no chart code. The
+    scripts name nothing of the visitor's: file names of Streamlit's and selectors of ours, all
+    checked."""
+    import streamlit as st
+
+    if st.session_state.get(_CHART_CODE_SENT):
+        return
+    st.session_state[_CHART_CODE_SENT] = True
+    plan = [("chart", after, PRELOAD_WAIT_MS)]
+    if first_map:
+        plan = [
+            ("component", after, PRELOAD_WAIT_MS),
+        ]
+    for kind, selector, wait_ms in plan:
+        name = chart_code_file(kind=kind)
+        if name is not None:
+            st.sidebar.html(preload_script(name, selector, wait_ms), unsafe_allow_javascript=True)
