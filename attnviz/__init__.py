@@ -63,7 +63,7 @@ def __getattr__(name: str) -> object:
 
         globals()[name] = predict
         return predict
-    if name in ("attend_long", "LongAttention"):  # issue 20: attention at any length
+    if name in ("attend_long", "LongAttention"):  # attention at any length
         value = getattr(importlib.import_module(".long", __name__), name)
         globals()[name] = value
         return value

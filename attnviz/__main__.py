@@ -69,7 +69,7 @@ def to_json(att: Attention) -> dict[str, object]:
 
 # subcommand -> module with main(argv) -> int, imported only when asked for (Ray, training code)
 SUBCOMMANDS = {"corpus": "attnviz.corpus.cli", "evidence": "attnviz.explain.cli", "train": "attnviz.training.cli"}
-SUBCOMMANDS["long"] = "attnviz.long.cli"  # issue 20: attention of a long text, every head
+SUBCOMMANDS["long"] = "attnviz.long.cli"  # attention of a long text, every head
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,7 +35,7 @@ class Parser(argparse.ArgumentParser):
 
 def with_text(payload: bytes, text: str) -> bytes:
     """A --json document (UTF-8 bytes of one JSON object) with `"text"` (the text analysed) as
-    its last key, so every --json output says what it is about (issue 23.6) while its first keys
+    its last key, so every --json output says what it is about while its first keys
     stay where the README and scripts read them. Keys are only ever added to the documents
     (/work/shared/ARCHITECTURE.md: add, never rename); a lone surrogate in the text becomes its
     JSON escape, as in export.weights_json."""

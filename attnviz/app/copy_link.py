@@ -1,4 +1,4 @@
-"""The share link with a copy button, light (issue 24.1/24.5): a tiny Streamlit v2 component
+"""The share link with a copy button, light: a tiny Streamlit v2 component
 mounted in the page (`isolate_styles=False`), not `st.code` and its highlighter chunk.
 
 The link shows in full as selectable text in a `<code>` (the tests read `.st-key-share_link

@@ -1,4 +1,4 @@
-"""Light elements for text the page shows as it is (issue 24.1/24.5): no syntax highlighter.
+"""Light elements for text the page shows as it is: no syntax highlighter.
 
 `st.code` made every page load fetch, compile and run Streamlit's highlighter chunk
 (StreamlitSyntaxHighlighter.*.js, 1.5 MB; about 0.3 s of a page load's main thread) although

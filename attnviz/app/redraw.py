@@ -1,4 +1,4 @@
-"""Figures as the browser draws them cheaply (issue 24.1): many straight lines as one SVG path.
+"""Figures as the browser draws them cheaply: many straight lines as one SVG path.
 
 The head view draws up to 4,096 links and the graph view up to 400 edges, each set as a few
 line traces whose segments are broken by NaN. plotly.js draws every unbroken run of a line

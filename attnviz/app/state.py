@@ -112,8 +112,8 @@ KEPT: tuple[Kept, ...] = (
             "focus_query",
             "focus_key",
             "focus_open",  # the token-focus section's switch: a link keeps the pair while it is open
-            urls.VIEWS_OPEN,  # the head and graph views' expander (issue 24.1): open until closed
-            *LAB_SECTIONS,  # the lab's expanders below the fold (issue 24.1): open until closed
+            urls.VIEWS_OPEN,  # the head and graph views' expander: open until closed
+            *LAB_SECTIONS,  # the lab's expanders below the fold: open until closed
             "cross_same",  # and what was typed in two of them (no default value: kept as they are)
             "cross_y",
             "pairs_example",
@@ -245,7 +245,7 @@ def _first_load(settings: Settings) -> None:
         session["layer"] = link.layer
     if link.head is not None:
         session["head"] = link.head
-    urls.apply_view(session, link)  # the rest of the view (issue 23): heads off, sinks, tokens, ...
+    urls.apply_view(session, link)  # the rest of the view: heads off, sinks, tokens, ...
     _drop_unused(link, language, notices)
     session["_notices"] = notices
 

@@ -1,4 +1,4 @@
-"""Shared links: what the URL carries (?text=&model=&lang=&layer=&head=, and since issue 23 the
+"""Shared links: what the URL carries (?text=&model=&lang=&layer=&head=, and the
 rest of the view: `VIEW_PARAMS`) and the strict parsing of every value a link can bring. A link
 is written by anyone: nothing here may raise. A value that cannot be read is refused (left out,
 named on the page with why, removed from the link); a number past its bound is clamped (and
@@ -48,7 +48,7 @@ MAX_INDEX_DIGITS = 3  # layers and heads are counted in tens; "0001" is still fo
 URL_TEXT_MAX = 500  # longer sentences stay out of the URL (browsers and proxies cap its length)
 MEAN = -1  # the head value that means "the mean over heads"
 _ASCII_DIGITS = frozenset("0123456789")
-BASE_KEYS = ("text", "model", "lang", "layer", "head")  # what a link carried before issue 23
+BASE_KEYS = ("text", "model", "lang", "layer", "head")  # the first links' keys: the view's own come after
 OFF_MAX = 512  # switched-off heads a link may name (SmolLM2 has 270 heads)
 VALUE_MAX = OFF_MAX * 8  # the longest value but the text a link writes: 512 heads as "999.999_"
 # What client_guard.bounded_query leaves of a value too long for the server to keep: this, then
@@ -95,7 +95,7 @@ VIEW_PARAMS: tuple[Param, ...] = (
     Param("special", "hide_special", "bool", False),
     Param("merge", "merge_words", "bool", False),
     Param("range", "color_range", "choice", "fixed", choices=("fixed", "auto")),
-    Param("views", "views_open", "bool", False),  # the head and graph views' expander (issue 24.1)
+    Param("views", "views_open", "bool", False),  # the head and graph views' expander
     Param("thr", "threshold", "float", 0.1),  # the graph view's and the head view's: written while it is open
     Param("hl", "highlight", "int", -1),
     Param("q", "focus_query", "int"),  # the token-focus pair: written while its section is open

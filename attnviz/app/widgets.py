@@ -196,8 +196,8 @@ def layer_head(
 
 def lazily(key: str, title_key: str, show: Callable[..., None], *args: Any) -> None:
     """`show(*args)` in an expander titled `title_key`, closed by default, run and sent only while
-    it is open (issue 24.1: what a visitor has not opened costs neither the server nor the
-    browser anything). Opening it reruns the page; it stays open for the session (state.KEPT)."""
+    it is open: what a visitor has not opened costs neither the server nor the
+    browser anything. Opening it reruns the page; it stays open for the session (state.KEPT)."""
     box = st.expander(t(title_key), key=key, on_change="rerun")
     if box.open:
         with box:

@@ -1,4 +1,4 @@
-"""The Corpus page's first picture (issue 23.4): one statistic of every head over the first
+"""The Corpus page's first picture: one statistic of every head over the first
 EXAMPLE_SENTENCES bundled sentences of the visitor's language, run once and kept in assets/corpus/
 (English with the embedded MiniLM: example.json; Chinese with e5-small, which reads it:
 example_zh.json), so the page shows what a run gives before the visitor starts one.

@@ -9,7 +9,7 @@ head is its attention row times these (`moved_share`).
 
 `attend_keeping_values` keeps the value vectors of the views' own forward, and `PassValues.norms()`
 makes the norms from them when the page asks, after the views are sent (the explorer's 512-token
-run then makes one pass, not two: issue 24.1)."""
+run then makes one pass, not two)."""
 
 from __future__ import annotations
 

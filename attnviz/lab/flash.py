@@ -1,4 +1,4 @@
-"""FlashAttention's tiles, written out (issue 22, item 2): exact attention computed block by
+"""FlashAttention's tiles, written out: exact attention computed block by
 block without ever holding the n x n matrix (Dao et al. 2022, FlashAttention; the online softmax of
 Milakov & Gimelshein 2018).
 

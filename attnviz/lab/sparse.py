@@ -1,4 +1,4 @@
-"""Sparse attention patterns (issue 22.3): which keys each query may look at.
+"""Sparse attention patterns: which keys each query may look at.
 
     sparse_mask(12, "window", window=2)          # (12, 12) bool: |i - j| <= 2
     sparse_mask(12, "global", global_tokens=1)   # token 0 looks everywhere, everyone looks at it

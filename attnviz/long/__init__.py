@@ -1,4 +1,4 @@
-"""Attention at any length (issue 20): `attend_long` runs a long text through a model with a
+"""Attention at any length: `attend_long` runs a long text through a model with a
 memory-efficient kernel and returns a `LongAttention`, whose rows, tiles, overviews, received
 weights and distance profiles are computed exactly, on demand, from the kept queries and keys.
 

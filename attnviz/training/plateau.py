@@ -1,4 +1,4 @@
-"""When more steps stop teaching: the held-out accuracy has plateaued (issue 23.7).
+"""When more steps stop teaching: the held-out accuracy has plateaued.
 
 A run with `TrainConfig(plateau=True)` (the Training lab's presets) ends at the first snapshot
 where the best held-out accuracy of the last `window` steps is no more than `min_gain` above the

@@ -1,4 +1,4 @@
-"""How far back a sparse model can look, and how far each task needs to (issue 22.3).
+"""How far back a sparse model can look, and how far each task needs to.
 
 With a causal window of w, one layer lets a token read the w tokens before it; a second layer
 reads tokens that already read w more, so L layers reach L * w back. A task whose answer sits further back than that cannot be

@@ -1,5 +1,5 @@
 """Small example pictures for the first screen of pages whose own charts need a run first
-(issue 23.4): the Caveats page's "how far each method agrees with deleting tokens" (from the
+: the Caveats page's "how far each method agrees with deleting tokens" (from the
 faithfulness benchmark's bundled averages) and the Training lab's "the map a head must learn"
 (from the task's own probe, no model). The Corpus page's example is `corpus_grid` on the
 bundled run in attnviz/corpus/example.py.

@@ -1,4 +1,4 @@
-"""Figures of the lab's FlashAttention walk (attnviz/flash.py, issue 22.2): the n x n score
+"""Figures of the lab's FlashAttention walk (attnviz/lab/flash.py): the n x n score
 matrix cut into tiles with the step's tile outlined and the tiles already done shaded, and the
 tiled result beside plain attention. Data in, figure out; plus the plain reference it is checked
 against and the seeded example used when the sentence is too long to walk."""

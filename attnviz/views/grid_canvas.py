@@ -1,4 +1,4 @@
-"""The explorer's all-heads grid as the bytes the app's canvas draws from (issue 24.1).
+"""The explorer's all-heads grid as the bytes the app's canvas draws from.
 
 The grid was the explorer's only Plotly chart on its first screen: the browser's Plotly chunk
 (about 0.85 s of main thread a page load) and its draw (0.2-0.3 s of a new sentence at 512 tokens)

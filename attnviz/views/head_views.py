@@ -183,7 +183,7 @@ def _layout(n: int, title: Json, lang: str) -> Json:
         "hovermode": "closest",
         "margin": {"l": 110, "r": 110, "b": 60},
         # under the two token columns, not beside them: on the right it covered the key tokens
-        # (in the right margin with them), at 390 px most of them (issue 23.8)
+        # (in the right margin with them), at 390 px most of them
         "legend": {
             "title": {"text": t("fig.head", lang)},
             "orientation": "h",

@@ -1,4 +1,4 @@
-"""Margins made room for on the server, so plotly.js draws a token map once (issue 24.1).
+"""Margins made room for on the server, so plotly.js draws a token map once.
 
 With an axis's `automargin` on (Streamlit's chart look turns it on for every axis), plotly.js
 draws the whole figure, measures its tick labels in the page (each measurement a layout of the

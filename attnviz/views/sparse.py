@@ -1,4 +1,4 @@
-"""Figures of sparse attention patterns (attnviz/sparse.py, issue 22.3): the allowed entries of
+"""Figures of sparse attention patterns (attnviz/lab/sparse.py): the allowed entries of
 each pattern as a square map, and the entries kept against n^2 as n grows. Data in, figure out."""
 
 from __future__ import annotations

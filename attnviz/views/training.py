@@ -106,8 +106,8 @@ def _domain(a: float, b: float) -> list[float]:
 
 def panel_px(n_heads: int) -> int:
     """The side of one head's square map in pixels: as large as a 1,000 px wide page allows for
-    this many heads across, so the probe's tokens stay readable (issue 23.7: the maps had been
-    squashed into wide rectangles with unreadable ticks)."""
+    this many heads across, so the probe's tokens stay readable (squashed into wide rectangles
+    their ticks are unreadable)."""
     return int(np.clip(NOMINAL_PLOT_PX // max(n_heads, 1) - GAP_PX, 150, 380))
 
 
