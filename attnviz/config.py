@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from .cache import DEFAULT_CACHE_ENTRIES, DEFAULT_CACHE_MB
 from .models.names import E5_MODEL, EMBEDDED_MODEL, SMOLLM2_MODEL, check_model_name
-from .models.tokens import DEFAULT_MAX_TOKENS
+from .models.tokens import DEFAULT_MAX_TOKENS, check_text  # the one text check, re-exported
 
 __all__ = ["DEFAULT_MAX_CHARS", "Settings", "check_text", "settings_from_env"]
 
@@ -127,17 +127,6 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         models_mb=_int(env, "ATTNVIZ_MODELS_MB", 1024 if demo else 0, 0),
         trust_proxy=env.get("ATTNVIZ_TRUST_PROXY", "").strip().lower() in ("1", "true", "yes", "on"),
     )
-
-
-def check_text(text: object, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """Refuse what cannot be analysed before any tokenising: non-text, empty, too long."""
-    if not isinstance(text, str):
-        raise ValueError("text must be a string")
-    if not text.strip():
-        raise ValueError("text is empty: type a sentence to analyse")
-    if len(text) > max_chars:
-        raise ValueError(f"text has {len(text):,} characters; the limit here is {max_chars:,}")
-    return text
 
 
 def _names(raw: str) -> tuple[str, ...]:

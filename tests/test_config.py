@@ -8,9 +8,10 @@ import time
 import numpy as np
 import pytest
 
-from attnviz import Attention
+from attnviz import Attention, i18n
 from attnviz.cache import ResultCache, nbytes
 from attnviz.config import DEFAULT_MAX_CHARS, check_text, settings_from_env
+from attnviz.models.tokens import TextRefused, checked_text
 
 
 def test_local_settings_allow_any_model() -> None:
@@ -59,7 +60,32 @@ def test_check_text_names_the_limit() -> None:
     with pytest.raises(ValueError, match="1,000") as err:
         check_text("x" * 1001, max_chars=1000)
     assert "1,001" in str(err.value)
-    assert check_text("word " * 3000) == "word " * 3000  # 3,000 words pass the default limit
+    assert check_text("word " * 3000, DEFAULT_MAX_CHARS) == "word " * 3000  # 3,000 words pass the default limit
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason", "values"),
+    [
+        (42, "not_text", {}),
+        ("  \n", "empty", {}),
+        ("\x00\x07 \x1b", "empty", {}),  # control characters only: nothing left once cleaned
+        ("x" * 1001, "too_long", {"n": "1,001", "limit": "1,000"}),
+    ],
+)
+def test_a_refused_text_names_its_reason_and_every_catalogue_says_it(bad: object, reason: str, values: dict) -> None:
+    with pytest.raises(TextRefused) as err:
+        check_text(bad, max_chars=1000)
+    assert (err.value.reason, err.value.values) == (reason, values)
+    said = {lang: i18n.t(err.value.key, lang, **err.value.values) for lang in i18n.LANGUAGES}
+    assert all(err.value.key in i18n.catalogue(lang) for lang in i18n.LANGUAGES)
+    assert str(err.value) == said["en"] and said["zh"] != said["en"]  # the command line prints the English
+    assert all(v in said["zh"] for v in values.values())
+
+
+def test_the_runners_encode_check_is_the_same_check_and_cleans() -> None:
+    assert checked_text("a\x00b") == "a b"
+    with pytest.raises(TextRefused, match=i18n.t("err.empty", "en")):
+        checked_text("\x01\x02")
 
 
 def _att(n: int) -> Attention:

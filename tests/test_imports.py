@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from attnviz import i18n
+
 ROOT = Path(__file__).resolve().parents[1]
 LIGHT = ("attnviz.views", "attnviz.config", "attnviz.app.urls")
 
@@ -104,7 +106,7 @@ def test_the_command_lines_help_and_refusals_import_no_torch_and_json_no_plotly(
     import it."""
     found = fresh_python(CLI_PROBE)
     assert found["help"] == [0, True]
-    assert found["empty"] == [2, "attnviz: error: text is empty: type a sentence to analyse"]
+    assert found["empty"] == [2, f"attnviz: error: {i18n.t('err.empty', 'en')}"]  # the catalogue's English
     assert found["after help"] == found["after a refused text"] == found["export"] == []
 
 

@@ -15,8 +15,8 @@ import streamlit as st
 import torch
 from streamlit.delta_generator import DeltaGenerator
 
-from ..config import check_text
 from ..models import EMBEDDED_MODEL, ModelLoadError, Runner, gate
+from ..models.tokens import TextRefused, check_text
 from ..result import OOM_CPU, Attention, note_key
 from .server import session_models, visitor
 from .server.registry import FAILED_LOAD_TTL_S, MAX_FAILURES, MAX_MODELS, REGISTRY, Loaded, ModelKey, load, results
@@ -33,6 +33,7 @@ __all__ = [
     "cached",
     "checked_text",
     "load_runner",
+    "refused",
     "results",
 ]
 
@@ -94,19 +95,22 @@ def load_runner(context: Ctx, name: str | None = None, *, fallback: bool = True,
 
 
 def checked_text(context: Ctx, text: str | None) -> str | None:
-    """The text if it can be analysed; otherwise a readable error (limits named) and None."""
-    text = text or ""
-    if not text.strip():
-        show_error(t("err.empty"))
-        return None
-    if len(text) > context.settings.max_chars:
-        show_error(t("err.too_long", n=f"{len(text):,}", limit=f"{context.settings.max_chars:,}"))
-        return None
+    """The text if it can be analysed (`models.tokens.check_text`); otherwise a readable error,
+    limits named, and None."""
     try:
-        return check_text(text, context.settings.max_chars)
-    except ValueError as exc:
-        show_error(t("err.bad_input"), str(exc))
+        return check_text(text or "", context.settings.max_chars)
+    except TextRefused as exc:
+        refused(exc)
         return None
+
+
+def refused(exc: ValueError) -> None:
+    """A refused input in the page: a text check's reason in the visitor's language, any other
+    refusal under "this text cannot be analysed" with its own words."""
+    if isinstance(exc, TextRefused):
+        show_error(t(exc.key, **exc.values))
+    else:
+        show_error(t("err.bad_input"), str(exc))
 
 
 def cached(context: Ctx, loaded: Loaded, kind: str, text: str, *parts: Hashable, fn: Callable[[], T]) -> T:
@@ -144,7 +148,7 @@ def analyse(
         show_error(t("err.oom_cpu"))
         return None
     except ValueError as exc:
-        show_error(t("err.bad_input"), str(exc))
+        refused(exc)
         return None
     except ModelLoadError as exc:
         show_error(t("err.no_attention"), exc.public)

@@ -11,10 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import i18n
 from ..result import char_groups
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
+    "TextRefused",
+    "check_text",
     "clean_text",
     "count_tokens",
     "encode_counted",
@@ -44,21 +47,46 @@ def clean_text(text: str) -> str:
     return _CONTROL.sub(" ", text)
 
 
-def checked_text(text: object) -> str:
-    """A text to encode, cleaned (`clean_text`); a non-string or blank one is refused with the
-    message the app shows. Every runner's `encode` (and the numpy first answer) checks here."""
+class TextRefused(ValueError):
+    """A text that cannot be analysed. `reason` names why ("not_text", "empty", "too_long",
+    "no_tokens"): the catalogues' `err.<reason>` says it in each language, filled with `values`
+    (`n` and `limit` for "too_long"); str() is the English entry, for the command lines."""
+
+    def __init__(self, reason: str, **values: str) -> None:
+        super().__init__(reason)
+        self.reason, self.values = reason, values
+
+    @property
+    def key(self) -> str:
+        return f"err.{self.reason}"
+
+    def __str__(self) -> str:
+        return i18n.t(self.key, "en", **self.values)
+
+
+def check_text(text: object, max_chars: int | None = None) -> str:
+    """`text` itself if it can be analysed; TextRefused before any tokenising if it is not a
+    string, is blank once control characters are cleaned (`clean_text`), or is longer than
+    `max_chars`. The one text check: the runners, the app and the command lines call it."""
     if not isinstance(text, str):
-        raise ValueError("text must be a string")
-    text = clean_text(text)
-    if not text.strip():
-        raise ValueError("text is empty: type a sentence to analyse")
+        raise TextRefused("not_text")
+    if not clean_text(text).strip():
+        raise TextRefused("empty")
+    if max_chars is not None and len(text) > max_chars:
+        raise TextRefused("too_long", n=f"{len(text):,}", limit=f"{max_chars:,}")
     return text
+
+
+def checked_text(text: object) -> str:
+    """A text to encode, cleaned (`clean_text`) once `check_text` accepts it. Every runner's
+    `encode` (and the numpy first answer) checks here."""
+    return clean_text(check_text(text))
 
 
 def require_known(ids: list[int], special: np.ndarray) -> None:
     """Refuse an encoding of special tokens only (nothing the model knows)."""
     if len(ids) == int(special.sum()):
-        raise ValueError("the text has no tokens the model knows: type some words")
+        raise TextRefused("no_tokens")
 
 
 # A fast tokenizer keeps truncation and padding as state on its Rust backend: each transformers

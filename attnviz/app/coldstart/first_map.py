@@ -27,10 +27,11 @@ from typing import Any
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from ...config import check_text
 from ...models.minilm_numpy import NumpyMiniLM
 from ...models.names import EMBEDDED_MODEL
+from ...models.tokens import TextRefused, check_text
 from ...result import Attention
+from ...views.spec import heatmap_spec
 from ..canvas import token_canvas
 from ..state import MEAN, SENTENCE_TEXT_AREA, Ctx, t
 
@@ -79,11 +80,9 @@ def _focus(n_layers: int, n_heads: int) -> tuple[int, int | None]:
 def _answer(context: Ctx, text: str) -> Attention | None:
     """The numpy answer for `text` as the explorer would show it, or None where the page's own
     run says something first (a text it refuses, cut or sends to the long mode)."""
-    if not text.strip() or len(text) > context.settings.max_chars:
-        return None
     try:
         clean = check_text(text, context.settings.max_chars)
-    except ValueError:
+    except TextRefused:
         return None
     model = _model()
     if model is None:
@@ -117,7 +116,8 @@ def draw(context: Ctx, text: str | None) -> bool:
         zmax = 1.0 if st.session_state.get("color_range", "fixed") == "fixed" else None
         left, _right = st.columns(2, gap="large")  # where and how wide the explorer's own map comes
         with left:
-            token_canvas.token_map(att, layer, head, KEY, zmax=zmax, after=SENTENCE_TEXT_AREA)
+            spec = heatmap_spec(att, layer, head, zmax=zmax, lang=context.lang)
+            token_canvas.token_map(spec, KEY, after=SENTENCE_TEXT_AREA)
     run = get_script_run_ctx()
     st.session_state[SLOT] = (None if run is None else run.cursors, slot)
     return True

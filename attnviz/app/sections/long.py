@@ -22,11 +22,11 @@ import streamlit as st
 
 from ...long import LongAttention, attend_long, block_edges, estimate, longest
 from ...long import figures as fig
-from ...models.tokens import count_tokens
+from ...models.tokens import TextRefused, check_text, count_tokens
 from ...views._base import escape
-from .. import charts, work
+from .. import charts, runners, work
 from ..coldstart import warmup
-from ..runners import Loaded, load_runner
+from ..runners import Loaded
 from ..state import Ctx, t
 from ..widgets import escape_md, show_error
 
@@ -47,12 +47,14 @@ def section(context: Ctx, text: str) -> None:
     the first tokens). A model that reads no further gets a notice and the ordinary views."""
     upload = _upload(context)
     source = upload if upload is not None else text
-    if not source.strip() or len(source) > context.settings.max_chars:
+    try:
+        check_text(source, context.settings.max_chars)
+    except TextRefused:
         return  # the explorer says why
     memory = context.settings.max_tokens
     if upload is None and len(source.encode("utf-8", "surrogatepass")) + 8 <= memory:
         return  # at most a token a byte, and a few special ones: within the limit without loading
-    loaded = load_runner(context)
+    loaded = runners.load_runner(context)
     if loaded is None:
         return
     n_tokens = _count(loaded, source)
@@ -87,10 +89,7 @@ def _upload(context: Ctx) -> str | None:
     except UnicodeDecodeError:
         show_error(t("long.not_utf8"))
         return None
-    if len(text) > context.settings.max_chars:
-        show_error(t("err.too_long", n=f"{len(text):,}", limit=f"{context.settings.max_chars:,}"))
-        return None
-    return text.lstrip("\ufeff")
+    return runners.checked_text(context, text.lstrip("\ufeff"))
 
 
 def _digest(text: str) -> str:
@@ -151,7 +150,7 @@ def _result(context: Ctx, loaded: Loaded, text: str, limit: int) -> dict[str, An
     try:
         long = work.run_long(context, ("long", key), t("long.running"), run)
     except ValueError as exc:
-        show_error(t("err.bad_input"), str(exc))
+        runners.refused(exc)
         return None
     except Exception as exc:  # never a traceback in the page
         LOG.warning("attnviz: long mode failed: %s: %.300s", type(exc).__name__, exc)
