@@ -1,24 +1,12 @@
 """Corpus analysis: per-head attention statistics over many texts, on the local or a Ray engine.
 
-    import attnviz.corpus
-    result = attnviz.corpus.run("sentences.txt", "out/", model="minilm", engine="local")
-    result.grid("prev")                       # (layers, heads) mean share on the previous token
-    result.grid("prev", "std")                # its spread over the corpus
-    result.typical("prev", 0, 3)              # sentences where head 0-3 is most / least typical
-    result = attnviz.corpus.load("out/")      # a finished run read back
-    attnviz.corpus.atlas(model, texts, layer=2, head=5)   # the query-key atlas of one head
-
-Modules:
-    readers.py     .txt / .csv / .jsonl / .parquet, streamed, bad records kept with a reason
-    batch.py       the per-batch function: padded batches, masked per-head statistics
-    shards.py      shards: the unit written, resumed and shared by both engines
-    engine.py      run() and the local engine
-    progress.py    RunProgress, and the Meter both engines count into
-    ray_engine.py  the Ray Data engine (Ray imported only there)
-    output.py      sentences.parquet, heads.parquet, report.json; load() and CorpusResult
-    store.py       the output folder on a local disk or any filesystem pyarrow knows
-    atlas.py       query and key vectors of one head, aligned and projected to 2D
-    cli.py         `attnviz corpus INPUT --out DIR ...`
+import attnviz.corpus
+result = attnviz.corpus.run("sentences.txt", "out/", model="minilm", engine="local")
+result.grid("prev")                       # (layers, heads) mean share on the previous token
+result.grid("prev", "std")                # its spread over the corpus
+result.typical("prev", 0, 3)              # sentences where head 0-3 is most / least typical
+result = attnviz.corpus.load("out/")      # a finished run read back
+attnviz.corpus.atlas(model, texts, layer=2, head=5)   # the query-key atlas of one head
 """
 
 from __future__ import annotations

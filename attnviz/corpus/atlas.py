@@ -1,16 +1,9 @@
-"""The query-key atlas of one head (after AttentionViz, Yeh et al. 2023): the query and the key
-vector of every token of a corpus, projected together to two dimensions.
+"""The query-key atlas of one head (AttentionViz, Yeh et al. 2023): the query and key vector of
+every token of a corpus, projected together to two dimensions.
 
-Vectors come through the Runner seam: the hidden state entering the layer
-(`runner.hidden_states(inputs)[layer]`), then that layer's query and key projections
-(`runner.layers()[layer]`), sliced to the head. Before projecting, as AttentionViz does, the
-keys are translated so that their centroid meets the queries' and both sets are scaled to the
-same mean norm (queries by a, keys by 1/a). Neither changes the head's attention: a shift c of
-every key adds q.c to all scores of query q, which softmax ignores, and q.k is unchanged by the
-scaling (tests/test_corpus.py checks both on the model's own weights).
-
-PCA always works (numpy). t-SNE (scikit-learn) and UMAP (umap-learn) are offered when their
-package is installed; both are slow on a CPU, so the caller should keep the points few.
+Keys are shifted so their centroid meets the queries' and both are scaled to the same mean norm;
+neither changes attention (a shift c adds q.c to every score of query q, which softmax ignores).
+PCA always works; t-SNE (scikit-learn) and UMAP (umap-learn) when installed, slow on a CPU.
 """
 
 from __future__ import annotations
@@ -86,7 +79,7 @@ def query_key_vectors(
     progress: Callable[[float], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, _Vectors]:
     """Queries and keys (m, head_dim) float32 of every token of `texts` at (layer, head), in
-    text order, and where each comes from. Batches go through the background lane."""
+    text order, and where each comes from."""
     if not (0 <= layer < runner.n_layers and 0 <= head < runner.n_heads):
         raise IndexError(f"head ({layer}, {head}) outside {runner.n_layers} layers x {runner.n_heads} heads")
     parts = runner.layers()[layer]  # ValueError for models that do not expose their layers
@@ -122,8 +115,7 @@ def query_key_vectors(
 
 
 def align(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """AttentionViz's normalisation: keys shifted so both centroids meet, then queries scaled
-    by a and keys by 1/a so both have the same mean norm. Attention is unchanged."""
+    """AttentionViz's normalisation (module docstring); attention is unchanged."""
     if len(q) == 0:
         return q, k
     k = k - k.mean(0) + q.mean(0)

@@ -1,12 +1,9 @@
 """The per-batch function both engines run: texts in, per-head statistics out.
 
-Texts are tokenised by `Runner.encode` (control characters cleaned, cut to `max_tokens`,
-truncation flagged), sorted by length and run in padded batches (similar lengths together, so
-little is spent on padding) through `Runner.attention_maps` inside the model's background lane:
-a visitor's interactive pass always goes first. The statistics of `explain.head_stats`
-(Clark et al. 2019) are computed for the whole padded batch at once on the model's device,
-with every padding row and column masked out, so each sentence gets the numbers
-`head_stats(runner.attend(text))` gives (tests/test_corpus.py holds them to 1e-5).
+Texts run sorted by length in padded batches in the model's background lane (a visitor's pass
+goes first). The statistics of `explain.head_stats` (Clark et al. 2019) are computed for the
+whole batch with padding masked out, so each sentence gets what `head_stats(runner.attend(text))`
+gives.
 """
 
 from __future__ import annotations
@@ -32,8 +29,7 @@ ENTRY_BUDGET = 2**25
 
 @dataclass
 class Analysis:
-    """What `analyse` found for each text, in the order given. Skipped texts have `skip` set,
-    no tokens and NaN statistics."""
+    """What `analyse` found for each text, in order; a skipped text has `skip`, NaN statistics."""
 
     tokens: list[list[str] | None]
     truncated: list[bool]
@@ -96,8 +92,7 @@ def analyse(
 
 
 def encode_all(runner: Runner, texts: Sequence[str], limit: int) -> list[Item | None]:
-    """Each text through `Runner.encode` (the same tokens, limit and truncation flag as a single
-    sentence gets). None for a text the runner refuses: empty, or no token it knows."""
+    """Each text through `Runner.encode`; None for a text the runner refuses (no token it knows)."""
     out: list[Item | None] = []
     for text in texts:
         try:
@@ -150,8 +145,7 @@ def _forward(runner: Runner, items: list[Item]) -> list[torch.Tensor]:
 
 
 def _layer_stats(a: torch.Tensor, items: list[Item]) -> torch.Tensor:
-    """The statistics of one layer for a padded batch a (B, H, w, w): (len(STATS), B, H), on
-    the CPU. Row i and column j of sentence b count only when both are below its length n_b.
+    """One layer's statistics for a padded batch a (B, H, w, w): (len(STATS), B, H) on the CPU.
     Entropy is smoothed as in explain.head_stats: p = c (A + eps) with c = 1 / (1 + n eps)."""
     w = a.shape[-1]
     a = a.float()

@@ -1,10 +1,5 @@
-"""`run`: a corpus through a model, shard by shard, resumable; the local engine.
-
-The local engine reads the input once, streaming, and analyses each shard in this process
-(batched forward passes through the model's background lane), writing each shard as soon as
-it is done. Ray (ray_engine.py) runs the same `process_shard` on a Ray cluster. Both end in
-`output.finish`, which writes the same three files.
-"""
+"""`run`: a corpus through a model, shard by shard, resumable; the local engine (Ray's runs the
+same `process_shard` in ray_engine.py)."""
 
 from __future__ import annotations
 
@@ -45,10 +40,8 @@ def run(
     """Per-head statistics of every text in `path` (.txt, .csv, .jsonl or .parquet), written to
     `out_dir` (a folder path or a URI pyarrow can write) and returned as a `CorpusResult`.
 
-    `model` is a model name, or (local engine) a loaded Runner. `limit` caps the records read.
-    A run stopped for any reason resumes when called again with the same arguments; a folder
-    holding a finished run of the same arguments is read back without work. `progress` gets a
-    RunProgress between batches and may raise to stop the run (its shards stay for a rerun).
+    `model` is a name, or (local engine) a loaded Runner. A stopped run resumes when called again
+    with the same arguments; a finished one is read back. `progress` may raise to stop the run.
     ValueError for bad arguments or input; ModelLoadError when the model cannot be loaded.
     """
     name = model if isinstance(model, str) else model.name

@@ -1,7 +1,5 @@
-"""The Corpus page's first picture: one statistic of every head over the first
-EXAMPLE_SENTENCES bundled sentences of the visitor's language, run once and kept in assets/corpus/
-(English with the embedded MiniLM: example.json; Chinese with e5-small, which reads it:
-example_zh.json), so the page shows what a run gives before the visitor starts one.
+"""The Corpus page's first picture: one statistic of every head over the first EXAMPLE_SENTENCES
+bundled sentences of each language, run once and kept in assets/corpus/.
 
     python -m attnviz.corpus.example      # writes both files again
 

@@ -1,12 +1,10 @@
 """The finished run: sentences.parquet, heads.parquet and report.json, and reading them back.
 
-`finish` turns the shards into the three outputs, streaming one shard at a time (memory stays
-flat however long the corpus), and removes the shards once everything is in place. report.json
-is written last: a folder with report.json is a finished run.
+`finish` streams the shards into the outputs one at a time; report.json is written last, so a
+folder with it holds a finished run.
 
     sentences.parquet  one row a sentence analysed: id, text, tokens, n_tokens, truncated, and
-                       per statistic a list of layers x heads float32 values (layer-major:
-                       value [l * heads + h] is layer l, head h)
+                       per statistic layers x heads float32, layer-major ([l * heads + h])
     heads.parquet      one row a (layer, head): sentences, and per statistic its mean, std
                        (population, over sentences), min and max
     report.json        settings, lines read, analysed, truncated, skipped by reason, and every
@@ -23,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .batch import STATS
-from .shards import FORMAT, SHARDS, part_name
+from .shards import FORMAT, SHARDS, part_name, shard_meta
 from .store import Store
 
 __all__ = ["CorpusResult", "finish", "load"]
@@ -84,7 +82,7 @@ def finish(store: Store, settings: dict[str, Any], n_shards: int, engine: str) -
         if writer is None:  # an empty input: an empty table of the same columns
             from .shards import shard_schema
 
-            schema = pa.schema([shard_schema(L, H).field(c) for c in SENTENCE_COLUMNS], metadata=_meta(L, H))
+            schema = pa.schema([shard_schema(L, H).field(c) for c in SENTENCE_COLUMNS], metadata=shard_meta(L, H))
             writer = store.parquet_writer(tmp, schema)
         writer.close()
     store.write_table("heads.parquet", _heads_table(moments, L, H))
@@ -112,10 +110,6 @@ def _shape(store: Store, n_shards: int) -> tuple[int, int]:
     return int(meta[b"layers"]), int(meta[b"heads"])
 
 
-def _meta(L: int, H: int) -> dict[str, str]:
-    return {"format": FORMAT, "layers": str(L), "heads": str(H), "stats_layout": "layer-major"}
-
-
 def _values(column: Any, size: int) -> np.ndarray:
     """A column of fixed-size float lists as a (rows, size) array (no nulls: analysed rows)."""
     if len(column) == 0:
@@ -137,12 +131,11 @@ def _heads_table(m: _Moments, L: int, H: int) -> Any:
         std = np.sqrt(np.maximum(m.m2[k] / max(m.n, 1), 0.0))
         for suffix, values in (("mean", m.mean[k]), ("std", std), ("min", m.min[k]), ("max", m.max[k])):
             columns[f"{name}_{suffix}"] = pa.array(np.full(L * H, np.nan) if empty else values, pa.float64())
-    return pa.table(columns).replace_schema_metadata(_meta(L, H))
+    return pa.table(columns).replace_schema_metadata(shard_meta(L, H))
 
 
 def _write_report(store: Store, report: dict[str, Any], n_shards: int) -> None:
-    """report.json with every skipped record, streamed shard by shard (a corpus of bad lines
-    would otherwise be held whole)."""
+    """report.json with every skipped record, streamed shard by shard."""
     import pyarrow.compute as pc
 
     head = json.dumps(report, ensure_ascii=False, indent=1)[:-2]  # without the closing "\n}"
@@ -181,16 +174,14 @@ class CorpusResult:
         return self.heads[key]
 
     def sentences(self, columns: list[str] | None = None) -> Any:
-        """sentences.parquet as a pyarrow Table (all of it: for a large corpus read it in
-        batches with pyarrow.parquet.ParquetFile instead)."""
+        """sentences.parquet as a pyarrow Table, all of it."""
         return self.store.read_table("sentences.parquet", columns=columns)
 
     def typical(
         self, stat: str, layer: int, head: int, k: int = 5
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """The k sentences where head (layer, head) is closest to its corpus mean of `stat`
-        (most typical) and the k farthest from it (least typical): {"id", "text", "value"},
-        closest or farthest first. One pass over sentences.parquet, a batch at a time."""
+        """The k sentences where the head is closest to its corpus mean of `stat` and the k
+        farthest from it: {"id", "text", "value"}, closest or farthest first."""
         import pyarrow.parquet as pq
 
         if stat not in STATS or not (0 <= layer < self.n_layers and 0 <= head < self.n_heads):

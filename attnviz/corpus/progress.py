@@ -1,5 +1,4 @@
-"""How far a corpus run has got: `RunProgress`, and the `Meter` both engines (engine.py, and
-ray_engine.py) count into, which hands it to the caller's callback."""
+"""How far a corpus run has got: `RunProgress`, and the `Meter` both engines count into."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ class RunProgress:
 
 
 class Meter:
-    """Turns counts into RunProgress and hands it to the caller's callback (which may raise to
-    stop the run between two batches)."""
+    """Turns counts into RunProgress for the caller's callback (which may raise to stop the run)."""
 
     def __init__(self, callback: Callable[[RunProgress], None] | None):
         self.callback = callback

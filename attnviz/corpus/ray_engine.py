@@ -1,18 +1,10 @@
 """The Ray engine: the same shards and the same `process_shard`, run by Ray Data.
 
-The driver reads the input once, streaming, as the local engine does, and writes each shard
-still to do as a small Parquet file of its records (`shards/input-NNNNNN.parquet`). Ray Data
-then maps over the shard numbers with `map_batches` on a pool of actors, each of which loads
-the model once and, for each shard it is handed, reads the shard's records, runs
-`process_shard` (the local engine's function) and writes the shard's result itself. The driver
-only counts. Resuming is the local engine's: a shard whose result is written is done.
-
-Ray is optional (`pip install "attnviz[ray]"`) and imported only here. Without an address
-(and without RAY_ADDRESS in the environment) a Ray instance is started on this machine and
-shut down at the end; with one, the run joins that cluster. Workers get one GPU each when the
-cluster has GPUs and the device allows it, otherwise one CPU each. The output folder must be
-reachable from every worker under the same name: any folder on one machine, a shared disk or
-an object store URI (s3://, gs://) on a cluster (docs/CORPUS.md).
+The driver writes each shard still to do as `shards/input-NNNNNN.parquet`; `map_batches` hands
+shard numbers to a pool of actors, each loading the model once and writing its shards' results.
+Ray is optional (`pip install "attnviz[ray]"`) and imported only here; without an address (or
+RAY_ADDRESS) it is started on this machine. The output folder must be reachable from every
+worker under the same name: a shared disk or an object store URI on a cluster (docs/CORPUS.md).
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """Reading a corpus: one text a record from .txt, .csv, .jsonl or .parquet, streamed.
 
-Nothing here holds more than it will keep: text files are read a line at a time with a byte
-bound on each line, CSV in blocks of CSV_BLOCK_BYTES through pyarrow's streaming reader, Parquet
-a small batch of rows at a time, in dictionary form (a value shared by many rows is held once).
-A value longer than the limit in bytes is skipped before it is decoded or copied out of Arrow,
-and every text is checked as valid Unicode (a lone surrogate from a JSON escape is skipped, not
-handed to the tokenizer). A Parquet file whose metadata declares far more text than its
-compressed bytes explain, or whose rows unpack to far more text than the file could hold as
-ordinary text, is refused with one sentence (a compression bomb): see `_parquet_sizes`.
-A record that cannot be analysed is still a record: it carries the reason it is skipped, so
-that the report lists every one.
-
-Record ids are what a person finds in the file: the line number for .txt and .jsonl, the data
-row number (1-based, header excluded; a quoted newline does not start a row) for .csv and
-.parquet. A CSV row the parser cannot split into the header's columns keeps its row number.
+Nothing holds more than it keeps: lines with a byte bound, CSV in CSV_BLOCK_BYTES blocks,
+Parquet in small batches in dictionary form; an over-long value is skipped before it is decoded.
+A Parquet file declaring or unpacking to far more text than its bytes explain is refused (a
+compression bomb). A record that cannot be analysed carries the reason, so the report lists it.
+Record ids are what a person finds in the file: the line number (.txt, .jsonl), the 1-based data
+row, header excluded (.csv, .parquet).
 """
 
 from __future__ import annotations
@@ -85,8 +77,6 @@ class Source:
         reader = {"txt": self._lines, "jsonl": self._lines, "csv": self._csv, "parquet": self._parquet}[self.kind]
         yield from reader()
 
-    # --- one text a line ----------------------------------------------------------------------
-
     def _lines(self) -> Iterator[Record]:
         # A JSON line may spell a character in up to 12 bytes ("\ud83d\ude00"); text needs 4 at most.
         per_char = 12 if self.kind == "jsonl" else 4
@@ -107,8 +97,6 @@ class Source:
                     yield self._check(number, *_json_text(line))
                 else:
                     yield self._check(number, *_decode(line))
-
-    # --- tables -----------------------------------------------------------------------------
 
     def _csv(self) -> Iterator[Record]:
         import pyarrow as pa
@@ -140,9 +128,8 @@ class Source:
             yield from self._csv_rows(reader, bad)
 
     def _csv_rows(self, reader: Any, bad: list[Any]) -> Iterator[Record]:
-        """Rows in file order, numbered as data rows (header excluded). The parser hands over
-        the rows it refused (with pyarrow's row number, header = 1) before each block's good
-        rows; they are merged back in their place, so ids are the rows a person counts."""
+        """Rows in file order, numbered as data rows. The parser hands over refused rows (pyarrow
+        numbers the header 1) before each block's good rows; they are merged back in place."""
         import pyarrow as pa
 
         row = 0
@@ -197,9 +184,8 @@ class Source:
                 yield self._check(row, *_sized(value, size))
 
     def _parquet_sizes(self, meta: Any) -> None:
-        """Refuse a file whose text column declares, in any row group, more uncompressed bytes
-        than BOMB_FLOOR_BYTES and BOMB_RATIO times its compressed bytes: checked in the footer,
-        before any page is unpacked (pyarrow unpacks a whole page at a time)."""
+        """Refuse a row group whose text declares more than BOMB_FLOOR_BYTES and BOMB_RATIO times
+        its compressed bytes: read from the footer, before pyarrow unpacks a whole page."""
         paths = [meta.schema.column(j).path for j in range(meta.num_columns)]
         column = paths.index(TEXT_COLUMN)
         for group in range(meta.num_row_groups):
@@ -207,8 +193,6 @@ class Source:
             size = int(chunk.total_uncompressed_size)
             if size > BOMB_FLOOR_BYTES and size > BOMB_RATIO * max(1, int(chunk.total_compressed_size)):
                 raise ValueError(_bomb(self.path.name, f"row group {group + 1} declares", size, self.size))
-
-    # --- what every record goes through -------------------------------------------------------
 
     def _check(self, number: int, text: str | None, reason: str | None) -> Record:
         if reason == "too_long":
@@ -254,9 +238,8 @@ class _Counting:
 
 
 def _bounded_line(fh: IO[bytes], limit: int) -> tuple[bytes | None, bool]:
-    """The next line without its end (at most `limit` bytes kept; None at the end of the
-    file), and whether it was whole. An over-long line is read through to its end in chunks,
-    never held whole."""
+    """The next line without its end (None at the end of the file), and whether it was whole: an
+    over-long line is read through in chunks, never held."""
     line = fh.readline(limit + 1)
     if not line:
         return None, True
@@ -269,9 +252,8 @@ def _bounded_line(fh: IO[bytes], limit: int) -> tuple[bytes | None, bool]:
 
 
 def _arrow_values(array: Any, max_bytes: int) -> Iterator[tuple[Any, int]]:
-    """Each value of an Arrow string or binary array (dictionary-encoded or not) with its size
-    in bytes; a value longer than `max_bytes` comes as None, never copied out of Arrow (nor
-    a shared dictionary value expanded row by row). A null is (None, 0)."""
+    """(value, size in bytes) of each entry of an Arrow string or binary array, dictionary or
+    not; a value over `max_bytes` comes as None, never copied out of Arrow. A null is (None, 0)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -1,14 +1,9 @@
 """Shards: the unit of work that is written, resumed and shared by both engines.
 
-The input's records are cut into shards of `shard_size` consecutive records (record k goes to
-shard k // shard_size). A shard is analysed by `process_shard` and written as one Parquet file
-`shards/part-NNNNNN.parquet` holding every record of the shard, skipped ones with their reason,
-so a shard on disk is a complete account of its records. A rerun with the same settings reads
-the input again, passes over the records of every shard already written and analyses the rest.
-
-The settings that make two runs the same (model, limits, shard size, the input's fingerprint)
-are kept in `shards/manifest.json` and copied into report.json; a folder that holds a run with
-other settings is refused rather than mixed.
+Record k goes to shard k // shard_size, written as `shards/part-NNNNNN.parquet` with every
+record, skipped ones with their reason; a rerun passes over the shards already written. The
+settings (model, limits, shard size, the input's fingerprint) are kept in `shards/manifest.json`;
+a folder holding a run of other settings is refused rather than mixed.
 """
 
 from __future__ import annotations
@@ -61,8 +56,8 @@ def input_name(shard: int) -> str:
 
 
 def fingerprint(path: Path) -> dict[str, Any]:
-    """Size and a hash of the first, middle and last MiB of the input: the same file copied
-    elsewhere matches, an edited one (almost always) does not, and a 10 GB file costs 3 MiB."""
+    """Size and a hash of the first, middle and last MiB: a copy matches, an edit (almost always)
+    does not, and a large file costs 3 MiB to read."""
     size = path.stat().st_size
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -126,8 +121,11 @@ def shard_schema(n_layers: int, n_heads: int) -> pa.Schema:
         pa.field("truncated", pa.bool_()),
         *stats,
     ]
-    meta = {"format": FORMAT, "layers": str(n_layers), "heads": str(n_heads), "stats_layout": "layer-major"}
-    return pa.schema(fields, metadata=meta)
+    return pa.schema(fields, metadata=shard_meta(n_layers, n_heads))
+
+
+def shard_meta(n_layers: int, n_heads: int) -> dict[str, str]:
+    return {"format": FORMAT, "layers": str(n_layers), "heads": str(n_heads), "stats_layout": "layer-major"}
 
 
 def process_shard(
@@ -138,7 +136,7 @@ def process_shard(
     batch_size: int,
     progress: Callable[[int], None] | None = None,
 ) -> pa.Table:
-    """Analyse the records of one shard (both engines call this): one row a record, in order."""
+    """Analyse one shard's records: one row a record, in order."""
     import numpy as np
     import pyarrow as pa
 

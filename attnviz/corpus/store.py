@@ -1,9 +1,8 @@
 """Where a corpus run writes: a folder on the local disk or on any filesystem pyarrow knows
 (`s3://bucket/run`, `gs://...`, `hdfs://...`, `file:///...`).
 
-Every file is written whole or not at all: to a temporary name, flushed (and fsync'ed on a
-local disk, so a power cut leaves either the old state or the new file), then renamed. A
-rerun therefore finds complete shards or none, never half a shard.
+Every file is written whole or not at all (a temporary name, fsync'ed on a local disk, renamed),
+so a rerun finds complete shards, never half of one.
 """
 
 from __future__ import annotations
@@ -49,12 +48,6 @@ class Store:
     def path(self, name: str) -> str:
         return f"{self.root.rstrip('/')}/{name}"
 
-    def uri(self, name: str) -> str:
-        """A name as the caller spelled the location (for messages and `load`)."""
-        return f"{self.location.rstrip('/')}/{name}"
-
-    # --- reading ------------------------------------------------------------------------------
-
     def exists(self, name: str) -> bool:
         import pyarrow.fs as pafs
 
@@ -66,21 +59,10 @@ class Store:
         with self.fs.open_input_stream(self.path(name)) as fh:
             return bytes(fh.read())
 
-    def files(self, folder: str) -> list[str]:
-        """Names (relative to the store) of the files directly inside `folder`, sorted."""
-        import pyarrow.fs as pafs
-
-        selector = pafs.FileSelector(self.path(folder), allow_not_found=True)
-        infos = self.fs.get_file_info(selector)
-        prefix = self.root.rstrip("/") + "/"
-        return sorted(i.path[len(prefix) :] for i in infos if i.type == pafs.FileType.File)
-
     def read_table(self, name: str, columns: list[str] | None = None) -> pa.Table:
         import pyarrow.parquet as pq
 
         return pq.read_table(self.path(name), columns=columns, filesystem=self.fs)
-
-    # --- writing ------------------------------------------------------------------------------
 
     def write_bytes(self, name: str, data: bytes) -> None:
         with self.writing(name) as tmp:
