@@ -3,42 +3,5 @@ spreadsheet-safe cells (`csv_cells`) and the shortest round-tripping numbers (`j
 
 from __future__ import annotations
 
-from .formats import (
-    CSV_FORMULA_CHARS,
-    CSV_FORMULA_LOOKALIKES,
-    PRECISION,
-    SETTINGS_ELEMENT_ID,
-    ExportUnavailable,
-    attention_json,
-    attention_npz,
-    csv_cell,
-    csv_uncell,
-    figure_html,
-    figure_image,
-    head_csv,
-    json_numbers,
-    read_head_csv,
-    script_json,
-    settings_from_html,
-    weights_json,
-)
-
-__all__ = [
-    "CSV_FORMULA_CHARS",
-    "CSV_FORMULA_LOOKALIKES",
-    "PRECISION",
-    "SETTINGS_ELEMENT_ID",
-    "ExportUnavailable",
-    "attention_json",
-    "attention_npz",
-    "csv_cell",
-    "csv_uncell",
-    "figure_html",
-    "figure_image",
-    "head_csv",
-    "json_numbers",
-    "read_head_csv",
-    "script_json",
-    "settings_from_html",
-    "weights_json",
-]
+from .formats import *  # noqa: F403
+from .formats import __all__ as __all__

@@ -1,6 +1,5 @@
 """CSV cells a spreadsheet shows as text (OWASP CSV injection, ASVS 1.2.10), reversibly:
-`csv_cell` adds a leading ' to a cell that would start a formula, `csv_uncell` takes it off.
-Re-exported by `attnviz.export`."""
+`csv_cell` adds a leading ' to a cell that would start a formula, `csv_uncell` takes it off."""
 
 from __future__ import annotations
 
@@ -17,12 +16,8 @@ _CSV_INVISIBLE = "'\u200b\u200c\u200d\u2060\ufeff"  # skipped with white space b
 
 
 def csv_cell(text: str) -> str:
-    """A text cell a spreadsheet shows as text: a leading ' when it would start a formula
-    (OWASP CSV injection: also after leading spaces, and a full-width "＝").
-
-    The rule is reversible: ' is added when `_csv_formula` says so, and `csv_uncell` strips
-    exactly one ' in that same case.
-    """
+    """A text cell a spreadsheet shows as text: a leading ' when `_csv_formula` says so (and
+    `csv_uncell` strips exactly one in that same case)."""
     return "'" + text if _csv_formula(text) else text
 
 
@@ -34,8 +29,8 @@ def csv_uncell(cell: str) -> str:
 def _csv_formula(text: str) -> bool:
     """Whether a spreadsheet could read `text` as a formula: after any leading 's it starts
     with one of CSV_FORMULA_CHARS, or after any leading 's, white space and zero-width
-    characters with one of CSV_FORMULA_LOOKALIKES. Both skip leading 's, so one more ' in
-    front never changes the answer (what makes `csv_uncell` exact)."""
+    characters with one of CSV_FORMULA_LOOKALIKES. One more ' in front never changes the answer,
+    which makes `csv_uncell` exact."""
     if text.lstrip("'").startswith(CSV_FORMULA_CHARS):
         return True
     i = 0

@@ -1,23 +1,6 @@
-"""Exports: figures as self-contained HTML (Plotly JS inlined, works offline) or PNG/SVG where a
-static engine exists, and the numbers as CSV / NPZ / JSON, each bundled with the settings that
-produced them (text, model, layer, head, options).
-
-Everything a visitor typed is hostile here, and every export is opened later, somewhere else:
-
-- HTML: the model and the sentence are in the page's title and under the plot (`captioned`), the
-  settings are shown in a folded block (text, escaped) and travel as JSON in
-  ``<script type="application/json" id="attnviz-settings">``
-  with ``<``, ``>``, ``&``, U+2028 and U+2029 written as ``\\u003c`` etc., so no text can close
-  the element or open a comment; read them back with ``settings_from_html`` or, in the page,
-  ``JSON.parse(document.getElementById("attnviz-settings").textContent)``. Plotly escapes ``<``,
-  ``>`` and ``/`` in the figure's own JSON. A Content-Security-Policy lets only the page's own
-  scripts run (by SHA-256 hash) and forbids every network request. The all-heads grid works
-  offline as its note says: a click on a head zooms on its map, a second click zooms back.
-- CSV: every line goes through ``csv.writer``; a text cell that a spreadsheet would read as a
-  formula gets a leading ``'`` (see ``csv_cell``; undo with ``csv_uncell``), also one that starts
-  with spaces or a full-width sign before the formula character. The text row is the analysed
-  text (control characters other than tab and newline turned into spaces, as the model saw it).
-- JSON: weights are written with at most 6 significant digits (see ``PRECISION``).
+"""Exports: figures as self-contained HTML (Plotly JS inlined, works offline) or PNG/SVG, and the
+numbers as CSV / NPZ / JSON, each with the settings that produced them. Everything a visitor typed
+is hostile here, and every export is opened later, somewhere else.
 """
 
 from __future__ import annotations
@@ -71,8 +54,6 @@ class ExportUnavailable(RuntimeError):
     """No static image engine (kaleido and a Chrome) is installed here."""
 
 
-# --- HTML -------------------------------------------------------------------------------------
-
 # JSON that can sit inside any <script> element: no "<" (so no "</script>", "<!--", "<script"),
 # no ">" ("-->", "]]>"), no "&", and no line separators (which old JS parsers treat as newlines).
 _SCRIPT_JSON = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
@@ -112,9 +93,8 @@ TITLE_CHARS = 80
 
 
 def _outside_streamlit(fig: go.Figure) -> go.Figure:
-    """A figure made in the app carries Streamlit's default Plotly template, whose colours are
-    placeholders ("#000001"...) that only Streamlit's page resolves: a page saved from the app
-    gets plotly's own template instead, as the command line's pages have."""
+    """Plotly's own template for a figure made in the app: Streamlit's colours are placeholders
+    ("#000001"...) only Streamlit's page resolves."""
     import plotly.io as pio
 
     if "streamlit" in pio.templates and fig.layout.template == pio.templates["streamlit"]:
@@ -125,12 +105,10 @@ def _outside_streamlit(fig: go.Figure) -> go.Figure:
 def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None, *, lang: str = i18n.DEFAULT_LANGUAGE) -> str:
     """A complete HTML page with plotly.js inlined: opens with no network at all.
 
-    The model and the sentence (`settings` "model" and "text") are in the page's title and under
-    the plot; the settings are shown in a folded block and ride as JSON in
-    <script type="application/json" id="attnviz-settings"> (never in a comment or a script that
-    runs). A Content-Security-Policy allows exactly the page's own scripts (by hash; eval too
-    only for WebGL traces, which need it), no network and no plugins, so even markup that
-    slipped in could not run. An all-heads grid zooms on a head when it is clicked.
+    The model and the sentence are in the title and under the plot; the settings are shown
+    folded and ride as `script_json` in <script type="application/json" id="attnviz-settings">.
+    A Content-Security-Policy allows only the page's own scripts (by hash; eval too for WebGL
+    traces), no network and no plugins. An all-heads grid zooms on a clicked head.
     """
     from ..views.charts import captioned, slide_caption
 
@@ -215,17 +193,12 @@ def figure_image(fig: go.Figure, fmt: str = "png", scale: float = 2.0) -> bytes:
         raise ExportUnavailable(f"static image export failed here ({str(exc).splitlines()[0][:160]})") from exc
 
 
-# --- CSV --------------------------------------------------------------------------------------
-
-
 def head_csv(att: Attention, layer: int, head: int | None, settings: Mapping[str, Any] | None = None) -> str:
     """The focused map as CSV (RFC 4180, written by csv.writer).
 
-    Shape: first the settings, one two-cell row each: ``# key``, value (strings as they are,
-    other values as JSON: ``2``, ``true``, ``{"merge_words": false}``); then a header row
-    ``query \\ key``, key tokens...; then one row per query token: the token, then n numbers.
-    Text cells (keys, string values, tokens) pass through `csv_cell`; numbers are plain numbers.
-    Read it back with `read_head_csv`.
+    Shape: the settings, one row each (``# key``, value: strings as they are, others as JSON);
+    a header row ``query \\ key``, key tokens...; one row per query token: the token, n numbers.
+    Text cells pass through `csv_cell`. Read it back with `read_head_csv`.
     """
     m = att.head(layer, head)
     out = io.StringIO()
@@ -252,9 +225,6 @@ def read_head_csv(text: str) -> tuple[dict[str, str], list[str], np.ndarray]:
     return settings, tokens, matrix
 
 
-# --- NPZ and JSON -----------------------------------------------------------------------------
-
-
 def attention_npz(att: Attention, settings: Mapping[str, Any] | None = None) -> bytes:
     """weights (layers, heads, n, n) float32, tokens, special, and settings as a JSON string."""
     buf = io.BytesIO()
@@ -270,9 +240,7 @@ def attention_npz(att: Attention, settings: Mapping[str, Any] | None = None) -> 
 def attention_json(
     att: Attention, settings: Mapping[str, Any] | None = None, *, layer: int | None = None, head: int | None = None
 ) -> str:
-    """The CLI's JSON shape plus the settings: {"settings", "model", "device", "tokens",
-    "truncated", "precision", "weights"}; with `layer` (and `head`) only that part, see
-    `weights_json`."""
+    """`weights_json` with the settings, as text."""
     extra = {"layer": layer} if layer is not None else {}
     if head is not None:
         extra["head"] = head
@@ -284,8 +252,7 @@ def weights_json(
 ) -> bytes:
     """UTF-8 JSON: {["settings",] "model", "device", "tokens", "truncated", ["layer", ["head",]]
     "precision", "weights"}. weights is nested layers x heads x n x n; with `layer`, heads x n x n;
-    with `layer` and `head`, n x n. Numbers carry at most 6 significant digits (PRECISION), built
-    with numpy: a 512-token 6 x 12 export (18.9M numbers) takes seconds, not minutes."""
+    with `layer` and `head`, n x n. Numbers carry at most 6 significant digits (PRECISION)."""
     if head is not None and layer is None:
         raise ValueError("a head needs a layer")
     doc: dict[str, Any] = {} if settings is None else {"settings": dict(settings)}
@@ -316,8 +283,7 @@ def _settings(att: Attention, settings: Mapping[str, Any] | None, **extra: Any) 
 
 
 def _utf8(json_text: str) -> bytes:
-    """JSON text as UTF-8; a lone surrogate (undecodable input, only ever inside a string)
-    becomes its JSON escape \\udXXX instead of an encoding error."""
+    """JSON text as UTF-8; a lone surrogate (undecodable input) becomes its escape \\udXXX."""
     return json_text.encode("utf-8", "backslashreplace")
 
 

@@ -1,6 +1,6 @@
 """Numbers as JSON text fast: `json_numbers` writes a numeric array as a nested JSON list, every
 number with at most a given count of significant digits, as Python's "{:.{digits}g}" would, built
-in numpy (the exports' weights: attnviz.export)."""
+in numpy."""
 
 from __future__ import annotations
 
