@@ -24,8 +24,6 @@ from typing import Any, Literal
 
 import plotly.graph_objects as go
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
-from streamlit.elements.plotly_chart import PlotlyState
 
 from .. import views
 from ..models import EMBEDDED_MODEL
@@ -34,6 +32,7 @@ from ..views.margins import square_fit
 from . import copy_link, nav, plot_theme, urls
 from .readers import model_label
 from .state import SENTENCE, Ctx, set_sentence, t
+from .streamlit_adapter import DeltaGenerator, PlotlyState
 
 __all__ = [
     "SLIDE_HEIGHT",

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
-from streamlit.navigation.page import StreamlitPage
 
 from .. import i18n
+from .streamlit_adapter import StreamlitPage
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository (or the folder that holds app.py and pages/)
 PAGES_DIR = ROOT / "pages"

@@ -1,4 +1,4 @@
-"""Streamlit's look for the app's charts, sent so that the browser draws each chart once (issue 24.1).
+"""Streamlit's look for the app's charts, sent so that the browser draws each chart once.
 
 Why not Streamlit's own chart theme: Streamlit 1.67's chart element, once mounted, copies the
 figure through JSON in an effect (`JSON.parse(JSON.stringify(spec))`, placeholder colours
@@ -21,7 +21,8 @@ template would apply it (`xaxis` to every x axis, trace defaults by trace type),
 themes (frontend CustomTheme.tsx `applyStreamlitThemeTemplateLayout` and `replaceTemporaryColors`
 over the "streamlit" template of streamlit/elements/lib/streamlit_plotly_theme.py, whose colours
 are placeholders such as "#000001" until the browser swaps them), read from a chart drawn with
-`theme="streamlit"` in chromium. `template(mode)` is the same look as a plotly Template, for
+`theme="streamlit"` in chromium; tests/test_streamlit_adapter.py checks the template's shape
+against a release's (`streamlit_adapter.chart_template`). `template(mode)` is the same look as a plotly Template, for
 anyone who wants it as one (a notebook, a test).
 
 Views keep their own colour scales: template values only fill what a figure leaves unset.
@@ -279,7 +280,6 @@ def for_browser(fig: go.Figure, mode: Mode, selection: tuple[str, ...] = ()) -> 
 def streamlit_theme_customised() -> bool:
     """Whether .streamlit/config.toml (or the command line) sets any [theme] option: then the
     palette here is not the visitor's, and charts keep Streamlit's own chart theme."""
-    from streamlit import config
+    from .streamlit_adapter import theme_options_set
 
-    options = config.get_config_options()
-    return any(option.value is not None for name, option in options.items() if name.startswith("theme."))
+    return theme_options_set()

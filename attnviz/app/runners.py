@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 import streamlit as st
 import torch
-from streamlit.delta_generator import DeltaGenerator
 
 from ..models import EMBEDDED_MODEL, ModelLoadError, Runner, gate
 from ..models.tokens import TextRefused, check_text
@@ -21,6 +20,7 @@ from ..result import OOM_CPU, Attention, note_key
 from .server import session_models, visitor
 from .server.registry import FAILED_LOAD_TTL_S, MAX_FAILURES, MAX_MODELS, REGISTRY, Loaded, ModelKey, load, results
 from .state import Ctx, t
+from .streamlit_adapter import DeltaGenerator
 from .widgets import escape_md, show_error
 
 __all__ = [

@@ -26,6 +26,7 @@ from .. import i18n
 from ..config import Settings
 from ..models.unknown_tokens import model_for_language
 from . import link_refusals, urls
+from .streamlit_adapter import leave_legacy_pages_mode
 
 __all__ = [
     "ABLATION_CLICK",
@@ -209,18 +210,6 @@ def ctx() -> Ctx:
         st.rerun()
     assert isinstance(value, Ctx)
     return value
-
-
-def leave_legacy_pages_mode() -> None:
-    """Streamlit decides once per process, when the first session starts, whether the app is an
-    old-style multipage app: `PagesManager.uses_pages_directory` becomes True when a `pages/`
-    folder sits beside the main script, and stays so until some run calls st.navigation. Until
-    then a visitor whose first URL is /lab gets pages/lab.py run on its own, without app.py
-    (seen with eight simultaneous first visits to a cold server). app.py is never an old-style
-    app: it says so at the top of every run, and a page that finds itself run alone reruns."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    PagesManager.uses_pages_directory = False
 
 
 def _first_load(settings: Settings) -> None:

@@ -25,7 +25,6 @@ import threading
 from typing import Any
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ...models.minilm_numpy import NumpyMiniLM
 from ...models.names import EMBEDDED_MODEL
@@ -34,6 +33,7 @@ from ...result import Attention
 from ...views.spec import heatmap_spec
 from ..canvas import token_canvas
 from ..state import MEAN, SENTENCE_TEXT_AREA, Ctx, t
+from ..streamlit_adapter import run_cursors
 
 __all__ = ["KEY", "SLOT", "clear", "draw", "drop"]
 
@@ -118,20 +118,19 @@ def draw(context: Ctx, text: str | None) -> bool:
         with left:
             spec = heatmap_spec(att, layer, head, zmax=zmax, lang=context.lang)
             token_canvas.token_map(spec, KEY, after=SENTENCE_TEXT_AREA)
-    run = get_script_run_ctx()
-    st.session_state[SLOT] = (None if run is None else run.cursors, slot)
+    st.session_state[SLOT] = (run_cursors(), slot)
     return True
 
 
 def clear() -> None:
     """The explorer's own map is handed over: the first map goes (this run's only)."""
-    run = get_script_run_ctx()
-    if run is None:
+    cursors_now = run_cursors()
+    if cursors_now is None:
         return
     held: Any = st.session_state.get(SLOT)
     if held is None:
         return
     st.session_state.pop(SLOT, None)
     cursors, slot = held
-    if cursors is run.cursors:
+    if cursors is cursors_now:
         slot.empty()

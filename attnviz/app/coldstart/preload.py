@@ -16,22 +16,18 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..streamlit_adapter import ENTRY_MODULE, build_file, chunk_pattern
+
 __all__ = ["MAP_DRAWN", "SAFE_SELECTOR", "chart_code_file", "preload_chart_code", "preload_script"]
 
-CHART_CODE = re.compile(r"PlotlyChart\.[A-Za-z0-9_-]{4,16}\.js")  # the chunk's name in Streamlit's build
-COMPONENT_CODE = re.compile(r"BidiComponent\.[A-Za-z0-9_-]{4,16}\.js")  # the v2 components' (the canvas map)
-# st.code's highlighter: no page loads it any more (app/literal.py, copy_link.py); tests watch for it
-CODE_CODE = re.compile(r"StreamlitSyntaxHighlighter\.[A-Za-z0-9_-]{4,16}\.js")
-_CODES = {
-    "chart": ("PlotlyChart.*.js", CHART_CODE),
-    "component": ("BidiComponent.*.js", COMPONENT_CODE),
-    "code": ("StreamlitSyntaxHighlighter.*.js", CODE_CODE),
-}
+# The chunks' names in Streamlit's build: Plotly's, the v2 components' (the canvas map), and
+# st.code's highlighter (no page loads it any more: app/literal.py, copy_link.py; tests watch for it)
+CHART_CODE, COMPONENT_CODE, CODE_CODE = (chunk_pattern(kind) for kind in ("chart", "component", "code"))
 _CHART_CODE_SENT = "_chart_code_sent"
 # A classic script may import a module: the URL is resolved against Streamlit's own entry module,
 # so the browser's module map holds one copy, which the chart's lazy import then finds ready.
 _PRELOAD_JS = """<script>(() => {
-  const main = document.querySelector('script[type="module"][src*="/static/js/index."]');
+  const main = document.querySelector('ENTRY');
   if (!main) return;
   let done = false;
   const go = () => { if (done) return; done = true;
@@ -50,13 +46,7 @@ SAFE_SELECTOR = re.compile(r"[A-Za-z0-9_ .#>-]*")
 def chart_code_file(static: Path | None = None, kind: str = "chart") -> str | None:
     """The file name of one of Streamlit's lazily loaded modules in its static folder, if exactly
     one: `kind` "chart" (Plotly), "component" (v2 components) or "code" (st.code's highlighter)."""
-    if static is None:
-        import streamlit
-
-        static = Path(streamlit.__file__).parent / "static" / "static" / "js"
-    found, pattern = _CODES[kind]
-    names = [p.name for p in static.glob(found) if pattern.fullmatch(p.name)]
-    return names[0] if len(names) == 1 else None
+    return build_file(kind, static)
 
 
 def preload_script(name: str, after: str = "", wait_ms: int = PRELOAD_WAIT_MS) -> str:
@@ -64,9 +54,16 @@ def preload_script(name: str, after: str = "", wait_ms: int = PRELOAD_WAIT_MS) -
     element `after` (a CSS selector of ours) is in the page and painted, or after `wait_ms`: the
     chart module's compile (a second of the browser's main thread on a busy 2-core machine) must
     not hold up the sentence box or the first map."""
-    if not any(p.fullmatch(name) for _, p in _CODES.values()) or not SAFE_SELECTOR.fullmatch(after):
+    if not any(p.fullmatch(name) for p in (CHART_CODE, COMPONENT_CODE, CODE_CODE)) or not SAFE_SELECTOR.fullmatch(
+        after
+    ):
         raise ValueError("not a chart or component code file name or not a plain selector")
-    return _PRELOAD_JS.replace("NAME", name).replace("AFTER", after).replace("WAIT_MS", str(int(wait_ms)))
+    return (
+        _PRELOAD_JS.replace("ENTRY", ENTRY_MODULE)
+        .replace("NAME", name)
+        .replace("AFTER", after)
+        .replace("WAIT_MS", str(int(wait_ms)))
+    )
 
 
 def preload_chart_code(after: str = "", *, first_map: bool = False) -> None:

@@ -8,13 +8,13 @@ from dataclasses import replace
 
 import numpy as np
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 
 from ... import views
 from ...lab.sparse import KINDS, encoder_maps, sparse_count, sparse_mask
 from ...views.sparse import pattern_growth, pattern_maps
 from .. import charts, runners, widgets
 from ..state import Ctx, t
+from ..streamlit_adapter import DeltaGenerator
 from .lab import Pair
 
 GROWTH_SIZES = (16, 64, 256, 1024, 4096)

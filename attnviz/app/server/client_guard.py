@@ -1,8 +1,8 @@
-"""What any client may send, made harmless before Streamlit or a page reads it (issue 26).
+"""What any client may send, made harmless before Streamlit or a page reads it.
 
 A browser sends each widget's value in the field its widget was registered with; a raw websocket
 client can send anything: a radio's value as text, a chart selection that is not JSON, an index
-past the end of a list. Streamlit 1.67 takes the field it is given (`WStates.__getitem__` even
+past the end of a list. Streamlit takes the field it is given (`WStates.__getitem__` even
 rewrites the widget's registered field to the one received), hands it to the widget's
 deserializer, and a TypeError, IndexError or JSONDecodeError ends the run with a traceback in the
 server log, on every later run of that session too, as the state is kept. `install` makes a
@@ -23,9 +23,10 @@ urls.CUT with its length, so neither the session nor a closed tab's session keep
 page says how long it was and removes it from the link (urls.refusal, urls.unused_params). The
 HTTP server reads a request whose head holds such a link (`head_max`; uvicorn's h11 stops at 16 KiB).
 
-`install` is called by app.py on every run; it patches once per process. A fresh server's very
-first run starts before app.py has been imported: that one run is unguarded (the pages' widgets
-have no registered metadata in a new session yet, so it can only break that session's first run).
+`install` is called by app.py on every run; it patches once per process, through the hooks of
+app/streamlit_adapter.py. A fresh server's very first run starts before app.py has been
+imported: that one run is unguarded (the pages' widgets have no registered metadata in a new
+session yet, so it can only break that session's first run).
 """
 
 from __future__ import annotations
@@ -35,14 +36,19 @@ import threading
 from typing import Any
 from urllib.parse import quote, unquote_plus
 
-from streamlit import config as st_config
-from streamlit.proto.WidgetStates_pb2 import WidgetStates
-from streamlit.runtime import app_session as st_app_session
-from streamlit.runtime.state import common as st_common
-from streamlit.runtime.state import query_params as st_query_params
-from streamlit.runtime.state import session_state as st_session_state
-
 from ...config import DEFAULT_MAX_CHARS, Settings
+from ..streamlit_adapter import (
+    FIELDS_MAX,
+    FRAME_LOGGER,
+    QUERY_MAX,
+    TRIGGER_PREFIX,
+    filter_query_strings,
+    filter_widget_states,
+    is_element_id,
+    option_names,
+    set_upload_limit_mb,
+    widget_metadata,
+)
 from ..urls import CUT, LINK_KEYS, cut_length, value_max
 
 __all__ = [
@@ -58,7 +64,6 @@ __all__ = [
     "install",
 ]
 
-FRAME_LOGGER = "streamlit.web.server.starlette.starlette_websocket"
 # Streamlit refuses an upload whose Content-Length (the file plus its multipart framing) exceeds
 # server.maxUploadSize: at exactly the limit, a file the uploader accepts would get a raw 413.
 UPLOAD_FRAMING_MB = 1
@@ -70,12 +75,10 @@ MAX_ID_CHARS = 400
 # ATTNVIZ_MAX_CHARS characters (every character a `%`), where raw it could be 12 x (an emoji is
 # four UTF-8 bytes, `%F0%9F%98%80`). Our own links write at most 500 characters (urls.URL_TEXT_MAX).
 QUERY_PARAM_MAX = 64 * 1024
-# Streamlit ignores a whole query longer than this (every parameter, the text too, said nowhere):
-# the longest parts are cut to their length first, so what fits is kept and the rest is named.
-QUERY_MAX = st_query_params.CLIENT_STATE_QUERY_STRING_MAX_LENGTH
-# ... and a query of more parameters than this: each key's last value is kept (the one the page
-# reads), the link's own keys first, so the text survives and the rest are counted on the page.
-FIELDS_MAX = st_query_params.CLIENT_STATE_QUERY_STRING_MAX_FIELDS
+# Streamlit ignores a whole query longer than QUERY_MAX (every parameter, the text too): the
+# longest parts are cut to their length first, so what fits is kept and the rest is named. Past
+# FIELDS_MAX parameters, each key's last value is kept (the one the page reads), the link's own
+# keys first, so the text survives and the rest are counted on the page.
 # uvicorn's HTTP parser (h11, where httptools is not installed) answers "400 Invalid HTTP request"
 # to a request whose head (request line and headers) is over 16 KiB, so a link with a text over
 # about 16,000 characters never reached the page. The head may hold the longest text this server
@@ -97,8 +100,6 @@ _LOCK = threading.Lock()
 _SAME_FIELD = frozenset({("int_value", "double_value")})
 _DONE: list[bool] = []
 _MAX_CHARS = [DEFAULT_MAX_CHARS]  # the text a link may carry: Settings.max_chars, set by install
-# The id of a v2 component's trigger values ("$$STREAMLIT_INTERNAL_KEY_" + its element id + "__events").
-TRIGGER_PREFIX = f"{st_session_state.STREAMLIT_INTERNAL_KEY_PREFIX}_{st_common.GENERATED_ELEMENT_ID_PREFIX}"
 
 
 def fits(proto: Any, metadata: Any) -> bool:
@@ -112,7 +113,7 @@ def fits(proto: Any, metadata: Any) -> bool:
         return True
     if field != metadata.value_type and (field, metadata.value_type) not in _SAME_FIELD:
         return False
-    names = _option_names(metadata)
+    names = option_names(metadata)
     if names is None:
         return True
     if field == "string_value":
@@ -120,16 +121,6 @@ def fits(proto: Any, metadata: Any) -> bool:
     if field == "string_array_value":
         return all(v in names for v in proto.string_array_value.data)
     return True
-
-
-def _option_names(metadata: Any) -> set[str] | None:
-    """The option names (as the browser sends them) of an options widget; None for others."""
-    serde = getattr(metadata.deserializer, "__self__", None)
-    for attr in ("formatted_option_to_option_index", "formatted_option_to_index", "formatted_options"):
-        names = getattr(serde, attr, None)
-        if isinstance(names, dict | list | tuple) and names:
-            return {str(n) for n in names}
-    return None
 
 
 def _well_formed(session: Any, proto: Any) -> bool:
@@ -140,42 +131,10 @@ def _well_formed(session: Any, proto: Any) -> bool:
     wid = proto.id
     if not (isinstance(wid, str) and len(wid) <= MAX_ID_CHARS):
         return False
-    metadata = session._new_widget_state.widget_metadata.get(wid)
+    metadata = widget_metadata(session, wid)
     if wid.startswith(TRIGGER_PREFIX):  # a v2 component's events (the explorer's grid): only one registered
         return metadata is not None and fits(proto, metadata)
-    return st_common.is_element_id(wid) and (metadata is None or fits(proto, metadata))
-
-
-def _guarded_intake(original: Any) -> Any:
-    def set_widgets_from_proto(self: Any, widget_states: Any) -> None:
-        kept = WidgetStates()
-        kept.widgets.extend(s for s in widget_states.widgets if _well_formed(self, s))
-        original(self, kept)
-
-    set_widgets_from_proto.__wrapped__ = original  # type: ignore[attr-defined]
-    return set_widgets_from_proto
-
-
-def _guarded_getitem(original: Any) -> Any:
-    def __getitem__(self: Any, key: str) -> Any:  # replaces WStates.__getitem__
-        wstate = self.states.get(key)
-        if not isinstance(wstate, st_session_state.Serialized):
-            return original(self, key)
-        metadata = self.widget_metadata.get(key)
-        # A value that does not fit reads as absent (KeyError, as Streamlit's own missing
-        # metadata does); it is not deleted here, as callers iterate over the states, and the
-        # widget overwrites it with its default or last value when it registers.
-        if metadata is not None and not fits(wstate.value, metadata):
-            raise KeyError(key)
-        try:
-            return original(self, key)
-        except KeyError:
-            raise
-        except Exception as exc:  # the widget's deserializer refused the value
-            raise KeyError(key) from exc
-
-    __getitem__.__wrapped__ = original  # type: ignore[attr-defined]
-    return __getitem__
+    return is_element_id(wid) and (metadata is None or fits(proto, metadata))
 
 
 def bounded_query(query_string: str, max_chars: int | None = None) -> str:
@@ -226,14 +185,6 @@ def _cut_part(part: str) -> str:
     return key[:QUERY_KEY_MAX] + "=" + quote(CUT + str(len(typed) if length is None else length))
 
 
-def _bounded_sanitizer(original: Any) -> Any:
-    def sanitize_query_string(query_string: str) -> str:
-        return original(bounded_query(query_string)) if isinstance(query_string, str) else original(query_string)
-
-    sanitize_query_string.__wrapped__ = original  # type: ignore[attr-defined]
-    return sanitize_query_string
-
-
 class _OneLine(logging.Filter):
     """A frame that is not a BackMsg: one warning line, no traceback."""
 
@@ -252,17 +203,12 @@ def install(settings: Settings) -> None:
     with _LOCK:
         _MAX_CHARS[-1] = settings.max_chars
         if not _DONE:
-            wstates, session = st_session_state.WStates, st_session_state.SessionState
-            wstates.__getitem__ = _guarded_getitem(wstates.__getitem__)  # type: ignore[method-assign]
-            session.set_widgets_from_proto = _guarded_intake(session.set_widgets_from_proto)  # type: ignore[method-assign]
+            filter_widget_states(_well_formed, fits)
             logging.getLogger(FRAME_LOGGER).addFilter(_OneLine())
-            for module in (st_app_session, st_query_params):  # where a rerun's query is read
-                module.sanitize_query_string = _bounded_sanitizer(module.sanitize_query_string)  # type: ignore[attr-defined]
+            filter_query_strings(bounded_query)
             _DONE.append(True)
         _allow_long_links(settings.max_chars)
-        server_mb = settings.corpus_upload_mb + UPLOAD_FRAMING_MB
-        if st_config.get_option("server.maxUploadSize") != server_mb:
-            st_config.set_option("server.maxUploadSize", server_mb)
+        set_upload_limit_mb(settings.corpus_upload_mb + UPLOAD_FRAMING_MB)
 
 
 def _allow_long_links(max_chars: int) -> None:

@@ -15,6 +15,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..streamlit_adapter import session_id
+
 if TYPE_CHECKING:  # annotations only: the sidebar imports this module before torch is needed
     from ...models import Runner
 
@@ -37,13 +39,6 @@ class Trained:
 
 _MODELS: OrderedDict[tuple[str, str], Trained] = OrderedDict()  # (session, name) -> model
 _LOCK = threading.Lock()
-
-
-def session_id() -> str:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    run = get_script_run_ctx()
-    return run.session_id if run is not None else "bare"
 
 
 def is_trained(name: object) -> bool:

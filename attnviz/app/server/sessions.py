@@ -2,8 +2,8 @@
 
 A background job (a training run, a corpus run) registers a stop callback for its session with
 `watch`. One daemon thread looks every `CHECK_S` at which sessions Streamlit's runtime still
-has (`Runtime.instance().is_active_session`, the session manager's table: a closed tab leaves it
-at once, a reconnecting one comes back with the same id); a session absent for `GRACE_S` has
+has (`streamlit_adapter.session_alive`: a closed tab leaves at once, a reconnecting one comes
+back with the same id); a session absent for `GRACE_S` has
 gone, and its callbacks run. The thread exits when nothing is watched, so an idle server holds
 no thread of ours. Explanations in a page stop by themselves: Streamlit asks the script run of a
 closed session to stop, which happens at its next progress call (app/work.py).
@@ -17,6 +17,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..streamlit_adapter import session_alive
+
 __all__ = ["CHECK_S", "GRACE_S", "alive", "clear", "set_alive", "unwatch", "watch", "watched"]
 
 LOG = logging.getLogger("attnviz")
@@ -25,15 +27,7 @@ GRACE_S = 3.0  # a websocket that drops and comes back within this keeps its job
 MAX_WATCHED = 4096
 
 
-def _runtime_alive(session: str) -> bool:
-    from streamlit.runtime import Runtime
-
-    if not Runtime.exists():
-        return True  # no server (tests, scripts): nothing can be said to have gone
-    return Runtime.instance().is_active_session(session)
-
-
-_ALIVE: list[Callable[[str], bool]] = [_runtime_alive]
+_ALIVE: list[Callable[[str], bool]] = [session_alive]
 _WATCHED: dict[str, dict[str, Callable[[], None]]] = {}  # session -> {what: stop}
 _MISSING: dict[str, float] = {}  # session -> when it was first seen gone
 _COND = threading.Condition()

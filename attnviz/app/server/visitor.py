@@ -22,11 +22,11 @@ import threading
 from collections.abc import Iterator
 
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 
 from ...config import Settings
 from ...models import gate
 from ..state import t
+from ..streamlit_adapter import DeltaGenerator, before_each_message, script_run, session_id, stop_check
 from . import budget
 
 __all__ = ["COOKIE", "MAX_AGE_S", "identify", "session_id", "turn", "visitor"]
@@ -37,18 +37,9 @@ TOKEN = re.compile(r"[0-9a-f]{32}")
 ADDRESS = re.compile(r"[0-9A-Fa-f.:]{2,45}")  # an IPv4 or IPv6 address, nothing else kept
 
 
-def session_id() -> str:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    run = get_script_run_ctx()
-    return run.session_id if run is not None else "bare"
-
-
 def _script_visitor() -> str | None:
     """The gate's resolver: the visitor of the script run on this thread, if any."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    run = get_script_run_ctx(suppress_warning=True)
+    run = script_run(quiet=True)
     return None if run is None else budget.visitor_of(run.session_id)
 
 
@@ -120,9 +111,7 @@ def turn() -> Iterator[None]:
 def aside() -> Iterator[None]:
     """Heavy work of this script run (budget.aside): out of the page runs while it waits in the
     heavy queue and goes; a rerun request ends the wait to go on after it."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    with budget.aside(getattr(get_script_run_ctx(), "yield_check", None)):
+    with budget.aside(stop_check()):
         yield
 
 
@@ -131,26 +120,14 @@ def _checkpoints(held: budget.Turn) -> Iterator[None]:
     """Each message this run's thread sends (Streamlit's own yield points, where a rerun request
     stops a run) first passes `held.checkpoint()`; while paused there, the session's rerun or
     stop requests still end the run (Streamlit's `yield_check`)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    me, stops = threading.get_ident(), stop_check()
 
-    run = get_script_run_ctx()
-    send = getattr(run, "_enqueue", None)
-    if run is None or send is None:
-        yield
-        return
-    me = threading.get_ident()
-    stop_check = getattr(run, "yield_check", None)
-
-    def enqueue(msg: object) -> None:
+    def checkpoint() -> None:
         if threading.get_ident() == me:
-            held.checkpoint(stop_check)
-        send(msg)
+            held.checkpoint(stops)
 
-    run._enqueue = enqueue
-    try:
+    with before_each_message(checkpoint):
         yield
-    finally:
-        run._enqueue = send
 
 
 gate.configure(resolver=_script_visitor)
