@@ -1,14 +1,5 @@
-"""`attnviz.lab`: the seed concepts tried by hand.
-
-experiments.py  how far two results differ, what scaling does to row entropy, word order, cost
-                against length
-cross.py        rectangular cross-attention: queries from one text, keys and values from another
-flash.py        FlashAttention's tiles, walked one by one (numpy)
-sparse.py       sparse masks (window, global, dilated, BigBird) and what they keep
-
-Names load on first use (module `__getattr__`): the pages and `attnviz.app.urls` read the sparse
-kinds without importing torch, which cross.py needs (tests/test_imports.py).
-"""
+"""`attnviz.lab`: the seed concepts tried by hand (experiments, cross-attention, FlashAttention's
+tiles, sparse masks). Names load on first use, so the sparse kinds are read without torch."""
 
 from __future__ import annotations
 
@@ -31,7 +22,6 @@ if TYPE_CHECKING:
     from .flash import flash_attention
     from .sparse import sparse_count, sparse_mask
 
-# name -> submodule that defines it
 _LAZY = {
     **dict.fromkeys(("cross_attention", "cross_steps"), "cross"),
     **dict.fromkeys(

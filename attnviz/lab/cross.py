@@ -5,8 +5,7 @@ the layer's own projections and the project's one attention (`scratch.scaled_dot
 
     A_l = softmax( (H_X^l W_Q) (H_Y^l W_K)^T / sqrt(d_k) )        (n_x, n_y) for each head
 
-H_X^l and H_Y^l are what each text brings to layer l when it runs through the model on its own.
-Self-attention is the case Y = X: the same numbers as `model.attend(x)` (tests hold 1e-6).
+H_X^l and H_Y^l are each text's input to layer l run on its own; Y = X gives `model.attend(x)`.
 
     att = attnviz.lab.cross_attention(model, "the cat sat", "le chat")   # (L, H, n_x, n_y)
     steps = attnviz.lab.cross_steps(model, x, y, layer=0, head=0)        # the walk, X over Y
@@ -26,9 +25,8 @@ __all__ = ["cross_attention", "cross_steps"]
 
 def cross_attention(model: Runner, x: str, y: str, max_tokens: int | None = None) -> Attention:
     """Every layer and head with queries from `x` and keys and values from `y`: an `Attention`
-    of (layers, heads, n_x, n_y) whose `tokens` are X's and `key_tokens` Y's. For a causal model
-    query i sees key positions j <= i (Y = X then equals its self-attention). ValueError for a
-    model whose layers are not exposed (`Runner.layers()`: BERT-family encoders, the scratch one)."""
+    of (layers, heads, n_x, n_y). A causal model's query i sees keys j <= i. ValueError for a
+    model whose layers are not exposed (`Runner.layers()`)."""
     parts = model.layers()
     enc_x, enc_y = model.encode(x, max_tokens), model.encode(y, max_tokens)
     with model.gate.interactive(), torch.inference_mode():

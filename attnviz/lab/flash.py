@@ -6,11 +6,8 @@ For each block of queries, walk the blocks of keys keeping, per query row, the r
 of the scores seen so far, the running sum l of exp(score - m) and the running output o. A new
 block's scores S give m' = max(m, rowmax S); what was summed so far is rescaled by exp(m - m')
 (the maximum moved), then l' = exp(m - m') l + rowsum exp(S - m') and
-o' = exp(m - m') o + exp(S - m') V. At the end o / l is softmax(Q K^T / sqrt(d)) V, exactly.
-The arithmetic is the same n^2 d as plain attention: what is saved is memory (and on a GPU the
-traffic to it), never a multiplication.
-
-`flash_attention` computes in float64 with numpy and records every step for the lab's walk.
+o' = exp(m - m') o + exp(S - m') V. At the end o / l is softmax(Q K^T / sqrt(d)) V, exactly; the
+arithmetic is plain attention's n^2 d, only memory is saved. Float64 numpy, every step recorded.
 """
 
 from __future__ import annotations
@@ -24,14 +21,8 @@ __all__ = ["FlashResult", "FlashStep", "flash_attention"]
 
 @dataclass(frozen=True)
 class FlashStep:
-    """One (query block, key block) step. Arrays are per query row of the block.
-
-    skipped: the whole block is masked (a causal block above the diagonal): nothing computed.
-    scores:  the block's scaled, masked scores (rows x keys), -inf where masked (None when skipped).
-    max_before / max_after: the running maximum before and after this block.
-    rescale: exp(max_before - max_after), what the running sum and output were multiplied by.
-    sum_after: the running sum of exp(score - max) after this block.
-    """
+    """One (query block, key block) step; arrays are per query row of the block. `skipped`: the
+    whole block is masked; `scores` -inf where masked; `rescale` = exp(max_before - max_after)."""
 
     queries: tuple[int, int]
     keys: tuple[int, int]
@@ -83,9 +74,8 @@ def flash_attention(
 ) -> FlashResult:
     """softmax(q k^T * scale, where `mask` allows) v, one (block x block) tile at a time.
 
-    q (n_q, d), k (n_k, d), v (n_k, d_v); `block` queries and keys a tile (lengths need not be
-    multiples of it); `mask` a boolean (n_q, n_k), True where a query may look; `causal` masks
-    later keys; `scale` defaults to 1 / sqrt(d). With `record`, every step is kept.
+    q (n_q, d), k (n_k, d), v (n_k, d_v); `mask` (n_q, n_k) bool, True where a query may look;
+    `scale` defaults to 1 / sqrt(d). With `record`, every step is kept.
     """
     q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
     if q.ndim != 2 or k.ndim != 2 or v.ndim != 2 or q.shape[1] != k.shape[1] or k.shape[0] != v.shape[0]:

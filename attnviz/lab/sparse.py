@@ -7,16 +7,8 @@
     sparse_count(12, "window", window=2)         # the entries kept, from the formula, not the mask
 
 Longformer (Beltagy et al. 2020) combines a sliding window, dilated windows and a few global
-tokens; BigBird (Zaheer et al. 2020) adds r random keys a row. Each pattern keeps O(n) of the
-n^2 entries: `sparse_count` gives the number from the formula (a sum over rows of arithmetic,
-no n x n matrix), and the tests hold it equal to the mask's count. `causal=True` intersects the
-pattern with j <= i (the Training lab's decoders).
-
-Every row keeps its diagonal (a token may always look at itself), so no row is empty and a
-softmax over the allowed entries is defined: `additive_mask` turns the pattern into the 0 /
-most-negative mask `scratch.scaled_dot_product_attention` adds, where a masked entry's weight
-is exactly 0 and the allowed entries of a row sum to 1. Numpy for the pattern; torch only in
-`additive_mask`.
+tokens; BigBird (Zaheer et al. 2020) adds random keys. Each keeps O(n) of the n^2 entries. Every
+row keeps its diagonal, so no row is empty and the softmax over allowed entries is defined.
 """
 
 from __future__ import annotations
@@ -134,8 +126,8 @@ def sparse_count(n: int, kind: str, **options: int | bool) -> int:
 
 
 def additive_mask(allowed: np.ndarray | torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """The pattern as the additive mask the project's attention adds: 0 where allowed, the
-    dtype's most negative finite value where not (whose weight then comes out exactly 0)."""
+    """The additive mask `scratch.scaled_dot_product_attention` takes: 0 where allowed, the dtype's
+    most negative finite value where not (a weight of exactly 0)."""
     import torch
 
     dtype = dtype or torch.float32
@@ -144,8 +136,7 @@ def additive_mask(allowed: np.ndarray | torch.Tensor, dtype: torch.dtype | None 
 
 
 def encoder_maps(encoder: ScratchEncoder, input_ids: torch.Tensor, allowed: np.ndarray) -> np.ndarray:
-    """The from-scratch encoder's maps (L, H, n, n) for one input (1, n), every layer attending
-    under the pattern `allowed` (n, n): `scratch.post_ln_layer` with `LayerParts.allowed`."""
+    """The from-scratch encoder's maps (L, H, n, n) for input (1, n), every layer under `allowed`."""
     import torch
 
     from ..scratch import post_ln_layer
