@@ -1,10 +1,8 @@
 """`LongAttention`: exact attention of a long text, computed where you look.
 
 The forward kept each layer's queries (H, n, d) and keys (KV, n, d) after rotary positions;
-any row of any head is softmax(q_i K^T * scale) over the keys token i may see, the same
-arithmetic as eager attention (float32). Whole maps are never held: rows are computed in tiles
-of `tile_rows` queries (a tile of 512 rows at 8,192 tokens is 16 MB), and overviews, the weight
-each token receives and the distance profile are reduced tile by tile.
+any row of any head is softmax(q_i K^T * scale) over the keys token i may see, in float32 as
+eager attention. Whole maps are never held: reductions run over tiles of `tile_rows` queries.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""The long forward: every layer through a memory-efficient kernel (torch SDPA, which never
-returns the n x n weights), keeping each layer's queries and keys (after rotary positions) so
-that any part of any map can be recomputed exactly later.
+"""The long forward: every layer through torch SDPA (which never returns the n x n weights),
+keeping each layer's queries and keys after rotary positions so any map can be recomputed exactly.
 
-A Hugging Face model runs as a twin: a second module tree built on the meta device that holds
-the very same parameter and buffer tensors (no copy) and whose attention is the function
-below. The shared model itself is never changed, so visitors' ordinary passes, which need
-eager attention for their weights, run meanwhile as before. The scratch encoder runs its
-layers here with SDPA in place of the explicit softmax.
-
-Batch of one without padding: the only masks are none (encoders) or causal (decoders), which
-SDPA takes as `is_causal`, so no (n, n) mask is ever built either.
+A Hugging Face model runs as a twin: a module tree on the meta device sharing the same tensors
+(no copy), so the shared model keeps eager attention for visitors' passes. A batch of one without
+padding needs no mask beyond `is_causal`, so no (n, n) mask is built.
 """
 
 from __future__ import annotations
@@ -75,8 +69,7 @@ def _long_attention(
     dropout: float = 0.0,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
-    """The twin's attention: record q and k, then SDPA. The mask of a batch of one without
-    padding says nothing beyond `is_causal`, so it is not used."""
+    """The twin's attention: record q and k, then SDPA (the mask is not used: module docstring)."""
     scale = float(scaling) if scaling is not None else query.shape[-1] ** -0.5
     causal = bool(kwargs.get("is_causal", getattr(module, "is_causal", False)))
     kept: Kept | None = getattr(_RECORD, "kept", None)

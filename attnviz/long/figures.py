@@ -25,8 +25,8 @@ __all__ = [
 
 
 def percent(fraction: float) -> str:
-    """`fraction` as a percentage with two significant digits below 10 % (11.8 of 3,025 is
-    "0.39%", where ".0%" said "0%"); a share that is not zero never reads as 0 %."""
+    """`fraction` as a percentage, two significant digits below 10 %, so a share that is not zero
+    never reads as 0 %."""
     value = 100.0 * float(fraction)
     if not np.isfinite(value) or value == 0.0:
         return f"{value:.0f}%"
