@@ -1,9 +1,7 @@
-"""glibc keeps freed blocks under its (self-raising) mmap threshold in the heap: after a few
-75 MB attention arrays a server held 100-150 MB it no longer used and crossed 1 GB
-(bench/results_browser.md), and the long mode at 8,192 tokens peaked at 2.38 GB instead of 1.76
-GB (bench/results_long.md). A fixed 1 MB threshold, as MALLOC_MMAP_THRESHOLD_=1048576 would set,
-gives large blocks back at once. Called by app.py and the `long` command, not on import: it is
-process-wide. Only on glibc; elsewhere nothing happens."""
+"""glibc keeps freed blocks under its self-raising mmap threshold in the heap, so large attention
+arrays freed stay held (bench/results_browser.md, bench/results_long.md). A fixed 1 MB threshold,
+as MALLOC_MMAP_THRESHOLD_=1048576 sets, gives them back at once. Process-wide, so called by app.py
+and the `long` command, not on import; a no-op off glibc."""
 
 from __future__ import annotations
 

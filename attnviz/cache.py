@@ -1,9 +1,8 @@
 """A thread-safe LRU cache bounded by entries and by bytes, for analysis results.
 
-One 512-token result of a 6 x 12 model is 6*12*512*512*4 bytes = 75 MB, so a cache bounded
-by entries alone lets a stream of distinct long texts exhaust a small server. The app holds
-one of these per process (st.cache_resource) instead of st.cache_data, which would also
-pickle-copy 75 MB on every rerun.
+One 512-token result of a 6 x 12 model is 6*12*512*512*4 bytes = 75 MB, so entries alone do not
+bound memory. The app holds one per process (st.cache_resource): st.cache_data would pickle-copy
+every result on each rerun.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The next word of a causal language model: `predict(model, text, k)`, and `next_tokens`,
 which also says what a byte piece among the candidates begins to write.
 
-`top_k` and `predict` are pure numpy over what the Runner returns (`next_token_logits`).
-A byte-level tokenizer (GPT-2, SmolLM2) writes 他 as two or three byte pieces; a candidate such
-as <0xE4><0xBB> is no text on its own. `next_tokens` appends it to the text and lets the model
-write its likeliest continuation bytes until the character is complete (at most three more
-pieces: UTF-8 characters have at most four bytes), so the table can say "part of 他"."""
+A byte-level tokenizer (GPT-2, SmolLM2) writes 他 as byte pieces; a candidate such as
+<0xE4><0xBB> is no text on its own. `next_tokens` lets the model write its likeliest continuation
+bytes until the character is complete (at most three more: UTF-8 has at most four bytes)."""
 
 from __future__ import annotations
 
@@ -115,9 +113,8 @@ def _complete(
     """For each piece (by its place among the candidates): its bytes and the continuation bytes
     that end its last character, the likeliest the model writes after it at each step (greedy);
     left out when none of the `LOOK` likeliest continues it, or the runner keeps no cache.
-    The text runs once and its keys and values are kept; each step then reads one token. The
-    pieces take turns over that one cache (cut back to the text after each), not a copy each:
-    SmolLM2 keeps 46 KB a token, 24 MB at 512 tokens, which ten copies would make 240 MB."""
+    The pieces take turns over the text's one KV cache (cut back after each), not a copy each:
+    a decoder's cache is tens of MB at a few hundred tokens."""
     import torch
 
     from .models.threads import cpu_threads_for

@@ -114,7 +114,7 @@ def combined_mask(
     allowed: torch.Tensor | None = None,
 ) -> torch.Tensor | None:
     """The additive mask of a batch: padding columns (from a (B, n) 1/0 mask) and, when
-    `causal`, the upper triangle; `allowed` (n, n) bool (a sparse pattern, attnviz/sparse.py)
+    `causal`, the upper triangle; `allowed` (n, n) bool (a sparse pattern, lab/sparse.py)
     masks where it is False; None when nothing is masked."""
     mask = None if attention_mask is None else padding_mask(attention_mask, dtype)  # (B, 1, 1, n)
     parts = [causal_mask(n, dtype, device)] if causal else []  # (n, n)
