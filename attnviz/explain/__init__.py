@@ -1,24 +1,7 @@
-"""How far attention explains: rollout, flow, norm-based weights, attributions, head statistics.
-
-Methods on an `Attention` or an array, numpy in and out (heads.py computes with torch inside):
-    rollout.py       rollout, rollout_layers                  (Abnar & Zuidema 2020)
-    flow.py          flow, flow_limit                         (same paper)
-    heads.py         head_stats, head_kinds, head_labels, sink_shares     (Clark et al. 2019)
-    agreement.py     kendall_tau, spearman_rho, agreement     (Jain & Wallace 2019)
-    pairs.py         minimal_pair, find_token
-    sentence_pairs.py pair_blocks, across_share: how much A reads B and B reads A
-Methods that run a model (take a Runner and a text; batches go through the background lane):
-    norms.py         norm_weights, norm_reconstruction        (Kobayashi et al. 2020)
-    value_norms.py   value_norms, moved_share                 (the same, no (n, n) maps kept;
-                     attend_keeping_values, PassValues         from the views' own pass)
-    attributions.py  occlusion, input_x_gradient, integrated_gradients, completeness_gap
-    ablation.py      ablate, head_importance, pruning_curves     (Michel et al. 2019)
-    context_mixing.py contributions, contributions_all         (whole layers: GlobEnc, ALTI,
-                     decompose.py, value_zeroing.py             Value Zeroing; norms, attention)
-    scoreboard.py    faithfulness (the scoreboard)             (leave-one-out, deletion, AOPC)
-                     removal.py: tokens replaced by [MASK], the output's change
-    logit_lens.py    logit_lens: each layer's next-token guess  (nostalgebraist 2020)
-    sinks.py         sink_scores, hide_sinks                   (Gu et al. 2024; numpy only)
+"""How far attention explains. Methods on an `Attention` or an array, numpy in and out (rollout,
+flow, head statistics, rank agreement, minimal and sentence pairs, sinks), and methods that run a
+model through its Runner (norm-based weights, attributions, head ablation, whole-layer
+contributions, the faithfulness scoreboard, the logit lens); each module names its source.
 Row i of every (n, n) map is where token i looks.
 """
 

@@ -1,31 +1,19 @@
 """Heads switched off (Michel, Levy & Neubig 2019, "Are Sixteen Heads Really Better than One?").
 
-A head is switched off by zeroing its slice of the concatenated context before the output
-projection, or by replacing the slice with its mean over positions (`Runner.switch_heads`:
-hooks on the real model's output projections). The effect is measured on the final hidden
-states: per token, the cosine distance between the state with and without the switch; for the
-sentence, the cosine distance between the mean-pooled embeddings (mean over the tokens the
-attention mask keeps, as the embedded sentence-transformers model pools).
+A head's slice of the concatenated context before the output projection is zeroed or replaced
+by its mean over positions (`Runner.switch_heads`). The effect is read on the final hidden
+states: per token their cosine distance; for an encoder the cosine distance of the mean-pooled
+sentence embeddings (as the embedded sentence-transformers model pools).
 
-Michel et al.'s importance estimate puts a gate xi_h on every head (1 = on) and takes
-I_h = |dL / d xi_h| at xi = 1. Their L is the task loss; an encoder without a task head has
-none, and any loss that is smallest at the unswitched output (the cosine distance itself) has
-zero gradient there. We take L = F(xi) = <p(xi), u>, with p the mean-pooled final hidden states
-and u = p(1) / ||p(1)|| held fixed: the length of the sentence embedding along its own
-direction, the same objective the token attributions use (attributions._objective). Its
-first-order Taylor term F(1) - F(head h off) ~ dF/d xi_h is what the estimate ranks; comparing
-that ranking with the real single-head effect is the point (Michel et al., section 4.2).
+Michel et al.'s estimate is I_h = |dL / d xi_h| at xi = 1, with a gate xi_h per head. An encoder
+has no task loss, and a loss smallest at the unswitched output has zero gradient there, so we
+take F(xi) = <p(xi), u>, p the pooled final states and u = p(1) / ||p(1)|| fixed (the objective
+of attributions._objective); comparing its ranking with the real effect is their section 4.2.
 
-Pre-norm decoders (Llama family, grouped heads): a query head's slice of o_proj's input is
-switched (query heads that share a key/value head are switched one by one), each variant runs
-the whole model, and only "zero" is offered (a mean over positions would reach later tokens).
-A decoder has no sentence embedding; what it computes is the next token. Its output-level
-measure (`measure="next_token"`) is the drop of the log-probability of the token the whole
-model predicts after the text (its argmax at the last position, `removal_lm.lm_target`), in
-nats, read from the switched model's final hidden state through the final norm and the output
-head (`removal_lm._log_probs`). Michel et al.'s estimate then takes F(xi) = log p(next token):
-for a language model that is their task loss (up to the sign, which |.| drops), not a proxy.
-The per-token measure stays the cosine distance of each position's final hidden state.
+A pre-norm decoder (Llama family) switches each query head alone, runs the whole model per
+variant, takes "zero" only (a mean over positions reaches later tokens), and measures the drop
+of log p(the token it predicts after the text) in nats (`removal_lm`); F(xi) is then that
+log-probability, their task loss up to sign.
 """
 
 from __future__ import annotations
@@ -58,8 +46,7 @@ __all__ = [
     "pruning_curves",
 ]
 
-# head_importance and pruning_curves run 72 single- or many-head variants of the sentence: at
-# 128 tokens about 4 s on 2 cores; longer texts are cut to this many tokens (`capped` says so).
+# head_importance and pruning_curves run one variant per head or point: longer texts are cut (`capped`).
 IMPORTANCE_MAX_TOKENS = 128
 CURVE_POINTS = 25  # head counts on a pruning curve, 0 and all heads included
 
@@ -91,8 +78,7 @@ def _distances(base: torch.Tensor, switched: torch.Tensor, mask: torch.Tensor | 
 
 
 def _attend_final(model: Runner, inputs: dict[str, torch.Tensor]) -> tuple[np.ndarray, torch.Tensor]:
-    """One real forward: the weights (L, H, n, n) and the last layer's output (1, n, d),
-    caught where it leaves the last LayerNorm."""
+    """One real forward: the weights (L, H, n, n) and the last LayerNorm's output (1, n, d)."""
     caught: list[torch.Tensor] = []
     owner = threading.get_ident()  # the model is shared: a visitor's pass meanwhile is not ours
 
@@ -119,17 +105,11 @@ def ablate(
     max_tokens: int | None = None,
     progress: Progress | None = None,
 ) -> Ablation:
-    """Run the real model with the listed (layer, head) pairs switched off ("zero": their slice
-    of the context zeroed; "mean": replaced by its mean over positions) and measure the effect
-    on the final hidden states: per token their cosine distance, and for the output the
-    sentence embedding's distance (an encoder) or the next token's log-probability drop (a
-    decoder; module docstring). Two forward passes (with and without the switch), each a batch
-    of the background lane; ValueError for a model that is neither a BERT-family encoder nor a
-    Llama-family decoder."""
-    if mode not in ("zero", "mean"):
-        raise ValueError("mode must be 'zero' or 'mean'")
-    off = _heads(model, heads)
+    """The real model with the (layer, head) pairs switched off ("zero" or "mean") and its effect
+    (module docstring). ValueError for a model neither a BERT-family encoder nor a Llama-family
+    decoder."""
     decoder = _checked_mode(model, mode)
+    off = _heads(model, heads)
     enc = model.encode(text, max_tokens)
     inputs, n = enc.inputs, int(enc.inputs["input_ids"].shape[1])
     target = lm_target(model, enc, None, None) if decoder else None
@@ -171,12 +151,9 @@ def _run_rows(
     starts: list[int],
     mode: HeadMode,
 ) -> torch.Tensor:
-    """Final hidden states (R, n, d) of R switched variants of one sentence. Row r switches
-    by gates[r] (L, H) and has no head off before layer starts[r] (ascending): it joins the
-    batch there, from the recorded input of that layer (states[l], (1, n, d)), and the
-    remaining layers are recomputed with `post_ln_layer` (the real layers' weights and the
-    project's attention; tests hold it equal to the real model). Skipping the unchanged layers
-    does 21 of 36 layer passes for the 72 single-head switches of a 6-layer model."""
+    """Final hidden states (R, n, d) of R switched variants. Row r switches by gates[r] (L, H)
+    and joins the batch at layer starts[r] (ascending, its first switched layer) from the
+    recorded input states[l] (1, n, d): the unchanged layers below are not rerun."""
     parts = model.layers()
     x: torch.Tensor | None = None
     for layer in range(starts[0], len(parts)):
@@ -201,16 +178,14 @@ def _sweep(
     decoder_inputs: dict[str, torch.Tensor] | None = None,
     target: LmTarget | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-token-mean distances and the output's change (the sentence distance, or with
-    `target` the drop of its log-probability) for each row's set of heads off, in batches of
-    the background lane. A row with no head off is 0 without a pass. With `decoder_inputs` (a
-    pre-norm decoder, whose layers are not recomputed here) each row runs the whole model."""
+    """Per-token-mean distances and the output's change (sentence distance, or with `target`
+    its log-probability drop) for each row's heads off; an empty row is 0 without a pass. With
+    `decoder_inputs` (a pre-norm decoder) each row runs the whole model."""
     L, H, n = model.n_layers, model.n_heads, int(states[0].shape[1])
     token_mean, sentence = np.zeros(len(rows)), np.zeros(len(rows))
     f0 = None if target is None else _log_probs(model, states[-1], target)  # (1,)
     todo = sorted((min(lay for lay, _ in row), r) for r, row in enumerate(rows) if row)
-    # A layer's worth of rows a batch: progress and Cancel between, and a visitor's pass waits
-    # at most one batch (interactive passes go first at every batch boundary).
+    # A layer's worth of rows a batch: an interactive pass waits at most one batch.
     for part in in_batches(model, len(todo), n, progress=progress, most=H):
         chunk = todo[part]
         gates = torch.ones(len(chunk), L, H, dtype=states[0].dtype, device=states[0].device)
@@ -234,8 +209,7 @@ def _sweep(
 def _gradient(
     model: Runner, inputs: dict[str, torch.Tensor], mode: HeadMode, target: LmTarget | None = None
 ) -> np.ndarray:
-    """|dF/d xi| at xi = 1, F = <p(xi), u>, or with `target` F = log p(target) (module
-    docstring): one forward and backward pass."""
+    """|dF/d xi| at xi = 1 (module docstring): one forward and backward pass."""
     mask = inputs.get("attention_mask")
     device = inputs["input_ids"].device
     with model.gate.background():
@@ -254,9 +228,10 @@ def _gradient(
 
 
 def _checked_mode(model: Runner, mode: str) -> bool:
-    """Whether the model is a pre-norm decoder (ValueError for other architectures, before any
-    work). A causal model refuses "mean": a mean over positions would hand each position what
-    later tokens computed."""
+    """Whether the model is a pre-norm decoder (ValueError for other layouts); a causal model
+    refuses "mean", which would hand each position what later tokens computed."""
+    if mode not in ("zero", "mean"):
+        raise ValueError("mode must be 'zero' or 'mean'")
     decoder = is_prenorm(model)
     if decoder and mode == "mean":
         raise ValueError("a causal model takes mode 'zero' only: the mean over positions includes later tokens")
@@ -266,9 +241,8 @@ def _checked_mode(model: Runner, mode: str) -> bool:
 def _states(
     model: Runner, text: str, max_tokens: int, mode: str
 ) -> tuple[Encoded, list[torch.Tensor], LmTarget | None]:
-    """The encoding, the hidden states (L + 1 of (1, n, d); the last is the final output) and,
-    for a pre-norm decoder, the next token it predicts after the text (ValueError for other
-    architectures, before any work)."""
+    """The encoding, the hidden states (L + 1 of (1, n, d), the last the output) and a pre-norm
+    decoder's predicted next token."""
     decoder = _checked_mode(model, mode)
     enc = model.encode(text, max_tokens)
     target = lm_target(model, enc, None, None) if decoder else None
@@ -285,12 +259,8 @@ def head_importance(
     max_tokens: int = IMPORTANCE_MAX_TOKENS,
     progress: Progress | None = None,
 ) -> HeadImportance:
-    """The effect of switching each head off alone (the output's change, `Ablation.effect`,
-    and the mean per-token cosine distance of the final states), Michel et al.'s estimate
-    |dF/d xi_h| beside it, and their rank agreement (Kendall's tau, Spearman's rho over all
-    heads). Texts longer than `max_tokens` tokens are cut first (`capped`)."""
-    if mode not in ("zero", "mean"):
-        raise ValueError("mode must be 'zero' or 'mean'")
+    """Each head switched off alone (`Ablation.effect` and the mean per-token distance), Michel
+    et al.'s estimate beside it, and their rank agreement over all heads."""
     enc, states, target = _states(model, text, max_tokens, mode)
     mask = enc.inputs.get("attention_mask")
     L, H = model.n_layers, model.n_heads
@@ -327,10 +297,9 @@ def pruning_curves(
     seed: int = 0,
     progress: Progress | None = None,
 ) -> dict[str, PruningCurve]:
-    """Switch off the k least important heads (by each order of `importance.ranking`) for
-    `points` values of k from 0 to all heads, and measure the output's change (by the
-    importance's `measure`): Michel et al.'s pruning curve for this sentence. Same text and cap
-    as the `importance` given."""
+    """Michel et al.'s pruning curve: the output's change with the k least important heads off
+    (each order of `importance.ranking`), `points` values of k from 0 to all heads. Same text
+    and cap as `importance`."""
     if points < 2:
         raise ValueError("points must be at least 2")
     enc, states, target = _states(model, text, max_tokens, importance.mode)

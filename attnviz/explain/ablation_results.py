@@ -1,7 +1,5 @@
-"""What switching heads off gives (explain/ablation.py computes it): one variant's attention and
-effect (`Ablation`), every head alone with Michel et al.'s estimate beside it (`HeadImportance`),
-and the pruning curve (`PruningCurve`). The output-level number is an encoder's sentence
-embedding's cosine distance or a decoder's next-token log-probability drop, by `measure`."""
+"""What switching heads off gives (explain/ablation.py computes it): one variant, every head
+alone, and the pruning curve."""
 
 from __future__ import annotations
 
@@ -31,17 +29,15 @@ class Ablation:
     heads: tuple[Head, ...]
     mode: HeadMode
     token_distance: np.ndarray  # (n,) float64: 1 - cos(h_i, h_i switched) of the final hidden states
-    # The output's change by `measure`: "embedding", 1 - cos of the mean-pooled sentence
-    # embeddings; "next_token", log p(next_token) - log p(next_token | switched), nats (negative:
-    # the switch made the token likelier).
+    # "embedding": 1 - cos of the pooled sentence embeddings; "next_token": log p - log p
+    # switched, nats (negative: the switch made the token likelier).
     effect: float
     measure: Measure = "embedding"
     next_token: str = ""  # "next_token": the model's own first choice after the text, as text
 
     @property
     def sentence_distance(self) -> float:
-        """The sentence embedding's cosine distance (an encoder's `effect`). ValueError for a
-        decoder: it has no sentence embedding (its `effect` is the next token's drop)."""
+        """An encoder's `effect`; ValueError for a decoder, which has no sentence embedding."""
         if self.measure != "embedding":
             raise ValueError("a decoder has no sentence embedding: its effect is the next token's log-probability drop")
         return self.effect
@@ -50,7 +46,6 @@ class Ablation:
 @dataclass(frozen=True, eq=False)
 class HeadImportance:
     """Each head switched off alone, and Michel et al.'s gradient estimate beside it.
-
     `np.asarray(result)` is `effect`, the (layers, heads) array of the public API."""
 
     effect: np.ndarray  # (L, H) `Ablation.effect` (by `measure`) with only that head off

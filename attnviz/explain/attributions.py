@@ -1,6 +1,5 @@
 """Attributions for one query token, to contrast with attention: occlusion (leave-one-out),
-input x gradient and integrated gradients (Sundararajan et al. 2017). These run the model:
-every batch goes through the background lane (see _model.py) and reports progress."""
+input x gradient and integrated gradients (Sundararajan et al. 2017)."""
 
 from __future__ import annotations
 
@@ -18,11 +17,8 @@ __all__ = ["completeness_gap", "input_x_gradient", "integrated_gradients", "occl
 
 def occlusion(model: Runner, text: str, query: int, *, progress: Progress | None = None) -> np.ndarray:
     """Leave-one-out for token `query`: (n,) float64, score[j] = cosine distance between the
-    query's final representation with token j replaced by [MASK] and without.
-
-    Every ordinary token is scored, the query itself included (masking it is the largest
-    change one would expect); special tokens are not masked and score 0.
-    """
+    query's final representation with token j replaced by [MASK] and without. Special tokens
+    are not masked and score 0; the query itself is scored."""
     mask_id = getattr(model.tokenizer, "mask_token_id", None)
     if mask_id is None:
         raise ValueError(f"model '{model.name}' has no [MASK] token to occlude with")
@@ -136,10 +132,8 @@ def integrated_gradients(
     progress: Progress | None = None,
 ) -> np.ndarray:
     """Integrated gradients of F (see `input_x_gradient`) for token `query`: (n,) float64.
-
-    baseline "mask": every ordinary token's embedding replaced by [MASK]'s; "zero": by zeros.
-    Special tokens are the same in input and baseline, so they score 0. The scores add up to
-    F(input) - F(baseline) as steps grow (`completeness_gap` measures how nearly)."""
+    baseline "mask": ordinary tokens' embeddings replaced by [MASK]'s; "zero": by zeros. Special
+    tokens score 0; the scores add up to F(input) - F(baseline) as steps grow."""
     return _integrated(model, text, query, steps, baseline, progress)[0]
 
 

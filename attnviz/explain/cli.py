@@ -5,10 +5,9 @@ contribution map, and the sink heads of a text.
                                [--map METHOD] [--sinks] [--model minilm] [--device auto]
                                [--json OUT|-]
 
-Without --map or --sinks it prints the scoreboard (one row a method, the random floor last) for
-the sentence embedding, or for the token --query names. Exit status 0 on success, 2 on bad
-input or a model that cannot be loaded (one line on stderr, no traceback), as `python -m attnviz`.
-`main(argv)` is what `python -m attnviz evidence ...` calls.
+Without --map or --sinks it prints the scoreboard for the sentence embedding, or for the token
+--query names. Exit status 0 on success, 2 on bad input or a model that cannot be loaded (one
+line on stderr), as `python -m attnviz`.
 """
 
 from __future__ import annotations
@@ -103,8 +102,7 @@ def contribution_map(model: Runner, text: str, method: str, max_tokens: int) -> 
 
 
 def sink_heads(model: Runner, text: str, max_tokens: int) -> dict[str, Any]:
-    # The value norms from the attention's own pass where it gives them (the embedded MiniLM
-    # then needs no transformers: 5.1 -> 2 s a command), else from a pass of their own.
+    # Value norms from the attention's own pass where it keeps them (no second model load).
     att, values = explain.attend_keeping_values(model, text, max_tokens)
     norms = values.norms() if values is not None else None
     if norms is None:

@@ -13,20 +13,13 @@ Methods (rows of both maps are non-negative and sum to 1 for every one):
     "globenc"        attention, residual and both LayerNorms (Modarressi et al. 2022)
     "alti"           attention, residual and LayerNorm, L1 distances (Ferrando et al. 2022)
     "value_zeroing"  rerun each layer with one token's values zeroed (Mohebbi et al. 2023)
-The last three already count the residual, so they roll out as a plain product of the layers'
-maps, with no identity added, as the authors' code does. GlobEnc's product is of the raw
-N-Enc norms, rows normalised only after it (mohsenfayyaz/GlobEnc src/attention_rollout.py,
-`AttentionRollout.compute_joint_attention` called by `compute_flows` on the unnormalised
-norms in GlobEnc_Demo.ipynb; the `output_globenc` path of src/modeling/modeling_bert.py,
-`BertEncoder.forward`, multiplies the same raw norms layer by layer): a layer whose rows carry
-larger norms weighs more. `globenc_rollout="normalised_layers"` normalises each layer's rows
-first instead (what attnviz did before; rolled maps differ by up to ~0.2). ALTI's and Value
-Zeroing's authors normalise each layer's rows before the product, and so does attnviz:
-mt-upc/transformer-contributions SV.ipynb (`normalize_contributions`, then
-src/utils_contributions.py `compute_joint_attention`); hmohebbi/ValueZeroing demo.py
-(`score_matrix / sum`, then `compute_joint_attention(..., res=False)`).
-A row with nothing to share out (every entry 0, which Value Zeroing can give when no other
-token moves a position at all) becomes that position's own one-hot row: all of it from itself.
+The last three count the residual already, so they roll out as a plain product of the layers'
+maps, as the authors' code does. GlobEnc multiplies the raw N-Enc norms and normalises rows only
+after (mohsenfayyaz/GlobEnc src/attention_rollout.py `compute_joint_attention`), so a layer with
+larger norms weighs more; `globenc_rollout="normalised_layers"` normalises each layer first.
+ALTI and Value Zeroing normalise each layer's rows before the product (mt-upc/transformer-
+contributions src/utils_contributions.py `compute_joint_attention`; hmohebbi/ValueZeroing
+demo.py, `res=False`). A row with nothing to share out (all 0) becomes its own one-hot row.
 """
 
 from __future__ import annotations
@@ -65,11 +58,10 @@ __all__ = [
 
 METHODS = ("attention", "norm", "globenc", "alti", "value_zeroing")
 RESIDUAL_IN_MAP = {"attention": False, "norm": False, "globenc": True, "alti": True, "value_zeroing": True}
-# How GlobEnc's layers are rolled out: "raw" (the authors' code: product of the raw norms, rows
-# normalised after) or "normalised_layers" (each layer's rows normalised before the product).
+# GlobEnc's rollout: "raw" (the authors': rows normalised after the product) or "normalised_layers".
 GLOBENC_ROLLOUTS = ("raw", "normalised_layers")
-# Value Zeroing runs the feed-forward on n x n vectors per layer (n^3 growth): without an
-# explicit max_tokens it sees at most this many tokens (about 2 s on 2 CPU cores), with a note.
+# Value Zeroing runs the feed-forward on n x n vectors per layer (n^3): without an explicit
+# max_tokens it sees at most this many tokens, with a note.
 VALUE_ZEROING_MAX_TOKENS = 128
 CUT_NOTE = "value zeroing ran on the first {kept} of {total} tokens (pass max_tokens to go further)"
 
@@ -78,8 +70,7 @@ CUT_NOTE = "value zeroing ran on the first {kept} of {total} tokens (pass max_to
 class Contributions:
     """Where each position's output comes from, by one method, for one text.
 
-    per_layer:      float32 (L, n, n); per_layer[l, i, j] = share of position i's output of
-                    layer l that comes from position j of that layer's input.
+    per_layer:      float32 (L, n, n); [l, i, j] = share of layer l's output at i from input j.
     rolled_layers:  float32 (L, n, n); the maps traced back to the input tokens through layer l.
     """
 
@@ -130,11 +121,9 @@ def roll_out(per_layer: np.ndarray, residual: bool) -> np.ndarray:
 
 
 def roll_out_raw(raw_per_layer: np.ndarray) -> np.ndarray:
-    """Rollout of unnormalised maps, (L, n, n) float32: R_0 = M_0, R_l = M_l R_{l-1} on the raw
-    maps (float64), each R_l's rows then normalised to sum to 1. GlobEnc's aggregation as its
-    authors compute it (mohsenfayyaz/GlobEnc `AttentionRollout.compute_joint_attention` on raw
-    N-Enc norms); rescaling R by one number leaves its normalised rows as they are, so each
-    step is divided by its largest entry to keep deep stacks of large norms finite."""
+    """GlobEnc's rollout of raw maps, (L, n, n) float32: R_l = M_l R_{l-1} in float64, each R_l's
+    rows then normalised. Each step is divided by its largest entry, which leaves the normalised
+    rows as they are and keeps deep stacks of large norms finite."""
     m = np.asarray(raw_per_layer, dtype=np.float64)
     out = np.empty(m.shape, dtype=np.float32)
     joint = m[0]
@@ -178,21 +167,17 @@ def contributions_all(
     progress: Progress | None = None,
     globenc_rollout: str = "raw",
 ) -> dict[str, Contributions]:
-    """Several methods from one recorded forward: {method: Contributions}.
-
-    The text is cut to `max_tokens` (default: the model's limit, or VALUE_ZEROING_MAX_TOKENS
-    when Value Zeroing is among the methods; the result says so in `notes`). Works for the
-    scratch encoder, BERT-family encoders and Llama-family decoders (explain/prenorm.py: attention,
-    norm, ALTI and Value Zeroing, every map 0 above the diagonal; ValueError for other layouts).
-    `progress(fraction)` is called after each layer and between batches of Value Zeroing, and may raise to cancel.
-    `globenc_rollout` (GLOBENC_ROLLOUTS): see the module docstring."""
+    """Several methods from one recorded forward: {method: Contributions}. The text is cut to
+    `max_tokens` (default: the model's limit, or VALUE_ZEROING_MAX_TOKENS with Value Zeroing,
+    said in `notes`). Encoders and Llama-family decoders (PRENORM_METHODS, maps 0 above the
+    diagonal); ValueError for other layouts. `progress(fraction)` may raise to cancel."""
     chosen = _check(methods)
     if globenc_rollout not in GLOBENC_ROLLOUTS:
         raise ValueError(f"unknown globenc_rollout {globenc_rollout!r}; choose from {', '.join(GLOBENC_ROLLOUTS)}")
     cap = max_tokens
     if cap is None and "value_zeroing" in chosen:
         cap = VALUE_ZEROING_MAX_TOKENS
-    decoder = is_prenorm(model)  # ValueError now for a model whose layers cannot be taken apart
+    decoder = is_prenorm(model)  # ValueError before any work for other layouts
     if decoder and set(chosen) - set(PRENORM_METHODS):
         raise ValueError(f"for a decoder choose from {', '.join(PRENORM_METHODS)} (GlobEnc is for post-LN encoders)")
     enc = model.encode(text, cap)
@@ -237,10 +222,9 @@ def _layer_maps(
                     m = (_PRENORM_MAPS if decoder else _MAPS)[method](record)
                 if method == "globenc" and raw:
                     raw_globenc.append(m.float().cpu().numpy())
-                maps[method].append(normalise_rows(m.double().cpu().numpy()))  # float32 kept: at 512
-                # tokens a float64 stack of 4 methods x 6 layers and its normalising copies were 0.2 GB
+                maps[method].append(normalise_rows(m.double().cpu().numpy()))  # float32: smaller stacks
         if progress is not None:
-            progress((layer + 1) / n_layers)  # also for the closed-form maps: ALTI at 512 tokens takes a while
+            progress((layer + 1) / n_layers)  # closed-form maps too: ALTI at 512 tokens is slow
     return maps, raw_globenc
 
 
@@ -267,8 +251,7 @@ def contributions(
     progress: Progress | None = None,
     globenc_rollout: str = "raw",
 ) -> Contributions:
-    """Where each position's output comes from, by `method` (one of METHODS): per layer and
-    rolled out to the input tokens. See the module docstring for each method and its source."""
+    """Where each position's output comes from, by `method` (one of METHODS; module docstring)."""
     found = contributions_all(
         model, text, [method], max_tokens=max_tokens, progress=progress, globenc_rollout=globenc_rollout
     )

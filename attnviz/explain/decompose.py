@@ -6,15 +6,14 @@ one vector per input position j (Kobayashi et al. 2020):
 
     v_ij = sum_h alpha[h,i,j] f_h(x_j)  +  [i == j] x_i,     f_h(x_j) = (x_j W_V + b_V)_h W_O^h
 
-(the second term is the residual). The maps below measure v_ij through the LayerNorms:
+(the second term is the residual). The maps measure v_ij through the LayerNorms:
 
     norm_map     ||sum_h alpha f||                            Kobayashi et al. 2020 (no residual)
     globenc_map  ||LN2'(LN1'(v_ij))||, LN' = LN without bias  Modarressi et al. 2022, GlobEnc
     alti_map     max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1)     Ferrando et al. 2022, ALTI
 
-Everything starts from one recorded forward (`Runner.trace`) and the layer's own modules
-(`Runner.layers()`); nothing here reaches into a model's module tree. Torch in, torch out
-(float32, CPU or the model's device); `contributions.py` turns the maps into numpy.
+From one recorded forward (`Runner.trace`) and the layer's own modules (`Runner.layers()`).
+Torch in, torch out (float32, the model's device).
 """
 
 from __future__ import annotations
@@ -34,8 +33,31 @@ __all__ = ["LayerRecord", "alti_map", "globenc_map", "head_sum_norms", "layer_re
 ROW_BLOCK = 32  # query rows per block where an (rows, n, d) tensor is formed (ALTI): ~25 MB at n=512
 
 
+class ByKey:
+    """A layer record's weights alpha (H, n, n) and vectors f (H, n, d) laid out by key j,
+    contiguous: CPU bmm on a permuted view is far slower."""
+
+    x: torch.Tensor
+    alpha: torch.Tensor
+    f: torch.Tensor
+
+    @property
+    def n(self) -> int:
+        return int(self.x.shape[0])
+
+    @cached_property
+    def alpha_by_key(self) -> torch.Tensor:
+        """(n_j, n_i, H): alpha[h, i, j] at [j, i, h]."""
+        return self.alpha.permute(2, 1, 0).contiguous()
+
+    @cached_property
+    def f_by_key(self) -> torch.Tensor:
+        """(n_j, H, d): f_h(x_j) at [j, h]."""
+        return self.f.transpose(0, 1).contiguous()
+
+
 @dataclass(frozen=True, eq=False)
-class LayerRecord:
+class LayerRecord(ByKey):
     """One layer of one recorded forward, batch of one. Shapes: n tokens, d model width, H heads."""
 
     parts: LayerParts
@@ -47,27 +69,13 @@ class LayerRecord:
     pre2: torch.Tensor  # (n, d) mid + FF(mid): what the second LayerNorm normalises
     out: torch.Tensor  # (n, d) LN2(pre2): the layer's output
 
-    @property
-    def n(self) -> int:
-        return int(self.x.shape[0])
 
-    @cached_property
-    def alpha_by_key(self) -> torch.Tensor:
-        """(n_j, n_i, H) contiguous: alpha[h, i, j] at [j, i, h]. Batched products over j need
-        contiguous operands: on a permuted view torch's CPU bmm is about 40x slower."""
-        return self.alpha.permute(2, 1, 0).contiguous()
-
-    @cached_property
-    def f_by_key(self) -> torch.Tensor:
-        """(n_j, H, d) contiguous: f_h(x_j) at [j, h]."""
-        return self.f.transpose(0, 1).contiguous()
-
-
-def transformed(p: LayerParts, values: torch.Tensor) -> torch.Tensor:
-    """f_h(x_j) = (x_j W_V + b_V)_h W_O^h from values = x W_V + b_V (n, H * hs): (H, n, d)."""
+def transformed(p: LayerParts, values: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """f_h(x_j) = (x_j W_V + b_V)_h W_O^h from values = x W_V + b_V (n, H * hs): (H, n, d), b_O
+    out. `out` may be reused across layers: fresh pages of a large tensor cost time."""
     v = values.view(values.shape[0], p.n_heads, p.head_dim).transpose(0, 1).contiguous()  # (H, n, hs)
     w_o = p.output.weight.view(-1, p.n_heads, p.head_dim).permute(1, 2, 0).to(v.dtype).contiguous()  # (H, hs, d)
-    return torch.matmul(v, w_o)  # (H, n, d); contiguous operands: see LayerRecord.alpha_by_key
+    return torch.matmul(v, w_o, out=out)  # (H, n, d); contiguous operands: see ByKey
 
 
 def feed_forward(p: LayerParts, mid: torch.Tensor) -> torch.Tensor:
@@ -86,9 +94,8 @@ def _record(
 
 
 def record_layers(model: Runner, enc: Encoded) -> Iterator[LayerRecord]:
-    """One recorded forward of `enc` (through the background lane), then each layer's record in
-    turn: the feed-forward of each layer is run again on its recorded input (n vectors, cheap),
-    so nothing beyond the trace has to be kept for all layers at once."""
+    """One recorded forward of `enc`, then each layer's record in turn (the feed-forward rerun
+    on n vectors, so nothing beyond the trace is kept for all layers at once)."""
     parts = model.layers()
     with model.gate.background(), torch.inference_mode():
         alphas, traces = model.trace(enc.inputs)
@@ -100,8 +107,7 @@ def record_layers(model: Runner, enc: Encoded) -> Iterator[LayerRecord]:
 
 
 def layer_record(p: LayerParts, x: torch.Tensor) -> LayerRecord:
-    """The record of layer `p` run on x (n, d) with the project's attention (`post_ln_layer`):
-    for hand-built layers and for recomputing one layer of a model from its input."""
+    """The record of layer `p` run on x (n, d) with the project's attention (`post_ln_layer`)."""
     trace: dict[str, torch.Tensor] = {}
     with torch.inference_mode():
         _, weights = post_ln_layer(p, x[None], trace=trace)
@@ -113,10 +119,8 @@ def _centre(t: torch.Tensor) -> torch.Tensor:
 
 
 def _ln_scale(ln: torch.nn.Module, pre: torch.Tensor) -> torch.Tensor:
-    """(..., 1): the divisor LayerNorm applies to each row, sqrt(biased variance + eps). The
-    variance as the squared norm of the centred row over d: the same number as
-    var(unbiased=False) to float rounding, at a fifth of its time on CPU (Value Zeroing calls
-    this on (b_j, n, d) batches)."""
+    """(..., 1): LayerNorm's row divisor sqrt(biased variance + eps), the variance as the centred
+    row's squared norm over d (var(unbiased=False) to rounding, faster on CPU)."""
     eps = float(getattr(ln, "eps", 1e-12))
     var = torch.linalg.vector_norm(_centre(pre), dim=-1, keepdim=True).square_().div_(pre.shape[-1])
     return var.add_(eps).sqrt_()
@@ -130,12 +134,10 @@ def _gamma(ln: torch.nn.Module, like: torch.Tensor) -> torch.Tensor:
 @torch.inference_mode()
 def head_sum_norms(alpha: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     """||sum_h alpha[h,i,j] g_h(x_j)|| for every (i, j): (n, n). alpha (H, n, n), g (H, n, d).
-
-    With C_j the (H, H) Gram matrix of the heads' vectors at j, the squared norm is
-    alpha_ij^T C_j alpha_ij: no (n, n, d) tensor is formed (as NormWeights.layer_norms does)."""
+    With C_j the heads' (H, H) Gram matrix at j, the square is alpha_ij^T C_j alpha_ij."""
     gj = g.transpose(0, 1).contiguous()  # (n_j, H, d)
     gram = gj @ gj.transpose(1, 2)  # (n_j, H, H)
-    by_key = alpha.permute(2, 1, 0).contiguous()  # (n_j, n_i, H): see LayerRecord.alpha_by_key
+    by_key = alpha.permute(2, 1, 0).contiguous()  # (n_j, n_i, H): see ByKey
     n = alpha.shape[-1]
     out = torch.empty(n, n, dtype=g.dtype, device=g.device)
     for i0 in range(0, n, 4 * ROW_BLOCK):
@@ -152,16 +154,11 @@ def norm_map(r: LayerRecord) -> torch.Tensor:
 
 @torch.inference_mode()
 def globenc_map(r: LayerRecord) -> torch.Tensor:
-    """GlobEnc (Modarressi et al. 2022), one layer: (n, n) norms ||N2(N1(v_ij))|| where
-    N1(v) = gamma1 * centre(v) / s1_i and N2(u) = gamma2 * centre(u) / s2_i are the two
-    LayerNorms without their biases, each dividing by the scale the real LayerNorm used on
-    row i (s1 from x + attention output, s2 from mid + FF(mid)); the feed-forward is skipped
-    (it is not linear). Follows mohsenfayyaz/GlobEnc src/modeling/modeling_bert.py
-    (BertNormOutput.forward: post_ln_norm; BertLayer.forward: post_ln2_norm).
-
-    N2(N1(.)) is linear: P v / (s1_i s2_i) with P v = gamma2 * centre(gamma1 * centre(v)). Off the
-    diagonal v_ij is a sum over heads, so `head_sum_norms` of P f gives the norms; on the
-    diagonal the residual x_i is added."""
+    """GlobEnc (Modarressi et al. 2022), one layer: (n, n) norms ||N2(N1(v_ij))||, N1 and N2 the
+    LayerNorms without biases, dividing by the real LayerNorms' row scales s1_i, s2_i; the
+    feed-forward skipped. Follows mohsenfayyaz/GlobEnc src/modeling/modeling_bert.py
+    (post_ln_norm, post_ln2_norm). N2(N1(v)) = P v / (s1_i s2_i) is linear, so off the diagonal
+    `head_sum_norms` of P f gives the norms; the diagonal adds the residual x_i."""
     p = r.parts
     g1, g2 = _gamma(p.ln_attention, r.x), _gamma(p.ln_ff, r.x)
 
@@ -181,15 +178,10 @@ def globenc_map(r: LayerRecord) -> torch.Tensor:
 @torch.inference_mode()
 def alti_map(r: LayerRecord) -> torch.Tensor:
     """ALTI (Ferrando, Gallego, Costa-jussa 2022), one layer: (n, n) contributions
-    c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1) with T_i(x_j) = gamma1 * centre(v_ij) / s1_i
-    (the first LayerNorm, linearised on row i) and y_i = sum_j T_i(x_j) + gamma1 * centre(b_O) / s1_i
-    + beta1, which is the layer's real LN1 output `mid`. Follows mt-upc/transformer-contributions
-    src/contributions.py (ModelWrapper.get_contributions) and src/utils_contributions.py
-    (normalize_contributions, scaling "min_sum" with the resultant's L1 norm). s1 is LayerNorm's
-    own sqrt(var + eps) (biased variance), so y_i equals `mid` exactly. The authors' code divides
-    by `(pre + eps).std(-1, unbiased=False)`, biased too since their commit d0f1468 of 2023-03-04
-    (unbiased before, 1/(2d) off); adding eps to every entry leaves a std as it is, so theirs is
-    sqrt(var) where LayerNorm's is sqrt(var + eps): a relative eps / (2 var), ~1e-12 for BERT."""
+    c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1), T_i(x_j) = gamma1 * centre(v_ij) / s1_i (LN1
+    linearised on row i), y_i = `mid`, LN1's real output. Follows mt-upc/transformer-contributions
+    src/contributions.py (get_contributions) and src/utils_contributions.py ("min_sum"). s1 is
+    LayerNorm's sqrt(var + eps); the authors' std drops eps, a relative ~1e-12 for BERT."""
     p = r.parts
     g1 = _gamma(p.ln_attention, r.x)
     inv = 1.0 / _ln_scale(p.ln_attention, r.pre1)  # (n, 1)

@@ -12,14 +12,11 @@ from .rollout import _residual_layers
 
 __all__ = ["FLOW_MAX_N_ALL", "FLOW_MAX_N_ROW", "FlowTooLarge", "flow", "flow_limit"]
 
-# Largest n for which `flow` runs, measured with bench/bench_explain.py on 2 CPU cores and the
-# 6-layer MiniLM (bench/results_explain.md): at the limit a quiet machine takes about 1 s for
-# all rows and under 3 s for the slowest row, so a machine shared with another job (twice as
-# slow, measured) still stays under 5 s. Cost grows about as n^3 (all rows) and n^2 (a row).
+# Largest n for which `flow` runs: a few seconds on 2 shared cores (bench/results_explain.md).
+# Cost grows about as n^3 (all rows) and n^2 (a row).
 FLOW_MAX_N_ALL = 24  # every row: n x n max-flow problems
 FLOW_MAX_N_ROW = 96  # one chosen row: n max-flow problems
-# Capacities become integers (exact arithmetic in the max-flow search); the rounding error,
-# 1e-9 per edge, is far below anything a figure shows.
+# Integer capacities: exact max-flow arithmetic, 1e-9 rounding per edge.
 _FLOW_SCALE = 10**9
 
 
@@ -67,16 +64,11 @@ def flow(att: AttentionLike, row: int | None = None, max_n: int | None = None) -
 
 
 class _FlowGraph:
-    """The flow graph of L >= 2 layers, built once and reused for every (source, sink) pair,
-    with Dinic's algorithm on flat lists (5-7x faster than networkx's shortest augmenting path
-    here; the tests hold both to the same values).
-
-    Only the source's row of the top layer can carry flow (no edge enters layer L) and only the
-    sink's column of the input layer can receive it (input nodes have no way out), so the
-    graph keeps one source node s = 0, one sink node t = 1 and the middle layers 1..L-1
-    (node 2 + (l - 1) n + k); each pair sets the capacities of the edges out of s (Â_L[i, :])
-    and into t (Â_1[:, j]). Edge e and its reverse e ^ 1 are stored side by side.
-    """
+    """The flow graph of L >= 2 layers, built once for every (source, sink) pair (Dinic on flat
+    lists; the tests hold it to networkx's values). Only the source's top row and the sink's
+    input column carry flow, so the graph keeps s = 0, t = 1 and the middle layers 1..L-1 (node
+    2 + (l - 1) n + k); each pair sets the capacities out of s (Â_L[i, :]) and into t
+    (Â_1[:, j]). Edge e and its reverse e ^ 1 are stored side by side."""
 
     def __init__(self, a: np.ndarray):
         self.caps = np.rint(a * _FLOW_SCALE).astype(np.int64)  # (L, n, n)

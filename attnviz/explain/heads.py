@@ -72,10 +72,8 @@ def head_stats(att: Attention) -> dict[str, np.ndarray]:
 
 def _per_head_pass(w: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """One pass over each (n, n) map of w (L, H, n, n) while it sits in cache: the mean row
-    entropy (L, H) and the mean attention each column receives (L, H, n).
-
-    Entropy is smoothed: p = c (A + eps), c = 1 / (1 + n eps). Since sum_j p = 1,
-    sum_ij p log p = n log c + c sum_ij q log q with q = A + eps: one add, one log, one dot."""
+    entropy (L, H) and the mean attention each column receives (L, H, n). With p = c (A + eps),
+    c = 1 / (1 + n eps): sum_ij p log p = n log c + c sum_ij q log q, q = A + eps."""
     L, H, n, _ = w.shape
     eps = ENTROPY_SMOOTHING
     c = 1.0 / (1.0 + n * eps)
@@ -94,8 +92,7 @@ def _per_head_pass(w: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     return entropy, received.double().numpy() / n
 
 
-# What a head does, by identifier (the keys of `head_stats`, and "broad"), with English words for
-# scripts and the command line; the app says it in the visitor's language (catalogue "stats.l_<kind>").
+# A head's kind by identifier, with English words for scripts; the app's are catalogue "stats.l_<kind>".
 HEAD_KINDS = {
     "prev": "previous token",
     "next": "next token",
@@ -130,10 +127,9 @@ def head_labels(stats: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def sink_shares(att: Attention, norms: NormWeights | None = None) -> dict[str, dict[str, float]]:
-    """Share of all attention (and of the norm-based weight, when given) that lands on [CLS],
-    [SEP] and punctuation, averaged over layers, heads and query rows:
-    {"attention": {"[CLS]": .., "[SEP]": .., "punctuation": ..}, "norm": {...}}.
-    Kobayashi et al. 2020: the norm-based shares are far smaller (these tokens give little)."""
+    """Mean share of attention (and of the norm-based weight) on [CLS], [SEP] and punctuation:
+    {"attention": {"[CLS]": .., "[SEP]": .., "punctuation": ..}, "norm": {...}}. The norm-based
+    shares are far smaller (Kobayashi et al. 2020)."""
     groups = _token_groups(att)
     names = {"cls": "[CLS]", "sep": "[SEP]", "punct": "punctuation"}
 

@@ -1,9 +1,6 @@
 """The logit lens (nostalgebraist 2020): what a decoder would write next if it stopped after
-each layer. The model's final norm and unembedding are applied to the residual stream that
-leaves every layer at one position; the last layer's row is the model's own prediction.
-
-The model runs behind the Runner (`residual_logits`); everything here is numpy.
-"""
+each layer (the final norm and unembedding applied to each layer's residual stream at one
+position; the last row is the model's own prediction)."""
 
 from __future__ import annotations
 
@@ -19,9 +16,8 @@ __all__ = ["LogitLens", "logit_lens"]
 
 @dataclass(frozen=True)
 class LogitLens:
-    """tokens[l] the k likeliest next tokens after layer l, best first; probs (layers, k) their
-    probabilities; ids (layers, k) their vocabulary ids; position the token read (0-based);
-    token that token as displayed."""
+    """tokens[l] the k likeliest next tokens after layer l, best first; probs and ids (layers, k);
+    position and token: the token read."""
 
     tokens: list[list[str]]
     probs: np.ndarray

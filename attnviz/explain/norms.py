@@ -1,6 +1,5 @@
 """Norm-based weights (Kobayashi et al. 2020, "Attention is Not Only a Weight"): alpha times the
-norm of each token's transformed value vector. Runs the model once (Runner.trace), through
-the background lane."""
+norm of each token's transformed value vector, from one recorded forward."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from ..models.prenorm_parts import PreNormParts
 from ..result import Attention
 from ..scratch import LayerParts
 from ._arrays import read_only_view
+from .decompose import transformed
 from .prenorm import is_prenorm, prenorm_trace
 from .prenorm import transformed as prenorm_transformed
 
@@ -45,11 +45,8 @@ class NormWeights:
         return np.stack([self.layer_norms(layer) for layer in range(self.per_head.shape[0])])
 
     def layer_norms(self, layer: int) -> np.ndarray:
-        """|| sum_h alpha[h,i,j] f_h(x_j) || of one layer, (n, n) float32.
-
-        With p_h = alpha[h,i,j] ||f_h(x_j)|| and C_j the cosines between the heads' vectors at j,
-        the squared norm is p^T C_j p: no (n, n, d) tensor is ever formed. Rows are done in
-        blocks whose transposed copy stays in cache."""
+        """|| sum_h alpha[h,i,j] f_h(x_j) || of one layer, (n, n) float32: with p_h = alpha[h,i,j]
+        ||f_h(x_j)|| and C_j the heads' cosines at j, the square is p^T C_j p (row blocks)."""
         ph = read_only_view(self.per_head[layer])  # (H, n, n)
         cos = read_only_view(self.head_cosines[layer])  # (n_j, H, H)
         n = ph.shape[-1]
@@ -67,18 +64,17 @@ class NormWeights:
         return Attention(tokens=self.tokens, weights=w, model=f"{self.model} (norm-based)", special=self.special)
 
 
-_NORM_BLOCK = 64  # query rows per block in NormWeights.layer_norms (measured: 64 is fastest at n=512)
+_NORM_BLOCK = 64  # query rows per block in NormWeights.layer_norms (fastest at n=512)
 
 
 Parts = list[LayerParts | PreNormParts]
 
 
 def _capture(model: Runner, text: str) -> tuple[Encoded, Parts, np.ndarray, list[dict[str, torch.Tensor]]]:
-    """One recorded forward (Runner.trace, or the decoder's own hooks): the encoding, the
-    layers, alpha (L, H, n, n) and, per layer, the value projection x W_V + b_V and the output
-    projection's result."""
+    """One recorded forward: the encoding, the layers, alpha (L, H, n, n) and, per layer, the
+    value projection x W_V + b_V and the output projection's result."""
     decoder = is_prenorm(model)
-    # the layers `trace` runs through (the embedded MiniLM's quick encoder before its full load)
+    # the layers `trace` runs through (`attend_layers`: a runner's quick encoder)
     parts: Parts = [*(model.prenorm_layers() if decoder else getattr(model, "attend_layers", model.layers)())]
     enc = model.encode(text)
     with model.gate.background(), torch.inference_mode():
@@ -87,22 +83,13 @@ def _capture(model: Runner, text: str) -> tuple[Encoded, Parts, np.ndarray, list
 
 
 def _transformed(p: LayerParts | PreNormParts, v: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """f_h(x_j) = (x_j W_V + b_V)_h W_O[h-slice] from v = x W_V + b_V (n, H * hs): (H, n, d),
-    output bias excluded. `out` is reused across layers: fresh pages of a large tensor cost time.
-    A decoder's query head reads the key/value head it shares (explain/prenorm.py)."""
-    if isinstance(p, PreNormParts):
-        return prenorm_transformed(p, v)
-    v = v.view(v.shape[0], p.n_heads, p.head_dim).transpose(0, 1)  # (H, n, hs)
-    w_o = p.output.weight.view(-1, p.n_heads, p.head_dim).permute(1, 2, 0).to(v.dtype)  # (H, hs, d)
-    return torch.matmul(v, w_o, out=out)  # (H, n, d)
+    """f_h(x_j), (H, n, d), of an encoder or a decoder layer (decompose/prenorm `transformed`)."""
+    return prenorm_transformed(p, v) if isinstance(p, PreNormParts) else transformed(p, v, out)
 
 
 def norm_weights(model: Runner, text: str) -> NormWeights:
-    """Norm-based weights ||alpha f(x)|| of every layer and head (Kobayashi et al. 2020).
-
-    Works for the scratch encoder, Hugging Face BERT-family encoders and Llama-family decoders
-    (each query head through the key/value head it reads); other layouts raise ValueError. Runs its own forward pass under inference mode.
-    """
+    """Norm-based weights ||alpha f(x)|| of every layer and head (Kobayashi et al. 2020), for
+    encoders and Llama-family decoders; other layouts raise ValueError."""
     enc, parts, alphas, records = _capture(model, text)
     values = [r["values"] for r in records]
     L, H, n, _ = alphas.shape

@@ -1,30 +1,22 @@
 """One pre-norm decoder layer taken apart (Llama family: RMSNorm before each block, grouped
 heads, causal): what each earlier position j puts into position i's attention-block output.
 
-The attention block of layer l writes mid = x + o_proj(attention(RMSNorm(x))). Its output is
-linear in the value vectors, so with alpha the attention weights, kv(h) the key/value head
-query head h reads and W_O^h the slice of o_proj that takes query head h,
+The attention block writes mid = x + o_proj(attention(RMSNorm(x))), linear in the values; with
+kv(h) the key/value head query head h reads and W_O^h its slice of o_proj (v with its bias):
 
     mid_i = x_i + sum_j sum_h alpha[h,i,j] f_h(x_j) + b_O,    f_h(x_j) = v_kv(h)(x_j) W_O^h
 
-(v includes v_proj's bias). Nothing else mixes positions in the layer: the feed-forward block
-works on each position alone, so the token-to-token map of the whole layer is the map of its
-attention block. This is the decomposition of Ferrando and Voita 2024 ("Information flow
-routes", EMNLP) as facebookresearch/llm-transparency-tool implements it:
-`models/tlens_model.py` `decomposed_attn` (values repeated over the query heads that share them,
-`repeat_interleave`, b_V in, each head through its W_O slice, b_O in no part) and
-`routes/contributions.py` `get_attention_contributions` (the parts are every (j, h) vector and
-the residual x_i; the whole is mid_i; proximity ||mid_i||_1 - ||mid_i - part||_1, ALTI's with
-the L1 norm, then normalised over all parts). A token's share is the sum of its heads' shares,
-the residual's goes to the diagonal. One difference: the tool clips each proximity at 1e-5, so
-tokens a query cannot see still get 1e-5 before normalising; here it is clipped at 0 (ALTI's
-max(0, .)), and nothing flows from a later token: every map is exactly 0 above the diagonal.
+The feed-forward works on each position alone, so the layer's token-to-token map is its
+attention block's. The decomposition of Ferrando and Voita 2024 ("Information flow routes") as
+facebookresearch/llm-transparency-tool implements it (`models/tlens_model.py` `decomposed_attn`,
+`routes/contributions.py` `get_attention_contributions`): parts are every (j, h) vector and the
+residual x_i, proximity ||mid_i||_1 - ||mid_i - part||_1. The tool clips at 1e-5; here at 0
+(ALTI's max(0, .)), so every map is exactly 0 above the diagonal.
 
     attention   mean over query heads of alpha
     norm        ||sum_h alpha[h,i,j] f_h(x_j)|| (Kobayashi et al. 2020), no residual
     alti        the proximities above (per head and token, plus the residual on the diagonal)
-    value_zeroing  token j's value vector zeroed in every key/value head (so in every query head
-                that reads it), the rest of the layer rerun (mid - lost, then + mlp(norm(.))),
+    value_zeroing  token j's value zeroed in every key/value head, the rest of the layer rerun,
                 cosine distance of each position's layer output (Mohebbi et al. 2023)
 """
 
@@ -42,7 +34,7 @@ import torch
 from ..models import Encoded, Progress, Runner
 from ..models.prenorm_parts import PreNormParts
 from ._model import in_batches
-from .decompose import head_sum_norms
+from .decompose import ByKey, head_sum_norms
 from .value_zeroing import cosine_distance
 
 __all__ = [
@@ -62,7 +54,7 @@ _PART_BUDGET = 2**22  # floats in one (rows, n_j, H, d) block of ALTI's parts: 1
 
 
 @dataclass(frozen=True, eq=False)
-class PreNormRecord:
+class PreNormRecord(ByKey):
     """One decoder layer of one recorded forward, batch of one: n tokens, d width, H query heads."""
 
     parts: PreNormParts
@@ -74,24 +66,9 @@ class PreNormRecord:
 
     @cached_property
     def out(self) -> torch.Tensor:
-        """(n, d) mid + mlp(norm_ff(mid)): the layer's output (computed on first use: only Value
-        Zeroing needs it, and at SmolLM2's size it costs a third of a forward pass)."""
+        """(n, d) mid + mlp(norm_ff(mid)): on first use, as only Value Zeroing needs it."""
         with torch.inference_mode():
             return rest_of_layer(self.parts, self.mid)
-
-    @property
-    def n(self) -> int:
-        return int(self.x.shape[0])
-
-    @cached_property
-    def alpha_by_key(self) -> torch.Tensor:
-        """(n_j, n_i, H) contiguous (see decompose.LayerRecord.alpha_by_key)."""
-        return self.alpha.permute(2, 1, 0).contiguous()
-
-    @cached_property
-    def f_by_key(self) -> torch.Tensor:
-        """(n_j, H, d) contiguous."""
-        return self.f.transpose(0, 1).contiguous()
 
     @property
     def bias(self) -> torch.Tensor:
@@ -131,9 +108,8 @@ def rest_of_layer(p: PreNormParts, mid: torch.Tensor) -> torch.Tensor:
 
 
 def prenorm_trace(model: Runner, inputs: dict[str, torch.Tensor]) -> tuple[np.ndarray, list[dict[str, torch.Tensor]]]:
-    """One real forward with hooks on each layer's parts (`Runner.trace` for a decoder): the
-    weights (L, H, n, n) and, per layer, "x" (the norm's input), "values" (v_proj's output,
-    n x KV * hs) and "attn_out" (o_proj's output). Caller picks the grad mode."""
+    """`Runner.trace` for a decoder: the weights (L, H, n, n) and, per layer, "x" (the norm's
+    input), "values" (v_proj's output, n x KV * hs) and "attn_out" (o_proj's output)."""
     parts = model.prenorm_layers()
     records: list[dict[str, torch.Tensor]] = [{} for _ in parts]
     owner = threading.get_ident()
@@ -185,10 +161,8 @@ def norm_prenorm_map(r: PreNormRecord) -> torch.Tensor:
 
 @torch.inference_mode()
 def alti_prenorm_map(r: PreNormRecord) -> torch.Tensor:
-    """Ferrando and Voita 2024 (llm-transparency-tool `get_attention_contributions`, L1): per
-    (j, h) part alpha[h,i,j] f_h(x_j) and the residual x_i, proximity max(0, ||mid_i||_1 -
-    ||mid_i - part||_1); the heads summed per token, the residual's on the diagonal. (n, n),
-    not normalised, exactly 0 above the diagonal."""
+    """Ferrando and Voita 2024 (module docstring): the proximities summed over heads per token,
+    the residual's on the diagonal. (n, n), not normalised, 0 above the diagonal."""
     n, (H, _, d) = r.n, r.f.shape
     y = r.mid
     y_l1 = y.abs().sum(-1)  # (n,)
@@ -210,11 +184,9 @@ def alti_prenorm_map(r: PreNormRecord) -> torch.Tensor:
 
 @torch.inference_mode()
 def value_zeroing_prenorm_map(model: Runner, r: PreNormRecord, progress: Progress | None = None) -> torch.Tensor:
-    """Value Zeroing of one decoder layer, (n, n) not normalised: [i, j] = cosine distance
-    between position i's layer output and its output with token j's value vector zeroed in
-    every key/value head (so every query head that reads it loses it). The weights do not use
-    values, so position i loses exactly sum_h alpha[h,i,j] f_h(x_j) from mid_i; the feed-forward
-    block is rerun on the result. Lower triangular: a later token is invisible to i."""
+    """Value Zeroing of one decoder layer, (n, n) not normalised, lower triangular: [i, j] =
+    cosine distance of position i's layer output with token j's values zeroed. The weights do
+    not use values, so mid_i loses exactly sum_h alpha[h,i,j] f_h(x_j)."""
     n = r.n
     out = torch.zeros(n, n, dtype=r.x.dtype, device=r.x.device)
     base = r.out  # the same path as the reruns: "nothing zeroed" gives 0

@@ -1,20 +1,15 @@
-"""What the model does when input tokens are removed, the measure every explanation is scored
-against (faithfulness.py): each variant of the text replaces some ordinary tokens by [MASK]
-(positions stay where they are, as `occlusion` does) and the output moves by a cosine distance.
+"""What an encoder does when input tokens are removed, the measure the scoreboard scores every
+explanation against: ordinary tokens replaced by [MASK] (positions kept), the output's cosine
+distance at every layer. The output is position `query`'s vector, or the sentence embedding:
+the mean of the token vectors over the mask, as all-MiniLM-L6-v2 (sentence-transformers) pools.
 
-The output is position `query`'s representation, or for query=None the sentence embedding the
-embedded model was trained to give: all-MiniLM-L6-v2 is a sentence-transformers model whose
-embedding is the mean of the last layer's token vectors over the attention mask (specials
-included; its final L2 normalisation does not change a cosine). The same pooling is applied to
-every layer's output, so the effect is also measured layer by layer.
-
-Also here: input x gradient for the same output (the gradient baseline of the scoreboard), and
-`embed`, `attnviz.embed`: that pooled output of one text, L2-normalised as MiniLM and
-multilingual-e5-small publish their embeddings (a cosine is unchanged by it). multilingual-e5
-expects a "query: " or "passage: " prefix on the text; `embed` adds none.
+`embed` (`attnviz.embed`) is that embedding L2-normalised, as MiniLM and multilingual-e5-small
+publish theirs; it adds no "query: "/"passage: " prefix that multilingual-e5 expects.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -23,7 +18,7 @@ from ..models import Encoded, Progress, Runner
 from ._model import check_query, expand, in_batches, with_gradients
 from .value_zeroing import cosine_distance
 
-__all__ = ["embed", "gradient_scores", "pool", "removal_effects"]
+__all__ = ["embed", "gradient_scores", "masked_states", "pool", "removal_effects"]
 
 
 def pool(hidden: torch.Tensor, query: int | None) -> torch.Tensor:
@@ -43,36 +38,41 @@ def embed(model: Runner, text: str, max_tokens: int | None = None) -> np.ndarray
 def removal_effects(
     model: Runner, enc: Encoded, masks: np.ndarray, query: int | None, *, progress: Progress | None = None
 ) -> np.ndarray:
-    """(B, L) float64: cosine distance between the output of each layer for the text and for
-    each variant b, in which the tokens where masks[b] (B, n) is True are replaced by [MASK].
-    Batches go through the background lane, with progress between them."""
+    """(B, L) float64: each layer's output's cosine distance between the text and variant b, in
+    which the tokens where masks[b] (B, n) is True are [MASK]."""
     mask_id = getattr(model.tokenizer, "mask_token_id", None)
     if mask_id is None:
         raise ValueError(f"model '{model.name}' has no [MASK] token to remove tokens with")
-    ids = enc.inputs["input_ids"]  # (1, n)
-    n = int(ids.shape[1])
     if query is not None:
-        check_query(query, n)
-    masks = np.asarray(masks, dtype=bool).reshape(-1, n)
+        check_query(query, len(enc.tokens))
+    masks = np.asarray(masks, dtype=bool).reshape(-1, len(enc.tokens))
     out = np.zeros((masks.shape[0], model.n_layers))
     with torch.inference_mode():
         with model.gate.background():
             base = [pool(h, query) for h in model.hidden_states(enc.inputs)[1:]]  # L x (1, d)
-        for part in in_batches(model, masks.shape[0], n, progress=progress):
-            b = part.stop - part.start
-            batch = expand(enc.inputs, b)
-            batch["input_ids"] = ids.expand(b, -1).masked_fill(torch.from_numpy(masks[part]).to(ids.device), mask_id)
-            states = model.hidden_states(batch)[1:]  # L x (b, n, d)
+        for part, states in masked_states(model, enc, masks, mask_id, progress):
             for layer, h in enumerate(states):
                 out[part, layer] = cosine_distance(pool(h, query), base[layer]).double().cpu().numpy()
     return out
 
 
+def masked_states(
+    model: Runner, enc: Encoded, masks: np.ndarray, fill: int, progress: Progress | None
+) -> Iterator[tuple[slice, list[torch.Tensor]]]:
+    """For each batch of variants (tokens where masks[b] (B, n) is True set to `fill`): its slice
+    and every layer's output, L x (b, n, d)."""
+    ids = enc.inputs["input_ids"]  # (1, n)
+    for part in in_batches(model, masks.shape[0], int(ids.shape[1]), progress=progress):
+        b = part.stop - part.start
+        batch = expand(enc.inputs, b)
+        batch["input_ids"] = ids.expand(b, -1).masked_fill(torch.from_numpy(masks[part]).to(ids.device), fill)
+        yield part, model.hidden_states(batch)[1:]
+
+
 @with_gradients
 def gradient_scores(model: Runner, enc: Encoded, query: int | None) -> np.ndarray:
-    """|input x gradient| for the same output (n,) float64: |sum_d e[j,d] dF/de[j,d]| with
-    F = <output(e), u>, u the unperturbed output's direction (as explain.input_x_gradient does
-    for one token, here also for the sentence embedding). Special tokens included."""
+    """|input x gradient| (n,) float64 of F = <output(e), u>, u the unperturbed output's
+    direction (explain.input_x_gradient, here also for the sentence embedding)."""
     inputs = enc.inputs
     with model.gate.background():
         with torch.no_grad():

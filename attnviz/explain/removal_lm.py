@@ -1,15 +1,11 @@
 """What a causal language model does when input tokens are removed: the output is the
-log-probability of the next token (the model's own first choice after the text) or of a
-continuation the user types, summed over its tokens (teacher forcing). The scoreboard ranks
-explanations of a decoder against this output (scoreboard.py).
+log-probability of the next token (the model's first choice) or of a typed continuation
+(teacher forcing, summed over its tokens).
 
-A decoder has no [MASK]: a removed token is replaced by a filler token that carries no
-content (the tokenizer's unknown token, else its end-of-text token; SmolLM2's is
-"<|endoftext|>"), at the same position, so the first position keeps its role as the attention
-sink and positions stay where they are (as `removal.removal_effects` does with [MASK]). The
-effect is the drop of the log-probability, f(x) - f(x with tokens replaced): positive when
-removing them made the target less likely. Per layer, the cosine distance of each layer's
-output at the positions that predict the target is measured too (mean over them).
+A decoder has no [MASK]: a removed token becomes a filler without content (the unknown token,
+else end of text) at the same position, so the first position stays the attention sink. The
+effect is f(x) - f(x with tokens replaced), positive when the target became less likely; per
+layer, the mean cosine distance of the output at the positions that predict the target.
 """
 
 from __future__ import annotations
@@ -20,8 +16,9 @@ import numpy as np
 import torch
 
 from ..models import Encoded, Progress, Runner
-from ._model import check_query, expand, in_batches, with_gradients
+from ._model import check_query, with_gradients
 from .prenorm import is_prenorm
+from .removal import masked_states
 from .value_zeroing import cosine_distance
 
 __all__ = [
@@ -38,9 +35,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class LmTarget:
-    """positions (m,): where the next-token distributions are read; ids (m,): the tokens whose
-    log-probability is summed; start: the first continuation token (n when the target is the
-    next token after the text; tokens from `start` on are never removed); text: the target."""
+    """positions (m,): where the distributions are read; ids (m,): the tokens scored; start: the
+    first continuation token (n for the next token; never removed); text: the target."""
 
     positions: np.ndarray
     ids: np.ndarray
@@ -67,9 +63,8 @@ def _log_probs(model: Runner, final: torch.Tensor, target: LmTarget) -> torch.Te
 
 
 def lm_target(model: Runner, enc: Encoded, query: int | None, start: int | None) -> LmTarget:
-    """The output of the scoreboard for a causal model: the continuation from token `start` on
-    (typed by the user), else the text's own next token after position `query`, else the
-    model's first choice after the last token."""
+    """The continuation from token `start` on, else the text's own token after `query`, else
+    the model's first choice after the last token."""
     ids = enc.inputs["input_ids"][0]
     n = int(ids.shape[0])
     if start is not None:
@@ -93,14 +88,10 @@ def lm_target(model: Runner, enc: Encoded, query: int | None, start: int | None)
 def lm_removal_effects(
     model: Runner, enc: Encoded, masks: np.ndarray, target: LmTarget, *, progress: Progress | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """For each variant b (tokens where masks[b] is True replaced by the filler): the cosine
-    distance of every layer's output at the target's positions, (B, L), and the drop of the
-    target's log-probability, (B,). Batches go through the background lane."""
-    ids = enc.inputs["input_ids"]
-    n = int(ids.shape[1])
-    masks = np.asarray(masks, dtype=bool).reshape(-1, n)
-    filler = filler_id(model)
-    pos = torch.as_tensor(target.positions, device=ids.device)
+    """For each variant b (tokens where masks[b] is True replaced by the filler): every layer's
+    cosine distance at the target's positions (B, L) and the target's log-probability drop (B,)."""
+    masks = np.asarray(masks, dtype=bool).reshape(-1, len(enc.tokens))
+    pos = torch.as_tensor(target.positions, device=enc.inputs["input_ids"].device)
     layers = np.zeros((masks.shape[0], model.n_layers))
     drops = np.zeros(masks.shape[0])
     with torch.inference_mode():
@@ -108,11 +99,7 @@ def lm_removal_effects(
             states = model.hidden_states(enc.inputs)[1:]
             base = [h[:, pos] for h in states]  # L x (1, m, d)
             f0 = _log_probs(model, states[-1], target)  # (1,)
-        for part in in_batches(model, masks.shape[0], n, progress=progress):
-            b = part.stop - part.start
-            batch = expand(enc.inputs, b)
-            batch["input_ids"] = ids.expand(b, -1).masked_fill(torch.from_numpy(masks[part]).to(ids.device), filler)
-            states = model.hidden_states(batch)[1:]
+        for part, states in masked_states(model, enc, masks, filler_id(model), progress):
             for layer, h in enumerate(states):
                 layers[part, layer] = cosine_distance(h[:, pos], base[layer]).mean(-1).double().cpu().numpy()
             drops[part] = (f0 - _log_probs(model, states[-1], target)).cpu().numpy()
@@ -122,12 +109,8 @@ def lm_removal_effects(
 def lm_occlusion(
     model: Runner, text: str, query: int, *, progress: Progress | None = None
 ) -> tuple[np.ndarray, np.ndarray, LmTarget]:
-    """Occlusion and input x gradient of a causal LM for token `query`: the output is the
-    log-probability of the token that follows `query` (the text's own next token, or the model's
-    first choice after the last token). Returns occlusion (n,), the drop of that log-probability
-    when token j alone is replaced by the filler (0 for special tokens, and for tokens after
-    `query`, which a causal model cannot read there); |input x gradient| (n,) of the same
-    log-probability; and the target."""
+    """Occlusion (n,) and |input x gradient| (n,) of the log-probability of the token after
+    `query`, and that target. Special tokens and tokens after `query` score 0."""
     enc = model.encode(text)
     n = len(enc.tokens)
     check_query(query, n)
@@ -173,8 +156,7 @@ def scored_encoding(
 
 
 def _continued(model: Runner, text: str, continuation: str | None, cap: int) -> tuple[Encoded, int | None]:
-    """The encoding scored and, with a continuation, the index of its first token: the text's
-    own tokens must stay a prefix of the tokens of text + continuation."""
+    """The encoding and the continuation's first token; the text's tokens must stay a prefix."""
     if continuation is None:
         return model.encode(text, cap), None
     if not continuation.strip():

@@ -22,10 +22,8 @@ def _residual_layers(w: np.ndarray, dtype: type[np.floating] = np.float64) -> np
 
 
 def rollout_layers(att: AttentionLike, start_layer: int = 0) -> np.ndarray:
-    """Rollout after each layer from `start_layer` on: (layers - start_layer, n, n) float32.
-
-    R_start = Â_start, R_l = Â_l R_{l-1}; entry [k] is the rollout up to layer start_layer + k.
-    """
+    """Rollout after each layer from `start_layer` on: (layers - start_layer, n, n) float32,
+    R_start = Â_start, R_l = Â_l R_{l-1}."""
     w = as_weights(att)
     if not 0 <= start_layer < w.shape[0]:
         raise IndexError(f"start_layer {start_layer} out of range 0..{w.shape[0] - 1}")

@@ -1,23 +1,16 @@
 """Rotary positions on the visitor's own sentence: how one head's score between two tokens
 changes with their distance, measured from the model's own queries and keys.
 
-With rotary positions (Su et al. 2021; Llama, Qwen, Mistral, SmolLM2) a head's score of query i
-against key j is (R_i q_i) . (R_j k_j) = q_i . R_(j-i) k_j: the rotation leaves only the distance
-i - j in the score. We do not draw that from the formula. One real forward of the sentence is
-recorded at one layer (hooks on its query and key projections, and on the attention module for
-the cos/sin tables it receives), the queries and keys are rotated with the model's own rotary
-function, and the pre-softmax score q_i . k_j * scaling is averaged over every pair the same
-distance apart (j <= i: a decoder's query sees no later key). The same pairs without the
-rotation show what the positions add. The first token is left out by default: most heads of
-a decoder send it most of their attention (a sink, Xiao et al. 2024) whatever the distance.
+With rotary positions (Su et al. 2021) a head's score of query i against key j is
+(R_i q_i) . (R_j k_j) = q_i . R_(j-i) k_j: only the distance is left. One real forward records a
+layer's queries, keys and cos/sin tables, rotates them with the model's own rotary function,
+and averages q_i . k_j * scaling over the pairs the same distance apart (j <= i); the same pairs
+unrotated show what the positions add. The first token, a sink (Xiao et al. 2024), is left out
+by default. The causal softmax of these scores is the head's attention
+(tests/test_decoder_app_rotary.py).
 
-The softmax of the recorded scores, masked causally, is the head's attention
-(tests/test_decoder_app_rotary.py holds it to `attend`), so these are the scores the model used.
-
-One exception to the rule that explain/ sees a model only through the Runner protocol: the
-recording reaches the Hugging Face module tree (`hf_model.layers[l].self_attn`, found with
-getattr, so any other runner gets a ValueError). A Runner method returning one layer's
-queries and keys would remove it.
+The one place explain/ reaches past the Runner: `hf_model.layers[l].self_attn`, found with
+getattr (any other runner gets a ValueError).
 """
 
 from __future__ import annotations
@@ -38,12 +31,8 @@ __all__ = ["RotaryProfile", "by_distance", "rotary_distance", "rotary_scores"]
 
 @dataclass(frozen=True)
 class RotaryProfile:
-    """One head's pre-softmax score by distance on one sentence.
-
-    distances (m,) 0, 1, ...; mean (m,) the mean score of the pairs that far apart, with the
-    rotary positions; unrotated (m,) the same queries and keys without them; count (m,) pairs
-    at each distance; scores (n, n) the head's pre-softmax scores (NaN above the diagonal);
-    skip_first: whether pairs with the first token as key were left out."""
+    """One head's pre-softmax score by distance on one sentence: distances, mean, unrotated and
+    count (m,) by distance; scores (n, n), NaN above the diagonal."""
 
     layer: int
     head: int
@@ -58,8 +47,7 @@ class RotaryProfile:
 
 
 def _attention_module(model: Runner, layer: int) -> tuple[Any, Any, Any]:
-    """(the Hugging Face base model, its attention module at `layer`, the rotary function of its
-    modelling file); ValueError when there is no such thing."""
+    """(the Hugging Face base model, its attention module at `layer`, its rotary function)."""
     hf = getattr(model, "hf_model", None)
     blocks = getattr(hf, "layers", None)
     if blocks is None or not 0 <= layer < len(blocks):
@@ -75,8 +63,7 @@ def rotary_scores(
     model: Runner, text: str, layer: int, max_tokens: int | None = None
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(tokens, rotated, unrotated): every query head's pre-softmax scores (H, n, n) float64 at
-    `layer`, NaN above the diagonal, from the model's own queries and keys of one forward;
-    `unrotated` the same without the rotary positions. ValueError for a model without them."""
+    `layer`, NaN above the diagonal. ValueError for a model without rotary positions."""
     hf, attn, rotate = _attention_module(model, layer)
     enc = model.encode(text, max_tokens)
     seen: dict[str, Any] = {}
@@ -131,8 +118,7 @@ def _scores(q: torch.Tensor, k: torch.Tensor, scaling: float) -> np.ndarray:
 
 def by_distance(scores: np.ndarray, skip_first: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(distances, mean, count) of an (n, n) causal score matrix: mean over the pairs (i, i - d)
-    for each distance d; without the first token as key when `skip_first` (then at most n - 1
-    distances, each with at least one pair)."""
+    for each distance d; without the first token as key when `skip_first`."""
     n = scores.shape[-1]
     first = 1 if skip_first and n > 1 else 0
     distances = np.arange(n - first)

@@ -3,24 +3,17 @@ sentence embedding for query=None), which picture of "where information comes fr
 what the model does when input tokens are removed?
 
 For every method, over the ordinary tokens (special tokens are never removed):
-- rank agreement with leave-one-out (Spearman, Kendall): the output change when each token
-  alone is replaced by [MASK] (removal.py), the reference ranking;
-- a deletion curve: remove tokens in the method's order, most important first, and measure the
-  output change after each step; its mean over the points of the curve is the AOPC (area over
-  the perturbation curve: Samek et al. 2017; "comprehensiveness" in DeYoung et al. 2020, ERASER).
-  As in Samek et al.'s definition, AOPC = 1/(L+1) sum_{k=0..L} (f(x) - f(x_k)), the mean
-  includes the k = 0 point (nothing removed, change 0): with the 11 points 0%, 10%, ..., 100%
-  it is 10/11 of the mean over the ten removal steps. Random orders give the floor;
-- per layer, for the whole-layer methods: the agreement of the map traced back through layer l
-  (and of layer l's own map) with leave-one-out measured at layer l's output.
+- rank agreement (Spearman, Kendall) with leave-one-out (removal.py), the reference ranking;
+- a deletion curve, tokens removed most important first; its mean is the AOPC (Samek et al.
+  2017; "comprehensiveness" in DeYoung et al. 2020), 1/(L+1) sum_{k=0..L} (f(x) - f(x_k)), the
+  k = 0 point included. Random orders give the floor;
+- per layer, for the whole-layer methods: agreement of the map through layer l (and of layer
+  l's own map) with leave-one-out at layer l's output.
 
-These metrics are themselves debated: a text with tokens replaced by [MASK] is out of the
-distribution the model saw (Hooker et al. 2019), and AOPC values are not comparable across
-models or inputs without normalisation (Edin et al. 2024, arXiv 2408.08137). The app says so.
-
-Steps are fractions of the ordinary tokens (0, 10%, ..., 100%; every token for short texts), so
-the cost is bounded: leave-one-out n forward passes, deletion at most (methods + random orders)
-x `steps` passes, batched through the background lane (identical masked texts run once).
+The metrics are debated: masked text is out of distribution (Hooker et al. 2019) and AOPC is not
+comparable across models or inputs (Edin et al. 2024, arXiv 2408.08137). Steps are fractions of
+the ordinary tokens (0, 10%, ..., 100%), so deletion costs at most (methods + random orders) x
+`steps` passes; identical masked texts run once.
 """
 
 from __future__ import annotations
@@ -47,14 +40,10 @@ _FORWARD_SHARE = 0.6  # progress: the masked passes are about this share of the 
 
 @dataclass(frozen=True, eq=False)
 class ScoreRow:
-    """One method's line of the scoreboard.
-
-    scores: (n,) the method's token scores for the output (NaN for the random floor).
-    curve: (steps + 1,) output change after removing `Scoreboard.removed[k]` tokens in its order
-    (curve[0] = 0: nothing removed).
-    aopc: curve.mean(), the k = 0 point included (Samek et al. 2017's 1/(L+1) sum over k = 0..L).
-    layer_rolled / layer_single: (L,) Spearman with leave-one-out at each layer's output, of the
-    map traced back through that layer / of that layer's own map (None for other methods)."""
+    """One method's line. scores (n,) (NaN for the random floor); curve (steps + 1,) the output
+    change after removing `Scoreboard.removed[k]` tokens, curve[0] = 0; aopc = curve.mean();
+    layer_rolled / layer_single (L,) Spearman with leave-one-out at each layer (whole-layer
+    methods only)."""
 
     method: str
     spearman: float
@@ -99,14 +88,12 @@ class Scoreboard:
 
     @property
     def best(self) -> str:
-        """The method with the largest AOPC (its order moves the output most, soonest); the
-        first of them in table order when several tie (see `leaders`)."""
+        """The first of `leaders` in table order."""
         return self.leaders[0]
 
     @property
     def leaders(self) -> list[str]:
-        """Every method whose AOPC equals the largest (within 1e-9): on a short text several
-        orders often remove the same tokens and tie."""
+        """Every method whose AOPC equals the largest within 1e-9 (short texts often tie)."""
         top = max(self.row(m).aopc for m in self.methods)
         return [m for m in self.methods if self.row(m).aopc >= top - 1e-9]
 
@@ -144,8 +131,7 @@ def _steps(k: int, steps: int) -> np.ndarray:
 
 @dataclass
 class _Scores:
-    """Each method's (n,) token scores for the output; for the whole-layer methods also the
-    (L, n) rows of the map traced back through each layer and of each layer's own map."""
+    """Each method's (n,) token scores; whole-layer methods' (L, n) rolled and own-layer rows."""
 
     tokens: dict[str, np.ndarray]
     layers: dict[str, tuple[np.ndarray, np.ndarray]]
@@ -215,15 +201,12 @@ def faithfulness(
     progress: Progress | None = None,
     continuation: str | None = None,
 ) -> Scoreboard:
-    """Score each method (SCOREBOARD_METHODS: "attention_last" is the last layer's raw
-    attention, "attention" its rollout, "gradient" |input x gradient|) against leave-one-out
-    and deletion, for token `query`'s final vector or (None) the mean-pooled sentence embedding.
-    A causal LM (Llama family) is scored on a log-probability (removal_lm.py): of `continuation`
-    after the text, else of the text's token after `query`, else of the model's next-token
-    choice; maps are read at the rows that predict it; GlobEnc is left out by default.
-    extra: your own token scores {name: (n,)} for the same tokens, ranked alongside.
-    The text is cut to `max_tokens` (None: the model's limit) with a note. `progress(fraction)`
-    is called between batches and may raise to cancel."""
+    """Score each method ("attention_last" the last layer's raw attention, "attention" its
+    rollout, "gradient" |input x gradient|) against leave-one-out and deletion, for token
+    `query`'s final vector or (None) the sentence embedding. A causal LM is scored on a
+    log-probability (removal_lm.py), maps read at the rows that predict it, GlobEnc left out.
+    extra: your own token scores {name: (n,)}, ranked alongside. The text is cut to
+    `max_tokens` (None: the model's limit) with a note."""
     lm = is_lm(model)
     chosen = _checked(_for_model(methods, lm), extra, steps, random_orders)
     cap = model.max_tokens if max_tokens is None else max_tokens
@@ -310,9 +293,8 @@ def _add_extra(found: _Scores, extra: Mapping[str, np.ndarray] | None, n: int) -
 
 
 def _masks(n: int, keep: np.ndarray, orders: list[np.ndarray], removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The masked texts to run: first each ordinary token alone (leave-one-out), then the
-    prefixes of every order at each step (k > 0), each distinct mask once. Returns the masks
-    (B, n) and, per order, the row of each step's mask (orders, steps)."""
+    """The distinct masks (B, n): each ordinary token alone first (leave-one-out), then every
+    order's prefixes at each step k > 0; and the row of each step's mask (orders, steps)."""
     ordinary = np.flatnonzero(keep)
     rows: list[np.ndarray] = []
     index: dict[bytes, int] = {}

@@ -20,10 +20,8 @@ __all__ = ["across_share", "pair_blocks", "pair_segments"]
 
 
 def pair_segments(att: Attention) -> np.ndarray:
-    """(n,) int: 0 for text A's tokens, 1 for text B's, -1 for specials. From `att.segments` when
-    the result has them (`model.attend(a, pair=b)`); otherwise from the layout "[CLS] A [SEP] B
-    [SEP]": ordinary tokens before the first run of special tokens after A are A's, the rest B's.
-    ValueError when the result is not a sentence pair."""
+    """(n,) int: 0 for text A's tokens, 1 for text B's, -1 for specials, from `att.segments`
+    or the layout "[CLS] A [SEP] B [SEP]". ValueError when the result is not a sentence pair."""
     att.require_square("pair blocks")
     if att.segments:
         seg = np.array(att.segments, dtype=np.int64)

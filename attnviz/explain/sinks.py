@@ -1,17 +1,11 @@
-"""Attention sinks, measured (Gu et al. 2024, "When Attention Sink Emerges in Language Models",
-code: sail-sg/Attention-Sink): head h of layer l sinks on token k when alpha_k, the attention
-its queries give k averaged over the queries that can see k, exceeds epsilon (0.3 in the
-paper). Every (layer, head, token) above epsilon counts, not only each head's strongest token:
-a head above epsilon on two tokens is a sink head of both (Gu et al.'s Sink_k^epsilon is the
-share of all heads that sink on k). Beside it, the norm of k's value vector in that head
-(Kobayashi et al. 2020): a sink usually carries little, so a large weight on it moves almost
-nothing (Xiao et al. 2024; Clark et al. 2019).
+"""Attention sinks (Gu et al. 2024, "When Attention Sink Emerges in Language Models", code:
+sail-sg/Attention-Sink): head h of layer l sinks on token k when alpha_k, the attention k gets
+averaged over the queries that can see it, exceeds epsilon. Every (layer, head, token) above
+epsilon counts (Gu et al.'s Sink_k^epsilon is the share of heads that sink on k). Beside it, the
+norm of k's value vector in that head (Kobayashi et al. 2020): a sink usually carries little.
 
-Numpy only: takes an `Attention` or a plain (layers, heads, n, n) array (and, for the value
-norms, `NormWeights` of the same text). `hide_sinks` removes the sink columns from every map and
-renormalises the rows, for the views; `SinkScores.parking()` says which columns those should be
-(the metric alone also flags a content word one head attends to from everywhere, which is a
-focus, not a sink).
+Numpy only. `hide_sinks` removes sink columns and renormalises the rows; `SinkScores.parking()`
+picks those columns (the metric alone also flags a content word one head focuses on).
 """
 
 from __future__ import annotations
@@ -27,8 +21,7 @@ from .norms import NormWeights
 __all__ = ["PARKING_HEADS", "SINK_THRESHOLD", "SinkScores", "hide_sinks", "removed_share", "sink_scores"]
 
 SINK_THRESHOLD = 0.3  # Gu et al. 2024, epsilon
-# A token some head focuses on is not yet a sink: `parking` keeps those that at least this share of
-# all heads sink on, or whose value vectors are shorter than average where they sink (little to give).
+# `parking` keeps tokens that at least this share of heads sink on (or with short value vectors).
 PARKING_HEADS = 0.1
 
 
@@ -82,9 +75,8 @@ class SinkScores:
 
     def parking(self, min_heads: float = PARKING_HEADS) -> np.ndarray:
         """Sorted indices of the tokens where attention is parked rather than read: a sink in at
-        least `min_heads` of all heads, or (with value norms) one whose value vectors are on
-        average shorter than their heads' mean there. A content word that one head attends to
-        strongly, with a long value vector, is a focus, not a sink, and is not listed."""
+        least `min_heads` of all heads, or one whose value vectors are on average shorter than
+        their heads' mean there (a focus with a long value vector is not listed)."""
         keep = []
         for k in self.columns:
             on = self.heads_on(int(k))
@@ -97,8 +89,7 @@ class SinkScores:
 
 def received(att: AttentionLike, causal: bool | None = None) -> np.ndarray:
     """(layers, heads, n) float64: mean attention each token receives from the queries that can
-    see it (every query; under a causal mask the n - k queries at or after k). `causal=None`:
-    the `Attention`'s own flag (a plain array: not causal)."""
+    see it (causal: the n - k at or after k; None takes an `Attention`'s own flag)."""
     w = as_weights(att)
     n = w.shape[-1]
     if causal is None:
@@ -115,9 +106,7 @@ def sink_scores(
     causal: bool | None = None,
 ) -> SinkScores:
     """Which heads sink, on which tokens, and how much those tokens' value vectors carry.
-    `norms`: a NormWeights or its value norms alone, (layers, heads, n) (`value_norms`).
-    `causal`: whether query i sees only tokens up to i, so alpha_k averages column k over the
-    n - k queries that see it; None takes an `Attention`'s own flag (a plain array: False)."""
+    `norms`: a NormWeights or its (layers, heads, n) value norms; `causal`: as `received`."""
     if not 0.0 < threshold < 1.0:
         raise ValueError("threshold must lie between 0 and 1")
     got = received(att, causal)  # (L, H, n)
@@ -146,11 +135,8 @@ def removed_share(att: AttentionLike, columns: np.ndarray | list[int]) -> np.nda
 
 
 def hide_sinks(att: Attention, columns: np.ndarray | list[int]) -> tuple[Attention, np.ndarray]:
-    """`att` with the given columns set to 0 and every row renormalised to sum to 1 (tokens
-    and rows stay, so every view keeps its layout), and the share of attention removed per
-    (layer, head), averaged over the query rows: (layers, heads) float64.
-
-    A row that gave the hidden columns everything keeps its zeros (nothing left to share out)."""
+    """`att` with `columns` set to 0 and rows renormalised (a row with nothing left keeps its
+    zeros), and the share removed per (layer, head) averaged over rows, float64."""
     cols = np.asarray(columns, dtype=int)
     if cols.size and (cols.min() < 0 or cols.max() >= att.n):
         raise IndexError(f"sink columns must lie in 0..{att.n - 1}")

@@ -1,15 +1,9 @@
 """||f_h(x_j)||, the length of what each token's value vector can give through each head
 (Kobayashi et al. 2020, §3), from one forward that keeps no attention maps.
 
-`norm_weights` returns the same numbers beside alpha ||f|| (layers, heads, n, n): at 512 tokens
-of a 6 x 12 model that is 75 MB more, and with the explorer's own 75 MB result the pair
-overflowed the app's 128 MB result cache, which then evicted one for the other on every rerun (two
-forwards a rerun). The explorer's sinks caveat needs only the value norms: alpha ||f|| of one
-head is its attention row times these (`moved_share`).
-
-`attend_keeping_values` keeps the value vectors of the views' own forward, and `PassValues.norms()`
-makes the norms from them when the page asks, after the views are sent (the explorer's 512-token
-run then makes one pass, not two)."""
+`norm_weights` gives the same beside alpha ||f|| (layers, heads, n, n), too large to cache beside
+the attention at 512 tokens; the sinks caveat needs only these (`moved_share`).
+`attend_keeping_values` keeps the values of the views' own forward for `PassValues.norms()`."""
 
 from __future__ import annotations
 
@@ -32,10 +26,8 @@ _Hook = Callable[[torch.nn.Module, tuple[torch.Tensor, ...], torch.Tensor], None
 
 @dataclass
 class PassValues:
-    """Each layer's value vectors v = x W_V + b_V (n, heads * head_dim) of one forward pass, kept
-    so that the value norms are computed only when first asked for (`norms()`), after the pass's
-    attention went to the page: on the explorer's 512-token run that is 25 ms (a fifth of the pass)
-    off the path to the first chart. The vectors are dropped once the norms are made."""
+    """Each layer's value vectors v = x W_V + b_V (n, heads * head_dim) of one forward, kept so
+    the norms are made on first ask, off the path to the first chart; dropped once made."""
 
     parts: list[LayerParts]
     values: list[np.ndarray]
@@ -55,17 +47,15 @@ class PassValues:
 
 
 def _lengths(p: LayerParts, v: np.ndarray) -> np.ndarray:
-    """||f_h(x_j)|| (H, n) of one layer from its kept values (n, H * hs), on the device of the
-    layer's weights (a model on the GPU kept its values on the CPU)."""
+    """||f_h(x_j)|| (H, n) of one layer from its kept values (n, H * hs), on the weights' device."""
     values = torch.from_numpy(v).to(device=p.output.weight.device, dtype=torch.float32)
     return torch.linalg.vector_norm(_transformed(p, values), dim=-1).cpu().numpy()
 
 
 def _keeping(parts: list[LayerParts], out: dict[int, np.ndarray]) -> contextlib.ExitStack:
-    """Hooks on each layer's value projection that keep v (n, H * hs) of the first text of the
-    batch in `out[layer]` (a view of the pass's own tensor on the CPU, not a copy), for passes on
-    this thread only (another visitor's pass through the same modules meanwhile must not write
-    here). A layer seen twice marks `out[-1]`. Close the stack to remove the hooks."""
+    """Hooks on each layer's value projection keeping v (n, H * hs) of the batch's first text in
+    `out[layer]`, for passes on this thread only (the model is shared). A layer seen twice marks
+    `out[-1]`. Close the stack to remove the hooks."""
     owner = threading.get_ident()
 
     def keep(layer: int) -> _Hook:
@@ -97,14 +87,10 @@ def _complete(parts: list[LayerParts], out: dict[int, np.ndarray], n: int) -> Pa
 def attend_keeping_values(
     model: Runner, text: str, max_tokens: int | None = None
 ) -> tuple[Attention, PassValues | None]:
-    """`model.attend(text, max_tokens)` and the same pass's value vectors, whose `norms()` equal
-    `value_norms(model, model.fit(text, max_tokens))`; None where that pass cannot give them: layers
-    that do not come apart (ValueError from `layers()`), or a pass that did not run through them
-    once each (the embedded MiniLM loading its full model meanwhile, an accelerator out of memory
-    answering from a CPU copy).
-
-    A runner whose `attend` runs through other modules than `layers()` names them in
-    `attend_layers()` (the embedded MiniLM's quick encoder, models/minilm_quick.py)."""
+    """`model.attend(text, max_tokens)` and the same pass's value vectors (`norms()` equals
+    `value_norms` of the fitted text); None where layers do not come apart or the pass did not
+    run through each once. A runner whose `attend` runs other modules names them in
+    `attend_layers()`."""
     try:
         parts = getattr(model, "attend_layers", model.layers)()
     except ValueError:
@@ -116,9 +102,8 @@ def attend_keeping_values(
 
 
 def value_norms(model: Runner, text: str) -> np.ndarray:
-    """(layers, heads, n) float32: ||f_h(x_j)||, equal to `norm_weights(model, text).value_norms`.
-
-    Works where `norm_weights` does (the layers must come apart: `model.layers()`, else ValueError)."""
+    """(layers, heads, n) float32: `norm_weights(model, text).value_norms` (ValueError where the
+    layers do not come apart)."""
     parts = model.layers()
     enc = model.encode(text)
     out: dict[int, np.ndarray] = {}
