@@ -1,22 +1,6 @@
-"""Plotly figure builders: data in, `plotly.graph_objects.Figure` out. Never imports streamlit.
-
-One module per family of views:
-
-    heatmaps.py   heatmap (one head, full resolution), matrix (the lab's small labelled steps)
-    grid.py       model_view (all layers x heads as thumbnails), layer_head_grid (a number a head)
-    head_views.py head_view (bertviz-style query -> key lines)
-    graph.py      graph_view (tokens on a circle, edges above a threshold)
-    charts.py     token_bars, token_focus, cost_sweep
-    ablation.py   pruning_curve, importance_grid, attention_change, ablation_effect (heads switched off)
-    corpus.py     corpus_grid (a statistic over a corpus, with its spread), query_key_atlas
-    evidence.py   contribution_map, deletion_curves, layer_agreement (whole-layer methods, the scoreboard)
-    pick.py       clickable markers and reading clicks back (model_view_pick, token_pick)
-    training.py   a training run: training_curves, snapshot_grid (slider + play), head_score_curves
-    _base.py      what they share: the figure constructor, token axes, escaping, colours, titles
-
-A module is never named like the function it exports (heatmaps.py, not heatmap.py): the package
-re-exports the function under that name, which would hide the module from
-`import attnviz.views.heatmap as m` and from mock.patch paths.
+"""Plotly figure builders, one module per family of views: data in, `plotly.graph_objects.Figure`
+out. A module is never named like the function it exports (heatmaps.py, not heatmap.py): the
+re-export would hide the module from imports and mock.patch paths.
 
 Conventions every view shares:
 - Layers and heads are 0-indexed everywhere, in labels too ("layer 2, head 5"): the same numbers

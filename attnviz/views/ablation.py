@@ -1,10 +1,6 @@
-"""Heads switched off: the pruning curve (Michel et al. 2019), head importance and how much each
-head's map changed as (layers, heads) grids with the switched-off heads crossed out, and the
-effect on each token. Data in (numpy, `Attention`), figure out; words from the catalogue.
-
-`measure` says what the output-level numbers are (explain.ablation.Measure): an encoder's
-sentence-embedding distance ("embedding") or a decoder's drop of the next token's
-log-probability in nats ("next_token", with that token named)."""
+"""Heads switched off: the pruning curve (Michel et al. 2019), head importance and each head's
+map change as (layers, heads) grids with the switched-off heads crossed out, and the effect on
+each token. `measure` is explain.ablation.Measure: "embedding" distance or "next_token" drop."""
 
 from __future__ import annotations
 
@@ -50,9 +46,7 @@ def _token(token: str) -> str:
 
 
 def pruning_curve(curves: Mapping[str, Curve], *, title: str | None = None, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
-    """The output's change (sentence distance, or a decoder's next-token drop) against the
-    number of heads switched off, one line per order ("gradient": Michel et al.'s estimate,
-    "effect": the real single-head effect, "random")."""
+    """The output's change against the number of heads switched off, one line per order."""
     data: list[Json] = []
     first = next(iter(curves.values()), None)
     lm = first is not None and first.measure == "next_token"
@@ -126,8 +120,7 @@ def ablation_effect(
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Per-token cosine distance of the final states with heads switched off; the output's
-    change in the title: the sentence embedding's distance, or (`measure` "next_token") the drop
-    of the log-probability of `next_token`."""
+    change (by `measure`) in the title."""
     if measure == "next_token":
         title = t("abl.fig.effect_title_lm", lang, token=_token(next_token), d=f"{effect:.4f}")
     else:

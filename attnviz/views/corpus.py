@@ -1,12 +1,8 @@
 """Views of a whole corpus: a per-head statistic with its spread (`corpus_grid`) and the
 query-key atlas of one head (`query_key_atlas`, after AttentionViz).
 
-The grid is `layer_head_grid`'s layout (head across, layer down, clickable cells read back by
-`model_view_pick`), coloured by the corpus mean, each cell printing "mean ± std".
-
-The atlas draws every point with WebGL (Scattergl, one trace for queries and one for keys)
-and sends coordinates and colours as float32 typed arrays, so tens of thousands of points stay
-fluid. A click reads back the text the point comes from with `atlas_pick`.
+The atlas draws with WebGL (Scattergl) from float32 typed arrays, so tens of thousands of points
+stay fluid; `atlas_pick` reads a click back to its text.
 """
 
 from __future__ import annotations

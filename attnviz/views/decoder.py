@@ -160,9 +160,8 @@ def next_rows(candidates: Sequence[NextToken], *, lang: str = DEFAULT_LANGUAGE) 
 
 
 def next_label(candidate: NextToken, *, lang: str = DEFAULT_LANGUAGE) -> str:
-    """A candidate as a reader reads it: its text (spaces made visible); a byte piece, which is
-    no text on its own, as "part of 他 (2 of its 3 bytes)", the character the model would
-    complete it into, never its raw bytes."""
+    """A candidate as a reader reads it: its text (spaces visible); a byte piece as "part of 他
+    (2 of its 3 bytes)", never its raw bytes."""
     if not candidate.piece:
         return visible(candidate.text)
     if not candidate.text:
@@ -174,10 +173,9 @@ def next_label(candidate: NextToken, *, lang: str = DEFAULT_LANGUAGE) -> str:
 def lens_rows(
     lens: LogitLens, *, lang: str = DEFAULT_LANGUAGE, known: Mapping[str, NextToken] | None = None
 ) -> list[dict[str, str]]:
-    """The logit lens as a table: one row per layer (0-based, as the widgets), one column per
-    rank, each cell "token (probability)". A byte piece reads as `next_label` of the candidate
-    in `known` with its name (the next-word table's, when the lens reads the last token), else
-    as "part of a character", never as raw bytes."""
+    """The logit lens as a table: a row per layer, a column per rank, each cell "token
+    (probability)"; a byte piece as `next_label` of its `known` candidate, else "part of a
+    character"."""
     rows = []
     for layer, (tokens, probs) in enumerate(zip(lens.tokens, lens.probs.tolist(), strict=True)):
         row = {t("dec.lens_layer", lang): str(layer)}

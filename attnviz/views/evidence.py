@@ -75,11 +75,9 @@ def deletion_curves(
     position: int | None = None,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """Output change against the share of tokens removed, one line per method in its own order
-    (most important first), the random orders' mean dashed grey. The higher and sooner a curve
-    rises, the more its order finds what the output needs; the area is the AOPC.
-    `highlight` draws one method thicker (the best, say); `position` numbers the output token
-    as the page's token list does (board.query when None)."""
+    """Output change against the share of tokens removed, one line per method in its own order,
+    the random floor dashed grey; the area is the AOPC. `highlight` draws one method thicker;
+    `position` numbers the output token as the page does (board.query when None)."""
     x = np.round(100 * board.fractions, 1).tolist()
     data: list[Json] = []
     hover = t("fig.hover_deletion", lang, x="%{x}", k="%{customdata}", y="%{y:.4f}")
@@ -127,9 +125,8 @@ def deletion_curves(
 
 
 def layer_agreement(board: Scoreboard, *, position: int | None = None, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
-    """Spearman of each whole-layer method with leave-one-out measured at each layer's output:
-    left, the map traced back through that layer; right, that layer's own map. -1 to 1,
-    diverging around 0; the number is written in each cell. `position`: as deletion_curves'."""
+    """Spearman of each whole-layer method with leave-one-out at each layer's output: left, the
+    map traced back through that layer; right, its own map. `position`: as deletion_curves'."""
     rows = [r for r in board.rows if r.layer_rolled is not None and r.layer_single is not None]
     if not rows:
         raise ValueError("the scoreboard has no whole-layer method to show by layer")

@@ -1,10 +1,6 @@
-"""Small example pictures for the first screen of pages whose own charts need a run first
-: the Caveats page's "how far each method agrees with deleting tokens" (from the
-faithfulness benchmark's bundled averages) and the Training lab's "the map a head must learn"
-(from the task's own probe, no model). The Corpus page's example is `corpus_grid` on the
-bundled run in attnviz/corpus/example.py.
-
-Never imports streamlit. Words come from the catalogues (attnviz/locales/<lang>/pictures.json).
+"""Example pictures for the first screen of pages whose own charts need a run first: the
+Caveats page's method agreement (the faithfulness benchmark's bundled averages) and the Training
+lab's "the map a head must learn" (the task's own probe, no model).
 """
 
 from __future__ import annotations
@@ -27,9 +23,8 @@ PHONE_CHART_PX = 358  # a chart's width on a 390 px phone: its x title is wrappe
 
 
 def method_agreement(rows: Sequence[dict[str, Any]], *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
-    """One horizontal bar per method: its mean Spearman correlation with leave-one-out over the
-    bundled sentences (1 = the same order as deleting each token); rows without a number are
-    left out."""
+    """One bar per method: its mean Spearman correlation with leave-one-out over the bundled
+    sentences; rows without a number are left out."""
     kept = [r for r in rows if isinstance(r.get("spearman"), int | float) and np.isfinite(r["spearman"])]
     kept.sort(key=lambda r: float(r["spearman"]))
     names = [method_label(str(r["method"]), lang) for r in kept]

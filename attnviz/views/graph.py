@@ -69,11 +69,8 @@ def graph_view(
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Tokens on a circle, an edge i -> j wherever query i gives key j more than `threshold`.
-
-    head=None: the mean of the layer's heads. More than `max_edges` (DEFAULT_MAX_EDGES when
-    None) edges: the strongest are kept, and the note under the title says so. `title` replaces
-    the heading, not the note. Arrow heads carry customdata [i, j] and show the weight on
-    hover; nodes carry [i] (see `token_pick`).
+    head=None: the layer's mean. Beyond `max_edges` the strongest are kept, said in the note.
+    `title` replaces the heading, not the note. Arrow heads carry customdata [i, j], nodes [i].
     """
     att.require_square("the graph view")
     m = att.head(layer, head)  # (n, n)

@@ -1,9 +1,6 @@
 """All heads at once: every layer x head as one mosaic of thumbnails (`model_view`) and a
-(layers, heads) grid of numbers (`layer_head_grid`). Head across, layer down (layer 0 at the
-top); both are clickable (see `pick.model_view_pick`).
-
-The mosaic is one small image for all heads, never 72 full heatmaps: 72 full-size maps at 512
-tokens are about 100 MB of JSON, and a page with more than about eight WebGL charts fails.
+(layers, heads) grid of numbers (`layer_head_grid`). Head across, layer down, both clickable.
+One small image, never 72 full heatmaps (about 100 MB of JSON at 512 tokens).
 """
 
 from __future__ import annotations
@@ -39,11 +36,8 @@ def model_view(
     title: str | None = None,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """Every layer x head in one figure: a mosaic of thumbnails, layer down, head across.
-
-    Each map is block-averaged to at most `thumb` x `thumb`, and all thumbnails share one image
-    (one heatmap trace, NaN between cells), so 72 heads at 512 tokens stay a few hundred kB.
-    `focus=(layer, head)` outlines that cell. Cells are clickable (see `model_view_pick`).
+    """Every layer x head in one figure: each map block-averaged to at most `thumb` x `thumb`, all
+    in one heatmap trace (NaN between cells). `focus=(layer, head)` outlines that cell.
     layout.meta holds {"thumb": t, "gap": g}: thumbnail (l, h) is
     z[l*(t+g) : l*(t+g)+t, h*(t+g) : h*(t+g)+t]. `title` replaces the heading, not the note.
     """
@@ -53,7 +47,7 @@ def model_view(
     title = heading if title is None else title
     layout = _grid_layout(n_layers, n_heads, lang, square=True) | {
         "title": layout_title(title, t("fig.note_click_head", lang)),
-        "height": 120 + 70 * n_layers,
+        "height": grid_height(n_layers),
         "meta": {"thumb": size, "gap": gap},
     }
     if focus is not None:
@@ -71,10 +65,14 @@ def model_view(
     return figure(data, layout)
 
 
+def grid_height(n_layers: int) -> int:
+    """`model_view`'s height in css px: a heading and axes, and 70 px a layer."""
+    return 120 + 70 * n_layers
+
+
 def mosaic(att: Attention, focus: tuple[int, int] | None, thumb: int, lang: str) -> tuple[Json, int, int, str]:
-    """`model_view`'s picture before Plotly: its checks of `focus` and `thumb`, then the mosaic
-    trace, the thumbnail size, the gap between thumbnails and the heading (also the explorer's
-    canvas grid's, views/grid_canvas.py)."""
+    """`model_view`'s picture before Plotly (also the canvas grid's): the mosaic trace, the
+    thumbnail size, the gap between thumbnails and the heading."""
     n_layers, n_heads = att.n_layers, att.n_heads
     if thumb < 1:
         raise ValueError("thumb must be at least 1")
@@ -97,11 +95,8 @@ def layer_head_grid(
     *,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """A (layers, heads) grid of numbers as a heatmap, with optional text in each cell.
-
-    Cells are clickable like the model view's (`model_view_pick` reads them). `title` and
-    `labels` are the caller's words, shown as given.
-    """
+    """A (layers, heads) grid of numbers as a heatmap, clickable, with optional text in each
+    cell. `title` and `labels` are the caller's words, shown as given."""
     z = np.array(values, dtype=np.float64)  # a copy: the figure must not alias the caller's array
     if z.ndim != 2:
         raise ValueError(f"values must have shape (layers, heads), got {z.shape}")
@@ -126,13 +121,9 @@ def layer_head_grid(
 
 
 def block_mean(weights: np.ndarray, size: int) -> np.ndarray:
-    """(..., n, n) -> (..., t, t) with t = min(n, size): each cell the mean of its block
-    ((..., n_q, n_k) -> (..., min(n_q, size), min(n_k, size)) for a cross-attention map).
-
-    Blocks are as equal as n allows (sizes differ by at most one). All maps at once: row blocks
-    summed in the maps' own float32 (a few rows each; (maps, t, n) is 4.7 MB for 72 heads at
-    512 tokens), then column blocks in float64; float32 out. 2.5x (any n) to 10x (n a multiple
-    of `size`) faster than one map at a time in float64, equal to 1e-6.
+    """(..., n, n) -> (..., t, t) with t = min(n, size): each cell the mean of its block, blocks
+    as equal as n allows ((..., n_q, n_k) for a cross-attention map). Row blocks summed in
+    float32 (a few rows each), column blocks in float64; float32 out, equal to 1e-6.
     """
     nq, n = weights.shape[-2:]
     if nq != n:  # a cross-attention map (n_q, n_k): each axis into at most `size` blocks
@@ -168,10 +159,8 @@ def _grid_hover(label: str, value: str, note: str | None, lang: str) -> str:
 
 
 def _mosaic_trace(thumbs: np.ndarray, gap: int, lang: str) -> Json:
-    """(L, H, t, t) thumbnails -> one heatmap, `gap` NaN pixels between cells.
-
-    Pixel p of the mosaic sits at p*dx + origin; cell (l, h) spans [h-0.5, h+0.5] x [l-0.5, l+0.5].
-    """
+    """(L, H, t, t) thumbnails -> one heatmap, `gap` NaN pixels between cells. Pixel p sits at
+    p*dx + origin; cell (l, h) spans [h-0.5, h+0.5] x [l-0.5, l+0.5]."""
     n_layers, n_heads, tq, tk = thumbs.shape
     size = max(tq, tk)  # a cross-attention thumbnail fills the top left of its square cell
     step = size + gap

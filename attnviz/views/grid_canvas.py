@@ -1,13 +1,7 @@
-"""The explorer's all-heads grid as the bytes the app's canvas draws from.
-
-The grid was the explorer's only Plotly chart on its first screen: the browser's Plotly chunk
-(about 0.85 s of main thread a page load) and its draw (0.2-0.3 s of a new sentence at 512 tokens)
-for one image. `grid_payload` makes the canvas message (attnviz/app/canvas/grid_canvas.js) of the same
-picture as `model_view` + `ablation.mark_off` + `decoder.mark_groups`: the mosaic is
-`model_view`'s own (grid.mosaic: thumbnails block-averaged by `block_mean`, NaN between
-them, the colour scale from 0 to the thumbnails' 0.99 quantile), with its words (heading, note,
-axis titles, colour bar, hover), the head in focus, the heads switched off and the key/value
-groups. No plotly figure is made here. The format, all little-endian:
+"""The explorer's all-heads grid as the bytes the app's canvas draws from, so its first screen
+loads no Plotly. `grid_payload` makes the canvas message (attnviz/app/canvas/grid_canvas.js) of
+the picture `model_view` + `ablation.mark_off` + `decoder.mark_groups` draw: `grid.mosaic`, its
+words, the head in focus, the heads switched off and the key/value groups. Little-endian:
 
     b"AVG1" | uint32 header length | UTF-8 JSON header | zero padding to 4 | float32 rows x cols
 
@@ -27,7 +21,7 @@ from ..result import Attention
 from ._base import FOCUS_COLOR, HEAD_COLORS, Json, head_label
 from .ablation import OFF_COLOR
 from .decoder import groups
-from .grid import mosaic
+from .grid import grid_height, mosaic
 from .token_canvas import pack, unpack, waits_for
 
 __all__ = ["MAGIC", "grid_height", "grid_payload", "hover_lines", "read"]
@@ -47,11 +41,9 @@ def grid_payload(
     lang: str = DEFAULT_LANGUAGE,
     after: tuple[str, int] | None = None,
 ) -> bytes:
-    """The canvas message for every layer x head of `att`, as
-    `mark_groups(mark_off(model_view(att, focus, thumb, lang=lang), off), att, lang=lang)` shows
-    it; `palette`: the light and dark colours ({"light": {"heading", "label", "background"},
-    "dark": ...}); `hint`: what a click does, for screen readers; `after`: what the first draw
-    waits for (token_canvas.waits_for)."""
+    """The canvas message for every layer x head of `att` (module docstring); `palette`: light
+    and dark colours ({"light": {"heading", "label", "background"}, "dark": ...}); `hint`: what
+    a click does, for screen readers; `after`: what the first draw waits for."""
     n_layers, n_heads = att.n_layers, att.n_heads
     trace, size, gap, title = mosaic(att, focus, thumb, lang)
     z = np.asarray(trace["z"], dtype=np.float32)
@@ -82,11 +74,6 @@ def grid_payload(
     return pack(MAGIC, head, z)
 
 
-def grid_height(n_layers: int) -> int:
-    """The grid's height in css px, `model_view`'s: a heading and axes, and 70 px a layer."""
-    return 120 + 70 * n_layers
-
-
 def hover_lines(att: Attention, lang: str = DEFAULT_LANGUAGE) -> list[list[str]]:
     """Per head, layer by layer (`model_view`'s hover order): `fig.hover_model_cell`'s lines as
     plain text, the key token the head looks at most on average as it is."""
@@ -108,8 +95,7 @@ def hover_lines(att: Attention, lang: str = DEFAULT_LANGUAGE) -> list[list[str]]
 
 
 def _groups(att: Attention, lang: str) -> Json:
-    """A decoder's key/value groups (`decoder.mark_groups`): each group's heads and colour, the
-    label under each head's number (None: no group) and the note under the heading."""
+    """A decoder's key/value groups as `decoder.mark_groups` draws them."""
     found = groups(att)
     if not found:
         return {"groups": [], "kv": [None] * att.n_heads, "group_note": None}

@@ -46,12 +46,9 @@ def head_view(
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Queries on the left, keys on the right, a line per (i, j), one colour per head.
-
-    heads=None draws every head of the layer; highlight=i draws only query i's lines. Links
-    lighter than MIN_LINK_WEIGHT are not drawn. When heads x queries x n would exceed
-    `max_links` (DEFAULT_MAX_LINKS when None), only the k strongest links of each query token
-    are kept, and the note under the title says so. `title` replaces the heading, not the note.
-    Token markers carry customdata [i] (see `token_pick`).
+    heads=None: every head; highlight=i: only query i's lines. Beyond `max_links` only each
+    query's strongest links are kept, said in the note. `title` replaces the heading, not the
+    note. Token markers carry customdata [i] (see `token_pick`).
     """
     att.require_square("the head view")
     sel = _select(att, layer, heads, highlight, max_links)
@@ -182,8 +179,7 @@ def _layout(n: int, title: Json, lang: str) -> Json:
         "height": int(np.clip(120 + 22 * n, 420, 1400)),
         "hovermode": "closest",
         "margin": {"l": 110, "r": 110, "b": 60},
-        # under the two token columns, not beside them: on the right it covered the key tokens
-        # (in the right margin with them), at 390 px most of them
+        # under the token columns: on the right it covered the key tokens
         "legend": {
             "title": {"text": t("fig.head", lang)},
             "orientation": "h",

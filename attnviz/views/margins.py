@@ -1,15 +1,10 @@
 """Margins made room for on the server, so plotly.js draws a token map once.
 
-With an axis's `automargin` on (Streamlit's chart look turns it on for every axis), plotly.js
-draws the whole figure, measures its tick labels in the page (each measurement a layout of the
-page), widens the margins and draws everything again, often more than once. For the explorer's
-heatmap at 512 tokens that was 260-460 ms of the browser's main thread against 50-75 ms with
-the margins given; for the all-heads grid 145-240 ms against 30-50 ms (chromium, the figures of
-the app, `Plotly.newPlot` timed in the page). So the maps here turn automargin off and set the
-left and bottom margins from their tick labels and axis titles, estimated generously from their
-characters (`label_px`), and fix the x labels' angle (upright when they would not fit side by
-side, which plotly.js would otherwise decide after a draw). A label wider than `MAX_LABEL_PX`
-is shortened with an ellipsis on the axis; hover still names the whole token.
+With `automargin` on, plotly.js draws, measures its tick labels in the page, widens the margins
+and draws again, often more than once (bench/ has the cost). So the maps here turn it off, set
+the left and bottom margins from labels and titles estimated generously (`label_px`), and fix
+the x labels' angle. A label wider than `MAX_LABEL_PX` is shortened with an ellipsis on the
+axis; hover still names the whole token.
 """
 
 from __future__ import annotations
@@ -39,9 +34,8 @@ SIDE_BY_SIDE_PX = 260  # x labels wider than this all together stand upright (a 
 TICK_ROOM_PX = 14  # margin.pad, the gap plotly.js keeps between the axis and its labels, and a little air
 TITLE_ROOM_PX = {"x": 20 + 22, "y": 24 + 22}  # the theme's title standoff and the title's own line
 TITLE_FONT_PX = 16  # a figure title's font (app/plot_theme.py); its note is Plotly's <sup>, 0.7 of it
-# A title pinned to the figure's top, as chromium draws it: a line of the title takes 21 px, a line
-# of its note 14 px, plus TITLE_PAD_PX above and a little air under. plotly.js draws a title of
-# more than one line 11 px higher than asked for `yanchor: "top"`: its pad is larger by that.
+# A title pinned to the top, as chromium draws it: 21 px a title line, 14 px a note line, the pad
+# above; plotly.js draws a multi-line title 11 px higher than `yanchor: "top"` asks.
 LINE_PX, NOTE_LINE_PX, TITLE_PAD_PX, MULTILINE_SHIFT_PX = 21, 14, 10, 11
 PHONE_TITLE_PX = 320  # a line of a title on a 390 px phone: the chart's 358 px less the title's pad and air
 
@@ -75,10 +69,8 @@ def wrapped(text: str, max_px: float, size: float = TICK_FONT_PX) -> str:
 
 
 def top_title(title: str, note: str | None = None, max_px: float = PHONE_TITLE_PX) -> tuple[Json, int]:
-    """A figure title (and its note in small print) wrapped to lines of `max_px`, pinned to the top
-    of the figure, and the px it takes from there (the figure's top margin holds that and what
-    stands over the plot, such as subplot titles). Plotly centres a title in the top margin
-    otherwise, where a two-line title or a note ran into subplot titles and past the figure's top."""
+    """A figure title (and its note in small print) wrapped to lines of `max_px`, pinned to the
+    figure's top (Plotly would centre it in the margin, into subplot titles), and the px it takes."""
     head = _wrapped_lines(title, max_px, TITLE_FONT_PX)
     small = [] if note is None else _wrapped_lines(note, max_px, 0.7 * TITLE_FONT_PX).split("<br>")
     lines = head.count("<br>") + 1
@@ -105,8 +97,7 @@ def _breakable(text: str) -> list[str]:
 
 
 def _shortened(text: str, max_px: float) -> str:
-    """`text` (escaped for Plotly) cut to fit `max_px` with an ellipsis, still escaped: one pass
-    over the characters, whatever length a visitor's word has."""
+    """`text` (escaped for Plotly) cut to fit `max_px` with an ellipsis, still escaped: one pass."""
     if label_px(text) <= max_px:
         return text
     room, kept = max_px - label_px("…"), []
@@ -120,8 +111,7 @@ def _shortened(text: str, max_px: float) -> str:
 
 def stand_upright(labels: list[str]) -> bool:
     """Whether an axis's labels stand upright: they would not fit side by side in a narrow
-    column's plot (`SIDE_BY_SIDE_PX`). Decided here, not by plotly.js after a draw: it measured
-    the labels before the page's font had come and left them level where they then overlapped."""
+    column (`SIDE_BY_SIDE_PX`). Decided here: plotly.js measures before the page's font loads."""
     return sum(label_px(label) + 6 for label in labels) > SIDE_BY_SIDE_PX
 
 
@@ -139,11 +129,9 @@ def _title(axis: Json) -> str:
 
 
 def fit_margins(layout: Json, below: float = 0) -> Json:
-    """`layout` (a plain dict with an `xaxis` and a `yaxis` on the left and bottom) with both
-    axes' automargin off, long tick labels shortened, the x labels' angle fixed and the left and
-    bottom margins made room for the labels and the axis titles, and `below` px more under them
-    (a colour bar lying there: _base.colorbar_under). Other margins are kept (a standing colour
-    bar still pushes the right margin: that costs no second draw)."""
+    """`layout` (a dict with `xaxis` and `yaxis`) with automargin off, long tick labels shortened,
+    the x labels' angle fixed, and left and bottom margins for labels, titles and `below` px more
+    (a colour bar lying there). Other margins are kept."""
     x, y = dict(layout["xaxis"]), dict(layout["yaxis"])
     for axis in (x, y):
         labels = _labels(axis)
@@ -162,12 +150,9 @@ def fit_margins(layout: Json, below: float = 0) -> Json:
 
 
 def square_fit(layout: Json, data: list[Json]) -> tuple[float, float, float] | None:
-    """How tall a figure of square maps need be at a plot width W: (margins t + b, margins l + r, k)
-    with height = t + b + k * (W - l - r); None where that is not known here (an axis plotly.js
-    sizes after a draw, a colour bar standing beside the maps). A square map (`scaleanchor`,
-    `constrain: "domain"`) fills its domain's width on a narrow screen and leaves the rest of a
-    fixed height empty (the lesson's 6 x 12 grid: 80 px of cells in a 540 px figure on a phone);
-    the page makes the figure this tall where that is less than its own height."""
+    """How tall a figure of square maps need be at plot width W: (t + b, l + r, k) with height =
+    t + b + k * (W - l - r); None where unknown here (automargin, a standing colour bar). On a
+    narrow screen a square map fills its width and leaves the rest of a fixed height empty."""
     margin = layout.get("margin") or {}
     if any(layout[k].get("automargin") is not False for k in layout if k.startswith(("xaxis", "yaxis"))):
         return None

@@ -22,13 +22,9 @@ PICK_LAYOUT: Json = {"hovermode": "closest", "hoverdistance": -1, "clickmode": "
 
 
 def pick_markers(n_layers: int, n_heads: int, hovertext: Sequence[str], lang: str) -> Json:
-    """One near-invisible marker at each cell centre (head across, layer down) carrying
-    customdata [layer, head]; merge PICK_LAYOUT into the figure's layout.
-
-    Streamlit's point selection reports scatter points reliably (heatmaps are not selectable in
-    plotly.js). customdata is a plain list, not a numpy array: plotly >= 6 would send an array
-    as a base64 typed array, and click/selection events then lose or mangle it
-    (plotly/plotly.py#5119, plotly/plotly.js#7375).
+    """One near-invisible marker at each cell centre carrying customdata [layer, head] (heatmaps
+    are not selectable in plotly.js); merge PICK_LAYOUT into the figure's layout. customdata is
+    a list: a typed array is mangled by selection events (plotly/plotly.py#5119, plotly.js#7375).
     """
     cells = [[layer, head] for layer in range(n_layers) for head in range(n_heads)]
     return {
@@ -47,11 +43,8 @@ def pick_markers(n_layers: int, n_heads: int, hovertext: Sequence[str], lang: st
 
 def model_view_pick(selection_points: Any) -> tuple[int, int] | None:
     """(layer, head) of the first selected cell of `model_view` or `layer_head_grid`, else None.
-
-    Pass `event.selection["points"]` from `st.plotly_chart(..., on_select="rerun",
-    selection_mode="points")` (the event or `event.selection` work too). Each point is a dict
-    such as {"curve_number": 1, "point_number": 17, "point_index": 17, "x": 5, "y": 1,
-    "customdata": [1, 5]}; points without a [layer, head] customdata are skipped.
+    Pass `event.selection["points"]` (or the event, or `event.selection`); each point is a dict
+    such as {"point_index": 17, "x": 5, "y": 1, "customdata": [1, 5]}; others are skipped.
     """
     for point in _points(selection_points):
         cell = _ints(point.get("customdata"), 2)

@@ -24,10 +24,8 @@ PANEL_LINE_PX = 15  # a line of a map's title (11 px font, 1.3 em apart) and a l
 def pattern_maps(
     masks: Mapping[str, np.ndarray], tokens: Sequence[str] | None = None, *, lang: str = DEFAULT_LANGUAGE
 ) -> go.Figure:
-    """One square map a pattern, two to a row: dark where query i (row) may look at key j. Two
-    to a row, not four, so each map's title has the half of a 390 px phone's width to itself
-    (four side by side ran together); titles wrapped to that width, token labels on the outer
-    axes only (the bottom row's x, the left column's y)."""
+    """One square map a pattern, two to a row (a title each on half a phone's width): dark where
+    query i (row) may look at key j; token labels on the outer axes only."""
     names = list(masks)
     if not names:
         raise ValueError("no pattern to draw")

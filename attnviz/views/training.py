@@ -57,10 +57,9 @@ def training_curves(
     total_steps: int | None = None,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """Loss (top) and accuracy (bottom) against the step. `history`: (k, 3) rows of (step,
-    training loss, training accuracy), averaged down to MAX_CURVE_POINTS; `held_out`: (s, 3)
-    rows measured on held-out sequences at each snapshot, drawn as markers. `total_steps` fixes
-    the x range, so the curve visibly grows towards its end while training runs."""
+    """Loss (top) and accuracy (bottom) against the step. `history`: (k, 3) rows of (step, loss,
+    accuracy), averaged down to MAX_CURVE_POINTS; `held_out`: (s, 3) rows at each snapshot, as
+    markers. `total_steps` fixes the x range, so the curve grows towards its end."""
     h = np.asarray(history, dtype=np.float64).reshape(-1, 3)
     h = _thin(h, MAX_CURVE_POINTS)
     hover = t("train_fig.hover_curve", lang, step="%{x}", value="%{y:.4f}") + "<extra></extra>"
@@ -105,18 +104,14 @@ def _domain(a: float, b: float) -> list[float]:
 
 
 def panel_px(n_heads: int) -> int:
-    """The side of one head's square map in pixels: as large as a 1,000 px wide page allows for
-    this many heads across, so the probe's tokens stay readable (squashed into wide rectangles
-    their ticks are unreadable)."""
+    """The side of one head's square map in px: as large as a 1,000 px page allows for this many
+    heads across, so the probe's tokens stay readable."""
     return int(np.clip(NOMINAL_PLOT_PX // max(n_heads, 1) - GAP_PX, 150, 380))
 
 
 def _grid_axes(n_layers: int, n_heads: int, side: int) -> tuple[list[tuple[str, str]], Json, int]:
     """Axis names of each head's subplot (layer down, head across), their domains and the
-    figure's height. Each map is a square: its y axis is anchored to its x axis at one unit a
-    unit (`scaleanchor`), and the height gives each row of maps `side` pixels plus room for the
-    head labels, so the square fills its box on a wide page and shrinks (still square) on a
-    narrow one."""
+    figure's height: square maps (`scaleanchor`), each row `side` px plus its head labels."""
     plot_h = n_layers * side + (n_layers - 1) * LABEL_PX
     height = plot_h + TOP_PX + BOTTOM_PX
     vgap = LABEL_PX / plot_h  # room between rows for each head's label
@@ -148,15 +143,10 @@ def snapshot_grid(
     animate: bool = True,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """Every head's map on the probe input (layer down, head across), each a square, one frame a
-    snapshot, with a slider over the steps and play / pause buttons (the animation runs in the
-    browser). `animate=False`: the `active` snapshot alone, no frames (what the page redraws
-    while a run trains: a fraction of the bytes and of the browser's work).
-
-    At most MAX_FRAMES snapshots are sent (evenly thinned; `active`, default the last, is shown
-    first). Maps are at full resolution with the probe's tokens on the axes while a frame holds
-    at most MAX_CELLS numbers, block-averaged beyond. layout.meta: {"frames", "steps", "shrunk",
-    "tick_every"}.
+    """Every head's square map on the probe input, one frame a snapshot (at most MAX_FRAMES,
+    evenly thinned), with a slider and play / pause; `animate=False`: the `active` snapshot
+    alone (default the last), as the page redraws while a run trains. Maps are block-averaged
+    beyond MAX_CELLS numbers a frame. layout.meta: {"frames", "steps", "shrunk", "tick_every"}.
     """
     active = _checked(snapshots, steps, active)
     first = snapshots[0]
