@@ -1,10 +1,6 @@
-"""The lesson's checks (no streamlit): each question's answer checked against the numbers its
-picture shows (`check`), what the pronoun refers to (`check_referent`), the hint a first wrong
-answer gets (`hint`), and the fields of the steps' texts.
-
-A reading of a picture is right when it is the largest value or within a relative `TIE` of it;
-a wrong answer is met with a hint first and the right answer (the check's why) only on a
-second try, which the page counts.
+"""The lesson's checks: each answer against the numbers its picture shows (`check`), the
+referent (`check_referent`), a first wrong answer's hint (`hint`), the steps' text fields. A
+wrong answer gets a hint first and the right answer only on a second try.
 
     verdict = check("tokens", 14, facts)
     verdict.right, verdict.why("zh")
@@ -22,9 +18,8 @@ from .core import STEPS, Facts, _bare, head_name
 
 __all__ = ["TIE", "Verdict", "answer_label", "check", "check_referent", "hint", "step_fields"]
 
-# Two values within 5 % of each other (relative) look the same in a bar or a cell: either answer
-# is right. Relative, never absolute: every cosine distance of a switched-off head can be below
-# 0.01, and an absolute margin of 0.01 then made every answer right.
+# Values within 5 % of each other look the same in a bar or a cell: either answer is right.
+# Relative: a switched-off head's cosine distances can all be below an absolute margin.
 TIE = 0.05
 
 
@@ -46,8 +41,7 @@ def _pct(x: float) -> str:
 
 
 def _near_top(values: np.ndarray, answer: int) -> bool:
-    """Whether `answer` reads as the largest of `values` in its picture: it is the largest, or
-    within a relative TIE of it (never within an absolute margin: see TIE)."""
+    """Whether `answer` reads as the largest of `values`: it is, or is within a relative TIE."""
     flat = np.asarray(values, dtype=np.float64).ravel()
     if not 0 <= answer < flat.size:
         return False
@@ -108,8 +102,8 @@ def check(step: str, answer: object, facts: Facts, lang: str = i18n.DEFAULT_LANG
 
 
 def _same_word(token: str, word: str) -> bool:
-    """Whether a token names `word`: it is the word, or (outside ASCII, where XLM-R joins and
-    splits characters: 因为它, 动 + 物) holds it or is a piece of it."""
+    """Whether a token names `word`: it is the word, or outside ASCII holds it or is a piece of
+    it (XLM-R: 因为它, 动 + 物)."""
     bare, w = _bare(token), word.strip().lower()
     if not bare or not w:
         return False
@@ -117,10 +111,8 @@ def _same_word(token: str, word: str) -> bool:
 
 
 def check_referent(answer: object, tokens: Sequence[str], query: int, known: int | None) -> Verdict:
-    """Step 4's first question: what the pronoun refers to. Where the lesson knows it (`known`,
-    its own example sentence) the answer is right when it names that word; for a sentence of the
-    student's own there is nothing to check it against: their answer is the referent, taken as
-    given (a Verdict with right=True and the key "lesson.why.referent_taken")."""
+    """Step 4's first question: what the pronoun refers to. Right when it names `known`; with no
+    `known` (the student's own sentence) the answer is taken as given ("referent_taken")."""
     q = tokens[query]
     if not isinstance(answer, (int, np.integer)) or not 0 <= int(answer) < len(tokens):
         return Verdict(False, "lesson.why.referent", {"q": q, "k": tokens[known] if known is not None else ""})
@@ -132,8 +124,8 @@ def check_referent(answer: object, tokens: Sequence[str], query: int, known: int
 
 
 def hint(step: str, facts: Facts) -> Verdict:
-    """What a first wrong answer is told: where to look, without the answer (the answer comes with
-    a second wrong try, `check`'s why). `step` may be "referent" as well as one of STEPS."""
+    """What a first wrong answer is told: where to look, not the answer. `step`: one of STEPS
+    or "referent"."""
     if step not in (*STEPS, "referent"):
         raise ValueError(f"unknown step {step!r}")
     fields = {"q": facts.query_token}
@@ -143,8 +135,7 @@ def hint(step: str, facts: Facts) -> Verdict:
 
 
 def step_fields(facts: Facts, lang: str) -> dict[str, str]:
-    """The fields of the steps' texts (what to look for, the questions): the query and key
-    tokens (visitor text: escape them where they land), the head, n and the uniform line."""
+    """The fields of the steps' texts; the query and key tokens are visitor text to escape."""
     p = facts.pick
     return {
         "q": facts.query_token,

@@ -1,10 +1,5 @@
-"""The guided lesson's core (no streamlit): its steps, the pronoun it follows, the referent the
-lesson knows (its own example sentences), the heads it shows, and the facts its questions are
-checked against (`Facts`); the checks are in lesson/checks.py, the handout in lesson/handout.py.
-
-XLM-R's vocabulary (e5-small) joins characters: 因为它 ("because it") is one token, so a word is
-found as the token that is it or, for a word outside ASCII, the token that contains it
-(`find_word`).
+"""The guided lesson's core: its steps, the pronoun it follows, the referent it knows (its own
+example sentences), the heads it shows, and the facts its questions are checked against.
 """
 
 from __future__ import annotations
@@ -53,8 +48,8 @@ def _bare(token: str) -> str:
 
 def find_word(tokens: list[str], word: str, special: np.ndarray | None = None, start: int = 0) -> int | None:
     """Index of the first ordinary token at or after `start` that is `word` (case-insensitive,
-    word-piece marks ignored), or shows it as unknown ("[UNK]:它"); failing that, for a word with
-    characters outside ASCII, the first token that contains it (XLM-R's 因为它 holds 它)."""
+    marks ignored) or shows it as unknown ("[UNK]:它"); failing that, outside ASCII, the first
+    token that contains it (XLM-R joins characters: 因为它 holds 它)."""
     w = word.strip().lower()
     if not w:
         return None
@@ -97,9 +92,8 @@ def referent_choices(att: Attention, query: int) -> list[int]:
 
 
 def known_referent(att: Attention, lang: str, text: str) -> int | None:
-    """The token of what the pronoun refers to, where the lesson knows it: the sentence is one of
-    the language's example sentences of the pronoun family ("…because it was tired": the animal),
-    whose key word names the referent. None for any other sentence: the student says it."""
+    """The referent's token where the sentence is one of the lesson's pronoun examples (its key
+    word names it); None for any other sentence: the student says it."""
     example = i18n.example_for(text, lang)
     coref = {s["id"] for fam in i18n.examples(lang)["families"] if fam["id"] == "coref" for s in fam["sentences"]}
     if example is None or example["id"] not in coref:
@@ -144,9 +138,8 @@ def find_head(att: Attention, query: int, key: int) -> HeadPick:
 
 
 def look_head(att: Attention, query: int) -> HeadPick:
-    """The head steps 2 and 3 show, chosen without any referent: the one whose row for `query`
-    puts the largest single weight on an ordinary token other than the query itself (a head that
-    plainly looks somewhere); its `key` is that token."""
+    """The head steps 2 and 3 show, without any referent: the largest single weight of `query`'s
+    row on an ordinary token other than itself; its `key` is that token."""
     if not 0 <= query < att.n:
         raise IndexError(f"query {query} outside 0..{att.n - 1}")
     others = (
@@ -229,8 +222,7 @@ class Facts:
 
     @property
     def heads_above(self) -> int:
-        """How many heads give the key more than 1/n from the query (a head that looks everywhere
-        equally gives exactly 1/n)."""
+        """How many heads give the key more than the uniform 1/n from the query."""
         return int(np.count_nonzero(self.column > self.pick.uniform))
 
     @property
