@@ -96,8 +96,9 @@ def test_the_explorer_imports_pandas_after_its_first_map_and_before_any_figure()
     section = ast.parse((ROOT / "attnviz" / "app" / "sections" / "explorer.py").read_text(encoding="utf-8"))
     view = next(n for n in section.body if isinstance(n, ast.FunctionDef) and n.name == "heatmap_view")
     calls = [ast.unparse(n.func) for n in ast.walk(view) if isinstance(n, ast.Call)]
-    order = [c for c in calls if c in ("token_canvas.token_map", "warmup.warm_up", "views.heatmap")]
-    assert order == ["token_canvas.token_map", "warmup.warm_up", "views.heatmap"]
+    order = [c for c in calls if c in ("token_canvas.token_map", "warmup.warm_up", "downloads.figure_downloads")]
+    assert order == ["token_canvas.token_map", "warmup.warm_up", "downloads.figure_downloads"]
+    assert not {"views.heatmap", "views.heatmap_figure"} & set(calls)  # its figure: made only for its download
     page = (ROOT / "pages" / "explorer.py").read_text(encoding="utf-8")
     first_figure = min(page.index(f"section.{name}(") for name in ("grid_view", "more_views", "token_focus_section"))
     assert page.index("section.heatmap_view(") < first_figure
@@ -243,17 +244,22 @@ FIRST_MAP_PROBE = """
 import json, sys
 import numpy as np
 from streamlit.testing.v1 import AppTest
+from attnviz import views
 from attnviz.app.canvas import token_canvas
+from attnviz.app.coldstart import first_map
 maps, weights = [], []
-real = token_canvas.token_map
-def spy(att, layer, head, key, **kw):
-    maps.append([key, "torch" in sys.modules, kw.get("after"), layer, head, att.tokens])
+real_map, real_spec = token_canvas.token_map, views.heatmap_spec
+def spy(spec, key, **kw):
+    maps.append([key, "torch" in sys.modules, kw.get("after"), spec.layer, spec.head, list(spec.rows)])
+    return real_map(spec, key, **kw)
+def spec_spy(att, *args, **kw):  # the attention each map is drawn from, every layer and head
     weights.append(att.weights)
-    return real(att, layer, head, key, **kw)
+    return real_spec(att, *args, **kw)
 token_canvas.token_map = spy
+views.heatmap_spec = first_map.heatmap_spec = spec_spy
 at = AppTest.from_file(%r, default_timeout=300)
 at.run()
-from attnviz.app.coldstart import first_map, warmup
+from attnviz.app.coldstart import warmup
 warmup.started().join(timeout=300)
 left = sorted(e.proto.id.rsplit("-", 1)[-1] for e in at.get("bidi_component"))
 gap = float(np.abs(weights[0] - weights[-1]).max()) if len(weights) > 1 else None

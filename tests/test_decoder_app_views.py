@@ -46,17 +46,17 @@ def test_a_model_whose_heads_have_their_own_keys_is_left_alone() -> None:
     for att in (causal(2, 4, 6, kv=None), causal(2, 4, 6, kv=4)):
         before = views.model_view(att).to_json()
         assert dv.groups(att) == [] and dv.mark_groups(views.model_view(att), att).to_json() == before
-        assert dv.note_group(views.heatmap(att, 0, 1), att, 1).to_json() == views.heatmap(att, 0, 1).to_json()
+        assert views.heatmap_spec(att, 0, 1).note is None
+        assert views.heatmap(att, 0, 1).layout.title.text == views.heatmap_spec(att, 0, 1).title  # no note
 
 
 def test_the_heatmap_names_the_heads_sharing_its_keys() -> None:
     att = causal(2, 9, 6, kv=3)
-    title = dv.note_group(views.heatmap(att, 1, 4), att, 4, lang="en").layout.title.text
+    title = views.heatmap(att, 1, 4, lang="en").layout.title.text
     assert "key/value head 1" in title and "heads 3, 5" in title
     assert (
-        dv.note_group(views.heatmap(att, 1, None), att, None).layout.title.text
-        == views.heatmap(att, 1, None).layout.title.text
-    )
+        views.heatmap(att, 1, None).layout.title.text == views.heatmap_spec(att, 1, None).title
+    )  # the mean: every group
 
 
 def test_smollm2s_270_heads_at_128_tokens_fit_the_payload_budget() -> None:

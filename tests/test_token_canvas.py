@@ -28,8 +28,11 @@ from .test_imports import fresh_python
 PALETTE = {m: {"heading": "#000000", "label": "#808495", "background": "#ffffff"} for m in ("light", "dark")}
 
 
-def _read(att: Attention, layer: int, head: int | None, **kw: Any) -> tuple[dict[str, Any], np.ndarray]:
-    return token_canvas.read(token_canvas.map_payload(att, layer, head, palette=PALETTE, **kw))
+def _read(
+    att: Attention, layer: int, head: int | None, *, after: tuple[str, int] | None = None, **kw: Any
+) -> tuple[dict[str, Any], np.ndarray]:
+    spec = views.heatmap_spec(att, layer, head, **kw)
+    return token_canvas.read(token_canvas.map_payload(spec, palette=PALETTE, after=after))
 
 
 def _plotly_text(text: str) -> str:
@@ -62,9 +65,10 @@ def test_the_map_is_the_heatmap_figures_own_bit_for_bit(tired: Attention, zmax: 
 def test_a_decoder_note_is_its_own_line_as_the_figure_has_it() -> None:
     att = causal(2, 9, 12, kv=3)  # a decoder's grouped heads (tests/test_decoder_app_views.py)
     note = decoder_views.group_note(att, 4)
-    head_, _ = _read(att, 1, 4, zmax=1.0, note=note)
-    fig = decoder_views.note_group(views.heatmap(att, 1, 4), att, 4)
-    assert note and fig.layout.title.text == f"{head_['title']}<br><sup>{head_['note']}</sup>"
+    head_, _ = _read(att, 1, 4, zmax=1.0)
+    fig = views.heatmap(att, 1, 4)
+    assert note and head_["note"] == note
+    assert fig.layout.title.text.replace("</sup><br><sup>", " ") == f"{head_['title']}<br><sup>{head_['note']}</sup>"
     assert decoder_views.group_note(att, None) is None  # the mean of the heads reads every group
 
 
@@ -77,7 +81,7 @@ def test_hostile_tokens_travel_verbatim_and_the_map_stays_aligned(pad: int) -> N
     n = len(tokens)
     weights = np.random.default_rng(pad).random((1, 1, n, n), dtype=np.float32)
     att = Attention(tokens=tokens, weights=weights / weights.sum(-1, keepdims=True), model="m", text="t")
-    data = token_canvas.map_payload(att, 0, 0, zmax=1.0, palette=PALETTE)
+    data = token_canvas.map_payload(views.heatmap_spec(att, 0, 0, zmax=1.0), palette=PALETTE)
     (length,) = struct.unpack("<I", data[4:8])
     start = 8 + length + (-(8 + length) % 4)
     assert start % 4 == 0 and len(data) == start + 4 * n * n  # the float32 block starts aligned
@@ -100,7 +104,7 @@ def test_the_first_draw_waits_only_for_what_it_is_told() -> None:
     assert app_token_canvas.waiting(box[0]) == (box[0], app_token_canvas.AFTER_WAIT_MS)
     for bad in ("a'); alert(1); ('", "</script>", "[onload]"):  # a selector of ours, plain, or nothing
         with pytest.raises(ValueError, match="not a plain selector"):
-            app_token_canvas.token_map(att, 0, 0, "k", zmax=1.0, after=bad)
+            app_token_canvas.token_map(views.heatmap_spec(att, 0, 0, zmax=1.0), "k", after=bad)
         with pytest.raises(ValueError, match="not a plain selector"):
             app_grid_canvas.head_grid(att, None, 32, (), "k", after=bad)
 
@@ -126,11 +130,12 @@ def test_the_map_needs_neither_plotly_nor_pandas() -> None:
         "sys.modules['pandas'] = types.ModuleType('pandas')\n"
         "from attnviz.result import Attention\n"
         "from attnviz.views import token_canvas\n"
+        "from attnviz.views.spec import heatmap_spec\n"
         "w = np.full((1, 2, 3, 3), 1 / 3, dtype=np.float32)\n"
         "att = Attention(tokens=['a', 'b', 'c'], weights=w, model='m', text='a b c')\n"
-        "data = token_canvas.map_payload(att, 0, 1, zmax=1.0, palette={})\n"
+        "data = token_canvas.map_payload(heatmap_spec(att, 0, 1, zmax=1.0), palette={})\n"
         "print(json.dumps([data.hex(), 'plotly.graph_objs' in sys.modules, 'torch' in sys.modules]))\n"
     )
     w = np.full((1, 2, 3, 3), 1 / 3, dtype=np.float32)
     att = Attention(tokens=["a", "b", "c"], weights=w, model="m", text="a b c")
-    assert out == [token_canvas.map_payload(att, 0, 1, zmax=1.0, palette={}).hex(), False, False]
+    assert out == [token_canvas.map_payload(views.heatmap_spec(att, 0, 1, zmax=1.0), palette={}).hex(), False, False]

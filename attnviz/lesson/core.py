@@ -166,7 +166,7 @@ class Facts:
     tokens: tuple[str, ...]
     special: tuple[bool, ...]
     pick: HeadPick
-    head_map: np.ndarray  # (n, n) the picked head's map
+    att: Attention  # the sentence's: the picked head's map is drawn from it (views.heatmap_spec)
     row: np.ndarray  # (n,) the picked head's row for the query
     column: np.ndarray  # (L, H) every head's weight from the query to the key
     tops: np.ndarray  # (L, H) int: the token each head's row for the query weighs most
@@ -190,7 +190,7 @@ class Facts:
             tokens=tuple(att.tokens),
             special=tuple(bool(s) for s in att.special),
             pick=pick,
-            head_map=np.asarray(att.weights[pick.layer, pick.head], dtype=np.float64),
+            att=att,
             row=rows[pick.layer, pick.head].copy(),
             column=rows[:, :, pick.key].copy(),
             tops=rows.argmax(axis=-1),

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import i18n
+from ..views.spec import HeatmapSpec, heatmap_spec
 from .checks import Verdict, step_fields
 from .core import STEPS, Facts
 
-__all__ = ["CSP", "MAX_MAP_TOKENS", "Answer", "distance", "handout_html", "percent"]
+__all__ = ["CSP", "MAX_MAP_TOKENS", "Answer", "distance", "handout_html", "heatmap_svg", "percent"]
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 MAX_MAP_TOKENS = 64  # the one-head map is drawn up to this many tokens (beyond: its row only)
@@ -65,31 +66,44 @@ def _shade(value: float) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def heatmap_svg(weights: np.ndarray, tokens: Sequence[str], mark: tuple[int, int] | None = None) -> str:
-    """An n x n map (rows: queries, columns: keys) with token labels; `mark` outlines one cell."""
-    n = len(tokens)
-    cell, pad = max(10, min(28, 560 // max(n, 1))), 110
-    size = pad + n * cell + 4
-    parts = [f'<svg width="{size}" height="{size}" viewBox="0 0 {size} {size}">']
-    for i, tok in enumerate(tokens):
-        y = pad + i * cell + cell * 0.7
-        x = pad + i * cell + cell * 0.7
-        parts.append(f'<text x="{pad - 4}" y="{y:.1f}" text-anchor="end">{_e(_label(tok))}</text>')
-        parts.append(f'<text transform="translate({x:.1f},{pad - 4}) rotate(-60)">{_e(_label(tok))}</text>')
-    for i in range(n):
-        for j in range(n):
-            w = float(weights[i, j])
+def heatmap_svg(spec: HeatmapSpec, mark: tuple[int, int] | None = None) -> str:
+    """A map as the page's figure draws it (`views.heatmap_spec`): its title and note, the tokens
+    down the side and across, the cells in its colours and range with their hover, and a colour
+    bar with the range's ends; `mark` outlines one cell."""
+    (n_q, n_k), (lo, hi) = spec.z.shape, spec.bounds()
+    cell, pad = max(10, min(28, 560 // max(n_q, n_k, 1))), 110
+    top = pad + (40 if spec.note else 24)  # the heading's lines over the column labels
+    width, height = pad + n_k * cell + 4, top + n_q * cell + 48
+    parts = [f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}">']
+    parts.append(f'<text x="0" y="16" font-weight="bold">{_e(spec.title)}</text>')
+    if spec.note:
+        parts.append(f'<text x="0" y="34">{_e(spec.note)}</text>')
+    for i, tok in enumerate(spec.rows):
+        parts.append(
+            f'<text x="{pad - 4}" y="{top + i * cell + cell * 0.7:.1f}" text-anchor="end">{_e(_label(tok))}</text>'
+        )
+    for j, tok in enumerate(spec.cols):
+        x = pad + j * cell + cell * 0.7
+        parts.append(f'<text transform="translate({x:.1f},{top - 4}) rotate(-60)">{_e(_label(tok))}</text>')
+    fills = spec.colours(spec.z)
+    for i in range(n_q):
+        for j in range(n_k):
             parts.append(
-                f'<rect x="{pad + j * cell}" y="{pad + i * cell}" width="{cell}" height="{cell}" '
-                f'fill="{_shade(w)}"><title>{_e(_label(tokens[i]))} → {_e(_label(tokens[j]))}: {w:.3f}</title></rect>'
+                f'<rect x="{pad + j * cell}" y="{top + i * cell}" width="{cell}" height="{cell}" '
+                f'fill="{fills[i * n_k + j]}"><title>{_e(spec.hover_text(i, j, ".3f"))}</title></rect>'
             )
     if mark is not None:
         i, j = mark
         parts.append(
-            f'<rect x="{pad + j * cell}" y="{pad + i * cell}" width="{cell}" height="{cell}" '
+            f'<rect x="{pad + j * cell}" y="{top + i * cell}" width="{cell}" height="{cell}" '
             f'fill="none" stroke="{RED}" stroke-width="3"/>'
         )
-    parts.append("</svg>")
+    y = top + n_q * cell + 12
+    for k, fill in enumerate(spec.colours(np.linspace(lo, hi, 10))):
+        parts.append(f'<rect x="{pad + 12 * k}" y="{y}" width="12" height="10" fill="{fill}"/>')
+    parts.append(f'<text x="{pad - 4}" y="{y + 9}" text-anchor="end">{lo:.3g}</text>')
+    parts.append(f'<text x="{pad + 124}" y="{y + 9}">{hi:.3g}</text>')
+    parts.append(f'<text x="{pad}" y="{y + 28}">{_e(spec.bar)}</text></svg>')
     return "".join(parts)
 
 
@@ -169,7 +183,7 @@ def _figure(step: str, facts: Facts, lang: str) -> str:
     if step == "one_head":
         if facts.n > MAX_MAP_TOKENS:
             return bars_svg(tokens, [(i18n.t("lesson.handout.weight", lang), facts.row, BLUE)], highlight=p.key)
-        return heatmap_svg(facts.head_map, tokens, mark=(p.query, p.key))
+        return heatmap_svg(heatmap_spec(facts.att, p.layer, p.head, zmax=1.0, lang=lang), mark=(p.query, p.key))
     if step == "all_heads":
         return _tops_table(facts, lang)
     if step == "pronoun":

@@ -6,15 +6,6 @@ attention (attnviz/scratch.py), with snapshots of every head on a fixed probe in
     run.snapshots    # [(step, loss, accuracy, Attention on the probe), ...]
     run.scores       # "previous" / "induction" / "diagonal" -> (snapshots, layers, heads)
     run.model        # a Runner: run.model.attend("t03 t17 t03 ...")
-
-tasks.py   copy, reverse, induction, text: sequences, the probe, the pattern each should show
-model.py   the tiny decoder (token + position embeddings, pre-LN attention blocks, causal)
-scores.py  head scores: mean attention where a pattern says a row should look
-loop.py    the seeded loop: chunks through the background lane, snapshots, stop and keep
-runner.py  the trained model behind the Runner seam, with its own fast tokenizer
-cli.py     python -m attnviz train ... (main(argv))
-seq2seq*.py an encoder-decoder: train(task="reverse", arch="seq2seq"), snapshot.cross
-digits.py  a tiny ViT on the 8 x 8 digits: train(task="digits"), run.accuracy, snapshot.attention
 """
 
 from __future__ import annotations

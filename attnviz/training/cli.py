@@ -49,9 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def to_json(run: TrainingRun, *, weights: bool = True) -> dict[str, object]:
-    """The run as plain JSON: the text it learned from (the probe's symbols for the symbol
-    tasks), config, the probe, every snapshot (step, loss, accuracy, head
-    scores as layers x heads, and the probe's maps as layers x heads x n x n), a summary."""
+    """The run as plain JSON: the text it learned from, config, the probe, every snapshot (step,
+    loss, accuracy, head scores (layers, heads), the probe's maps (layers, heads, n, n)), a summary."""
     snaps = []
     for snap, scores in zip(run.snapshots, run.snapshot_scores, strict=False):
         row: dict[str, object] = {

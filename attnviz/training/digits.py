@@ -8,9 +8,8 @@ training/data/digits.csv.gz, nothing to download), built on the project's own at
 
 Each image is cut into 16 patches of 2 x 2 pixels (row-major: p0 is the top-left, p15 the
 bottom-right), each patch projected to d_model, a learned class token put in front and learned
-position embeddings added (Dosovitskiy et al. 2021, at toy size). Pre-LN blocks; every attention
-map is the explicit softmax of scratch.scaled_dot_product_attention (MultiHeadSelfAttention).
-The class token's final state is classified.
+position embeddings added (Dosovitskiy et al. 2021, at toy size); pre-LN blocks; the class
+token's final state is classified.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """The training loop: seeded, chunked through the background lane, snapshotted, stoppable.
 
-    run = train(task="induction", steps=1500, seed=0, layers=2, heads=2, d_model=64)
-    run.snapshots    # [(step, loss, accuracy, Attention on the fixed probe input), ...]
-    run.scores       # name -> (snapshots, layers, heads): previous / induction / diagonal
-    run.model        # a Runner: run.model.attend("t03 t17 ...")
-
-Deterministic for a seed on the CPU (and a torch thread count: one by default): the weights are
-initialised under a forked, seeded torch generator and the batches come from a seeded numpy
-generator, so nothing else in the process (another visitor, another test) shifts them; two runs
-in one process agree exactly.
-
-Steps go in chunks, each inside `background_lane()` (interactive passes of other visitors go
-first, as with the explanations); between chunks `progress(fraction)` is called and may raise
-`Cancelled`: training then stops and keeps what it learned, with a last snapshot.
+Deterministic for a seed on the CPU (and a thread count): weights come from a forked, seeded torch
+generator and batches from a seeded numpy generator, so nothing else in the process shifts them.
+Between chunks `progress(fraction)` may raise `Cancelled`: training stops and keeps what it learned.
 """
 
 from __future__ import annotations
@@ -60,7 +50,7 @@ class TrainConfig:
     layers: int = 2
     heads: int = 2
     d_model: int = 64
-    lr: float = 2e-3  # AdamW; what the issue's probe used
+    lr: float = 2e-3  # AdamW
     batch_size: int = 64
     mlp: bool = False
     norm: bool = False  # a LayerNorm before each attention (for comparison; see model.py)
@@ -71,7 +61,7 @@ class TrainConfig:
     block: int = 64  # text window, <s> included
     snapshot_every: int = 0  # 0: about MAX_SNAPSHOTS over the run
     plateau: bool = False  # stop once the held-out accuracy has plateaued (plateau.py; the lab's presets)
-    sparse: str = ""  # "": every earlier key; else a pattern of attnviz/sparse.py (window, global, dilated, bigbird)
+    sparse: str = ""  # "": every earlier key; else a pattern of lab/sparse.py (window, global, dilated, bigbird)
     window: int = 3  # the sparse pattern's options (attnviz.lab.sparse.sparse_mask)
     global_tokens: int = 1
     dilation: int = 2
@@ -162,10 +152,8 @@ def train(
 ) -> TrainingRun:
     """Train a tiny causal model on `task` (copy, reverse, induction, text) and keep snapshots
     of its maps on a fixed probe input. `text`: what the text task learns (any language).
-    `options`: the other `TrainConfig` fields (lr, batch_size, mlp, symbols, length, periods,
-    block, snapshot_every). `progress(fraction)` is called between chunks of steps and may
-    raise `Cancelled` to stop (what was learned is kept); `on_snapshot(run)` after each snapshot.
-    `threads`: torch threads while training (see `resume`). ValueError for arguments out of range."""
+    `options`: the other `TrainConfig` fields. `progress(fraction)` may raise `Cancelled` to stop;
+    `on_snapshot(run)` after each snapshot; `threads`: see `resume`. ValueError out of range."""
     cfg = TrainConfig(task, steps, seed, layers, heads, d_model, **options)  # type: ignore[arg-type]
     cfg.check()
     run = prepare(cfg, text)
@@ -200,10 +188,9 @@ def resume(
 ) -> TrainingRun:
     """Run the loop of a prepared run to its last step (or until `progress` raises Cancelled).
     A run stopped early continues where it stopped when resumed (same batches, same optimizer).
-    `threads`: torch threads while training. One by default: a model this small gains nothing
-    from a second, and on a busy 2-core machine a second one spin-waits (bench/results_training.md:
-    0.02 s a step on one thread, 0.07-0.28 s on two while other work ran); None leaves torch's
-    setting."""
+    `threads`: torch threads while training; one by default, since a model this small gains nothing
+    from a second, which spin-waits on a busy machine (bench/results_training.md); None leaves
+    torch's setting."""
     with torch_threads(threads):
         return _loop(run, progress, on_snapshot)
 

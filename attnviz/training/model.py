@@ -6,14 +6,8 @@ unembedding. Attention-only and without LayerNorm inside the blocks, like the to
 Elhage et al. (2021) where Olsson et al. (2022) watch induction heads form: the residual stream
 is then a plain sum of what each head wrote, which is what K-composition reads.
 
-Why these choices (bench/results_training.md runs both side by side): built GPT-2 style, with a
-LayerNorm before each attention and embeddings drawn from N(0, 0.02), the same 2 x 2 model still
-solves the induction task (98.5-99.6%) but with smeared "look back a few tokens" heads:
-previous-token score 0.10-0.14, induction score 0.01-0.02. Built as here it forms the textbook
-circuit, 90% accuracy by step 140 with previous-token 0.64-0.70 and induction 0.98-1.00.
-
-Every weight comes from `MultiHeadSelfAttention`, so the maps shown are the explicit softmax of
-`scaled_dot_product_attention`, as everywhere else in attnviz.
+Built GPT-2 style instead (pre-LN, N(0, 0.02) embeddings) the model still solves induction but
+with smeared heads; built as here it forms the textbook circuit (bench/results_training.md).
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@ A run with `TrainConfig(plateau=True)` (the Training lab's presets) ends at the 
 where the best held-out accuracy of the last `window` steps is no more than `min_gain` above the
 best before them, once it has reached `floor`. Below the floor a flat stretch is not a plateau:
 an induction model's accuracy sits flat for a while and then jumps when its two heads start to
-work together (Olsson et al. 2022, the "phase change"), so a low flat curve keeps training to the
-step budget. Numpy-free, no torch: the rule reads (step, accuracy) pairs.
+work together (Olsson et al. 2022, the "phase change"), so a low flat curve keeps training.
 
     plateau_at([(0, 0.1), (100, 0.95), (200, 0.995), (300, 0.996)], window=100)  # -> Plateau(step=300, ...)
 """
@@ -33,17 +32,13 @@ MIN_GAIN = 0.005  # half a percentage point of held-out accuracy
 FLOOR = 0.9  # below this a flat curve may still jump (the induction phase change)
 SNAPSHOTS_IN_WINDOW = 4  # a window spans at least this many snapshots, whatever their spacing
 
-# The Training lab's presets: the most steps a task trains for when it does not plateau first.
-# STEP_S_LOADED: the slowest time a step took in `train()` (the CLI's path, one thread, snapshots
-# included) on the shared 2-core machine at load average 9-11 (a step is about 0.02 s on a quiet
-# one); the budgets keep steps x that under PRESET_SECONDS. Seeded runs plateau far earlier
-# (induction at step 270-315, copy at 140). In the app under heavier load (30-40) a step was much
-# slower still (bench/results_training_app.md); the plateau stop is what keeps those runs short.
+# The Training lab's presets: the most steps a task trains for when it does not plateau first,
+# kept under PRESET_SECONDS at STEP_S_LOADED, the slowest step time measured on a loaded 2-core
+# machine (bench/results_training.md, bench/results_training_app.md).
 PRESET_SECONDS = 60.0
 STEP_S_LOADED = {"copy": 0.035, "reverse": 0.035, "induction": 0.065, "text": 0.09}
 PRESET_STEPS = {"copy": 300, "reverse": 300, "induction": 800, "text": 600}
-# What else a preset sets: the text task reads 32-character windows (at load 12: 0.07-0.08 s a step,
-# against 0.20 s for 64; the default text plateaus at step 330, 93 %, in 22 s).
+# The text task reads 32-character windows: a step about a third of 64's (bench/results_training.md).
 PRESET_OPTIONS: dict[str, dict[str, object]] = {"text": {"block": 32}}
 
 

@@ -1,15 +1,10 @@
 """How far back a sparse model can look, and how far each task needs to.
 
 With a causal window of w, one layer lets a token read the w tokens before it; a second layer
-reads tokens that already read w more, so L layers reach L * w back. A task whose answer sits further back than that cannot be
-learned, whatever the training: induction copies the token r - 1 positions back (r, the period),
-copy reads the source m positions back, reverse between 1 and 2m - 1. The next character of a
-text is mostly decided by the few characters before it: a short window still learns it.
-
-The other patterns do not follow this arithmetic: a dilated window reaches further but only at
-multiples of its dilation, in a causal model the global tokens sit at the start and see nothing
-after them, and a random key reaches far only for the rows it happens to land on. `verdict`
-says "unknown" for those.
+reads tokens that already read w more, so L layers reach L * w back. A task whose answer sits
+further back cannot be learned: induction copies r - 1 positions back (r, the period), copy m,
+reverse between 1 and 2m - 1; the text task is mostly decided by the few characters before.
+Dilated, global and random patterns do not follow this arithmetic: `verdict` says "unknown".
 
     verdict(cfg, task)  # Verdict(kind="fail", reach=4, need=(5, 13), ...)
 """

@@ -2,19 +2,13 @@
 
     run = attnviz.training.train(task="reverse", arch="seq2seq", steps=300, seed=0)
     run.snapshots[-1].cross      # Attention of the output tokens over the input tokens
-    run.snapshots[-1].encoder    # the encoder's self-attention on the probe source
-    run.snapshots[-1].decoder    # the decoder's (causal) self-attention
     run.alignment                # (snapshots,): the alignment score over training
     run.translate("3 May 2026")  # the model's own output and its cross-attention (date task)
 
 The alignment score of a head is the mean cross-attention weight, over the target tokens that
 copy a source token, on the source position(s) that token copies (seq2seq_tasks.py says which);
 a snapshot's `alignment` is its best head's. Exact match: the share of held-out sources whose
-whole target the model writes right, decoding greedily from its own output.
-
-Seeded and chunked as loop.py: weights from a forked seeded generator, batches from a seeded
-numpy generator, one torch thread by default, steps inside `background_lane()`, and
-`progress(fraction)` between chunks may raise `Cancelled` (what was learned is kept).
+whole target the model writes right, decoding greedily. Seeded and chunked as loop.py.
 """
 
 from __future__ import annotations
@@ -161,8 +155,7 @@ def train_seq2seq(
     **options: object,
 ) -> Seq2SeqRun:
     """Train an encoder-decoder on `task` (copy, reverse, sort, date). `options`: the other
-    `Seq2SeqTrainConfig` fields (d_model, heads, enc_layers, dec_layers, lr, batch_size, symbols,
-    length, snapshot_every). ValueError for arguments out of range."""
+    `Seq2SeqTrainConfig` fields. ValueError for arguments out of range."""
     cfg = Seq2SeqTrainConfig(task, steps, seed, **options)  # type: ignore[arg-type]
     cfg.check()
     return resume_seq2seq(prepare_seq2seq(cfg), progress=progress, on_snapshot=on_snapshot, threads=threads)

@@ -4,9 +4,8 @@
     decoder block  y = y + CausalSelfAttn(LN(y));
                    y = y + CrossAttn(LN(y), memory);   y = y + MLP(LN(y))
 
-Self-attention is scratch.py's `MultiHeadSelfAttention`; cross-attention projects queries from the
-decoder's stream and keys and values from the encoder's output (`memory`), then calls the same
-`scaled_dot_product_attention`, so every weight shown is that explicit softmax.
+Cross-attention projects queries from the decoder's stream and keys and values from the encoder's
+output (`memory`), then calls scratch's `scaled_dot_product_attention`, as self-attention does.
 """
 
 from __future__ import annotations

@@ -24,14 +24,16 @@ from .evidence import contribution_map, deletion_curves, layer_agreement
 from .graph import DEFAULT_MAX_EDGES, graph_view
 from .grid import layer_head_grid, model_view
 from .head_views import DEFAULT_MAX_LINKS, head_view
-from .heatmaps import heatmap, matrix
+from .heatmaps import heatmap, heatmap_figure, matrix
 from .pick import model_view_pick, token_pick
+from .spec import HeatmapSpec, heatmap_spec
 from .training import head_score_curves, snapshot_grid, training_curves
 
 __all__ = [
     "DEFAULT_MAX_EDGES",
     "DEFAULT_MAX_LINKS",
     "MAX_TICK_LABELS",
+    "HeatmapSpec",
     "ablation_effect",
     "atlas_pick",
     "attention_change",
@@ -44,6 +46,8 @@ __all__ = [
     "head_score_curves",
     "head_view",
     "heatmap",
+    "heatmap_figure",
+    "heatmap_spec",
     "importance_grid",
     "layer_agreement",
     "layer_head_grid",

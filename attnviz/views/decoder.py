@@ -30,7 +30,6 @@ __all__ = [
     "mark_groups",
     "next_label",
     "next_rows",
-    "note_group",
     "rotary_chart",
 ]
 
@@ -97,16 +96,6 @@ def group_note(att: Attention, head: int | None, *, lang: str = DEFAULT_LANGUAGE
     kv = int(np.asarray(att.kv_heads)[head])
     others = ", ".join(str(h) for h in found[kv] if h != head)
     return t("dec.shares", lang, kv=kv, others=others)
-
-
-def note_group(fig: go.Figure, att: Attention, head: int | None, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
-    """Under a one-head heatmap's title: the key/value head it reads and the heads sharing it."""
-    note = group_note(att, head, lang=lang)
-    if note is None:
-        return fig
-    title = fig.layout.title.text or ""
-    fig.update_layout(title={"text": f"{title}<br><sup>{note}</sup>"})
-    return fig
 
 
 def rotary_chart(profile: RotaryProfile, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:

@@ -18,9 +18,9 @@ from ._base import (
     layout_title,
     token_axis,
     token_map_trace,
-    which_head,
 )
 from .margins import fit_margins, square_map_layout, stand_upright
+from .spec import HeatmapSpec, heatmap_spec
 
 MASKED_BELOW = -1e4  # matrix: scores at or below this were masked (HF used -10000, others -1e9 or -inf)
 
@@ -37,23 +37,25 @@ def heatmap(
     """One head's (n, n) map at full resolution (head=None: the mean of the layer's heads).
 
     Query tokens down the side (row 0 at the top), key tokens across (`att.keys`: a cross-attention
-    map is n_q x n_k, cells still square). z is `att.head(layer, head)`
-    itself (float32). zmax=None lets the colour range follow the data; a float fixes it to [0, zmax].
-    `title` replaces the default "layer 2, head 5"; every other word is in `lang`.
+    map is n_q x n_k, cells still square). z is `att.head(layer, head)` itself (float32).
+    zmax=None lets the colour range follow the data; a float fixes it to [0, zmax]. `title`
+    replaces the default "layer 2, head 5"; every other word is in `lang` (`spec.heatmap_spec`).
     """
-    z = np.array(att.head(layer, head), dtype=np.float32)  # (n_q, n_k), row i = query i; a copy, not a view
-    keys, axis = token_axis(att.tokens)
-    hover = t("fig.hover_heatmap", lang, q="%{y}", k="%{x}", w="%{z:.6f}")
-    trace = token_map_trace(z, keys, t("fig.weight", lang), hover) | {"zauto": zmax is None}
-    if zmax is not None:
-        trace |= {"zmin": 0.0, "zmax": float(zmax)}
-    if title is None:
-        title = t("fig.layer_which", lang, layer=layer, which=which_head(head, att.n_heads, lang))
-    layout = square_map_layout(title, None, max(att.n, att.n_keys), axis, t("axis.key", lang), t("axis.query", lang))
-    if att.cross:  # queries from one text down the side, keys from the other across
-        cols, col_axis = token_axis(att.keys)
+    return heatmap_figure(heatmap_spec(att, layer, head, zmax=zmax, title=title, lang=lang))
+
+
+def heatmap_figure(spec: HeatmapSpec) -> go.Figure:
+    """The Plotly figure of a map's specification (the HTML download of the explorer's canvas)."""
+    rows, axis = token_axis(spec.rows)
+    hover = spec.hover.replace("{q}", "%{y}").replace("{k}", "%{x}").replace("{w}", "%{z:.6f}")
+    trace = token_map_trace(spec.z, rows, spec.bar, hover) | {"zauto": spec.zmax is None}
+    if spec.zmax is not None:
+        trace |= {"zmin": spec.zmin, "zmax": spec.zmax}
+    layout = square_map_layout(spec.title, spec.note, max(spec.z.shape), axis, spec.xtitle, spec.ytitle)
+    if spec.cols != spec.rows:  # cross-attention: queries from one text down the side, keys from the other across
+        cols, col_axis = token_axis(spec.cols)
         trace["x"] = cols
-        layout["xaxis"] = col_axis | {"title": {"text": t("axis.key", lang)}, "constrain": "domain"}
+        layout["xaxis"] = col_axis | {"title": {"text": spec.xtitle}, "constrain": "domain"}
     return figure([trace], fit_margins(layout, below=BAR_ROOM_PX))
 
 

@@ -4,7 +4,7 @@ At 512 tokens Plotly's heatmap cost the browser about 0.3 s a new sentence: its 
 parsed, copied through JSON twice by Streamlit's chart element, then drawn by plotly.js. The
 app's canvas component (attnviz/app/canvas/token_canvas.js) takes the float32 weights as they are, one
 pixel a cell, and reads its hover from the same array. `map_payload` makes that message from the
-attention itself with `views.heatmap`'s words (its title, axis titles, hover and colour scale),
+map's specification (views/spec.py, the words and range `views.heatmap`'s figure shows too),
 and no plotly figure: on a cold server the map goes out before pandas and what plotly reads of
 it are imported (app/coldstart/warmup.py). The format:
 
@@ -25,9 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..i18n import DEFAULT_LANGUAGE, t
-from ..result import Attention
-from ._base import SEQUENTIAL, Json, map_height, which_head
+from ._base import Json
+from .spec import HeatmapSpec
 
 __all__ = ["MAGIC", "map_payload", "read", "waits_for"]
 
@@ -35,38 +34,32 @@ MAGIC = b"AVM1"
 
 
 def map_payload(
-    att: Attention,
-    layer: int,
-    head: int | None,
+    spec: HeatmapSpec,
     *,
-    zmax: float | None,
     palette: dict[str, dict[str, str]],
-    note: str | None = None,
     hint: str = "",
-    lang: str = DEFAULT_LANGUAGE,
     after: tuple[str, int] | None = None,
 ) -> bytes:
-    """The canvas message for one head's map (head=None: the mean of the layer's heads), as
-    `views.heatmap(att, layer, head, zmax=zmax, lang=lang)` shows it; `note`: a line under the
-    title (a decoder's shared key/value head); `palette`: the light and dark colours ({"light":
-    {"heading", "label", "background"}, "dark": ...}); `hint`: how to zoom, for screen readers;
-    `after` (a CSS selector, milliseconds): the canvas waits for that element of the page, at
-    most that long, before its first draw (app/coldstart/first_map.py: the sentence box comes first)."""
-    z = np.ascontiguousarray(att.head(layer, head), dtype="<f4")
+    """The canvas message for one map (`spec.heatmap_spec`); `palette`: the light and dark
+    colours ({"light": {"heading", "label", "background"}, "dark": ...}); `hint`: how to zoom, for
+    screen readers; `after` (a CSS selector, milliseconds): the canvas waits for that element of
+    the page, at most that long, before its first draw (app/coldstart/first_map.py: the sentence
+    box comes first)."""
+    z = np.ascontiguousarray(spec.z, dtype="<f4")
     head_: Json = {
         "shape": list(z.shape),
-        "rows": [str(r) for r in att.tokens],
-        "cols": [str(c) for c in att.keys],
-        "title": t("fig.layer_which", lang, layer=layer, which=which_head(head, att.n_heads, lang)),
-        "note": note,
-        "xtitle": t("axis.key", lang),
-        "ytitle": t("axis.query", lang),
-        "bar": t("fig.weight", lang),
-        "hover": t("fig.hover_heatmap", lang, q="{q}", k="{k}", w="{w}").split("<br>"),
-        "scale": [[float(p), str(c)] for p, c in SEQUENTIAL],
-        "zmin": None if zmax is None else 0.0,
-        "zmax": None if zmax is None else float(zmax),
-        "height": map_height(max(att.n, att.n_keys)),
+        "rows": list(spec.rows),
+        "cols": list(spec.cols),
+        "title": spec.title,
+        "note": spec.note,
+        "xtitle": spec.xtitle,
+        "ytitle": spec.ytitle,
+        "bar": spec.bar,
+        "hover": spec.hover.split("<br>"),
+        "scale": [list(stop) for stop in spec.scale],
+        "zmin": spec.zmin,
+        "zmax": spec.zmax,
+        "height": spec.height,
         "palette": palette,
         "hint": hint,
         "after": waits_for(after),

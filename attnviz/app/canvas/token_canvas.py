@@ -1,4 +1,4 @@
-"""The explorer's heatmap on a canvas (issue 24.1): a Streamlit v2 component fed the float32 map.
+"""The explorer's heatmap on a canvas: a Streamlit v2 component fed the float32 map.
 
 Plotly's heatmap made the browser parse, copy and draw a 1.5 MB figure at 512 tokens (about 0.3
 s of a new sentence's 1.2 s); this draws the same figure from its bytes (views/token_canvas.py)
@@ -15,12 +15,11 @@ from typing import Any
 
 import streamlit as st
 
-from ...result import Attention
 from ...views import token_canvas
-from ...views._base import map_height
+from ...views.spec import HeatmapSpec
 from .. import charts, plot_theme
 from ..coldstart.preload import SAFE_SELECTOR
-from ..state import lang, t
+from ..state import t
 
 __all__ = ["AFTER_WAIT_MS", "CSS", "module_js", "palette", "token_map", "waiting"]
 
@@ -75,33 +74,15 @@ def palette() -> dict[str, dict[str, str]]:
     return out
 
 
-def token_map(
-    att: Attention,
-    layer: int,
-    head: int | None,
-    key: str,
-    *,
-    zmax: float | None,
-    note: str | None = None,
-    after: str | None = None,
-) -> None:
-    """One head's map (`views.heatmap`'s picture) drawn on the canvas, and under it the PNG and
-    SVG buttons. No plotly figure is made here (views/token_canvas.py: a cold server's first
-    map goes out before what plotly reads of pandas is imported). `after`: a selector of ours
-    (the explorer's: its sentence box's text area); the first draw waits for that element, at
-    most AFTER_WAIT_MS: Streamlit loads the text area's code and the component's lazily, and on
-    a busy server the component's could come first (tests/test_browser_cold_start.py)."""
-    data = token_canvas.map_payload(
-        att,
-        layer,
-        head,
-        zmax=zmax,
-        palette=palette(),
-        note=note,
-        hint=t("map.zoom_hint"),
-        lang=lang(),
-        after=waiting(after),
-    )
+def token_map(spec: HeatmapSpec, key: str, *, after: str | None = None) -> None:
+    """One map (`views.spec.heatmap_spec`, the picture `views.heatmap_figure` draws too) on the
+    canvas, and under it the PNG and SVG buttons. No plotly figure is made here
+    (views/token_canvas.py: a cold server's first map goes out before what plotly reads of pandas
+    is imported). `after`: a selector of ours (the explorer's: its sentence box's text area); the
+    first draw waits for that element, at most AFTER_WAIT_MS: Streamlit loads the text area's code
+    and the component's lazily, and on a busy server the component's could come first
+    (tests/test_browser_cold_start.py)."""
+    data = token_canvas.map_payload(spec, palette=palette(), hint=t("map.zoom_hint"), after=waiting(after))
     _component()(key=key, data=data)
     name = "attnviz-" + key.removeprefix("chart_").replace("_", "-")
-    charts.image_buttons(map_height(max(att.n, att.n_keys)), key, name, charts.page_caption())
+    charts.image_buttons(spec.height, key, name, charts.page_caption())
