@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING
 
 import numpy as np
 import streamlit as st
@@ -25,12 +24,8 @@ from ...result import Attention
 from .. import charts, heads_off, nav, runners, widgets, work
 from ..runners import Loaded
 from ..state import Ctx, keep, t
-from .decoder import has_byte_pieces
+from ..subject import Focus, Subject, has_byte_pieces
 from .explain import code_span
-
-if TYPE_CHECKING:
-    from .explain import Subject
-    from .explorer import Focus
 
 Heads = tuple[tuple[int, int], ...]
 AUTO_IMPORTANCE_N = 64  # beyond this many tokens head importance starts on request

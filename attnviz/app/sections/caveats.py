@@ -14,7 +14,8 @@ from ...focus import default_focus
 from ...result import Attention
 from .. import literal, nav, runners, widgets, work
 from ..state import Ctx, t
-from .explain import Subject, analysis, attempt, occlude, occlusion_kind
+from ..subject import Subject
+from .explain import analysis, attempt, occlude, occlusion_kind
 
 CAVEATS = ("weight", "mixing", "sinks", "rest", "app")
 LIVE_ATTRIBUTION_N = 64  # occlusion runs n forward passes; beyond this the page skips it

@@ -14,7 +14,7 @@ from ...models import EMBEDDED_MODEL
 from ...result import Attention
 from ...views._base import head_label
 from ...views.cross import alignment_curves
-from .. import charts, runners, widgets, work
+from .. import charts, runners, subject, widgets, work
 from ..readers import model_label, unknown_notice
 from ..runners import Loaded
 from ..state import Ctx, lang, t
@@ -77,10 +77,10 @@ def _cross_model(context: Ctx, p: Pair) -> tuple[Loaded, Attention | None]:
         return p.scratch, None
     loaded = runners.load_runner(context, fallback=False)
     if loaded is not None and _has_layers(loaded.runner):
-        own = runners.analyse(context, loaded, p.text)
+        own = subject.analysis(context, p.text, loaded, notices=False)
         if own is not None:
             st.caption(t("aware.cross_model", model=widgets.escape_md(model_label(loaded.runner.name))))
-            return loaded, own
+            return loaded, own.att
     with st.container(key="cross_model_note"):
         st.info(
             t("aware.cross_needs_layers", model=widgets.escape_md(model_label(context.model))), icon=":material/info:"

@@ -1,7 +1,6 @@
-"""The explorer's decoder panel (issue 19): what the model would write next, the logit lens of
-the chosen token (layers by rank), and the rotary distance view of the head in focus; also the
-byte pieces of a character shown as the character, and the notice that SmolLM2 reads mostly
-English. Nothing here for an encoder (no next word) beyond a no-op.
+"""The explorer's decoder panel: what the model would write next, the logit lens of
+the chosen token (layers by rank), and the rotary distance view of the head in focus. Nothing
+here for an encoder (no next word) beyond a no-op.
 
 The numbers come from attnviz.predict, attnviz.explain.logit_lens and
 attnviz.explain.rotary, through the bounded result cache; tables hold tokens as data."""
@@ -9,68 +8,32 @@ attnviz.explain.rotary, through the bounded result cache; tables hold tokens as 
 from __future__ import annotations
 
 import logging
-from typing import Protocol
 
 import numpy as np
 import streamlit as st
 
 from ...explain.logit_lens import logit_lens
 from ...explain.rotary import rotary_distance
-from ...models.names import SMOLLM2_MODEL
-from ...nextword import next_tokens, piece_bytes
-from ...result import Attention
+from ...nextword import next_tokens
 from ...views import decoder as views
 from .. import charts, runners
 from ..runners import Loaded
 from ..state import Ctx, t
+from ..subject import Focus
 from ..widgets import escape_md, show_error, token_format
 
-__all__ = ["has_byte_pieces", "notices", "panel", "piece_titles", "whole_characters"]
+__all__ = ["panel"]
 
 LOG = logging.getLogger("attnviz")
 NEXT_K = 10  # next tokens listed
 LENS_K = 5  # ranks of the logit lens table
 
 
-class FocusLike(Protocol):  # the explorer's Focus (sections/explorer.py imports this module)
-    @property
-    def loaded(self) -> Loaded: ...
-    @property
-    def text(self) -> str: ...
-    @property
-    def att(self) -> Attention: ...
-    @property
-    def layer(self) -> int: ...
-    @property
-    def head(self) -> int | None: ...
-
-
-def has_byte_pieces(att: Attention) -> bool:
-    """Some tokens are byte pieces of one character (a byte-level tokenizer on 我 or 😀)."""
-    return len(att.character_groups()) < att.n
-
-
-def whole_characters(context: Ctx, loaded: Loaded, text: str, att: Attention, *view: object) -> Attention:
-    """`att` with the byte pieces of each character merged into the character (cached; `view`:
-    the switches that made `att`, part of the cache key). The same object when there are none."""
-    if not has_byte_pieces(att):
-        return att
-    return runners.cached(context, loaded, "characters", text, *view, fn=att.merge_characters)
-
-
-def notices(loaded: Loaded, merged: bool) -> None:
-    """SmolLM2 was trained mostly on English; byte pieces are shown merged."""
-    if loaded.runner.name == SMOLLM2_MODEL:
-        st.info(t("decoder.english_only"), icon=":material/translate:")
-    if merged:
-        st.caption(t("decoder.byte_pieces"))
-
-
 def _is_decoder(loaded: Loaded) -> bool:
     return bool(getattr(loaded.runner, "causal", False)) and getattr(loaded.runner, "lm_head", None) is not None
 
 
-def panel(context: Ctx, focus: FocusLike) -> None:
+def panel(context: Ctx, focus: Focus) -> None:
     """The next word, the logit lens and the rotary view; nothing for an encoder."""
     if not _is_decoder(focus.loaded):
         return
@@ -89,7 +52,7 @@ def panel(context: Ctx, focus: FocusLike) -> None:
             _rotary(context, focus)
 
 
-def _next_word(context: Ctx, focus: FocusLike) -> None:
+def _next_word(context: Ctx, focus: Focus) -> None:
     runner, text = focus.loaded.runner, focus.text
     try:
         found = runners.cached(context, focus.loaded, "next tokens", text, NEXT_K,
@@ -110,7 +73,7 @@ def _next_word(context: Ctx, focus: FocusLike) -> None:
     )
 
 
-def _positions(context: Ctx, focus: FocusLike) -> tuple[list[int], list[str]]:
+def _positions(context: Ctx, focus: Focus) -> tuple[list[int], list[str]]:
     """For each token of the list the page shows (byte pieces merged into their character):
     the model's own position the lens reads there (the character's last piece, the one that
     has read all of it), and the token."""
@@ -120,30 +83,7 @@ def _positions(context: Ctx, focus: FocusLike) -> tuple[list[int], list[str]]:
     return [g[-1] for g in groups], raw.character_tokens(groups)
 
 
-def piece_titles(context: Ctx, loaded: Loaded, text: str, att: Attention) -> dict[int, str]:
-    """Hover titles for the shown tokens `att` that merge byte pieces: index -> the character's
-    pieces as the model reads them ("灯: 2 tokens of the model, byte pieces E7 81 | AF"). Empty
-    when nothing was cut into pieces, or the model's own tokens are no longer in the cache (the
-    page just read them: a hover is not worth another forward pass)."""
-    runner = loaded.runner
-    raw = runners.peek(context, loaded, "attend", text)
-    if not isinstance(raw, Attention):
-        return {}
-    groups = [g for g in raw.character_groups() if len(g) > 1]
-    if not groups:
-        return {}
-    ids = runner.encode(text, context.max_tokens).inputs["input_ids"][0].tolist()
-    titles = {}
-    for g in groups:
-        span = (raw.spans[g[0]][0], max(raw.spans[i][1] for i in g))
-        names = runner.vocab_strings([int(ids[i]) for i in g])
-        pieces = " | ".join(" ".join(f"{b:02X}" for b in (piece_bytes(n) or n.encode())) for n in names)
-        token = raw.text[span[0] : span[1]].strip() or "\u2423"
-        titles[span] = t("decoder.pieces_hover", token=token, n=len(g), pieces=pieces)
-    return {j: titles[sp] for j, sp in enumerate(att.spans) if sp in titles}
-
-
-def _lens(context: Ctx, focus: FocusLike) -> None:
+def _lens(context: Ctx, focus: Focus) -> None:
     runner, text = focus.loaded.runner, focus.text
     try:
         positions, tokens = _positions(context, focus)
@@ -167,7 +107,7 @@ def _lens(context: Ctx, focus: FocusLike) -> None:
     st.dataframe(views.lens_rows(lens, lang=context.lang, known=known), hide_index=True, key="table_lens")
 
 
-def _rotary(context: Ctx, focus: FocusLike) -> None:
+def _rotary(context: Ctx, focus: Focus) -> None:
     if focus.head is None:
         st.caption(t("dec.rotary_head"))
         return

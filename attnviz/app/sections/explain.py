@@ -5,7 +5,6 @@ statistics; a minimal pair."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
@@ -17,75 +16,20 @@ from ...explain.removal_lm import is_lm, lm_occlusion
 from ...focus import default_focus, find_token, parse_words
 from ...models import Progress, Runner
 from ...result import Attention
-from .. import charts, downloads, runners, widgets, work
-from ..runners import Loaded
+from .. import charts, downloads, runners, subject, widgets, work
 from ..state import Ctx, lang, t
-from . import decoder
-from .explorer import truncation_notice
+from ..subject import Subject
 
 T = TypeVar("T")
 AUTO_ATTRIBUTION_N = 64  # occlusion runs n forward passes: beyond this many tokens, on request
 STATS = ("entropy_rel", "prev", "next", "self", "cls", "sep", "punct")
 
 
-@dataclass
-class Subject:
-    """The sentence as the explanation methods see it (`fitted`: cut to the same tokens).
-
-    `att` holds the model's own tokens: every method runs on them and returns one score a
-    position. `shown` is the one token list the page shows: `att` with a character's byte pieces
-    merged into the character (`att` itself when no character was cut); `groups[j]` are the
-    model's positions of shown token j."""
-
-    loaded: Loaded
-    fitted: str
-    att: Attention
-    shown: Attention
-    series: dict[str, np.ndarray] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    groups: list[list[int]] = field(init=False)
-
-    def __post_init__(self) -> None:
-        merged = self.shown is not self.att
-        self.groups = self.att.character_groups() if merged else [[i] for i in range(self.att.n)]
-
-    def position(self, j: int) -> int:
-        """The model's position read for shown token j: its character's last piece, the one that
-        has read all of the character (in a decoder the earlier pieces have not), as the
-        explorer's pickers read it."""
-        return self.groups[j][-1]
-
-    def index(self, position: int) -> int:
-        """The shown token that holds the model's `position`."""
-        return next(j for j, g in enumerate(self.groups) if position in g)
-
-    def per_token(self, values: np.ndarray) -> np.ndarray:
-        """One score a position (n,) -> one a shown token (m,): summed over a character's pieces.
-        The word-level merge (Clark et al. 2019) sums what a word's pieces receive (columns) and
-        averages what they give (rows); these scores are what each token receives or adds for
-        one query, so they sum. The query row is not averaged but read at the character's last
-        piece (`position`): in a decoder the earlier pieces have not read the whole character.
-        The whole maps (contributions, minimal pair) average rows as `merge_characters` does."""
-        if self.shown is self.att:
-            return values
-        return np.array([values[g].sum() for g in self.groups])
-
-
 def analysis(context: Ctx) -> Subject | None:
-    text = widgets.sentence_box(context)
-    loaded = runners.load_runner(context)
-    clean = runners.checked_text(context, text)
-    if loaded is None or clean is None:
+    got = subject.analysis(context, widgets.sentence_box(context))
+    if got is None:
         return None
-    att = runners.analyse(context, loaded, clean)
-    if att is None:
-        return None
-    shown = decoder.whole_characters(context, loaded, clean, att, False, False)  # the explorer's cache entry
-    if shown is not att:
-        st.caption(t("decoder.byte_pieces"))
-    truncation_notice(att, context, loaded.runner)
-    widgets.show_tokens(shown.tokens, titles=decoder.piece_titles(context, loaded, clean, shown))  # pieces on hover
-    return Subject(loaded, loaded.runner.fit(clean, context.max_tokens), att, shown)
+    return Subject(got.loaded, got.loaded.runner.fit(got.text, context.max_tokens), got.att, got.shown)
 
 
 def attempt(s: Subject, compute: Callable[[], T | None]) -> T | None:
@@ -285,15 +229,13 @@ def minimal_pair(context: Ctx, s: Subject) -> None:
     st.subheader(t("pair.title"))
     st.caption(t("pair.intro"))
     text_a, text_b, query_word, key_words = _pair_inputs(context)
-    ta, tb = runners.checked_text(context, text_a), runners.checked_text(context, text_b)
-    att_a = runners.analyse(context, s.loaded, ta) if ta is not None else None
-    att_b = runners.analyse(context, s.loaded, tb) if tb is not None else None
-    if att_a is None or att_b is None or ta is None or tb is None:
+    got_a = subject.analysis(context, text_a, s.loaded, notices=False)
+    got_b = subject.analysis(context, text_b, s.loaded, notices=False)
+    if got_a is None or got_b is None:
         return
     # the words are found in, and the table names, the tokens the page lists: whole characters
     # (maps merged as the explorer's: columns summed over a character's pieces, rows averaged)
-    att_a = decoder.whole_characters(context, s.loaded, ta, att_a, False, False)
-    att_b = decoder.whole_characters(context, s.loaded, tb, att_b, False, False)
+    ta, att_a, att_b = got_a.text, got_a.shown, got_b.shown
     q_idx = find_token(att_a.tokens, query_word)
     k_idx = [find_token(att_a.tokens, w) for w in parse_words(key_words)]
     if q_idx is None or not k_idx or any(k is None for k in k_idx):

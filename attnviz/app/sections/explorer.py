@@ -4,7 +4,6 @@ and graph views behind an expander, computed only once it is opened)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -16,13 +15,11 @@ from ...focus import default_focus
 from ...result import Attention
 from ...views import decoder as decoder_views
 from ...views.ablation import mark_off
-from .. import charts, downloads, redraw, runners, urls, widgets, work
+from .. import charts, downloads, redraw, subject, urls, widgets, work
 from ..canvas import grid_canvas, token_canvas
 from ..coldstart import warmup
-from ..readers import model_label, unknown_notice
-from ..runners import Loaded
 from ..state import SENTENCE_TEXT_AREA, Ctx, t
-from . import decoder
+from ..subject import Focus
 
 THUMB = 32  # model-view thumbnails of at most 32 x 32 cells: 72 heads at 512 tokens stay ~0.5 MB
 DEFAULTS: tuple[tuple[str, object], ...] = (
@@ -34,21 +31,6 @@ DEFAULTS: tuple[tuple[str, object], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Focus:
-    """What the visitor is looking at: the analysis, the head in focus and the view options."""
-
-    loaded: Loaded
-    text: str
-    att: Attention
-    layer: int
-    head: int | None  # None: the mean over heads
-    color_range: str
-    settings: dict[str, Any]
-    off: tuple[tuple[int, int], ...] = ()  # heads switched off (sections/ablation.py): att is then the switched model's
-    base: Attention | None = None  # with heads off, the whole model's attention
-
-
 def analysis(context: Ctx, text: str | None = None) -> Focus | None:
     """Sentence box (unless the page drew it already and passes its `text`), model, layer/head
     and view switches, then the (cached) analysis."""
@@ -56,14 +38,15 @@ def analysis(context: Ctx, text: str | None = None) -> Focus | None:
         st.session_state.setdefault(key, default)
     if text is None:
         text = widgets.sentence_box(context)
-    loaded = runners.load_runner(context)
-    clean = runners.checked_text(context, text)
-    if loaded is None or clean is None:
+    controls = st.container(key="controls")  # filled once the model is known, above its notices
+    view = (bool(st.session_state["hide_special"]), bool(st.session_state["merge_words"]))  # the switches below
+    got = subject.analysis(context, text, view=view)
+    if got is None:
         return None
-    with st.container(key="controls"):
+    with controls:
         left, right = st.columns([2, 3])
         with left:
-            layer, head = widgets.layer_head(loaded.runner.n_layers, loaded.runner.n_heads)
+            layer, head = widgets.layer_head(got.loaded.runner.n_layers, got.loaded.runner.n_heads)
         with right:
             a, b, col = st.columns(3)
             hide = a.checkbox(t("ctl.hide_special"), key="hide_special", help=t("ctl.hide_special_help"))
@@ -76,32 +59,10 @@ def analysis(context: Ctx, text: str | None = None) -> Focus | None:
                 horizontal=True,
                 help=t("ctl.color_range_help"),
             )
-    att = runners.analyse(context, loaded, clean, hide_special=hide, merge_words=merge)
-    if att is None:
-        return None
-    whole = decoder.whole_characters(context, loaded, clean, att, hide, merge)  # byte pieces -> characters
-    decoder.notices(loaded, merged=whole is not att)
-    att = whole
-    truncation_notice(att, context, loaded.runner)
-    unknown_notice(context, loaded.runner, clean)
-    widgets.show_tokens(att.tokens, titles=decoder.piece_titles(context, loaded, clean, att))  # pieces on hover
+    att = got.shown  # byte pieces merged into characters
     _token_defaults(att, (att.text, att.model, att.n, hide, merge))
     opts = {"layer": layer, "head": head, "hide_special": hide, "merge_words": merge, "color_range": color_range}
-    return Focus(loaded, clean, att, layer, head, str(color_range), downloads.run_settings(context, att, **opts))
-
-
-def truncation_notice(att: Attention, context: Ctx, runner: Any) -> None:
-    """A cut text: raise Max tokens where the sidebar can give more, else the most this model
-    reads here (the runner's limit: the model's own and the deployment's, the smaller)."""
-    if not att.truncated:
-        return
-    most = int(getattr(runner, "max_tokens", context.settings.max_tokens))
-    words = {"kept": f"{att.n:,}", "total": f"{att.n_input_tokens:,}"}
-    if context.max_tokens < most:
-        st.warning(t("notice.truncated", **words), icon=":material/content_cut:")
-    else:
-        label = model_label(runner.name)
-        st.warning(t("notice.truncated_most", model=label, limit=f"{most:,}", **words), icon=":material/content_cut:")
+    return Focus(got.loaded, got.text, att, layer, head, str(color_range), downloads.run_settings(context, att, **opts))
 
 
 def _token_defaults(att: Attention, signature: tuple[Any, ...]) -> None:
@@ -155,17 +116,24 @@ def _show(
 
 
 def heatmap_view(context: Ctx, focus: Focus) -> None:
-    """The focused head's map on the canvas, then what the page's Plotly figures need imported
-    (a cold server's first map does not wait for it: app/coldstart/warmup.py). Its Plotly figure,
-    from the same specification, is made only when its HTML page is downloaded."""
-    zmax = 1.0 if focus.color_range == "fixed" else None
-    spec = views.heatmap_spec(focus.att, focus.layer, focus.head, zmax=zmax, lang=context.lang)
+    """The focused head's map on the canvas (issue 24.1), then what the page's Plotly figures
+    need imported (a cold server's first map does not wait for it: app/coldstart/warmup.py)."""
+    att, zmax = focus.att, 1.0 if focus.color_range == "fixed" else None
     with st.container(key="view_heatmap"):
         st.subheader(t("view.heatmap"))
-        token_canvas.token_map(spec, "chart_heatmap", after=SENTENCE_TEXT_AREA)
+        note = decoder_views.group_note(att, focus.head, lang=context.lang)  # grouped heads
+        token_canvas.token_map(
+            att, focus.layer, focus.head, "chart_heatmap", zmax=zmax, note=note, after=SENTENCE_TEXT_AREA
+        )
         warmup.warm_up()
         widgets.caveat("caveat.heatmap")
-        downloads.figure_downloads(partial(views.heatmap_figure, spec), "heatmap", focus.settings)
+        fig = decoder_views.note_group(
+            views.heatmap(att, focus.layer, focus.head, zmax=zmax, lang=context.lang),
+            att,
+            focus.head,
+            lang=context.lang,
+        )
+        downloads.figure_downloads(fig, "heatmap", focus.settings)  # the same map as an offline HTML page
 
 
 def grid_view(context: Ctx, focus: Focus) -> None:

@@ -23,7 +23,8 @@ from ...views.evidence import method_label
 from .. import charts, literal, nav, widgets, work
 from ..sidebar import model_label
 from ..state import Ctx, lang, t
-from .explain import Subject, attempt, code_span
+from ..subject import Subject
+from .explain import attempt, code_span
 
 AVERAGE_FILE = nav.ROOT / "assets" / "faithfulness_average.json"
 AVERAGE_COMMAND = "python bench/bench_faithfulness.py"

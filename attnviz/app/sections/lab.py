@@ -12,12 +12,11 @@ from ... import i18n, lab, views
 from ...models import EMBEDDED_MODEL, Runner, Steps
 from ...models.unknown_tokens import MAX_UNKNOWN_SHARE, unknown_tokens
 from ...result import Attention
-from .. import charts, downloads, literal, runners, state, widgets
-from ..readers import model_label, unknown_notice
+from .. import charts, downloads, literal, runners, state, subject, widgets
+from ..readers import model_label
 from ..runners import Loaded
 from ..state import Ctx, model_options, t
 from ..widgets import escape_md
-from .explorer import truncation_notice
 
 SHOW_TOKENS = 12  # the walkthrough shows at most this many tokens ...
 SHOW_DIMS = 8  # ... and this many of a head's dimensions
@@ -63,25 +62,23 @@ def switches() -> dict[str, Any]:
 
 def analysis(context: Ctx, opts: dict[str, Any]) -> Pair | None:
     text = widgets.sentence_box(context)
-    clean = runners.checked_text(context, text)
     model_notice(context)
-    pretrained = runners.load_runner(context, EMBEDDED_MODEL, fallback=False)
-    scratch = runners.load_runner(context, "scratch", fallback=False, **opts)
-    if clean is None or pretrained is None or scratch is None:
+    # MiniLM stays, whatever is chosen: no other model is offered for a text it cannot read
+    pretrained = subject.analysis(context, text, EMBEDDED_MODEL, fallback=False, offer_reader=False, tokens=False)
+    if pretrained is None:
         return None
-    att_p = runners.analyse(context, pretrained, clean)
-    att_s = runners.analyse(context, scratch, clean)
-    if att_p is None or att_s is None:
+    clean = pretrained.text
+    mine = subject.analysis(context, clean, "scratch", fallback=False, opts=opts, notices=False)
+    if mine is None:
         return None
-    truncation_notice(att_p, context, pretrained.runner)
-    unknown_notice(context, pretrained.runner, clean, offer_reader=False)  # MiniLM stays, whatever is chosen
-    if unknown_share(pretrained.runner, clean, context.max_tokens) > MAX_UNKNOWN_SHARE:
+    if unknown_share(pretrained.loaded.runner, clean, context.max_tokens) > MAX_UNKNOWN_SHARE:
         english = i18n.examples("en")["default"]
         st.button(t("aware.lab_english"), key="lab_english", on_click=state.set_sentence, args=(english,))
-    widgets.show_tokens(att_p.tokens)
+    widgets.show_tokens(pretrained.att.tokens)
+    att_s = mine.att
     layer, head = widgets.layer_head(att_s.n_layers, att_s.n_heads, "lab_layer", "lab_head", allow_mean=False)
     assert head is not None  # allow_mean=False
-    return Pair(clean, scratch, att_p, att_s, opts, layer, head)
+    return Pair(clean, mine.loaded, pretrained.att, att_s, opts, layer, head)
 
 
 def model_notice(context: Ctx) -> None:
@@ -202,12 +199,12 @@ def order_demo(context: Ctx, p: Pair) -> None:
     results = {}
     for positions in (False, True):
         opts = {"scale": True, "positions": positions, "causal": False, "weights": "pretrained", "seed": 0}
-        model = runners.load_runner(context, "scratch", fallback=False, **opts)
-        att_a = runners.analyse(context, model, first) if model else None
-        att_b = runners.analyse(context, model, second) if model else None
-        if att_a is None or att_b is None:
+        got_a = subject.analysis(context, first, "scratch", fallback=False, opts=opts, notices=False)
+        got_b = subject.analysis(context, second, "scratch", fallback=False, opts=opts, notices=False)
+        if got_a is None or got_b is None:
             return
-        result = lab.order_demo(att_a, att_b)
+        att_a = got_a.att
+        result = lab.order_demo(att_a, got_b.att)
         if result is None:
             st.warning(t("lab.order_not_permutation"))
             return

@@ -7,7 +7,7 @@ Answers belong to one sentence: every answer widget's key ends with the sentence
 (`Lesson.key`), so a new sentence, model or language shows fresh questions and the handout
 records only the answers given to its own sentence.
 
-Everything heavy goes through the app's caches: the attention (`runners.analyse`), the head
+Everything heavy goes through the app's caches: the attention (`subject.analysis`), the head
 switched off (`work.cached_long`, the explorer's cache key) and the norm-based weights (the
 sinks' key), so a second visit or an answer changed reruns no model."""
 
@@ -26,8 +26,8 @@ from ...lesson.handout import Answer, handout_html
 from ...models import HeadMode, Progress
 from ...models.unknown_tokens import model_for_language
 from ...result import Attention
-from .. import runners, widgets, work
-from ..readers import model_label, unknown_notice
+from .. import runners, subject, widgets, work
+from ..readers import model_label
 from ..runners import Loaded
 from ..state import CUSTOM, Ctx, model_options, t
 from ..widgets import escape_md
@@ -72,19 +72,15 @@ def fields(facts: Facts, lang: str) -> dict[str, str]:
 def prepare(context: Ctx, text: str) -> Lesson | None:
     """Load the lesson's model, analyse the sentence, find the pronoun and the head steps 2-3
     show. None (after a readable message) when the text cannot be analysed."""
-    loaded = runners.load_runner(context, lesson_model(context))
-    clean = runners.checked_text(context, text)
-    if loaded is None or clean is None:
+    got = subject.analysis(context, text, lesson_model(context), tokens=False)  # step 1 lists the tokens
+    if got is None:
         return None
-    att = runners.analyse(context, loaded, clean)
-    if att is None:
-        return None
+    loaded, clean, att = got.loaded, got.text, got.att
     st.caption(t("lesson.model_note", model=escape_md(model_label(loaded.runner.name))))
     query, found = lesson.lesson_query(att, context.lang)
     look = Facts.of(att, lesson.look_head(att, query))
     raw = repr((clean, att.model, context.lang, context.max_tokens)).encode("utf-8")
     signature = hashlib.blake2b(raw, digest_size=6).hexdigest()
-    unknown_notice(context, loaded.runner, clean)
     known = lesson.known_referent(att, context.lang, clean)
     return Lesson(loaded, clean, att, look, found, known, signature)
 

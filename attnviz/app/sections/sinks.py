@@ -18,9 +18,8 @@ from ...result import Attention
 from .. import nav, runners, state
 from ..runners import Loaded
 from ..state import Ctx, t
+from ..subject import Focus, Subject
 from ..widgets import escape_md
-from .explain import Subject
-from .explorer import Focus
 
 LOG = logging.getLogger("attnviz")
 TOGGLE = "sinks_toggle"  # the widget
