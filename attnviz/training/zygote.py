@@ -1,10 +1,13 @@
 """Where the training children come from: one warm interpreter (the zygote) per app server, which
 has imported torch, the training loop and what a run's first step imports (child.warm) once and
-forks a child for each run (issue 24.5).
+forks a child for each run.
 
-A child started as a fresh interpreter paid torch's import at every Train click: 2.5-3 CPU-s,
+A child started as a fresh interpreter pays torch's import at every Train click: 2.5-3 CPU-s,
 and as many seconds before its first step on two busy cores (ten visitors training: ten imports
 at once). A fork of the zygote starts in milliseconds and shares the imported code's memory.
+multiprocessing's forkserver with `set_forkserver_preload` does the same, with a child that
+starts 50-75 % slower and holds 4.5 MB more (bench/results_zygote.md), and it imports the
+parent's `__main__` (a `streamlit` console script) into the forkserver or into every child.
 
     pid = fork_child(sock.fileno())   # a child runs child._child on that socket
 

@@ -1,15 +1,16 @@
-"""A cold server's first map without torch (issue 24.2: a cold start under 5 s).
+"""A cold server's first map without torch.
 
-On a cold server the explorer's first run imports its sections, and with them torch (1.1-1.2 s
-of Python under the GIL on 2 cores; some thirty of attnviz's modules import it at their top),
-before it can draw any map: the first chart came 1.4-1.6 s after the sentence box. So right
-after the box, while nothing has imported torch yet, `draw` shows the map of the head in focus
-from the embedded MiniLM in numpy (models/minilm_numpy.py: the same tokens, every weight
-within 1e-5 of the torch path's) under a line saying the explorer is loading. Only then does
-the warm-up thread take the CPU for torch (app/coldstart/warmup.py `loading`). The explorer's own map
-takes its place: `clear` empties it in the same run once that map is handed to Streamlit
-(`warmup.warm_up`, right after it). A run cut short leaves it to Streamlit, which drops what a
-rerun does not draw again; a slot of an earlier run is never touched.
+On a cold server the explorer's first run imports its sections, and with them torch (over a
+second of Python under the GIL on 2 cores), before it can draw any map: without this map the
+first chart came 8-14 s after the sentence box on a busy machine, with it 0.0-0.3 s
+(bench/results_coldstart.md). So right after the box, while nothing has imported torch yet,
+`draw` shows the map of the head in focus from the embedded MiniLM in numpy
+(models/minilm_numpy.py: the same tokens, every weight within 1e-5 of the torch path's) under a
+line saying the explorer is loading. Only then does the warm-up thread take the CPU for torch
+(app/coldstart/warmup.py `loading`). The explorer's own map takes its place: `clear` empties it
+in the same run once that map is handed to Streamlit (`warmup.warm_up`, right after it). A run
+cut short leaves it to Streamlit, which drops what a rerun does not draw again; a slot of an
+earlier run is never touched.
 
 Nothing else comes from numpy: the page's own pass, every later one and every other model are
 the torch runner's as before. The numpy model (90 MB of weights) serves the visitors of the
