@@ -1,19 +1,7 @@
 """Engines behind one seam: `load_model(name)` returns a `Runner` (see base.py).
 
-base.py          the Runner protocol, RunnerBase (tokenising, attend, OOM fallback, steps,
-                 layer traces, head switches), Encoded, ModelLoadError
-gate.py          how many forward passes run at once, interactive ones first
-huggingface.py   Hugging Face models (the only module that knows their module tree)
-minilm_quick.py  the embedded MiniLM's `attend` without transformers (a cold start's first chart)
-scratch_runner.py the from-scratch encoder of attnviz/scratch.py
-loading.py       load_model, resolve_device, the embedded model
-names.py         the embedded model's name and model-name checks (no torch)
-errors.py        ModelLoadError (no torch)
-tokens.py        readable tokens and length limits
-
-Only names.py and tokens.py are imported with the package; every other name is imported on
-first use (module `__getattr__`), so `attnviz.config`, `attnviz.views` and `attnviz.app.urls`
-do not import torch (tests/test_imports.py).
+Only names.py and tokens.py are imported with the package; every other name on first use (module
+`__getattr__`), so the settings, the views and the app's urls do not import torch.
 """
 
 from __future__ import annotations

