@@ -2,9 +2,8 @@
 runner shares (tokenising, limits, `attend`, the one out-of-memory fallback, per-head
 steps, layer traces and head switches).
 
-Torch tensors never leave the runners and the explanation methods that use them: `attend`
-returns numpy. Explanation methods see a model only through the public methods below; the
-module tree of a Hugging Face model is known to `huggingface.py` alone.
+Torch tensors never leave the runners and the explanation methods: `attend` returns numpy. A
+Hugging Face model's module tree is known to `huggingface.py` alone.
 """
 
 from __future__ import annotations
@@ -382,10 +381,9 @@ class RunnerBase(DecoderDefaults):
         slice of the context (the heads side by side, before the output projection; Michel et
         al. 2019) is zeroed, or replaced by its mean over positions (mode "mean"). `gates`
         (L, H), or (B, L, H) for one set per batch row, sets every head's slice to
-        base + gate * (slice - base), base 0 ("zero") or the slice's mean over positions
-        ("mean"): gate 1 keeps a head, 0 switches it off, and gradients reach the gates.
-        Hooks on the output projections (a decoder's o_proj), for the calling thread only (a visitor's
-        pass meanwhile in another thread sees the whole model); removed on leaving. One at a time."""
+        base + gate * (slice - base): gate 1 keeps a head, 0 switches it off, gradients reach the
+        gates. Hooks on the output projections act for the calling thread only (another
+        visitor's pass meanwhile sees the whole model) and are removed on leaving."""
         off = heads_by_layer(heads, self.n_layers, self.n_heads, mode)
         parts = projection_parts(self)
         with self._switch_lock, contextlib.ExitStack() as stack:
