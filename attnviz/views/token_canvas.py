@@ -1,20 +1,17 @@
-"""A one-head token map as the bytes the app's canvas draws from (issue 24.1).
+"""A one-head token map as the bytes the app's canvas draws from.
 
-At 512 tokens Plotly's heatmap cost the browser about 0.3 s a new sentence: its 1.5 MB figure
-parsed, copied through JSON twice by Streamlit's chart element, then drawn by plotly.js. The
-app's canvas component (attnviz/app/canvas/token_canvas.js) takes the float32 weights as they are, one
-pixel a cell, and reads its hover from the same array. `map_payload` makes that message from the
-map's specification (views/spec.py, the words and range `views.heatmap`'s figure shows too),
-and no plotly figure: on a cold server the map goes out before pandas and what plotly reads of
-it are imported (app/coldstart/warmup.py). The format:
+A Plotly heatmap at 512 tokens is a 1.5 MB figure the browser parses, Streamlit copies through
+JSON twice and plotly.js draws; the canvas (attnviz/app/canvas/token_canvas.js) takes the float32
+weights as they are, one pixel a cell, and reads its hover from the same array. `map_payload`
+writes a map's specification (views/spec.py) without any plotly figure, so a cold server's first
+map needs neither plotly's figures nor pandas (app/coldstart/warmup.py). The format:
 
     b"AVM1" | uint32 header length | UTF-8 JSON header | zero padding to 4 | float32 rows x cols
 
-all little-endian. The header carries the tokens as they are (the canvas writes them as text,
-never as markup), the titles, the colour scale and range, the hover lines with {q}, {k} and {w}
-for the query token, the key token and the weight, the light and dark colours, and what the
-first draw waits for (`after`: an element of the page, at most so many milliseconds). `read`
-is the inverse, for tests and tools.
+all little-endian. The header carries the specification's words, tokens (as they are: the canvas
+writes them as text, never as markup), colour scale and range, the hover lines with {q}, {k} and
+{w}, the light and dark colours, and what the first draw waits for (`after`). `read` is the
+inverse, for tests and tools.
 """
 
 from __future__ import annotations
@@ -46,20 +43,13 @@ def map_payload(
     the page, at most that long, before its first draw (app/coldstart/first_map.py: the sentence
     box comes first)."""
     z = np.ascontiguousarray(spec.z, dtype="<f4")
-    head_: Json = {
+    words = ("title", "note", "xtitle", "ytitle", "bar", "zmin", "zmax", "height")
+    head_: Json = {name: getattr(spec, name) for name in words} | {
         "shape": list(z.shape),
         "rows": list(spec.rows),
         "cols": list(spec.cols),
-        "title": spec.title,
-        "note": spec.note,
-        "xtitle": spec.xtitle,
-        "ytitle": spec.ytitle,
-        "bar": spec.bar,
         "hover": spec.hover.split("<br>"),
         "scale": [list(stop) for stop in spec.scale],
-        "zmin": spec.zmin,
-        "zmax": spec.zmax,
-        "height": spec.height,
         "palette": palette,
         "hint": hint,
         "after": waits_for(after),

@@ -1,4 +1,4 @@
-// What the app's canvas charts share (issue 24.1): the token map (token_canvas.js) and the
+// What the app's canvas charts share: the token map (token_canvas.js) and the
 // all-heads grid (grid_canvas.js). Python prepends this file to each chart's own module
 // (app/canvas/token_canvas.py, app/canvas/grid_canvas.py): the payload parser, the colour scale as a 256-colour
 // table, the cells as one pixel each, round tick numbers, the colour bar, and the PNG and SVG

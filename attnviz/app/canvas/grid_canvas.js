@@ -1,4 +1,4 @@
-// The explorer's all-heads grid drawn on a canvas (issue 24.1): `model_view`'s mosaic arrives as
+// The explorer's all-heads grid drawn on a canvas: `model_view`'s mosaic arrives as
 // float32 bytes (NaN between the thumbnails), one pixel per cell is coloured once and the whole
 // mosaic is scaled into the plot, head across and layer down, as Plotly drew it. On top: the
 // key/value groups of a decoder, the head in focus and the heads switched off. Hover names a

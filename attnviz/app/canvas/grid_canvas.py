@@ -1,12 +1,11 @@
-"""The explorer's all-heads grid on a canvas (issue 24.1): a Streamlit v2 component fed the mosaic.
+"""The explorer's all-heads grid on a canvas: a Streamlit v2 component fed the mosaic.
 
-It was the explorer's only Plotly chart on its first screen: the browser fetched and compiled
-Plotly's 4.7 MB chart module for it (about 0.85 s of main thread a page load) and drew it in
-0.2-0.3 s at 512 tokens. This draws the same picture (views/grid_canvas.py) from its bytes, in
-the page, not in an iframe (`isolate_styles=False`): the PNG and SVG buttons under it and the
-tests find it under its key, `.st-key-<key> [data-attnviz-grid]`. A click on a head comes back as
-the component's "click" trigger value, {"layer": l, "head": h}, which `heads_off.grid_pick` reads
-in the rerun the click starts (a trigger holds for that one run: no second rerun).
+As a Plotly chart, the only one on the explorer's first screen, it made the browser fetch and
+compile Plotly's 4.7 MB chart module. This draws the same picture (views/grid_canvas.py) from its
+bytes, in the page, not in an iframe (`isolate_styles=False`): the PNG and SVG buttons under it
+and the tests find it under its key, `.st-key-<key> [data-attnviz-grid]`. A click on a head
+comes back as the component's "click" trigger value, {"layer": l, "head": h}, which
+`heads_off.grid_pick` reads in the rerun the click starts (a trigger holds for that one run).
 """
 
 from __future__ import annotations

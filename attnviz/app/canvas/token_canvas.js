@@ -1,4 +1,4 @@
-// The explorer's token map drawn on a canvas (issue 24.1): the float32 weights arrive as bytes,
+// The explorer's token map drawn on a canvas: the float32 weights arrive as bytes,
 // one pixel per cell is coloured once, and the visible part is scaled into the plot. Hover reads
 // the same array, so it shows the exact weight; drag a box to zoom in, double-click for the whole
 // map. Every visitor string (tokens) reaches the page as canvas text or as textContent only.

@@ -1,10 +1,10 @@
 """The explorer's heatmap on a canvas: a Streamlit v2 component fed the float32 map.
 
-Plotly's heatmap made the browser parse, copy and draw a 1.5 MB figure at 512 tokens (about 0.3
-s of a new sentence's 1.2 s); this draws the same figure from its bytes (views/token_canvas.py)
-in a few ms, with exact hover, drag-to-zoom and double-click to see the whole map. It mounts in
-the page, not in an iframe (`isolate_styles=False`), so the PNG and SVG buttons under it and the
-tests find it under its key: `.st-key-<key> [data-attnviz-map]`.
+It draws a map's specification (views/spec.py) from its bytes (views/token_canvas.py) in a few
+ms, where Plotly's figure is 1.5 MB at 512 tokens, with exact hover, drag-to-zoom and
+double-click to see the whole map. It mounts in the page, not in an iframe
+(`isolate_styles=False`), so the PNG and SVG buttons under it and the tests find it under its
+key: `.st-key-<key> [data-attnviz-map]`.
 """
 
 from __future__ import annotations
