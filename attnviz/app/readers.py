@@ -31,16 +31,17 @@ def model_label(name: str) -> str:
     return t(key) if key else name
 
 
-def unknown_notice(context: Ctx, runner: Runner, text: str, *, offer_reader: bool = True) -> None:
+def unknown_notice(context: Ctx, runner: Runner, text: str, *, offer_reader: bool = True) -> float:
     """Nothing when every token is known; otherwise how many are not, what that does to the
     pictures and, above MAX_UNKNOWN_SHARE, the offered model that reads the text (unless
-    `offer_reader` is False: a section bound to this model, which another choice would not change)."""
+    `offer_reader` is False: a section bound to this model, which another choice would not change).
+    The share of tokens unknown (0 for a tokenizer that cannot say)."""
     try:
         found = unknown_tokens(runner.tokenizer, text, context.max_tokens)
     except (TypeError, KeyError, ValueError, NotImplementedError):  # a tokenizer without offsets or masks
-        return
+        return 0.0
     if not found.unknown:
-        return
+        return 0.0
     shown = "".join(found.characters[:_SHOWN_CHARACTERS]) + ("…" if len(found.characters) > _SHOWN_CHARACTERS else "")
     message = t(
         "unknown.notice",
@@ -58,3 +59,4 @@ def unknown_notice(context: Ctx, runner: Runner, text: str, *, offer_reader: boo
     elif found.share > MAX_UNKNOWN_SHARE and offer_reader:
         message += "\n\n" + t("unknown.no_reader")
     st.warning(message, icon=":material/help:")
+    return found.share

@@ -34,12 +34,14 @@ __all__ = [
 @dataclass(frozen=True)
 class Analysis:
     """A checked sentence through one model: `att` as the model read it (with the view's
-    switches), `shown` the same with each character's byte pieces merged (`att` when none)."""
+    switches), `shown` the same with each character's byte pieces merged (`att` when none);
+    `unknown` the share of its tokens the model cannot read (0 unless the notices were shown)."""
 
     loaded: Loaded
     text: str
     att: Attention
     shown: Attention
+    unknown: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -127,16 +129,17 @@ def analysis(
     if att is None:
         return None
     shown = whole_characters(context, loaded, clean, att, hide, merge)
+    unknown = 0.0
     if notices:
         if loaded.runner.name == SMOLLM2_MODEL:  # trained mostly on English
             st.info(t("decoder.english_only"), icon=":material/translate:")
         if shown is not att:
             st.caption(t("decoder.byte_pieces"))
         truncation_notice(att, context, loaded.runner)
-        unknown_notice(context, loaded.runner, clean, offer_reader=offer_reader)
+        unknown = unknown_notice(context, loaded.runner, clean, offer_reader=offer_reader)
         if tokens:
             widgets.show_tokens(shown.tokens, titles=piece_titles(context, loaded, clean, shown))  # pieces on hover
-    return Analysis(loaded, clean, att, shown)
+    return Analysis(loaded, clean, att, shown, unknown)
 
 
 def truncation_notice(att: Attention, context: Ctx, runner: Any) -> None:

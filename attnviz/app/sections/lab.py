@@ -9,8 +9,8 @@ from typing import Any
 import streamlit as st
 
 from ... import i18n, lab, views
-from ...models import EMBEDDED_MODEL, Runner, Steps
-from ...models.unknown_tokens import MAX_UNKNOWN_SHARE, unknown_tokens
+from ...models import EMBEDDED_MODEL, Steps
+from ...models.unknown_tokens import MAX_UNKNOWN_SHARE
 from ...result import Attention
 from .. import charts, downloads, literal, runners, state, subject, widgets
 from ..readers import model_label
@@ -71,7 +71,7 @@ def analysis(context: Ctx, opts: dict[str, Any]) -> Pair | None:
     mine = subject.analysis(context, clean, "scratch", fallback=False, opts=opts, notices=False)
     if mine is None:
         return None
-    if unknown_share(pretrained.loaded.runner, clean, context.max_tokens) > MAX_UNKNOWN_SHARE:
+    if pretrained.unknown > MAX_UNKNOWN_SHARE:
         english = i18n.examples("en")["default"]
         st.button(t("aware.lab_english"), key="lab_english", on_click=state.set_sentence, args=(english,))
     widgets.show_tokens(pretrained.att.tokens)
@@ -99,14 +99,6 @@ def use_model_button(context: Ctx, name: str, key: str) -> None:
 
 def _choose(name: str) -> None:
     st.session_state["model_choice"] = name  # before the sidebar draws its select in the next run
-
-
-def unknown_share(runner: Runner, text: str, max_tokens: int) -> float:
-    """The share of `text`'s tokens `runner` cannot read (0 for a tokenizer that cannot say)."""
-    try:
-        return unknown_tokens(runner.tokenizer, text, max_tokens).share
-    except (TypeError, KeyError, ValueError, NotImplementedError):
-        return 0.0
 
 
 def side_by_side(context: Ctx, p: Pair) -> None:
