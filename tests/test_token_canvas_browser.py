@@ -5,6 +5,7 @@ the PNG button saves the map with its caption."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -13,6 +14,7 @@ import pytest
 
 import attnviz
 from attnviz import i18n
+from attnviz.views._base import escape as views_escape
 
 from .test_browser import CLEAN, INJECTED_JS, WAIT_MS, Session, _luminance, _tokens
 from .test_browser_share import _png_size
@@ -112,6 +114,22 @@ def test_the_png_and_svg_buttons_save_the_map_at_slide_size(session: Session) ->
     svg = ElementTree.fromstring(text)  # well-formed, and its words are text, not pixels
     written = {el.text for el in svg.iter("{http://www.w3.org/2000/svg}text")}
     assert {"animal", "tired", i18n.t("axis.key", "en"), i18n.t("fig.weight", "en")} <= written, written
+    assert not s.dialogs and not s.crashed
+
+
+def test_the_html_download_is_made_on_click_from_the_map_the_canvas_drew(session: Session) -> None:
+    """The explorer's HTML download (its Plotly figure, made only when asked for) shows the
+    specification the canvas drew: the same title over the same tokens and the same range."""
+    s = session
+    s.open()
+    drawn = s.page.evaluate(f"() => document.querySelector('{MAP}').__attnvizMap.head")
+    with s.page.expect_download(timeout=WAIT_MS) as download:
+        s.page.locator(".st-key-dl_heatmap_html button").click()
+    assert download.value.suggested_filename == "attnviz-heatmap.html"
+    page = Path(download.value.path()).read_text(encoding="utf-8")
+    assert json.dumps(drawn["title"]) in page and drawn["zmax"] == 1.0 and '"zmax":1.0' in page
+    for i, token in enumerate(drawn["rows"]):
+        assert json.dumps(f"{views_escape(token)} ({i})") in page, token
     assert not s.dialogs and not s.crashed
 
 
