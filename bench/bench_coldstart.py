@@ -158,7 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|",
         *(f"| {names[k]} | {cell(True, k)} | {cell(False, k)} |" for k in MEASURES),
     ]
-    for key, label in (("chart", "box to first chart"), ("own_map", "box to the explorer's own map")):
+    for key, label in (
+        ("chart", "box to first chart"),
+        ("own_map", "box to the explorer's own map"),
+        ("views", "box to every explorer chart"),
+    ):
         lines.append(f"| {label}, s | {cell(True, key, 'box')} | {cell(False, key, 'box')} |")
     if args.engines:
         lines += ["", *engines(args.engines)]

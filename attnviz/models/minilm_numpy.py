@@ -1,7 +1,7 @@
 """The embedded MiniLM's attention in numpy, without torch: a cold server's first map.
 
 `import torch` is over a second of Python under the GIL on a 2-core server, and the explorer
-imports it before its own map: the numpy map showed 8-14 s sooner on a busy machine
+imports it before its own map: the numpy map showed 3-14 s sooner on a busy machine
 (bench/results_coldstart.md). `NumpyMiniLM` answers what a first chart needs, every layer's
 attention, from the package's own files: the `tokenizers` library on tokenizer.json
 (`QuickTokenizer`, shared with models/minilm_quick.py) and model.safetensors read by

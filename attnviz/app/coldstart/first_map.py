@@ -2,7 +2,7 @@
 
 On a cold server the explorer's first run imports its sections, and with them torch (over a
 second of Python under the GIL on 2 cores), before it can draw any map: without this map the
-first chart came 8-14 s after the sentence box on a busy machine, with it 0.0-0.3 s
+first chart came 3-14 s after the sentence box on a busy machine, with it 0.0-0.5 s
 (bench/results_coldstart.md). So right after the box, while nothing has imported torch yet,
 `draw` shows the map of the head in focus from the embedded MiniLM in numpy
 (models/minilm_numpy.py: the same tokens, every weight within 1e-5 of the torch path's) under a
