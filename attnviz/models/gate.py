@@ -11,9 +11,9 @@ run, a corpus run, a model build) is many passes in a row. The rules:
   where they stand;
 - inside heavy work, each batch goes through one process-wide lane (`background_lane()`), one
   batch at a time, and a batch waits while any interactive pass is running or waiting;
-- every wait is a fair queue: whoever has spent least (the `priority` hook, seconds of model
-  time in the visitor's window) goes first, so a visitor past their share waits behind others
-  instead of hitting a wall; equal spenders go in arrival order;
+- every wait is a fair queue (fair.py): whoever has spent least (the `priority` hook, seconds of
+  model time in the visitor's window) goes first, so a visitor past their share waits behind
+  others instead of hitting a wall; equal spenders go in arrival order;
 - every pass and every batch is charged to the visitor it runs for (the `charge` hook): the
   visitor of this thread (`visiting()`), else whatever the `resolver` hook says (the app: the
   visitor of the script run), else "anonymous".
@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import itertools
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
+
+from . import fair
+from .fair import FairQueue
 
 __all__ = [
     "HEAVY_SLOTS",
@@ -141,7 +143,6 @@ def rss_mb() -> float:
     return pages * resource.getpagesize() / 2**20
 
 
-_SEQ = itertools.count()
 _HOLDS: contextvars.ContextVar[int] = contextvars.ContextVar("attnviz_holds", default=0)
 
 
@@ -151,22 +152,27 @@ def holding_a_pass() -> bool:
     return _HOLDS.get() > 0
 
 
-class _FairSlots:
-    """`slots` holders at once; waiters go least-spent visitor first, then in arrival order."""
+@dataclass(eq=False)
+class _Hold:
+    visitor: str
+    seq: int = field(default_factory=fair.arrival)
+
+
+class _FairSlots(FairQueue[_Hold]):
+    """`slots` holders at once, in the fair queue's order."""
 
     def __init__(self, slots: int) -> None:
+        super().__init__(_priority)
         self.slots = slots
         self.busy = 0
-        self.waiting: list[tuple[float, int]] = []
-        self.cond = threading.Condition()
 
     @contextlib.contextmanager
     def hold(self, visitor: str) -> Iterator[None]:
-        entry = (_priority(visitor), next(_SEQ))
+        entry = _Hold(visitor)
         with self.cond:
             self.waiting.append(entry)
             try:
-                self.cond.wait_for(lambda: self.busy < self.slots and min(self.waiting) == entry)
+                self.cond.wait_for(lambda: self.busy < self.slots and self.first() is entry)
             finally:
                 self.waiting.remove(entry)
             self.busy += 1
@@ -278,7 +284,7 @@ class Ticket:
     """One piece of heavy work's place in the admission queue."""
 
     visitor: str
-    seq: int = field(default_factory=lambda: next(_SEQ))
+    seq: int = field(default_factory=fair.arrival)
     admitted: bool = False
     left: bool = False
 
@@ -288,22 +294,18 @@ class Ticket:
         return HEAVY_QUEUE.place(self)
 
 
-class _Admission:
+class _Admission(FairQueue[Ticket]):
     """Heavy work as a whole: at most `slots` admitted, the first always, more only under the
-    memory budget; the waiting go least-spent visitor first."""
+    memory budget; the waiting in the fair queue's order."""
 
     def __init__(self, slots: int = HEAVY_SLOTS) -> None:
+        super().__init__(_priority)
         self.slots = slots
         self.admitted: list[Ticket] = []
-        self.waiting: list[Ticket] = []
-        self.cond = threading.Condition()
-
-    def _order(self) -> list[Ticket]:
-        return sorted(self.waiting, key=lambda t: (_priority(t.visitor), t.seq))
 
     def _admit(self) -> None:
         """Under cond: let in whoever may go now."""
-        for ticket in self._order():
+        for ticket in self.order():
             if len(self.admitted) >= self.slots:
                 break
             budget = _HOOKS.memory_mb
@@ -340,13 +342,6 @@ class _Admission:
             self._admit()
             self.cond.notify_all()
 
-    def place(self, ticket: Ticket) -> int:
-        with self.cond:
-            if ticket.admitted or ticket.left:
-                return 0
-            order = self._order()
-            return order.index(ticket) + 1 if ticket in order else 0
-
     def counts(self) -> tuple[int, int]:
         """(admitted, waiting) now."""
         with self.cond:
@@ -362,15 +357,20 @@ def heavy_queue() -> _Admission:
 
 @contextlib.contextmanager
 def heavy(
-    visitor: str | None = None, *, wait: Callable[[Ticket], None] | None = None, poll_s: float = 0.25
+    visitor: str | None = None,
+    *,
+    wait: Callable[[Ticket], None] | None = None,
+    poll_s: float = 0.25,
+    ticket: Ticket | None = None,
 ) -> Iterator[Ticket]:
     """Admission of one piece of heavy work: blocks until its turn, calling `wait(ticket)` every
-    `poll_s` while it waits (where the app shows the place and may raise to give up)."""
+    `poll_s` while it waits (where the app shows the place and may raise to give up). `ticket`:
+    its place taken earlier (`heavy_queue().enter`), where it has waited since."""
     held = _HOLDING.get()
     if held is not None:  # already admitted in this thread: nested work is part of it
         yield held
         return
-    ticket = HEAVY_QUEUE.enter(visitor)
+    ticket = ticket or HEAVY_QUEUE.enter(visitor)
     token = _HOLDING.set(ticket)
     try:
         while not HEAVY_QUEUE.wait(ticket, poll_s):

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import itertools
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from ...models import gate
+from ...models import fair, gate
 
 __all__ = [
     "BUDGET_WINDOW_S",
@@ -131,7 +130,6 @@ MAX_UNDER_WAY = 4  # page runs under way at once (going or paused: each holds it
 # server past its memory budget (gate.configure(memory_mb=...), ATTNVIZ_MEMORY_MB; RUN_HEADROOM_MB a
 # run) no new run starts while PAGE_SLOTS are under way, but a newcomer's, until the budget itself. A run that may not start outranks nobody.
 _PAGE_SPENT: OrderedDict[str, deque[tuple[float, float]]] = OrderedDict()  # visitor -> page seconds
-_PAGE_SEQ = itertools.count()
 
 
 @dataclass(eq=False)
@@ -139,7 +137,7 @@ class PageRun:
     """One page run: waiting, going (holding one of the PAGE_SLOTS), or paused at a checkpoint."""
 
     visitor: str
-    seq: int = field(default_factory=lambda: next(_PAGE_SEQ))
+    seq: int = field(default_factory=fair.arrival)
     going: bool = False
     under_way: bool = False  # from its first start to its end: one of the visitor's PER_VISITOR_RUNS
     since: float = 0.0  # when it last went on
@@ -161,7 +159,7 @@ def _memory() -> tuple[bool, bool]:
     return rss > budget, rss + RUN_HEADROOM_MB > budget
 
 
-class _PageRuns:
+class _PageRuns(fair.FairQueue[PageRun]):
     """Page runs, server-wide. A newcomer's run (a visitor who has cost under NEWCOMER_S) goes at
     once; else at most PAGE_SLOTS go at once; PER_VISITOR_RUNS of one visitor are under way at
     most; the waiting go least-cost visitor first, then in arrival order; a run does not
@@ -170,9 +168,8 @@ class _PageRuns:
     wall time, and the time their runs under way have gone so far."""
 
     def __init__(self) -> None:
-        self.cond = threading.Condition()
+        super().__init__(lambda visitor: self.cost(visitor, time.monotonic()))
         self.under_way: list[PageRun] = []
-        self.waiting: list[PageRun] = []
         self.aside: list[PageRun] = []  # in their heavy work (`aside`): no place, no slot, but their
         # results are still in memory and they are still their visitor's tabs
 
@@ -218,7 +215,7 @@ class _PageRuns:
             return min((r for r in eligible if r.visitor == run.visitor), key=lambda r: r.seq) is run
         if sum(r.going for r in self.under_way) >= PAGE_SLOTS or self._outranked(run, eligible, now):
             return False
-        return min(eligible, key=lambda r: (self.cost(r.visitor, now), r.seq)) is run
+        return self.first(eligible) is run
 
     def wait(self, run: PageRun, poll: Callable[[], None] | None, poll_s: float, at_most: float | None = None) -> None:
         """Until `run` may go on (or `at_most` seconds passed); `poll()` every `poll_s` while it

@@ -1,0 +1,66 @@
+"""The one fair queue: whoever has spent least goes first, equal spenders in arrival order.
+
+Every wait of the server is one of these: a model's interactive slots, the background lane and
+the heavy-work admission (training and corpus runs wait there too) in gate.py, the page runs in
+app/server/budget.py. `spent(visitor)` says what a visitor has cost so far (seconds of model time
+in their window), read afresh each time the order is taken, so a visitor who spends while they
+wait falls back behind the others; `place` is what the waiting visitor is shown.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterable
+from typing import Generic, Protocol, TypeVar
+
+__all__ = ["FairQueue", "Waiter", "arrival"]
+
+_ARRIVAL = itertools.count()
+
+
+def arrival() -> int:
+    """The next arrival number, process-wide: between equal spenders the smaller goes first."""
+    return next(_ARRIVAL)
+
+
+class Waiter(Protocol):
+    @property
+    def visitor(self) -> str: ...
+
+    @property
+    def seq(self) -> int: ...
+
+
+W = TypeVar("W", bound=Waiter)
+
+
+class FairQueue(Generic[W]):
+    """`waiting` in turn order (`order()`); `cond` guards them and wakes whoever waits on it."""
+
+    def __init__(self, spent: Callable[[str], float]) -> None:
+        self.spent = spent
+        self.waiting: list[W] = []
+        self.cond = threading.Condition()
+
+    def order(self, among: Iterable[W] | None = None) -> list[W]:
+        """Under cond: `among` (by default the waiting), least-spent visitor first, then arrival."""
+        items = list(self.waiting if among is None else among)
+        spent = {visitor: self.spent(visitor) for visitor in {w.visitor for w in items}}
+        return sorted(items, key=lambda w: (spent[w.visitor], w.seq))
+
+    def first(self, among: Iterable[W] | None = None) -> W | None:
+        """Under cond: whose turn it is among `among` (by default the waiting)."""
+        order = self.order(among)
+        return order[0] if order else None
+
+    def place(self, waiter: W) -> int:
+        """1 for the next to go, 0 when not waiting."""
+        with self.cond:
+            order = self.order()
+            return next((i for i, w in enumerate(order, 1) if w is waiter), 0)
+
+    def others_waiting(self, visitor: str) -> bool:
+        """Whether anyone but `visitor` waits."""
+        with self.cond:
+            return any(w.visitor != visitor for w in self.waiting)
