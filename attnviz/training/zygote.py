@@ -6,7 +6,7 @@ A child started as a fresh interpreter pays torch's import at every Train click:
 and as many seconds before its first step on two busy cores (ten visitors training: ten imports
 at once). A fork of the zygote starts in milliseconds and shares the imported code's memory.
 multiprocessing's forkserver with `set_forkserver_preload` does the same, with a child that
-starts 50-75 % slower and holds 4.5 MB more (bench/results_zygote.md), and it imports the
+starts 18-73 % slower and holds 3-4.5 MB more (bench/results_zygote.md), and it imports the
 parent's `__main__` (a `streamlit` console script) into the forkserver or into every child.
 
     pid = fork_child(sock.fileno())   # a child runs child._child on that socket
