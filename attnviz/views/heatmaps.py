@@ -34,13 +34,8 @@ def heatmap(
     title: str | None = None,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """One head's (n, n) map at full resolution (head=None: the mean of the layer's heads).
-
-    Query tokens down the side (row 0 at the top), key tokens across (`att.keys`: a cross-attention
-    map is n_q x n_k, cells still square). z is `att.head(layer, head)` itself (float32).
-    zmax=None lets the colour range follow the data; a float fixes it to [0, zmax]. `title`
-    replaces the default "layer 2, head 5"; every other word is in `lang` (`spec.heatmap_spec`).
-    """
+    """One head's map at full resolution (`spec.heatmap_spec` says what each argument does): query
+    tokens down the side (row 0 at the top), key tokens across, cells square even when n_q != n_k."""
     return heatmap_figure(heatmap_spec(att, layer, head, zmax=zmax, title=title, lang=lang))
 
 
