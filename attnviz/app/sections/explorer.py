@@ -116,24 +116,17 @@ def _show(
 
 
 def heatmap_view(context: Ctx, focus: Focus) -> None:
-    """The focused head's map on the canvas (issue 24.1), then what the page's Plotly figures
-    need imported (a cold server's first map does not wait for it: app/coldstart/warmup.py)."""
-    att, zmax = focus.att, 1.0 if focus.color_range == "fixed" else None
+    """The focused head's map on the canvas, then what the page's Plotly figures need imported
+    (a cold server's first map does not wait for it: app/coldstart/warmup.py). Its Plotly figure,
+    from the same specification, is made only when its HTML page is downloaded."""
+    zmax = 1.0 if focus.color_range == "fixed" else None
+    spec = views.heatmap_spec(focus.att, focus.layer, focus.head, zmax=zmax, lang=context.lang)
     with st.container(key="view_heatmap"):
         st.subheader(t("view.heatmap"))
-        note = decoder_views.group_note(att, focus.head, lang=context.lang)  # grouped heads
-        token_canvas.token_map(
-            att, focus.layer, focus.head, "chart_heatmap", zmax=zmax, note=note, after=SENTENCE_TEXT_AREA
-        )
+        token_canvas.token_map(spec, "chart_heatmap", after=SENTENCE_TEXT_AREA)
         warmup.warm_up()
         widgets.caveat("caveat.heatmap")
-        fig = decoder_views.note_group(
-            views.heatmap(att, focus.layer, focus.head, zmax=zmax, lang=context.lang),
-            att,
-            focus.head,
-            lang=context.lang,
-        )
-        downloads.figure_downloads(fig, "heatmap", focus.settings)  # the same map as an offline HTML page
+        downloads.figure_downloads(partial(views.heatmap_figure, spec), "heatmap", focus.settings)
 
 
 def grid_view(context: Ctx, focus: Focus) -> None:
