@@ -180,20 +180,20 @@ def test_the_page_speaks_chinese() -> None:
 
 
 def test_a_run_waiting_in_the_heavy_queue_shows_its_place() -> None:
-    """Taken from the training queue, a run still waits for the server's heavy-work queue (two
-    other visitors' explanations or corpus runs hold both places): the page says where it stands
-    instead of a bare 'Step 0', and the run trains once they end."""
+    """A run waits in one queue, the server's heavy-work queue (two other visitors' explanations
+    or corpus runs hold both places): the page says where it stands instead of a bare 'Step 0',
+    and the run trains once they end."""
     at = _training_page()
     with heavy_slots_held(TIMEOUT):
         at = _train(at, "copy", 30)
         job = _job(at)
         deadline = time.monotonic() + TIMEOUT
-        while job.heavy_place != 1:
+        while job.place != 1:
             assert time.monotonic() < deadline, "the run never waited in the heavy queue"
             time.sleep(0.05)
         _ok(at.run())
-        assert i18n.t("fair.queued", "en", place=1) in [c.value for c in at.caption]
+        assert i18n.t("train.queued", "en", place=1) in [i.value for i in at.info]
         assert job.run is not None and job.run.step == 0
     _wait(at)
-    assert job.run is not None and job.run.step == 30 and job.heavy_place == 0
-    assert i18n.t("fair.queued", "en", place=1) not in [c.value for c in at.caption]
+    assert job.run is not None and job.run.step == 30 and job.place == 0
+    assert i18n.t("train.queued", "en", place=1) not in [i.value for i in at.info]

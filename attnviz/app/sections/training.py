@@ -188,9 +188,7 @@ def _status(job: training_jobs.Job, snapshots: list[Any]) -> None:
         elif not job.finished:
             text = t("train.running", step=f"{step:,}", total=f"{total:,}", seconds=f"{job.elapsed:.0f}")
             st.progress(min(step / max(total, 1), 1.0), text=text)
-            if place := job.heavy_place:  # taken from the training queue, waiting for the server's
-                st.caption(t("fair.queued", place=place))
-            elif step == 0 and job.elapsed > 2:
+            if step == 0 and job.elapsed > 2:
                 st.caption(t("train.waiting"))
             st.button(t("train.stop"), key="train_stop", on_click=training_jobs.stop, args=(job.session,),
                       help=t("train.stop_help"))  # fmt: skip
