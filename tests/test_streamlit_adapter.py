@@ -147,6 +147,17 @@ def test_the_build_has_one_of_each_chunk_and_its_entry_module_loads_them() -> No
         assert f"./{name}" in code  # imported relative to the entry module, as the preload does
 
 
+def test_the_surface_colours_for_this_release_are_in_its_frontend_build() -> None:
+    """The page's background and heading colours the charts take (plot_theme.palette) are
+    colours the installed frontend defines: a release with a new palette fails here, before
+    tests/test_theme_browser.py sees a chart on a background that is not the page's."""
+    build = "".join(p.read_text(encoding="utf-8", errors="replace") for p in adapter.STATIC_JS.glob("*.js")).lower()
+    for mode, surfaces in adapter.theme_surfaces().items():
+        for name in ("bg", "heading"):
+            colour = surfaces[name].lower()
+            assert f"`{colour}`" in build or f'"{colour}"' in build, (adapter.release(), mode, name, colour)
+
+
 def _resolved(value: Any, colours: dict[str, str]) -> Any:
     if isinstance(value, dict):
         return {k: _resolved(v, colours) for k, v in value.items()}
@@ -161,7 +172,7 @@ def test_plot_themes_copy_has_the_shape_of_this_streamlits_chart_template(mode: 
     defaults, colourway and colour scales are plot_theme's (the browser-side layout, fonts and
     margins, is read from a drawn chart and is checked by tests/test_theme_browser.py)."""
     template, names = adapter.chart_template()
-    palette = plot_theme._PALETTES[mode]
+    palette = plot_theme.palette(mode)
     colours = {
         **{names[f"CATEGORY_{i}"]: c for i, c in enumerate(palette["categorical"])},
         **{names[f"SEQUENTIAL_{i}"]: c for i, c in enumerate(palette["sequential"])},

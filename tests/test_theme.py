@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 import attnviz
 from attnviz import views
 from attnviz.app import plot_theme, redraw
+from attnviz.app.streamlit_adapter import release
 
 # Streamlit's placeholders: streamlit/elements/lib/streamlit_plotly_theme.py, CATEGORY_0 .. BG_MIX.
 PLACEHOLDER = re.compile(r"#0000[0-4][0-9](?![0-9a-f])", re.IGNORECASE)
@@ -63,7 +64,9 @@ def test_the_template_is_valid_plotly_with_no_placeholder_colour(mode: plot_them
     assert not _placeholders(spec)
     assert not _placeholders(plot_theme.template_json(mode))
     layout = spec["layout"]
-    assert layout["paper_bgcolor"] == layout["plot_bgcolor"] == {"light": "#FFFFFF", "dark": "#171614"}[mode]
+    # the page's background: 1.67's warm palette, the classic one before it
+    page = {"light": "#FFFFFF", "dark": "#171614"} if release() >= (1, 67) else {"light": "#ffffff", "dark": "#0e1117"}
+    assert layout["paper_bgcolor"] == layout["plot_bgcolor"] == page[mode]
     assert layout["font"]["color"] == {"light": "#808495", "dark": "#e6eaf1"}[mode]  # Streamlit's gray70
     assert len(layout["colorway"]) == 10 and all(re.fullmatch(r"#[0-9a-f]{6}", c) for c in layout["colorway"])
     assert plot_theme.template(mode) is template  # one per mode, built once

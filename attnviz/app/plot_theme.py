@@ -17,12 +17,13 @@ so new data is a new mount.
 
 So `for_browser` bakes the theme into the figure's own layout, under the figure's values, as a
 template would apply it (`xaxis` to every x axis, trace defaults by trace type), and sends it with
-`theme=None`. The values are the ones Streamlit 1.67's frontend resolves for its light and dark
+`theme=None`. The values are the ones Streamlit's frontend resolves for its light and dark
 themes (frontend CustomTheme.tsx `applyStreamlitThemeTemplateLayout` and `replaceTemporaryColors`
 over the "streamlit" template of streamlit/elements/lib/streamlit_plotly_theme.py, whose colours
 are placeholders such as "#000001" until the browser swaps them), read from a chart drawn with
-`theme="streamlit"` in chromium; tests/test_streamlit_adapter.py checks the template's shape
-against a release's (`streamlit_adapter.chart_template`). `template(mode)` is the same look as a plotly Template, for
+`theme="streamlit"` in chromium (1.67, and 1.66, whose page surfaces differ:
+`streamlit_adapter.theme_surfaces`); tests/test_streamlit_adapter.py checks the template's shape
+against the installed release's (`streamlit_adapter.chart_template`). `template(mode)` is the same look as a plotly Template, for
 anyone who wants it as one (a notebook, a test).
 
 Views keep their own colour scales: template values only fill what a figure leaves unset.
@@ -74,18 +75,13 @@ _LIGHT: Json = {
     "sequential": _SEQUENTIAL_LIGHT,
     "increasing": "#29b09d", "decreasing": "#ff2b2b", "total": "#0068c9",
     "gray30": "#e6eaf1", "gray70": "#808495", "gray90": "#262730",
-    "bg": "#FFFFFF", "heading": "#2F2D2B", "border": "#DCD8D4",
-    "faded05": "rgba(47, 45, 43, 0.1)", "bg_mix": "rgba(252, 252, 251, 1)",
 }  # fmt: skip
 _DARK: Json = {
     "categorical": ["#83c9ff", "#0068c9", "#ffabab", "#ff2b2b", "#7defa1", "#29b09d", "#ffd16a", "#ff8700", "#6d3fc0", "#d5dae5"],
     "sequential": _SEQUENTIAL_LIGHT[::-1],
     "increasing": "#7defa1", "decreasing": "#ffabab", "total": "#83c9ff",
     "gray30": "#31333F", "gray70": "#e6eaf1", "gray90": "#fafafa",
-    "bg": "#171614", "heading": "#EDEBE8", "border": "#4A4742",
-    "faded05": "rgba(237, 235, 232, 0.1)", "bg_mix": "rgba(34, 33, 30, 1)",
 }  # fmt: skip
-_PALETTES: dict[Mode, Json] = {"light": _LIGHT, "dark": _DARK}
 _DIVERGING = ["#7d353b", "#bd4043", "#ff4b4b", "#ff8c8c", "#ffc7c7", "#a6dcff", "#60b4ff", "#1c83e1", "#0054a3", "#004280"]  # fmt: skip
 _AXIS = re.compile(r"^([xy])axis(\d*)$")
 _COLORAXIS = re.compile(r"^coloraxis\d*$")
@@ -161,10 +157,18 @@ def _data(p: Json) -> Json:
 
 
 @functools.cache
+def palette(mode: Mode) -> Json:
+    """The chart colours of `mode`, with the page's surface colours (background, heading,
+    borders) of the installed Streamlit's frontend (streamlit_adapter.theme_surfaces)."""
+    from .streamlit_adapter import theme_surfaces
+
+    return {**(_LIGHT if mode == "light" else _DARK), **theme_surfaces()[mode]}
+
+
+@functools.cache
 def template_json(mode: Mode) -> Json:
     """The look as a template's plain dict {"layout": ..., "data": ...} (shared: do not edit)."""
-    palette = _PALETTES[mode]
-    return {"layout": _layout(palette), "data": _data(palette)}
+    return {"layout": _layout(palette(mode)), "data": _data(palette(mode))}
 
 
 @functools.cache

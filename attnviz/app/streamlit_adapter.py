@@ -32,7 +32,8 @@ Streamlit 1.66.1 and 1.67.0 (.ci/run runs the fast lane on both).
   (`ENTRY_MODULE`) and lazily loaded chunks `PlotlyChart.*.js`, `BidiComponent.*.js`,
   `StreamlitSyntaxHighlighter.*.js` (`build_file`, coldstart/preload.py).
 - `streamlit.elements.lib.streamlit_plotly_theme`: the "streamlit" Plotly template whose
-  placeholder colours the browser resolves; plot_theme copies it resolved (`chart_template`).
+  placeholder colours the browser resolves; plot_theme copies it resolved (`chart_template`),
+  with the page's surface colours of the installed release's frontend (`theme_surfaces`).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ __all__ = [
     "is_element_id",
     "leave_legacy_pages_mode",
     "option_names",
+    "release",
     "run_cursors",
     "script_run",
     "session_alive",
@@ -80,6 +82,7 @@ __all__ = [
     "set_upload_limit_mb",
     "stop_check",
     "theme_options_set",
+    "theme_surfaces",
     "widget_metadata",
 ]
 
@@ -330,6 +333,37 @@ def build_file(kind: str, static: Path | None = None) -> str | None:
     pattern = chunk_pattern(kind)
     names = [p.name for p in (static or STATIC_JS).glob(f"{_CHUNKS[kind]}.*.js") if pattern.fullmatch(p.name)]
     return names[0] if len(names) == 1 else None
+
+
+# The page's surface colours as each frontend resolves them in a chart drawn with theme="streamlit"
+# (read in chromium from the chart's layout.template): 1.67 brought a warm palette, the releases
+# before it have the classic one. Every other colour of the chart look is the same in both.
+_SURFACES: dict[tuple[int, int], dict[str, dict[str, str]]] = {
+    (1, 67): {
+        "light": {"bg": "#FFFFFF", "heading": "#2F2D2B", "border": "#DCD8D4",
+                  "faded05": "rgba(47, 45, 43, 0.1)", "bg_mix": "rgba(252, 252, 251, 1)"},
+        "dark": {"bg": "#171614", "heading": "#EDEBE8", "border": "#4A4742",
+                 "faded05": "rgba(237, 235, 232, 0.1)", "bg_mix": "rgba(34, 33, 30, 1)"},
+    },
+    (0, 0): {
+        "light": {"bg": "#ffffff", "heading": "#31333F", "border": "rgba(49, 51, 63, 0.2)",
+                  "faded05": "rgba(49, 51, 63, 0.1)", "bg_mix": "rgba(248, 249, 251, 1)"},
+        "dark": {"bg": "#0e1117", "heading": "#fafafa", "border": "rgba(250, 250, 250, 0.2)",
+                 "faded05": "rgba(250, 250, 250, 0.1)", "bg_mix": "rgba(26, 28, 36, 1)"},
+    },
+}  # fmt: skip
+
+
+def release() -> tuple[int, int]:
+    """The installed Streamlit's (major, minor)."""
+    major, minor = (int(part) for part in re.findall(r"\d+", streamlit.__version__)[:2])
+    return major, minor
+
+
+def theme_surfaces() -> dict[str, dict[str, str]]:
+    """The background, heading, border, faded line and header fill colours, light and dark, of
+    the installed release's frontend (the newest table entry at or below it)."""
+    return _SURFACES[max(r for r in _SURFACES if r <= release())]
 
 
 def chart_template() -> tuple[dict[str, Any], dict[str, str]]:
