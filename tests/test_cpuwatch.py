@@ -28,7 +28,11 @@ BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s
         ("/usr/lib/chromium/chromium-headless-shell --disable-gpu --remote-debugging-pipe", "chromium other"),
         (".venv/bin/python -m streamlit run app.py --server.headless=true", "app server"),
         (".venv/bin/python -u -c import sys;exec(eval(sys.stdin.readline()))", "pytest"),
-        (".venv/bin/python -m attnviz.training.child --zygote 3", "training child"),
+        (  # the forkserver that forks the training children, and each child (a fork keeps the command line)
+            ".venv/bin/python -B -c from multiprocessing.forkserver import main; "
+            "main(5, 7, ['attnviz.training.child', 'torch._dynamo'], **{'sys_path': ['/app']})",
+            "training child",
+        ),
         (".venv/bin/python -m attnviz evidence dog bites man", "command line"),
         ("/bin/sh -c true", "other"),
     ],

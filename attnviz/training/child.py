@@ -1,16 +1,16 @@
 """Train in a child process: the same seeded loop (loop.resume), its snapshots, history and the
-trained weights sent back over a pipe (issue 23.7: in a thread of the app server a run went
-2.5-10x slower than the CLI on a busy 2-core machine: it shared the GIL and the server's CPU share).
+trained weights sent back over a pipe (in a thread of the app server a run went 2.5-10x slower
+than the CLI on a busy 2-core machine: it shared the GIL and the server's CPU share).
 
     run = prepare(cfg, text)                      # the task, the probe, the untrained model
     resume_in_child(run, text, progress=...)      # `run` fills in as the child trains
 
-The child is forked by the zygote (zygote.py: one interpreter per server that imported torch and
-this loop once; a fork starts in milliseconds where a fresh interpreter paid torch's import, 2.5-3
-CPU-s, at every run), joined by a socket pair: never a fork of a process that has torch threads and
-a web server, never a rerun of the parent's __main__ (where there is no zygote, not Linux, it is a
-fresh `python -m attnviz.training.child`). It trains on one torch thread,
-and ends:
+The child is forked by multiprocessing's forkserver, which imported torch, this loop and what a
+run's first step imports (PRELOAD) once per server: a fork starts in tens of milliseconds where a
+fresh interpreter paid torch's import, 2.5-3 CPU-s, at every run (bench/results_zygote.md). Never
+a fork of the server itself (it has torch threads and a web server), never a rerun of the
+parent's __main__ (_without_main); where there is no forkserver (not Unix) a fresh interpreter
+(spawn). It trains on one torch thread, and ends:
 - at its next chunk of steps when the parent asks (`progress` raised Cancelled), with a last
   snapshot and its weights, as `loop.resume` stops; one that has not answered within `grace_s`
   is terminated and its weights are not kept (`run.model` keeps the weights it had);
@@ -21,41 +21,47 @@ The child runs in a session of its own: where the kernel groups CPU time by sess
 shared one group's share with the server's own threads (the page's reruns, the event loop), so
 on a busy machine it got a fraction of what the CLI gets in a session of its own; in its own
 session it gets what the CLI gets.
-Every child is reaped (no zombie): a zygote's by the kernel as it ends, a fresh interpreter by
-`_end`. A message is at most MAX_MESSAGE_BYTES (the weights of the largest model LIMITS allow,
-about 100 MB as float32, fit): a larger one fails the run with a message.
+Every child is joined (`_end`; the forkserver reaps it), so none is left a zombie. A message is
+at most MAX_MESSAGE_BYTES (the weights of the largest model LIMITS allow, about 100 MB as
+float32, fit): a larger one fails the run with a message.
 """
 
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import multiprocessing.connection
+import multiprocessing.spawn
 import os
 import pickle
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing.process import BaseProcess
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from ..models import Cancelled, Progress
-from . import zygote
 from .loop import TrainingRun, prepare, resume
 from .model import TinyDecoder
 from .runner import TrainedModel
 from .tasks import Task
+
+if TYPE_CHECKING:  # ForkServerContext exists only where there is a forkserver
+    from multiprocessing.context import ForkServerContext, SpawnContext
 
 __all__ = ["GRACE_S", "MAX_MESSAGE_BYTES", "TrainingFailed", "children", "resume_in_child"]
 
 GRACE_S = 10.0  # a stopped child that has not sent its weights by then is terminated
 MAX_MESSAGE_BYTES = 512 * 2**20
 POLL_S = 0.1  # how often the parent looks at `progress` and `abandon` while it waits
+# What the forkserver imports before its first fork: this module (torch, the training loop) and
+# torch._dynamo, which making a run's torch.optim optimizer imports (about 1 CPU-s, and as many
+# seconds before each child's first step, were it not imported once here).
+PRELOAD = ["attnviz.training.child", "torch._dynamo"]
+NAME = "attnviz-training"  # the children's process name (multiprocessing's, not the command line)
 _CHILDREN: set[int] = set()  # pids started here and not yet joined
 _LOCK = threading.Lock()
 
@@ -222,96 +228,63 @@ def _apply(run: TrainingRun, message: tuple[Any, ...]) -> bool:
     return False
 
 
-class _Forked:
-    """A child forked by the zygote (zygote.py), with what `_end` uses of a Popen. The kernel reaps
-    it as it ends (the zygote ignores SIGCHLD): a pid that no longer exists has ended."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-
-    def wait(self, timeout: float) -> None:
-        """Return once the child has ended; TimeoutExpired if it has not within `timeout`."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                os.kill(self.pid, 0)
-            except ProcessLookupError:
-                return
-            if time.monotonic() >= deadline:
-                raise subprocess.TimeoutExpired(f"training child {self.pid}", timeout)
-            time.sleep(0.02)
-
-    def terminate(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGTERM)
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
+def _without_main(name: str) -> dict[str, Any]:
+    """multiprocessing's start data for a new process, less the parent's `__main__` for a training
+    child: under `streamlit run` (and AppTest) `__main__` is the app script, installed by Streamlit
+    as a module of that name for each run, and a child would run the whole app again first."""
+    data = _preparation_data(name)
+    if name == NAME:
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+    return data
 
 
-def _spawn() -> tuple[multiprocessing.connection.Connection, _Forked | subprocess.Popen[bytes]]:
-    """A child joined to us by a socket pair: forked by the zygote (torch already imported), or
-    where there is none (not Linux) a fresh interpreter running this module. Never a fork of
-    the server, never a rerun of its __main__; it imports the same attnviz as this process."""
-    ours, theirs = socket.socketpair()
-    proc: _Forked | subprocess.Popen[bytes]
+_preparation_data = multiprocessing.spawn.get_preparation_data
+multiprocessing.spawn.get_preparation_data = _without_main  # read by every start method's Popen
+
+
+def _child_main(conn: multiprocessing.connection.Connection) -> None:
+    """A child's whole life: a session of its own (the module's note), then the run."""
+    if hasattr(os, "setsid"):
+        os.setsid()
+    _child(conn)
+
+
+def _context() -> ForkServerContext | SpawnContext:
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)  # read when the forkserver starts, at the first child
+    return ctx
+
+
+def _spawn() -> tuple[multiprocessing.connection.Connection, BaseProcess]:
+    """A child joined to us by a socket pair (Pipe), forked by multiprocessing's forkserver, which
+    imported PRELOAD once (where there is none, not Unix, a fresh interpreter: spawn)."""
+    ctx = _context()
+    ours, theirs = ctx.Pipe()
+    proc = ctx.Process(target=_child_main, args=(theirs,), name=NAME, daemon=True)
     try:
-        if zygote.available():
-            proc = _Forked(zygote.fork_child(theirs.fileno()))
-        else:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "attnviz.training.child", str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                env=zygote.child_env(), start_new_session=True,  # its own scheduling group: the module's note
-            )  # fmt: skip
+        proc.start()
     except OSError as exc:
         ours.close()
         raise TrainingFailed(f"the training process could not start ({type(exc).__name__})") from exc
     finally:
         theirs.close()
     with _LOCK:
-        _CHILDREN.add(proc.pid)
-    return multiprocessing.connection.Connection(ours.detach()), proc
+        _CHILDREN.add(cast("int", proc.pid))
+    return ours, proc
 
 
-def _end(proc: _Forked | subprocess.Popen[bytes], wait_s: float) -> None:
+def _end(proc: BaseProcess, wait_s: float) -> None:
     """Reap the child: one done ends by itself after its last message (`wait_s`); else
     terminate, then kill."""
-    for end in (None, proc.terminate, proc.kill):
-        if end is not None:
-            end()
-        try:
-            proc.wait(wait_s if end is None else 2.0)
+    proc.join(wait_s)
+    for end in (proc.terminate, proc.kill):
+        if proc.exitcode is not None:
             break
-        except subprocess.TimeoutExpired:
-            continue
-    else:  # killed: its end comes
-        proc.wait(60.0)
+        end()
+        proc.join(2.0)
+    proc.join(60.0)  # killed: its end comes
     with _LOCK:
-        _CHILDREN.discard(proc.pid)
-
-
-def serve_fd(fd: int) -> None:
-    """A child's whole life on the socket `fd` (the zygote's fork, or this module run as a script)."""
-    _child(multiprocessing.connection.Connection(fd))
-
-
-def warm() -> None:
-    """What every run imports at its first step, imported once in the zygote before it forks:
-    making a torch.optim optimizer imports torch._dynamo (torch._disable_dynamo), about 1 CPU-s
-    and as many seconds before each forked child's first step. The import starts no thread."""
-    import torch._dynamo  # noqa: F401
-
-
-def main(argv: list[str]) -> None:
-    """`python -m attnviz.training.child [--zygote] FD` (zygote.py; _spawn where there is none)."""
-    if argv[0] == "--zygote":
-        warm()
-        zygote.serve(socket.socket(fileno=int(argv[1])), serve_fd)
-    else:
-        serve_fd(int(argv[0]))
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+        _CHILDREN.discard(cast("int", proc.pid))
