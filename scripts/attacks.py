@@ -85,7 +85,7 @@ class AttackReport:
 def _memory(pid: int, each: list[tuple[str, float, float]] | None = None) -> tuple[float, float]:
     """The server and its children's resident memory, summed, and their proportional set size
     (a page shared by k processes counts 1/k in each), in MB. The training children are forks
-    of one zygote (attnviz/training/zygote.py) and share its pages, which the RSS sum counts once
+    of one forkserver (attnviz/training/child.py) and share its pages, which the RSS sum counts once
     per process: the PSS sum is the memory used. `each` gets (process, RSS, PSS) of each."""
     proc = psutil.Process(pid)
     rss = pss = 0
