@@ -133,3 +133,31 @@ def test_slides_take_the_dark_themes_background(dark_session: Session) -> None:
     assert fills and re.sub(r"\s", "", fills[0] or "") == "rgb({},{},{})".format(*DARK)
     assert i18n.t("model.minilm", "en") in texts and "minilm ·" not in texts
     assert not s.dialogs and not s.crashed
+
+
+HOSTILE = "<script>window.pwned=1</script> <b>bold</b> &amp; " + " ".join(["the tired animal crossed"] * 12)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_caption_is_the_text_typed_drawn_once_and_cut_to_the_slide(session: Session) -> None:
+    """A sentence with markup and past 300 characters: the caption reads the characters typed
+    (escaped once, for the SVG it lands in: no "&lt;"), ends in "…" within the slide's width, and
+    nothing of it runs."""
+    s = session
+    assert len(HOSTILE) > 300
+    s.open({"text": HOSTILE})
+    png = _save(s, "view_heatmap", "png")
+    root, _ = _svg_texts(_save(s, "view_heatmap", "svg"))
+    first = next(t.text or "" for t in root if t.tag.endswith("text"))
+    assert first.startswith(f"{i18n.t('model.minilm', 'en')} · “<script>window.pwned=1</script> <b>bold</b> &amp; the")
+    assert "&lt;" not in first and first.endswith("…”")
+    assert len(first) < len(HOSTILE)
+    # the map inside draws no caption of its own (no empty text with an unset font)
+    assert all((t.text or "").strip() for t in root.iter() if t.tag.endswith("text")), "an empty text element"
+    # the caption's ink ends inside the slide: the last 8 px of its rows are background
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+    caption_rows = pixels[-2 * (16 + 18 * 2 + 8) :, -16:, :]
+    assert (np.abs(caption_rows - np.array(LIGHT)).sum(axis=2) <= 24).all()
+    assert s.page.evaluate("() => window.pwned === undefined")
+    assert not s.dialogs and not s.crashed

@@ -15,7 +15,6 @@ callback defined in a page script would pin that run's globals (a 512-token atte
 from __future__ import annotations
 
 import html
-import json
 import re
 import urllib.parse
 from functools import cache
@@ -26,6 +25,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from .. import views
+from ..export import script_json
 from ..models import EMBEDDED_MODEL
 from ..views.charts import CAPTION_CHARS
 from ..views.margins import square_fit
@@ -199,10 +199,12 @@ def image_buttons(fig: go.Figure | int, key: str, name: str, caption: str | list
     """PNG (1920 x 1080) and SVG (960 x 540) slides of the chart `key` just drawn, made in the
     browser; `fig`: the figure, or the height in px of a chart that is not a figure (a canvas);
     `caption`: the lines under it (plain text), or one line of Plotly text; `style`: more CSS
-    for the page (`fit_style`)."""
+    for the page (`fit_style`). The caption's JSON carries no markup character (escaped as \\u003c
+    and the like): Streamlit's sanitiser drops an attribute whose value holds "</script>", and with
+    it the caption of a sentence that does."""
     height = fig if isinstance(fig, int) else _height(fig)
     lines = [_plain(caption)] if isinstance(caption, str) else list(caption)
-    attrs = {"data-chart": key, "data-name": name, "data-caption": json.dumps(lines), "data-width": str(SLIDE_WIDTH),
+    attrs = {"data-chart": key, "data-name": name, "data-caption": script_json(lines), "data-width": str(SLIDE_WIDTH),
              "data-height": str(height), "data-slide-height": str(SLIDE_HEIGHT), "data-scale": str(SLIDE_SCALE)}  # fmt: skip
     title = None if isinstance(fig, int) else image_title(fig)
     if title is not None:

@@ -229,11 +229,13 @@ function image(format, caption, width, height, scale, room, font, colours, paint
   ctx.fillStyle = colours.background;
   ctx.fillRect(0, 0, width, height + room);
   paint(ctx);
-  ctx.font = `${font.size}px ${FONT}`;
-  ctx.fillStyle = font.color;
-  ctx.textAlign = "left";
-  ctx.textBaseline = "top";
-  ctx.fillText(caption, 8, height + 6);
+  if (caption) {  // a slide draws its own caption (app/slides.js) and asks for none here
+    ctx.font = `${font.size}px ${FONT}`;
+    ctx.fillStyle = font.color;
+    ctx.textAlign = "left";
+    ctx.textBaseline = "top";
+    ctx.fillText(caption, 8, height + 6);
+  }
   if (format === "png") return canvas.toDataURL("image/png");
   return "data:image/svg+xml;charset=utf-8," + encodeURIComponent(new XMLSerializer().serializeToString(doc));
 }
