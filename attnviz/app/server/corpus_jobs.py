@@ -132,7 +132,7 @@ def get(session: str) -> Job | None:
 
 def discard(session: str) -> None:
     """Forget the visitor's job and remove its folder (a running job stops first)."""
-    job = _TABLE.pop(session)
+    job = _TABLE.stop(session, forget=True)
     if job is not None:
         if job.thread is not None and job.thread is not threading.current_thread():
             job.thread.join(timeout=30)

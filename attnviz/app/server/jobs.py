@@ -109,17 +109,10 @@ class Table(Generic[J]):
         """Outside cond: `gone(session)` once the session has gone."""
         sessions.watch(session, self.kind, lambda: self.gone(session))
 
-    def stop(self, session: str) -> None:
+    def stop(self, session: str, forget: bool = False) -> J | None:
+        """Stop the session's job (a queued one leaves the queue at once); `forget`: drop it too."""
         with self.cond:
-            job = self.jobs.get(session)
-            if job is not None:
-                job.halt()
-                self.cond.notify_all()
-
-    def pop(self, session: str) -> J | None:
-        """Forget the session's job, stopping it."""
-        with self.cond:
-            job = self.jobs.pop(session, None)
+            job = self.jobs.pop(session, None) if forget else self.jobs.get(session)
             if job is not None:
                 job.halt()
                 self.cond.notify_all()

@@ -93,7 +93,7 @@ def forget(session: str, gone: bool = False) -> None:
         job = _JOBS.get(session)
         if job is not None:
             job.gone = gone
-        _TABLE.pop(session)
+        _TABLE.stop(session, forget=True)
     session_models.drop(session)
     if not gone:
         sessions.unwatch(session, "training")
@@ -103,8 +103,11 @@ _TABLE: jobs.Table[Job] = jobs.Table("training", MAX_JOBS, gone=lambda session: 
 _JOBS = _TABLE.jobs
 _WORKERS: list[threading.Thread] = []
 get = _TABLE.get
-stop = _TABLE.stop
 running_count = _TABLE.count  # runs queued or training
+
+
+def stop(session: str) -> None:
+    _TABLE.stop(session)
 
 
 def start(session: str, config: TrainConfig, text: str | None, budget_s: float) -> Job:
@@ -136,20 +139,17 @@ def _take() -> Job | None:
     while True:
         with _TABLE.cond:
             queued = [j for j in _JOBS.values() if j.queued and j.ticket is not None]
-            for job in queued:
-                if job.ticket is not None and job.ticket.admitted:
-                    job.queued, job.started = False, time.monotonic()
-                    return job
-            if not queued:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    if threading.current_thread() in _WORKERS:
-                        _WORKERS.remove(threading.current_thread())
-                    return None
+            if job := next((j for j in queued if j.ticket is not None and j.ticket.admitted), None):
+                job.queued, job.started = False, time.monotonic()
+                return job
+            if queued:  # wait on the first in line; another let in meanwhile is seen after POLL_S
+                deadline, ticket = time.monotonic() + IDLE_S, min(queued, key=lambda j: j.place).ticket
+            elif (left := deadline - time.monotonic()) > 0:
                 _TABLE.cond.wait(left)
                 continue
-            deadline = time.monotonic() + IDLE_S
-            ticket = min(queued, key=lambda j: j.place).ticket
+            else:
+                _WORKERS[:] = [w for w in _WORKERS if w is not threading.current_thread()]
+                return None
         assert ticket is not None
         gate.heavy_queue().wait(ticket, POLL_S)  # the memory budget is looked at again here
 
