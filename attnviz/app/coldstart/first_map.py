@@ -1,21 +1,9 @@
-"""A cold server's first map without torch.
-
-On a cold server the explorer's first run imports its sections, and with them torch (over a
-second of Python under the GIL on 2 cores), before it can draw any map: without this map the
-first chart came 3-14 s after the sentence box on a busy machine, with it 0.0-0.5 s
-(bench/results_coldstart.md). So right after the box, while nothing has imported torch yet,
-`draw` shows the map of the head in focus from the embedded MiniLM in numpy
-(models/minilm_numpy.py: the same tokens, every weight within 1e-5 of the torch path's) under a
-line saying the explorer is loading. Only then does the warm-up thread take the CPU for torch
-(app/coldstart/warmup.py `loading`). The explorer's own map takes its place: `clear` empties it
-in the same run once that map is handed to Streamlit (`warmup.warm_up`, right after it). A run
-cut short leaves it to Streamlit, which drops what a rerun does not draw again; a slot of an
-earlier run is never touched.
-
-Nothing else comes from numpy: the page's own pass, every later one and every other model are
-the torch runner's as before. The numpy model (90 MB of weights) serves the visitors of the
-cold window and is dropped once the torch model is in the registry (`drop`, from the warm-up
-thread); after that no first map is drawn.
+"""A cold server's first map without torch: the focused head's map from the embedded MiniLM
+in numpy (models/minilm_numpy.py, every weight within 1e-5 of the torch path's), shown right
+after the sentence box while nothing has imported torch, so the first chart does not wait for
+the explorer's sections to import it (bench/results_coldstart.md). `clear` empties it once the
+explorer's own map is handed to Streamlit in the same run; a slot of an earlier run is never
+touched. The numpy weights go once the torch model is in the registry (`drop`).
 """
 
 from __future__ import annotations
@@ -79,8 +67,8 @@ def _focus(n_layers: int, n_heads: int) -> tuple[int, int | None]:
 
 
 def _answer(context: Ctx, text: str) -> Attention | None:
-    """The numpy answer for `text` as the explorer would show it, or None where the page's own
-    run says something first (a text it refuses, cut or sends to the long mode)."""
+    """The numpy answer as the explorer would show it; None where the page's own run says
+    something first (a refused or cut text)."""
     try:
         clean = check_text(text, context.settings.max_chars)
     except TextRefused:
@@ -98,8 +86,8 @@ def _answer(context: Ctx, text: str) -> Attention | None:
 
 
 def draw(context: Ctx, text: str | None) -> bool:
-    """On a cold server (torch not imported yet) and the embedded model: the first map, in a
-    slot that `clear` empties. Whether it drew one; any failure is only logged."""
+    """The first map on a cold server with the embedded model; whether it drew one (failures
+    are only logged)."""
     st.session_state.pop(SLOT, None)
     if not _cold() or text is None or context.model != EMBEDDED_MODEL or context.device not in ("auto", "cpu"):
         return False
@@ -124,7 +112,7 @@ def draw(context: Ctx, text: str | None) -> bool:
 
 
 def clear() -> None:
-    """The explorer's own map is handed over: the first map goes (this run's only)."""
+    """Empty this run's first map, if it drew one."""
     cursors_now = run_cursors()
     if cursors_now is None:
         return

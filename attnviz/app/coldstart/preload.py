@@ -1,14 +1,10 @@
 """The browser's early fetch of Streamlit's lazily loaded chart and component code.
 
-`preload_chart_code()`, once the first screen is out (the explorer's `loading()`; app.py
-before any other page): the browser fetches and compiles Streamlit's Plotly chart code (one
-4.7 MB module it otherwise asks for only when the first chart's data arrives) while the
-server works. The compile holds the browser's main thread for a second or more on a busy
-2-core machine, so the explorer, whose first screen has no Plotly chart (its heatmap and its
-all-heads grid are canvases: v2 components, whose 15 KB module loads once the sentence box is
-drawn), does not load it at all: the views below the fold that use Plotly load it when they
-are opened. Once per session, on its first run; a Streamlit without those file names sends
-nothing (the chart then loads its code itself, as before).
+Plotly's chart module (4.7 MB) is otherwise fetched only when the first chart's data arrives,
+and its compile holds the browser's main thread for a second or more on a busy machine; so a
+page starts it once its first screen is out. The explorer's first screen is canvases (v2
+components), so it fetches only the component code. A Streamlit whose build has no such file
+name gets no script.
 """
 
 from __future__ import annotations
@@ -50,10 +46,9 @@ def chart_code_file(static: Path | None = None, kind: str = "chart") -> str | No
 
 
 def preload_script(name: str, after: str = "", wait_ms: int = PRELOAD_WAIT_MS) -> str:
-    """The script that imports Streamlit's module `name` (its chart or component code), once the
-    element `after` (a CSS selector of ours) is in the page and painted, or after `wait_ms`: the
-    chart module's compile (a second of the browser's main thread on a busy 2-core machine) must
-    not hold up the sentence box or the first map."""
+    """The script that imports Streamlit's module `name` once the element `after` (a CSS
+    selector of ours) is painted, or after `wait_ms`, so its compile does not hold up the
+    sentence box or the first map."""
     if not any(p.fullmatch(name) for p in (CHART_CODE, COMPONENT_CODE, CODE_CODE)) or not SAFE_SELECTOR.fullmatch(
         after
     ):
@@ -67,22 +62,13 @@ def preload_script(name: str, after: str = "", wait_ms: int = PRELOAD_WAIT_MS) -
 
 
 def preload_chart_code(after: str = "", *, first_map: bool = False) -> None:
-    """On a session's first run: the browser starts loading the chart code (see the module's
-    docstring) at once, or once the element `after` is drawn. `first_map` (the explorer, whose
-    first screen is canvases): the component code once `after` is drawn, and no chart code. The
-    scripts name nothing of the visitor's: file names of Streamlit's and selectors of ours, all
-    checked."""
+    """On a session's first run: the chart code (with `first_map`, the component code instead)
+    loads once `after` is drawn. The script names only checked file names and selectors."""
     import streamlit as st
 
     if st.session_state.get(_CHART_CODE_SENT):
         return
     st.session_state[_CHART_CODE_SENT] = True
-    plan = [("chart", after, PRELOAD_WAIT_MS)]
-    if first_map:
-        plan = [
-            ("component", after, PRELOAD_WAIT_MS),
-        ]
-    for kind, selector, wait_ms in plan:
-        name = chart_code_file(kind=kind)
-        if name is not None:
-            st.sidebar.html(preload_script(name, selector, wait_ms), unsafe_allow_javascript=True)
+    name = chart_code_file(kind="component" if first_map else "chart")
+    if name is not None:
+        st.sidebar.html(preload_script(name, after), unsafe_allow_javascript=True)
