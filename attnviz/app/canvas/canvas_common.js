@@ -1,8 +1,6 @@
-// What the app's canvas charts share: the token map (token_canvas.js) and the
-// all-heads grid (grid_canvas.js). Python prepends this file to each chart's own module
-// (app/canvas/token_canvas.py, app/canvas/grid_canvas.py): the payload parser, the colour scale as a 256-colour
-// table, the cells as one pixel each, round tick numbers, the colour bar, and the PNG and SVG
-// images for slides (an SVG drawing context that writes the same layout as elements).
+// What the canvas charts (token_canvas.js, grid_canvas.js) share; Python prepends this file to
+// each chart's module: the payload parser, the colour scale as a 256-colour table, the cells as
+// one pixel each, round tick numbers, the colour bar, and the PNG and SVG images for slides.
 //
 // A payload: 4 magic bytes, uint32 header length, UTF-8 JSON header, zero padding to a multiple
 // of 4, then rows x cols float32 little-endian (head.shape = [rows, cols]).

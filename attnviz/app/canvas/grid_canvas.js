@@ -4,11 +4,7 @@
 // key/value groups of a decoder, the head in focus and the heads switched off. Hover names a
 // head and the key token it looks at most; a click sends {layer, head} to Python (a trigger
 // value: one rerun, then it is gone). Every visitor string reaches the page as canvas text or as
-// textContent only.
-//
-// Payload (attnviz/views/grid_canvas.py): "AVG1", uint32 header length, UTF-8 JSON header, zero
-// padding to a multiple of 4, then rows x cols float32 little-endian. The helpers it calls
-// (parse, lut, cells, ticks, colourbar, image...) are in canvas_common.js, which Python prepends.
+// textContent only. Payload: "AVG1" (attnviz/views/grid_canvas.py), read by canvas_common.js.
 
 const TICK_PX = 16;
 

@@ -1,11 +1,7 @@
-"""The explorer's all-heads grid on a canvas: a Streamlit v2 component fed the mosaic.
-
-As a Plotly chart, the only one on the explorer's first screen, it made the browser fetch and
-compile Plotly's 4.7 MB chart module. This draws the same picture (views/grid_canvas.py) from its
-bytes, in the page, not in an iframe (`isolate_styles=False`): the PNG and SVG buttons under it
-and the tests find it under its key, `.st-key-<key> [data-attnviz-grid]`. A click on a head
-comes back as the component's "click" trigger value, {"layer": l, "head": h}, which
-`heads_off.grid_pick` reads in the rerun the click starts (a trigger holds for that one run).
+"""The explorer's all-heads grid on a canvas: a Streamlit v2 component fed the mosaic
+(views/grid_canvas.py), so the explorer's first screen needs no Plotly code. It mounts in the
+page (`isolate_styles=False`), found under `.st-key-<key> [data-attnviz-grid]`; a click comes
+back as the "click" trigger value {"layer": l, "head": h}, read by `heads_off.grid_pick`.
 """
 
 from __future__ import annotations
@@ -42,10 +38,8 @@ def head_grid(
     *,
     after: str | None = None,
 ) -> None:
-    """Every layer x head of `att` (`views.model_view`'s picture, `thumb` px thumbnails, `focus`
-    outlined, `off` crossed out, a decoder's groups outlined) on the canvas; a click focuses a
-    head or switches it (heads_off.grid_pick). Under it the PNG and SVG buttons. `after`: what
-    its first draw waits for (token_canvas.token_map)."""
+    """`views.model_view`'s picture (`thumb` px thumbnails, `focus` outlined, `off` crossed out)
+    on the canvas, the PNG and SVG buttons under it; `after` as in token_canvas.token_map."""
     data = grid_canvas.grid_payload(
         att,
         focus=focus,

@@ -2,10 +2,7 @@
 // one pixel per cell is coloured once, and the visible part is scaled into the plot. Hover reads
 // the same array, so it shows the exact weight; drag a box to zoom in, double-click for the whole
 // map. Every visitor string (tokens) reaches the page as canvas text or as textContent only.
-//
-// Payload (attnviz/views/token_canvas.py): "AVM1", uint32 header length, UTF-8 JSON header,
-// zero padding to a multiple of 4, then rows x cols float32 little-endian. The helpers it calls
-// (parse, lut, cells, colourbar, image...) are in canvas_common.js, which Python prepends.
+// Payload: "AVM1" (attnviz/views/token_canvas.py), read by canvas_common.js.
 
 const MAX_LABEL_PX = 110;
 const LINE_PX = 15;

@@ -1,10 +1,7 @@
-"""The explorer's heatmap on a canvas: a Streamlit v2 component fed the float32 map.
-
-It draws a map's specification (views/spec.py) from its bytes (views/token_canvas.py) in a few
-ms, where Plotly's figure is 1.5 MB at 512 tokens, with exact hover, drag-to-zoom and
-double-click to see the whole map. It mounts in the page, not in an iframe
-(`isolate_styles=False`), so the PNG and SVG buttons under it and the tests find it under its
-key: `.st-key-<key> [data-attnviz-map]`.
+"""The explorer's heatmap on a canvas: a Streamlit v2 component fed the float32 map
+(views/token_canvas.py), with exact hover, drag-to-zoom and double-click for the whole map;
+Plotly's figure of the same map is 1.5 MB at 512 tokens. It mounts in the page
+(`isolate_styles=False`), found under `.st-key-<key> [data-attnviz-map]`.
 """
 
 from __future__ import annotations
@@ -38,15 +35,14 @@ CSS = (
 
 
 def module_js(name: str) -> str:
-    """A canvas chart's module: the helpers the canvas charts share (canvas_common.js), then the
-    chart's own file `name` (its `export default`)."""
+    """A canvas chart's module: canvas_common.js, then the chart's own file `name`."""
     folder = resources.files(__package__)
     return "\n".join(folder.joinpath(f).read_text("utf-8") for f in ("canvas_common.js", name))
 
 
 def waiting(after: str | None) -> tuple[str, int] | None:
-    """What a canvas chart's first draw waits for: the element `after` (a selector of ours, plain),
-    at most AFTER_WAIT_MS; None: nothing."""
+    """What a canvas chart's first draw waits for: the element `after` (a plain selector of
+    ours) at most AFTER_WAIT_MS, or nothing."""
     if after is None:
         return None
     if not SAFE_SELECTOR.fullmatch(after):
@@ -75,12 +71,9 @@ def palette() -> dict[str, dict[str, str]]:
 
 
 def token_map(spec: HeatmapSpec, key: str, *, after: str | None = None) -> None:
-    """One map (`views.spec.heatmap_spec`, the picture `views.heatmap_figure` draws too) on the
-    canvas, and under it the PNG and SVG buttons. No plotly figure is made here
-    (views/token_canvas.py: a cold server's first map goes out before what plotly reads of pandas
-    is imported). `after`: a selector of ours (the explorer's: its sentence box's text area); the
-    first draw waits for that element, at most AFTER_WAIT_MS: Streamlit loads the text area's code
-    and the component's lazily, and on a busy server the component's could come first
+    """One map (`views.spec.heatmap_spec`) on the canvas, the PNG and SVG buttons under it; no
+    plotly figure is made. The first draw waits for the element `after` (the explorer's sentence
+    box), since Streamlit loads the text area's code lazily and the component's could come first
     (tests/test_browser_cold_start.py)."""
     data = token_canvas.map_payload(spec, palette=palette(), hint=t("map.zoom_hint"), after=waiting(after))
     _component()(key=key, data=data)
