@@ -34,6 +34,7 @@ __all__ = [
     "show_error",
     "show_notices",
     "show_tokens",
+    "snapshot_slider",
     "token_format",
     "token_label",
 ]
@@ -65,12 +66,10 @@ def show_error(message: str, detail: str | None = None) -> None:
 def attempt(
     compute: Callable[[], T | None], what: str, *, length: int | None = None, message: str | None = None
 ) -> T | None:
-    """The app's one error wrapper: run `compute` (an explanation, a switched run...) and turn a
-    failure into a message in the page, never a traceback. A ValueError or IndexError is what this
-    model or text cannot do, shown with its reason under `message` (default: "not supported by
-    this model or text"); anything else is logged (as `what` failed)
-    and named by its type only. With `length`, a result whose last axis is not that many tokens
-    is refused too (a method that cut the text differently)."""
+    """The app's one error wrapper: `compute`'s failure as a message in the page, never a
+    traceback. A ValueError or IndexError (what this model or text cannot do) shows its reason
+    under `message`; anything else is logged as `what` failed and named by its type. With
+    `length`, a result whose last axis is not that many tokens is refused too."""
     try:
         result = compute()
     except (ValueError, IndexError) as exc:
@@ -195,13 +194,24 @@ def layer_head(
 
 
 def lazily(key: str, title_key: str, show: Callable[..., None], *args: Any) -> None:
-    """`show(*args)` in an expander titled `title_key`, closed by default, run and sent only while
-    it is open: what a visitor has not opened costs neither the server nor the
-    browser anything. Opening it reruns the page; it stays open for the session (state.KEPT)."""
+    """`show(*args)` in an expander titled `title_key`, closed by default and run only while
+    open, so what a visitor has not opened costs nothing; it stays open for the session."""
     box = st.expander(t(title_key), key=key, on_change="rerun")
     if box.open:
         with box:
             show(*args)
+
+
+def snapshot_slider(
+    label: str, snapshots: list[Any], key: str, step_format: Callable[[int], str] = str, help: str | None = None
+) -> int:
+    """A slider over a training run's snapshots, each named by its step; the last one when the
+    key's value is past the end. 0 without a slider when there is one snapshot."""
+    n = len(snapshots)
+    if st.session_state.get(key, n - 1) >= n:
+        st.session_state[key] = n - 1
+    steps = {k: step_format(snap.step) for k, snap in enumerate(snapshots)}
+    return int(st.select_slider(label, list(steps), key=key, format_func=steps.__getitem__, help=help)) if n > 1 else 0
 
 
 def caveat(key: str) -> None:

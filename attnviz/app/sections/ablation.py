@@ -1,10 +1,7 @@
-"""Heads switched off (Michel et al. 2019). In the explorer: switch the focused head (or heads
-clicked in the grid) off, draw the switched model in the existing views and say how far its
-output moved. On the Explain page: every head switched off alone, Michel et al.'s gradient
-estimate beside it, and the pruning curve for this sentence.
-
-The set of heads switched off lives in the session (`app/heads_off.py`). Results go through the
-result cache keyed by the heads and the mode, so moving the focus never reruns the model."""
+"""Heads switched off (Michel et al. 2019). In the explorer: the focused head (or heads clicked
+in the grid) off, the switched model in the existing views and how far its output moved. On the
+Explain page: every head off alone, Michel et al.'s gradient estimate beside it, and the pruning
+curve. Results are cached by the heads and the mode, so moving the focus reruns no model."""
 
 from __future__ import annotations
 

@@ -52,9 +52,8 @@ def source(context: Ctx) -> str:
 
 
 def received(upload: object) -> None:
-    """Says that the server has the file: the browser shows a chosen file's name at once, but a
-    Run pressed before the upload arrived finds none (the line tells the visitor, and the
-    browser tests, when it has)."""
+    """Says that the server has the file: the browser shows its name at once, but a Run pressed
+    before the upload arrived finds none."""
     if upload is None or not hasattr(upload, "name") or not hasattr(upload, "size"):
         return
     size = int(upload.size)

@@ -1,4 +1,4 @@
-"""Cross-attention in the app (issue 21): X asks Y in the from-scratch lab (with the Y = X switch
+"""Cross-attention in the app: X asks Y in the from-scratch lab (with the Y = X switch
 that shows self-attention is the special case), sentence pairs through the pretrained encoder
 (which heads read across), and the encoder-decoder trained live in the Training lab."""
 
@@ -69,10 +69,9 @@ def cross_lab(context: Ctx, p: Pair) -> None:
 
 
 def _cross_model(context: Ctx, p: Pair) -> tuple[Loaded, Attention | None]:
-    """The model X asks Y through: the sidebar's, when its layers can be taken apart (a BERT-
-    family encoder such as e5-small), with its own self-attention of X; the lab's encoder, as
-    switched above, for MiniLM and the scratch encoder, or (said, with one click to MiniLM) for
-    a model whose layers cannot."""
+    """The model X asks Y through: the sidebar's when its layers can be taken apart (a BERT-family
+    encoder), else the lab's encoder as switched above (said, with one click to MiniLM, for a
+    model whose layers cannot)."""
     if context.model in LAB_MODELS:
         return p.scratch, None
     loaded = runners.load_runner(context, fallback=False)
@@ -245,13 +244,10 @@ def _s2s_views(context: Ctx, run: Any) -> None:
     with st.container(key="s2s_result"):
         st.success(t("s2s.result", steps=last.step, seconds=f"{run.seconds:.1f}", exact=f"{last.exact:.0%}",
                      alignment=f"{last.alignment:.2f}"), icon=":material/check:")  # fmt: skip
-    n = len(run.snapshots)
-    if st.session_state.get("s2s_snapshot", n - 1) >= n:
-        st.session_state["s2s_snapshot"] = n - 1
-    steps = {k: f"{snap.step:,}" for k, snap in enumerate(run.snapshots)}  # the slider names each snapshot's step
-    i = st.select_slider(t("s2s.snapshot"), list(steps), key="s2s_snapshot", format_func=steps.__getitem__,
-                         help=t("s2s.alignment_help")) if n > 1 else 0  # fmt: skip
-    snap = run.snapshots[int(i)]
+    i = widgets.snapshot_slider(
+        t("s2s.snapshot"), run.snapshots, "s2s_snapshot", "{:,}".format, t("s2s.alignment_help")
+    )
+    snap = run.snapshots[i]
     best = int(np.argmax(np.nan_to_num(snap.heads[-1])))
     layer = snap.cross.n_layers - 1
     title = t("s2s.cross_title", step=f"{snap.step:,}")

@@ -1,9 +1,6 @@
-"""The explorer's decoder panel: what the model would write next, the logit lens of
-the chosen token (layers by rank), and the rotary distance view of the head in focus. Nothing
-here for an encoder (no next word) beyond a no-op.
-
-The numbers come from attnviz.predict, attnviz.explain.logit_lens and
-attnviz.explain.rotary, through the bounded result cache; tables hold tokens as data."""
+"""The explorer's decoder panel (nothing for an encoder): what the model would write next
+(attnviz.predict), the logit lens of the chosen token (attnviz.explain.logit_lens) and the
+rotary distance view of the head in focus (attnviz.explain.rotary), through the result cache."""
 
 from __future__ import annotations
 
@@ -74,9 +71,8 @@ def _next_word(context: Ctx, focus: Focus) -> None:
 
 
 def _positions(context: Ctx, focus: Focus) -> tuple[list[int], list[str]]:
-    """For each token of the list the page shows (byte pieces merged into their character):
-    the model's own position the lens reads there (the character's last piece, the one that
-    has read all of it), and the token."""
+    """For each shown token (byte pieces merged): the model's position the lens reads (the
+    character's last piece, which has read all of it) and the token."""
     loaded, text = focus.loaded, focus.text
     raw = runners.cached(context, loaded, "attend", text, fn=lambda: loaded.runner.attend(text, context.max_tokens))
     groups = raw.character_groups()

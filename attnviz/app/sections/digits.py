@@ -76,15 +76,7 @@ def _views(context: Ctx, run: Any) -> None:
     layers = run.config.n_layers
     layer = int(layer_col.selectbox(t("digits.layer"), range(layers), index=layers - 1, key="digits_layer",
                                     format_func=widgets.fmt_layer))  # fmt: skip
-    n = len(run.snapshots)
-    if st.session_state.get("digits_snapshot", n - 1) >= n:
-        st.session_state["digits_snapshot"] = n - 1
-    steps = {k: str(snap.step) for k, snap in enumerate(run.snapshots)}  # the slider names each snapshot's step
-    k = (
-        int(st.select_slider(t("digits.snapshot"), list(steps), key="digits_snapshot", format_func=steps.__getitem__))
-        if n > 1
-        else 0
-    )
+    k = widgets.snapshot_slider(t("digits.snapshot"), run.snapshots, "digits_snapshot")
     snap = run.snapshots[k]
     att = run.attention(index, snapshot=k)
     maps = class_token_maps(att.weights, rollout(att), layer)

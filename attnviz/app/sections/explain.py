@@ -113,9 +113,8 @@ def attributions(context: Ctx, s: Subject, query: int) -> np.ndarray | None:
 
 
 def occlusion_kind(runner: Runner) -> str | None:
-    """How occlusion is done for this model: "mask" (an encoder's [MASK], the final vector's
-    cosine distance), "lm" (a decoder: a filler token, the next token's log-probability), or
-    None when the model has neither."""
+    """How occlusion is done: "mask" (an encoder's [MASK], cosine distance of the final vector),
+    "lm" (a decoder's filler token, the next token's log-probability), or None."""
     if is_lm(runner):
         return "lm"
     return "mask" if getattr(runner.tokenizer, "mask_token_id", None) is not None else None

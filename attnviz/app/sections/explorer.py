@@ -79,12 +79,9 @@ def _token_defaults(att: Attention, signature: tuple[Any, ...]) -> None:
 
 
 def sinks_switch(context: Ctx, focus: Focus) -> tuple[Focus, Callable[[], None]]:
-    """The hide-sinks switch in its place above the views, and a function that draws it later.
-
-    The switch's words need the value norms of the sentence, a second forward pass. Switched off
-    (the default) the views do not depend on it, so its place is kept empty and the page fills
-    it after the views are sent (call the returned function there): nothing waits for it.
-    Switched on, the views draw the hidden maps, so it is drawn at once."""
+    """The hide-sinks switch's place above the views, and a function that draws it later: its
+    words need a second forward pass (the value norms), which the views wait for only when it is
+    on."""
     from . import sinks
 
     slot = st.container()
@@ -116,9 +113,8 @@ def _show(
 
 
 def heatmap_view(context: Ctx, focus: Focus) -> None:
-    """The focused head's map on the canvas, then what the page's Plotly figures need imported
-    (a cold server's first map does not wait for it: app/coldstart/warmup.py). Its Plotly figure,
-    from the same specification, is made only when its HTML page is downloaded."""
+    """The focused head's map on the canvas, then the Plotly imports (`warmup.warm_up`); its
+    Plotly figure is made only when its HTML page is downloaded."""
     zmax = 1.0 if focus.color_range == "fixed" else None
     spec = views.heatmap_spec(focus.att, focus.layer, focus.head, zmax=zmax, lang=context.lang)
     with st.container(key="view_heatmap"):
@@ -150,9 +146,8 @@ def grid_figure(
 
 
 def more_views(context: Ctx, focus: Focus) -> None:
-    """The head view and the graph view, below the fold in one expander, closed by default:
-    computed and sent only while it is open (issue 24.1). Opening it reruns the page; it stays
-    open for the session (a new sentence, another page and back) and in the shared link."""
+    """The head view and the graph view in one expander, closed by default, computed only while
+    open; it stays open for the session and in the shared link."""
     box = st.expander(t("lazy.views"), key=urls.VIEWS_OPEN, on_change="rerun")  # no icon: its chevron shows
     if not box.open:
         return

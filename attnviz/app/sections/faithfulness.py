@@ -52,9 +52,8 @@ def _labels() -> Callable[[str], str]:
 
 
 def _contributions(context: Ctx, s: Subject, method: str) -> Contributions | None:
-    """The closed-form methods from one cached forward (with progress: ALTI at 512 tokens takes a
-    while); Value Zeroing on at most the deployment's explanation length and its own cap, with a
-    notice. Both with progress, Cancel and the visitor's budget."""
+    """The closed-form methods from one cached forward; Value Zeroing on at most the deployment's
+    explanation length and its own cap, with a notice. Both with progress, Cancel and budget."""
     runner = s.loaded.runner
     if method in CHEAP:
         cap = context.settings.explain_tokens  # the deployment's bound on explanation work (demo: 128)
@@ -109,10 +108,8 @@ def contribution_section(context: Ctx, s: Subject, layer: int) -> None:
 
 
 def _characters(s: Subject, c: Contributions) -> Contributions:
-    """`c` over the page's token list: a character's byte pieces merged as `merge_characters`
-    merges attention (what comes from a character summed over its pieces, what a character's
-    output draws averaged over its pieces: rows still sum to 1). A cut at c.n keeps the pieces
-    before it."""
+    """`c` over the page's token list, byte pieces merged as `merge_characters` merges attention
+    (columns summed, rows averaged: rows still sum to 1)."""
     if s.shown is s.att:
         return c
     groups = [kept for g in s.groups if (kept := [i for i in g if i < c.n])]

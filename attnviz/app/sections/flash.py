@@ -1,4 +1,4 @@
-"""The lab's FlashAttention walk (issue 22.2): a small example tiled by attnviz.lab.flash_attention
+"""The lab's FlashAttention walk: a small example tiled by attnviz.lab.flash_attention
 step by step (which query block meets which key block, the running maximum, the running sum and
 the rescaling), the result beside plain attention, then the recorded SDPA-vs-eager table."""
 

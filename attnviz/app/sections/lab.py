@@ -107,7 +107,7 @@ def side_by_side(context: Ctx, p: Pair) -> None:
     o = p.opts
     defaults = o["scale"] and o["positions"] and not o["causal"] and o["weights"] == "pretrained"
     heads = p.mine.n_layers * p.mine.n_heads
-    left, right = st.columns(2)  # the two maps first, the verdict on them under them (issue 23.4)
+    left, right = st.columns(2)  # the two maps first, the verdict on them under them
     note = st.container(key="lab_compare_note")
     with note:
         if diff < SAME:

@@ -3,13 +3,9 @@ MiniLM for English), the pronoun it follows, the head steps 2-3 show, what the p
 (the student's word, or the lesson example's own) and the heads that link the two
 (attnviz/lesson.py), six steps (app/sections/lesson_steps.py) and the printable handout.
 
-Answers belong to one sentence: every answer widget's key ends with the sentence's signature
-(`Lesson.key`), so a new sentence, model or language shows fresh questions and the handout
-records only the answers given to its own sentence.
-
-Everything heavy goes through the app's caches: the attention (`subject.analysis`), the head
-switched off (`work.cached_long`, the explorer's cache key) and the norm-based weights (the
-sinks' key), so a second visit or an answer changed reruns no model."""
+Every answer widget's key ends with the sentence's signature (`Lesson.key`), so a new sentence,
+model or language shows fresh questions and the handout records only its own sentence's
+answers. Everything heavy goes through the app's caches, so an answer changed reruns no model."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The lesson's six steps, each in its own container (key "lesson_step_<step>"): the step's title,
-what to look for, a picture of the visitor's sentence from the existing views, and one question
-(in a container "lesson_q_<step>") whose answer is checked at once (attnviz/lesson.py `check`) in
-a container "lesson_verdict_<step>": right, or wrong with a hint first and the right answer on a
-second wrong try. Step 4 first asks what the pronoun refers to (container "lesson_q_referent");
-steps 4-6 follow the heads linking the two once it is said. Expert switches stay on the other
-pages."""
+"""The lesson's six steps, each in a container "lesson_step_<step>": the title, what to look for,
+a picture of the visitor's sentence, and one question ("lesson_q_<step>") checked at once
+(attnviz/lesson.py `check`) in "lesson_verdict_<step>": a hint after a first wrong try, the
+answer after a second. Step 4 first asks for the referent ("lesson_q_referent")."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""The explorer's long mode (issue 20): past the in-memory limit (ATTNVIZ_MAX_TOKENS) the page
-says so, estimates what full maps would take against what this mode keeps, runs the forward
-with progress and Cancel (app/work.py: the server-wide queue, a Streamlit call between layers),
-then draws a head's overview; a click on it opens that tile at full resolution. Below: the row
-of a chosen token, the sinks (the weight each token receives) and each head's mean weight
-against distance. A pasted text or an uploaded .txt (bounded by ATTNVIZ_CORPUS_UPLOAD_MB).
-
-One long result per session, in the session (it can be hundreds of MB: the demo caps the
-tokens, ATTNVIZ_LONG_TOKENS); the per-head reductions are memoised beside it.
+"""The explorer's long mode, past the in-memory limit (ATTNVIZ_MAX_TOKENS): what full maps would
+take against what this mode keeps, the forward with progress and Cancel (app/work.py), a head's
+overview whose click opens a tile at full resolution, then a chosen token's row, the sinks and
+each head's mean weight against distance. One long result per session (hundreds of MB at
+ATTNVIZ_LONG_TOKENS), its per-head reductions memoised beside it.
 """
 
 from __future__ import annotations
@@ -41,10 +37,9 @@ TILE = 64  # tokens a side of a tile at full resolution
 
 
 def section(context: Ctx, text: str) -> None:
-    """Nothing for a text within the in-memory limit (ATTNVIZ_MAX_TOKENS; a visitor's lower
-    "max tokens" only cuts the text); past it, or for an uploaded .txt, the long mode with a
-    model that reads that far, and the page stops there (the ordinary views would show only
-    the first tokens). A model that reads no further gets a notice and the ordinary views."""
+    """Past the in-memory limit, or for an uploaded .txt, the long mode with a model that reads
+    that far, and the page stops there; a model that reads no further gets a notice and the
+    ordinary views."""
     upload = _upload(context)
     source = upload if upload is not None else text
     try:

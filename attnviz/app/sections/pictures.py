@@ -1,4 +1,4 @@
-"""The first picture of the pages whose own charts need a run or a long read first (issue 23.4):
+"""The first picture of the pages whose own charts need a run or a long read first:
 Caveats, Corpus and Training show a small example chart right under their title, from bundled
 numbers or the task itself (no model is loaded for it), before the controls and the papers."""
 

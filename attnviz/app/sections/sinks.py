@@ -39,9 +39,8 @@ def _norms(context: Ctx, loaded: Loaded, text: str) -> NormWeights | None:
 
 def _value_norms(context: Ctx, loaded: Loaded, text: str) -> np.ndarray | None:
     """||f_h(x_j)|| (layers, heads, n) of the text as the views cut it, or None for a model whose
-    layers cannot be taken apart. Usually taken from the views' own forward pass (put in the cache
-    under this key by runners.analyse); else one cached forward that keeps no maps (the explorer's
-    result cache then holds its own 75 MB result at 512 tokens, not a second one beside it)."""
+    layers cannot be taken apart: from the views' own forward (cached by runners.analyse), else
+    one cached forward that keeps no maps."""
     try:  # the explorer's own pass put its values in the cache (runners._attend); a second forward only without
         got = runners.cached(
             context,
@@ -99,8 +98,7 @@ def _scores(context: Ctx, focus: Focus) -> SinkScores:
 
 def hide_switch(context: Ctx, focus: Focus) -> Focus:
     """The switch, what it hides and how much, and the caveat; the focus the views then draw.
-    The hidden maps are made only while the switch is on; at 512 tokens they are a 75 MB copy in
-    the byte-bounded result cache, which evicts the oldest entries to make room."""
+    The hidden maps (a 75 MB copy at 512 tokens) are made only while the switch is on."""
     scores = _scores(context, focus)
     columns = scores.parking()
     with st.container(key="sinks"):

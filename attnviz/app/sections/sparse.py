@@ -1,4 +1,4 @@
-"""The lab's sparse attention section (issue 22.3): the four patterns of attnviz/sparse.py on the
+"""The lab's sparse attention section: the four patterns of attnviz/sparse.py on the
 sentence's tokens, the entries each keeps against n^2 as n grows, and the from-scratch encoder's
 maps when every layer attends under the chosen pattern, beside its full maps."""
 

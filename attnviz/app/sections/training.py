@@ -37,7 +37,7 @@ CONTROL_DEFAULTS = {"train_task": "induction", "train_layers": 2, "train_heads":
 
 def _value(key: str, default: Any = None) -> Any:
     """A control's value in a callback, whatever the client sent: a client may leave out any
-    widget's state (issue 26.8: `KeyError 'train_task'` on Train)."""
+    widget's state."""
     session_state = st.session_state
     if default is None:
         default = CONTROL_DEFAULTS.get(key)
