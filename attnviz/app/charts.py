@@ -1,16 +1,12 @@
 """Plotly charts in the page, what a click on one does, and the link that keeps the view.
 
-Every chart downloads for slides from the browser, with nothing installed on the server: the
-modebar's camera saves a 16:9 PNG (`image_config`), and the row under each chart
-(`image_buttons`) saves a slide as PNG (1920 x 1080) or SVG (960 x 540): the chart drawn by the
-page's own plotly.js (`Plotly.toImage`) or canvas, on the theme's opaque background, its content
-centred, without the hints of what a click does, and under it a caption of plain text (the
-model's display name, the sentence, the switches that change the picture: `page_caption`).
+Slides are made in the browser, nothing installed on the server: the modebar's camera saves a
+16:9 PNG, and the row under each chart (`image_buttons`) a PNG (1920 x 1080) or SVG (960 x 540)
+slide with a plain-text caption (`page_caption`).
 
-Callbacks live here, not in a page: Streamlit keeps a chart widget's metadata, callback
-included, for the rest of the session, and a chart's widget id changes with its figure. A
-callback defined in a page script would pin that run's globals (a 512-token attention is
-75 MB, plus its figures) for every figure ever drawn in the session."""
+Callbacks live here, not in a page: Streamlit keeps a chart widget's callback for the rest of
+the session, and one defined in a page script would pin that run's globals (a 512-token
+attention is 75 MB) for every figure drawn in the session."""
 
 from __future__ import annotations
 
@@ -102,9 +98,8 @@ def image_title(fig: go.Figure) -> str | None:
 
 
 def chart(fig: go.Figure, key: str, *, caption: str | None = None, **kwargs: Any) -> PlotlyState | DeltaGenerator:
-    """A figure across the column's width (its words are already in the visitor's language), and
-    under it the row that saves it as PNG or SVG for a slide. `caption`: what the images say
-    under the plot (Plotly text); default the model and the sentence (`page_caption`)."""
+    """A figure across the column's width and the row that saves it as a slide; `caption`
+    (Plotly text) defaults to `page_caption`."""
     name = "attnviz-" + key.removeprefix("chart_").replace("_", "-")
     theme: Literal["streamlit"] | None = None
     if plot_theme.streamlit_theme_customised():  # a [theme] of the deployment's own: Streamlit's colours
@@ -118,10 +113,8 @@ def chart(fig: go.Figure, key: str, *, caption: str | None = None, **kwargs: Any
 
 def fit_style(fig: go.Figure, shown: go.Figure, key: str) -> str:
     """CSS that makes the chart `key`, if it draws square maps, no taller than they need at the
-    width the page gives it (views.margins.square_fit), and never taller than its own height:
-    the server does not know the width. Streamlit's chart takes the height of its box as the
-    figure's height (a box of its own height otherwise), so no script is needed. `shown`: the
-    figure as sent, its margins themed (its arrays may be encoded: the shapes are read from `fig`)."""
+    page's width (views.margins.square_fit) nor than its own height: the server does not know
+    the width. `shown`: the figure as sent (margins themed); shapes are read from `fig`."""
     height = fig.layout.height
     if not isinstance(height, int | float) or not re.fullmatch(r"[A-Za-z0-9_-]+", key):
         return ""
@@ -176,8 +169,8 @@ def _cut(text: str, most: int = CAPTION_CHARS) -> str:
 
 
 def page_caption() -> list[str]:
-    """The lines under an image of this page's charts, as plain text: the model's display name and
-    the sentence, then the switches that change the picture (heads off, sinks hidden), if any."""
+    """The plain-text lines under this page's images: the model and the sentence, then the
+    switches that change the picture (heads off, sinks hidden)."""
     session = st.session_state
     context = session.get("_ctx")
     model = model_label(context.model) if isinstance(context, Ctx) else None
@@ -196,12 +189,9 @@ def page_caption() -> list[str]:
 
 
 def image_buttons(fig: go.Figure | int, key: str, name: str, caption: str | list[str], style: str = "") -> None:
-    """PNG (1920 x 1080) and SVG (960 x 540) slides of the chart `key` just drawn, made in the
-    browser; `fig`: the figure, or the height in px of a chart that is not a figure (a canvas);
-    `caption`: the lines under it (plain text), or one line of Plotly text; `style`: more CSS
-    for the page (`fit_style`). The caption's JSON carries no markup character (escaped as \\u003c
-    and the like): Streamlit's sanitiser drops an attribute whose value holds "</script>", and with
-    it the caption of a sentence that does."""
+    """PNG and SVG slides of the chart `key` just drawn; `fig`: the figure, or a canvas's height in
+    px; `caption`: plain-text lines or one line of Plotly text. The caption's JSON escapes markup
+    characters: Streamlit's sanitiser drops an attribute whose value holds "</script>"."""
     height = fig if isinstance(fig, int) else _height(fig)
     lines = [_plain(caption)] if isinstance(caption, str) else list(caption)
     attrs = {"data-chart": key, "data-name": name, "data-caption": script_json(lines), "data-width": str(SLIDE_WIDTH),
@@ -245,9 +235,8 @@ def _params(context: Ctx, on_explorer: bool) -> dict[str, str | None]:
 
 
 def sync_url(context: Ctx, on_explorer: bool, page: str | None = None) -> None:
-    """Write the view into the URL, so it can be shared: the sentence, model, language, (on the
-    explorer) layer/head, and the rest of the view (`urls.VIEW_PARAMS`: heads off, hidden
-    sinks, ...); only what changed is written. `page`: this run's url path (for the captions)."""
+    """Write what changed of the view into the URL (`urls.url_params`, `urls.VIEW_PARAMS`);
+    `page`: this run's url path (for the captions)."""
     if page is not None:
         st.session_state[PAGE] = page
     qp = st.query_params
@@ -260,8 +249,8 @@ def sync_url(context: Ctx, on_explorer: bool, page: str | None = None) -> None:
 
 
 def share_link(context: Ctx, on_explorer: bool) -> None:
-    """After the page: the URL once more (values the page clamped are written back) and, in the
-    sidebar, the link to this view with a copy button (app/copy_link.py: no highlighter)."""
+    """After the page: the URL once more (with values the page clamped) and the link with a copy
+    button in the sidebar."""
     sync_url(context, on_explorer)
     query = urllib.parse.urlencode(st.query_params.to_dict())
     try:

@@ -1,10 +1,7 @@
-"""The share link with a copy button, light: a tiny Streamlit v2 component
-mounted in the page (`isolate_styles=False`), not `st.code` and its highlighter chunk.
-
-The link shows in full as selectable text in a `<code>` (the tests read `.st-key-share_link
-code`); the button copies it with navigator.clipboard (a selection and "copy" where the page is
-not a secure context) and says it was copied. The link reaches the page as data and textContent
-only, never as markup."""
+"""The share link with a copy button: a tiny v2 component in the page, not `st.code` and its
+highlighter chunk. The link shows as selectable text in a `<code>` (`.st-key-share_link code`),
+set as textContent only; the button copies it with navigator.clipboard (a selection and "copy"
+outside a secure context)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Exports in the page: every figure as offline HTML with its sentence, model and settings (PNG
-and SVG for slides are made in the browser, under each chart: app/charts.py), the numbers as
-CSV, NPZ and JSON, each with the settings that produced it, the switches included (heads off,
-hidden sinks, hidden specials, merged words). Bytes are built only when a button is clicked."""
+"""Exports in the page: every figure as offline HTML, the numbers as CSV, NPZ and JSON, each
+with the settings and switches that produced it; bytes are built only when a button is clicked.
+"""
 
 from __future__ import annotations
 
@@ -41,9 +40,8 @@ def with_switches(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def figure_downloads(fig: go.Figure | Callable[[], go.Figure], name: str, settings: dict[str, Any]) -> None:
-    """HTML (offline, plotly.js inlined, the sentence and model under the plot and in its title,
-    the settings in it) for every view; `fig` may be a function that makes the figure (then only
-    once the visitor asks for the file). PNG and SVG: the row under the chart (charts.chart)."""
+    """Offline HTML (plotly.js inlined, sentence, model and settings in it) of a view; `fig` may
+    be a function, then called only once the visitor asks for the file."""
     language = lang()
     st.download_button(
         t("export.html"),

@@ -1,10 +1,8 @@
 """The heads a visitor has switched off, and the clicks that change them.
 
-One set per session, for one model, in plain session keys (never a widget's, which Streamlit
-drops on a page that does not draw it): the explorer's views and the Explain page's head
-importance grid share it. Two switches live beside it, copied from their widgets on change:
-what a switched-off head gives ("zero" or "mean") and whether a click in the all-heads grid
-switches heads instead of focusing them (kept as every value that outlives a page: `state.KEPT`).
+One set per session, for one model, in plain session keys (a widget's key is dropped on a page
+that does not draw it), shared by the explorer and the Explain page. Beside it, in `state.KEPT`:
+what a switched-off head gives ("zero" or "mean") and whether a grid click switches heads.
 """
 
 from __future__ import annotations
@@ -83,10 +81,9 @@ def mode() -> HeadMode:
 
 
 def grid_pick(chart_key: str, n_layers: int, n_heads: int) -> None:
-    """on_click_change of the explorer's all-heads grid (app/canvas/grid_canvas.py): switch the clicked
-    head off or on when the visitor asked for that, otherwise focus it. The click is its
-    "click" trigger value {"layer": l, "head": h}, taken only as two ints inside the model (the
-    browser sends it: a visitor can send anything)."""
+    """on_click_change of the all-heads grid: switch the clicked head off or on when the visitor
+    asked for that, otherwise focus it. The trigger value {"layer": l, "head": h} comes from the
+    browser, so it is taken only as two ints inside the model."""
     state = st.session_state.get(chart_key)
     click = state.get("click") if isinstance(state, Mapping) else None
     if not isinstance(click, Mapping):

@@ -1,7 +1,6 @@
-"""Why a link's value was not used, as the page says it (app/urls.py reads the link; the client
-guard cuts what is too long before Streamlit keeps it): each refused or removed value named with
-its reason, a refused text as empty or with its length against the limit. The visitor's value is
-never echoed: a visitor wrote it."""
+"""Why a link's value was not used, as the page says it: each refused or removed key with its
+reason, a refused text as empty or its length against the limit. The visitor's value is never
+echoed."""
 
 from __future__ import annotations
 

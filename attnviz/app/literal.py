@@ -1,12 +1,8 @@
-"""Light elements for text the page shows as it is: no syntax highlighter.
+"""Text shown as it is, without `st.code`, whose 1.5 MB highlighter chunk every page would load.
 
-`st.code` made every page load fetch, compile and run Streamlit's highlighter chunk
-(StreamlitSyntaxHighlighter.*.js, 1.5 MB; about 0.3 s of a page load's main thread) although
-nothing shown is code. `literal` shows a text the same way (monospaced, wrapped, kept exactly,
-in a `<pre><code>` so the tests' `.st-key-... code` readers still find it) with `st.html`: every
-character is `html.escape`d, so a visitor's token (`<script>`, `<img onerror>`, `**bold**`,
-`$x$`) stays inert text; st.html renders no Markdown and its sanitiser runs on top.
-`text_of` reads the text back from such an element's body (tests, AppTest)."""
+`literal` shows a text monospaced, wrapped and exact in a `<pre><code>` via `st.html`, every
+character `html.escape`d, so a visitor's `<script>` or `**bold**` stays inert text; `text_of`
+reads it back from such an element's body (tests, AppTest)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The app's pages: one file each in pages/, found by absolute path. `PAGES` is the one list:
-the tests and scripts that visit every page read it (tests/test_hostile.py, test_offline.py,
-test_app.py, scripts/loadtest.py).
-
-Absolute paths because AppTest runs the app from a small entry script in tests/ (see
-tests/app_entry.py): a relative `st.Page` path resolves against the entry script's folder."""
+"""The app's pages: one file each in pages/; `PAGES` is the one list (tests and scripts visit
+every page from it). Paths are absolute because AppTest runs the app from tests/app_entry.py,
+and a relative `st.Page` path resolves against the entry script's folder."""
 
 from __future__ import annotations
 

@@ -32,10 +32,9 @@ def model_label(name: str) -> str:
 
 
 def unknown_notice(context: Ctx, runner: Runner, text: str, *, offer_reader: bool = True) -> float:
-    """Nothing when every token is known; otherwise how many are not, what that does to the
-    pictures and, above MAX_UNKNOWN_SHARE, the offered model that reads the text (unless
-    `offer_reader` is False: a section bound to this model, which another choice would not change).
-    The share of tokens unknown (0 for a tokenizer that cannot say)."""
+    """How many tokens are unknown and what that does to the pictures, and above
+    MAX_UNKNOWN_SHARE (with `offer_reader`) the offered model that reads the text. Returns the
+    share unknown (0 for a tokenizer that cannot say)."""
     try:
         found = unknown_tokens(runner.tokenizer, text, context.max_tokens)
     except (TypeError, KeyError, ValueError, NotImplementedError):  # a tokenizer without offsets or masks

@@ -1,17 +1,10 @@
 """Figures as the browser draws them cheaply: many straight lines as one SVG path.
 
-The head view draws up to 4,096 links and the graph view up to 400 edges, each set as a few
-line traces whose segments are broken by NaN. plotly.js draws every unbroken run of a line
-trace as its own SVG <path>: at 512 tokens the head view was about 4,000 DOM nodes and the
-slowest chart of the explorer to draw (bench/bench_browser.py's breakdown: each Plotly call).
-A layout shape of type "path" ("M x0,y0 L x1,y1 M ...", in data coordinates) draws the same
-segments as one element; shapes take the trace's colour, width, opacity, legend name and group,
-so the legend and its clicks still show and hide each head or width bin. Only lines that carry
-nothing to hover ("hoverinfo": "skip") become shapes, so nothing a visitor can point at is lost;
-the clickable token and arrow markers stay traces.
-
-Streamlit's chart element hands plotly.js each new figure twice (a second Plotly.react after a
-JSON copy); app/plot_theme.py sends figures in a form plotly.js does not draw again for it.
+plotly.js draws every unbroken run of a line trace as its own SVG <path> (the head view's 4,096
+links at 512 tokens: about 4,000 DOM nodes; bench/bench_browser.py). A layout shape of type
+"path" ("M x0,y0 L x1,y1 M ...", data coordinates) draws the same segments as one element, with
+the trace's colour, width, opacity, legend name and group, so the legend still toggles them.
+Only lines with nothing to hover ("hoverinfo": "skip") become shapes; markers stay traces.
 """
 
 from __future__ import annotations

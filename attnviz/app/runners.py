@@ -1,8 +1,6 @@
-"""Loading models and analysing text in the page: spinners, readable errors, notices.
-
-The process-wide state behind it (the model registry, failed loads, the result cache) is
-app/server/registry.py, which imports no Streamlit. A model build is heavy work: it waits its turn in
-the server-wide queue (attnviz/models/gate.py) and is charged to the visitor who asked.
+"""Loading models and analysing text in the page: spinners, readable errors, notices. The
+process-wide state behind it (registry, failed loads, result cache) is app/server/registry.py;
+a model build waits in the server-wide queue (attnviz/models/gate.py), charged to its visitor.
 """
 
 from __future__ import annotations
@@ -124,9 +122,8 @@ def peek(context: Ctx, loaded: Loaded, kind: str, text: str, *parts: Hashable) -
 
 
 def _attend(context: Ctx, loaded: Loaded, text: str) -> Attention:
-    """The views' forward pass; the value norms of the same pass go into the result cache under
-    the key the hide-sinks switch reads (`value_norms`), so that switch, drawn under the views,
-    needs no second forward (a 512-token run: one pass, not two; issue 24.1)."""
+    """The views' forward pass; its value norms go into the result cache under the hide-sinks
+    switch's key (`value_norms`), so that switch needs no second forward."""
     from ..explain import attend_keeping_values  # not on the import path of a cold start's frame
 
     att, values = attend_keeping_values(loaded.runner, text, context.max_tokens)
@@ -138,9 +135,9 @@ def _attend(context: Ctx, loaded: Loaded, text: str) -> Attention:
 def analyse(
     context: Ctx, loaded: Loaded, text: str, *, hide_special: bool = False, merge_words: bool = False
 ) -> Attention | None:
-    """Attention of `text` from the bounded result cache (the model runs only on a miss), with
-    special tokens hidden and word pieces merged on request. None after showing an error.
-    A result computed on the CPU after the accelerator ran out of memory says so."""
+    """Attention of `text` from the bounded result cache, special tokens hidden and word pieces
+    merged on request; None after showing an error. A CPU fallback after the accelerator ran out
+    of memory says so."""
     try:
         with st.spinner(t("spinner.running", n=f"{len(text):,}")):
             att = cached(context, loaded, "attend", text, fn=lambda: _attend(context, loaded, text))

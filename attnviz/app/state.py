@@ -5,14 +5,10 @@ State that outlives a page is kept one way: `KEPT`, a list of `Kept(home, widget
 lives in `home`; at the top of every run `start_run` sets each widget from its home, before any
 page draws it. Streamlit drops a widget's state at the end of a run that does not draw it, unless
 the key is assigned during that run: the assignment is what keeps it.
-
-- A widget whose key is its own home (`Kept("layer")`): other code sets those keys too (a click on
-  a chart picks the layer and head), so the value has one key.
-- A widget with a home of its own, copied there on change by `keep` (`on_change=state.keep,
-  args=(widget,)`): the callback runs at the very start of the run that receives the change, so a
-  page switch during that run cannot lose it. The sentence is kept so (`SENTENCE`, written by the
-  text box `SENTENCE_INPUT`): a fast page switch right after Ctrl+Enter used to lose the text or
-  bring back an older one (docs/RELIABILITY.md, hole 8).
+A widget is either its own home (`Kept("layer")`: other code, a chart click, sets that key
+too), or has a home of its own that `keep` (`on_change=state.keep, args=(widget,)`) copies to at
+the very start of the run that receives the change, so a page switch during that run cannot
+lose it (the sentence: docs/RELIABILITY.md, hole 8).
 """
 
 from __future__ import annotations
@@ -77,75 +73,28 @@ class Kept:
         return self.widget or self.home
 
 
-# Everything that outlives a page. A new widget whose value should survive a page switch is
-# added here (and, with a home of its own, drawn with on_change=keep, args=(widget,)).
+# Everything that outlives a page (a widget with a home of its own: on_change=keep, args=(widget,)).
 KEPT: tuple[Kept, ...] = (
     Kept(SENTENCE, SENTENCE_INPUT),
     Kept(ABLATION_MODE, "_abl_mode"),
     Kept(ABLATION_CLICK, "_abl_click"),
     Kept(HIDE_SINKS, "sinks_toggle"),
-    # A browser can send the sidebar's language radio back as its first option (English) when a
-    # page switches the page itself (the Training lab's "open in the explorer" did: lang=en in
-    # the link while the radio showed 中文); only a real change (on_change) moves the home.
+    # A browser can send the language radio back as its first option when a page switches the
+    # page itself; only a real change (on_change) moves the home.
     Kept(LANG_HOME, "lang"),
-    *(
-        Kept(key)
-        for key in (
-            "model_id",
-            "layer",
-            "head",
-            "hide_special",
-            "merge_words",
-            "color_range",
-            "threshold",
-            "hv_heads",
-            "highlight",
-            "lab_scale",
-            "lab_positions",
-            "lab_causal",
-            "lab_random",
-            "lab_seed",
-            "lab_layer",
-            "lab_head",
-            "x_layer",
-            "x_query",
-            "x_stat",
-            "focus_query",
-            "focus_key",
-            "focus_open",  # the token-focus section's switch: a link keeps the pair while it is open
-            urls.VIEWS_OPEN,  # the head and graph views' expander: open until closed
-            *LAB_SECTIONS,  # the lab's expanders below the fold: open until closed
-            "cross_same",  # and what was typed in two of them (no default value: kept as they are)
-            "cross_y",
-            "pairs_example",
-            "pairs_a",
-            "pairs_b",
-            "mp_a",
-            "mp_b",
-            "mp_query",
-            "mp_keys",
-            "corpus_source",
-            "corpus_limit",
-            "corpus_tokens",
-            "corpus_stat",
-            "corpus_layer",
-            "corpus_head",
-            "corpus_atlas_method",
-            "corpus_atlas_colour",
-            "corpus_atlas_points",
-            "train_task",
-            "train_text",
-            "train_layers",
-            "train_heads",
-            "train_d_model",
-            "train_steps",
-            "train_seed",
-            "train_plateau",
-            "train_sparse",
-            "train_window",
-        )
-    ),
-)
+    *(Kept(key) for key in (
+        "model_id", "layer", "head", "hide_special", "merge_words", "color_range", "threshold", "hv_heads",
+        "highlight", "focus_query", "focus_key", "focus_open", urls.VIEWS_OPEN,
+        "lab_scale", "lab_positions", "lab_causal", "lab_random", "lab_seed", "lab_layer", "lab_head",
+        "x_layer", "x_query", "x_stat", *LAB_SECTIONS,
+        # what was typed in the lab's sections (no default value: kept as they are)
+        "cross_same", "cross_y", "pairs_example", "pairs_a", "pairs_b", "mp_a", "mp_b", "mp_query", "mp_keys",
+        "corpus_source", "corpus_limit", "corpus_tokens", "corpus_stat", "corpus_layer", "corpus_head",
+        "corpus_atlas_method", "corpus_atlas_colour", "corpus_atlas_points",
+        "train_task", "train_text", "train_layers", "train_heads", "train_d_model", "train_steps", "train_seed",
+        "train_plateau", "train_sparse", "train_window",
+    )),
+)  # fmt: skip
 _BY_WIDGET = {k.widget_key: k for k in KEPT}
 
 

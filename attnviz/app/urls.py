@@ -1,12 +1,8 @@
-"""Shared links: what the URL carries (?text=&model=&lang=&layer=&head=, and the
-rest of the view: `VIEW_PARAMS`) and the strict parsing of every value a link can bring. A link
-is written by anyone: nothing here may raise. A value that cannot be read is refused (left out,
-named on the page with why, removed from the link); a number past its bound is clamped (and
-the page writes the clamped value back). Lengths are counted on what the visitor typed: after
-percent-decoding, in characters (a Chinese character is one, not the nine of its `%E7%8C%AB`). A link with only the first five keys (an old link) opens as it
-did: every other key is optional.
-
-Pure functions (no streamlit), so they are tested directly, property-based.
+"""Shared links: what the URL carries (?text=&model=&lang=&layer=&head= and `VIEW_PARAMS`) and
+the strict parsing of every value a link can bring. Anyone writes a link, so nothing here raises:
+a value that cannot be read is refused (named on the page, removed from the link), a number past
+its bound clamped. Lengths are characters after percent-decoding. Every key but the first five
+is optional. Pure functions (no streamlit), tested property-based.
 """
 
 from __future__ import annotations
@@ -367,10 +363,8 @@ def url_params(
 
 
 def unused_params(params: Mapping[str, str], link: Link) -> list[str]:
-    """The keys of a link's query that nothing uses, so the page removes them from the URL (and
-    from what Streamlit keeps of it for the session): keys other than LINK_KEYS, and a value
-    `parse_link` refused or could not read (a text too long, a model refused, an unknown
-    language, a layer or head that is not a small number)."""
+    """The keys of a link's query that nothing uses, for the page to remove: keys other than
+    LINK_KEYS, and values `parse_link` refused or could not read."""
     used = {
         "text": link.text is not None,
         "model": link.model is not None,

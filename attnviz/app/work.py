@@ -1,14 +1,9 @@
 """Long work in the page: its place in the queue, a progress bar and a Cancel button.
 
-Heavy work (explanations, attention flow, the cost measurement) is admitted through the
-server-wide queue of attnviz/models/gate.py (at most a few pieces at once, none past the first
-over the memory budget, least-spent visitor first); while it waits the page shows its place.
-The methods call `progress(fraction)` between batches (attnviz/explain/_model.py); here that
-updates a progress bar, and as that is a Streamlit call, a click on Cancel (or anything else),
-or the tab closing, stops the run right there, between two batches.
-
-The time is charged by the gate, pass by pass, to the visitor (app/server/budget.py, app/server/visitor.py);
-a visitor past their budget is not refused: their work waits behind everyone else's.
+Heavy work waits in the server-wide queue (attnviz/models/gate.py), its place shown, and is
+charged pass by pass to its visitor (app/server/budget.py); one past their budget waits behind
+everyone else. The methods call `progress(fraction)` between batches; here that is a Streamlit
+call, so a click on Cancel, or the tab closing, stops the run between two batches.
 """
 
 from __future__ import annotations
