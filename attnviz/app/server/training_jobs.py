@@ -1,22 +1,16 @@
-"""Training runs of the Training lab, shared fairly: one queue, a few workers, one run a visitor.
+"""Training runs of the Training lab, in a job table (jobs.py): one run a visitor, whichever of
+their tabs started it.
 
-No Streamlit here (the page is app/sections/training.py). The runs are a job table (jobs.py):
-- a Train click puts the run in the server's heavy-work queue (attnviz/models/gate.py: the
-  visitor who has spent least first, the memory budget), the one queue it waits in, where the
-  page shows its place; at most MAX_QUEUED wait;
-- at most MAX_RUNNING worker threads take the runs the queue lets in; a worker does not train:
-  it starts a child process that does (training/child.py, one torch thread, no GIL shared with
-  the server's threads) and copies what the child sends into the job's run, which the page
-  reads; the run's time is charged to its visitor;
-- one run (queued or training) per visitor, whichever of their tabs started it;
-- a worker with nothing to do ends after IDLE_S, so Start/Stop spam never adds threads: a
-  stopped queued run just leaves the queue;
-- a run whose session has gone (a closed tab) is stopped within seconds (app/server/sessions.py), its
-  child terminated, and forgotten with the session's trained models; a Stop ends the child at
-  its next chunk (what it learned is kept), or terminates it after child.GRACE_S;
-- a visitor past their budget keeps training while nobody else waits for heavy work, and stops
-  (keeping what it learned) at the next chunk once someone does;
-- at most MAX_JOBS finished runs are kept, the oldest first out.
+No Streamlit here (the page is app/sections/training.py). A Train click puts the run in the
+server's heavy-work queue (attnviz/models/gate.py), the one queue it waits in (at most MAX_QUEUED);
+at most MAX_RUNNING worker threads take the runs it lets in, and one with nothing to do ends
+after IDLE_S, so Start/Stop spam never adds threads. A worker does not train: it starts a child
+process that does (training/child.py, one torch thread, no GIL shared with the server's threads)
+and copies what the child sends into the job's run, which the page reads; the run's time is
+charged to its visitor. A Stop ends the child at its next chunk (what it learned is kept), or
+terminates it after child.GRACE_S; a closed tab's run is terminated and forgotten with the
+session's trained models; a visitor past their budget keeps training while nobody else waits for
+heavy work, and stops (keeping what it learned) at the next chunk once someone does.
 """
 
 from __future__ import annotations
