@@ -5,6 +5,10 @@ before."""
 
 from __future__ import annotations
 
+import gc
+import threading
+import time
+import weakref
 from collections.abc import Iterator
 
 import numpy as np
@@ -89,3 +93,33 @@ def test_a_model_that_reads_no_further_keeps_the_ordinary_views(monkeypatch: pyt
     at = _long_app(long_text(60))  # about 660 tokens: MiniLM reads 512
     assert any("reads at most 512" in i for i in _messages(at, "info"))
     assert _views(at) == (1, 1)
+
+
+def test_a_closed_tabs_long_result_is_released_within_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long result (about 200 MB for SmolLM2 at 2,048 tokens) is kept while its session lives
+    and freed once the session is seen gone (app/server/sessions.py), not held for the two
+    minutes Streamlit keeps a closed tab's state: the LongAttention itself is collected."""
+    from attnviz.app.sections import long as long_section
+    from attnviz.app.server import sessions
+
+    monkeypatch.setattr(sessions, "GRACE_S", 0.2)
+    gone: list[bool] = []
+    old = sessions.set_alive(lambda _session: not gone)
+    try:
+        at = _long_app()
+        _ok(at.button(key="long_run").click().run())
+        result = weakref.ref(at.session_state[long_section.STATE]["long"])
+        pause = threading.Event()
+        pause.wait(4 * sessions.GRACE_S + 2 * sessions.CHECK_S)  # past the grace: a live tab keeps it
+        gc.collect()
+        assert result() is not None and sessions.watched() >= 1
+        gone.append(True)  # the tab closes
+        deadline = time.monotonic() + 10
+        while result() is not None:
+            assert time.monotonic() < deadline, "the long result outlived its session by 10 s"
+            pause.wait(0.05)
+            gc.collect()
+        assert at.session_state[long_section.STATE] == {}  # what a reconnecting tab finds: no result
+    finally:
+        sessions.set_alive(old)
+        sessions.clear()

@@ -2,7 +2,8 @@
 take against what this mode keeps, the forward with progress and Cancel (app/work.py), a head's
 overview whose click opens a tile at full resolution, then a chosen token's row, the sinks and
 each head's mean weight against distance. One long result per session (hundreds of MB at
-ATTNVIZ_LONG_TOKENS), its per-head reductions memoised beside it.
+ATTNVIZ_LONG_TOKENS), its per-head reductions memoised beside it, released once the session has
+gone (app/server/sessions.py), not when Streamlit drops a closed tab's state minutes later.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from ...views._base import escape
 from .. import charts, runners, work
 from ..coldstart import warmup
 from ..runners import Loaded
+from ..server import sessions
 from ..state import Ctx, t
+from ..streamlit_adapter import session_id
 from ..widgets import escape_md, show_error
 
 __all__ = ["section"]
@@ -132,12 +135,13 @@ def _result(context: Ctx, loaded: Loaded, text: str, limit: int) -> dict[str, An
     a button that asks."""
     key = (loaded.key, _digest(text), limit)
     held = st.session_state.get(STATE)
-    if held is not None and held["key"] == key:
+    if held and held["key"] == key:  # emptied: released after its session was seen gone
         return dict(held)
     st.button(t("long.run"), key="long_run", type="primary", on_click=_ask, args=(key,))
     if st.session_state.get(GO) != key:
         return None
     st.session_state.pop(STATE, None)  # the previous result goes before the new one is made
+    sessions.unwatch(session_id(), STATE)  # and with it the watch that held it
 
     def run(progress: Any) -> LongAttention:
         return attend_long(loaded.runner, text, max_tokens=limit, progress=lambda d, total: progress(d / total))
@@ -156,6 +160,7 @@ def _result(context: Ctx, loaded: Loaded, text: str, limit: int) -> dict[str, An
     st.session_state.pop(GO, None)
     held = {"key": key, "long": long, "memo": {}}
     st.session_state[STATE] = held
+    sessions.watch(session_id(), STATE, held.clear)
     return dict(held)
 
 
