@@ -17,6 +17,7 @@ model just loaded always kept. A model is loaded only when someone chooses it.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -40,6 +41,7 @@ __all__ = [
     "ModelKey",
     "load",
     "model_bytes",
+    "relieve",
     "results",
 ]
 
@@ -48,6 +50,7 @@ MAX_MODELS = 6  # ~90 MB each for MiniLM-sized models; scratch variants share on
 MAX_RANDOM = 2  # of which random-weight Lab encoders (one per seed)
 MAX_FAILURES = 64  # failed model names remembered (each a short message), oldest first out
 FAILED_LOAD_TTL_S = 60.0  # a model that failed to load is not retried on every rerun for this long
+RELIEF_EVERY_S = 5.0  # a server past its budget gives back at most this often (a gc and a cache each)
 
 ModelKey = tuple[Hashable, ...]
 
@@ -163,3 +166,33 @@ def load(name: str, device: str, max_tokens: int, opts: dict[str, object]) -> Ru
     runner = load_model(name, device, max_tokens=max_tokens, **opts)  # type: ignore[arg-type]
     LOG.warning("attnviz: loaded model %.80r on %s in %.1f s", name, runner.device, time.perf_counter() - start)
     return runner
+
+
+_RELIEVED = [float("-inf")]  # when relieve last ran (monotonic s)
+
+
+def relieve(budget_mb: float, rss_mb: Callable[[], float]) -> float:
+    """Past the memory budget, give back: the result caches emptied, then the least recently used
+    models dropped while the resident memory stays above `budget_mb` (never the most recent one:
+    the page that is running most likely reads it). A dropped model a page still holds goes when
+    that page is done. At most once every RELIEF_EVERY_S; returns the resident MB after."""
+    now = time.monotonic()
+    with _RESULTS_LOCK:
+        if now - _RELIEVED[0] < RELIEF_EVERY_S:
+            return rss_mb()
+        _RELIEVED[0] = now
+        caches = list(_RESULTS.values())
+    before = rss_mb()
+    for cache in caches:
+        cache.clear()
+    gc.collect()
+    after = rss_mb()
+    while after > budget_mb:
+        with REGISTRY.lock:
+            if len(REGISTRY.models) <= 1:
+                break
+            REGISTRY._drop(next(iter(REGISTRY.models)))
+        gc.collect()
+        after = rss_mb()
+    LOG.warning("attnviz: past the %.0f MB memory budget: %.0f -> %.0f MB resident", budget_mb, before, after)
+    return after
