@@ -27,7 +27,7 @@ class _Weights:
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def emptied(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """The registry and the result caches as a server holds them, emptied for the test and put
     back after (other tests of this worker keep their loaded models)."""
     if gate.rss_mb() == 0:
@@ -53,7 +53,7 @@ def _fill_cache(mb: int) -> Any:
     return cache
 
 
-def test_cached_results_go_first_and_the_models_stay_when_that_is_enough(server: Any) -> None:
+def test_cached_results_go_first_and_the_models_stay_when_that_is_enough(emptied: Any) -> None:
     for name in ("a", "b"):
         registry.REGISTRY.models[(name,)] = _Weights(40)  # type: ignore[assignment]
     cache = _fill_cache(400)
@@ -64,7 +64,7 @@ def test_cached_results_go_first_and_the_models_stay_when_that_is_enough(server:
     assert list(registry.REGISTRY.models) == [("a",), ("b",)]  # under the budget: no model dropped
 
 
-def test_then_the_least_recently_used_models_go_but_never_the_last(server: Any) -> None:
+def test_then_the_least_recently_used_models_go_but_never_the_last(emptied: Any) -> None:
     for name in ("old", "middle", "recent"):
         registry.REGISTRY.models[(name,)] = _Weights(150)  # type: ignore[assignment]
     before = gate.rss_mb()
@@ -76,7 +76,7 @@ def test_then_the_least_recently_used_models_go_but_never_the_last(server: Any) 
     assert list(registry.REGISTRY.models) == [("recent",), ("new",)]
 
 
-def test_a_page_runs_end_past_the_budget_gives_back(server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_page_runs_end_past_the_budget_gives_back(emptied: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = _fill_cache(200)
     monkeypatch.setattr(gate, "memory_budget_mb", lambda: gate.rss_mb() - 100)
     with budget.page_turn("relief-visitor"):
