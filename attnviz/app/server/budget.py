@@ -156,17 +156,7 @@ def _memory() -> tuple[bool, bool]:
     if budget <= 0:
         return False, False
     rss = gate.rss_mb()
-    if rss > budget:
-        rss = _relieve(budget)
     return rss > budget, rss + RUN_HEADROOM_MB > budget
-
-
-def _relieve(budget: float) -> float:
-    """The server gives back what it can (server/registry.py `relieve`: cached results, then the
-    least recently used models); the resident MB after."""
-    from . import registry  # torch comes with it: a server past its budget has loaded models
-
-    return registry.relieve(budget, gate.rss_mb)
 
 
 class _PageRuns(fair.FairQueue[PageRun]):
@@ -263,11 +253,14 @@ class _PageRuns(fair.FairQueue[PageRun]):
 
     def end(self, run: PageRun) -> float:
         """The run is over: the seconds it went on. Past the memory budget, the server gives back
-        before the next run starts (a ceiling it returns under, not only a gate for new work)."""
+        (server/registry.py `relieve`: cached results, then the least recently used models) before
+        the next run starts, outside the lock every run waits on (a gc and cache clears are slow)."""
         self.pause(run)
         budget = gate.memory_budget_mb()
         if budget > 0 and gate.rss_mb() > budget:
-            _relieve(budget)
+            from . import registry  # torch comes with it: a server past its budget has loaded models
+
+            registry.relieve(budget, gate.rss_mb)
         with self.cond:
             if run.under_way:
                 run.under_way = False
