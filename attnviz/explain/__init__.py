@@ -30,6 +30,7 @@ from .rollout import rollout, rollout_layers
 from .scoreboard import FAITHFULNESS_MAX_TOKENS, SCOREBOARD_METHODS, Scoreboard, ScoreRow, faithfulness
 from .sentence_pairs import across_share, pair_blocks, pair_segments
 from .sinks import SINK_THRESHOLD, SinkScores, hide_sinks, removed_share, sink_scores
+from .sources import SCORE_SOURCES_MAX_TOKENS, ScoreSources, score_sources
 from .value_norms import PassValues, attend_keeping_values, moved_share, value_norms
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "HEAD_KINDS",
     "LABEL_SHARE",
     "SCOREBOARD_METHODS",
+    "SCORE_SOURCES_MAX_TOKENS",
     "SINK_THRESHOLD",
     "VALUE_ZEROING_MAX_TOKENS",
     "Ablation",
@@ -54,6 +56,7 @@ __all__ = [
     "PassValues",
     "PruningCurve",
     "ScoreRow",
+    "ScoreSources",
     "Scoreboard",
     "SinkScores",
     "ablate",
@@ -87,6 +90,7 @@ __all__ = [
     "removed_share",
     "rollout",
     "rollout_layers",
+    "score_sources",
     "share",
     "sink_scores",
     "sink_shares",

@@ -107,10 +107,13 @@ def rest_of_layer(p: PreNormParts, mid: torch.Tensor) -> torch.Tensor:
     return mid + p.mlp(p.norm_ff(mid))
 
 
-def prenorm_trace(model: Runner, inputs: dict[str, torch.Tensor]) -> tuple[np.ndarray, list[dict[str, torch.Tensor]]]:
+def prenorm_trace(
+    model: Runner, inputs: dict[str, torch.Tensor], parts: list[PreNormParts] | None = None
+) -> tuple[np.ndarray, list[dict[str, torch.Tensor]]]:
     """`Runner.trace` for a decoder: the weights (L, H, n, n) and, per layer, "x" (the norm's
-    input), "values" (v_proj's output, n x KV * hs) and "attn_out" (o_proj's output)."""
-    parts = model.prenorm_layers()
+    input), "values" (v_proj's output, n x KV * hs) and "attn_out" (o_proj's output). `parts`:
+    the layers to hook when the runner does not hand them out itself (the trained decoder)."""
+    parts = model.prenorm_layers() if parts is None else parts
     records: list[dict[str, torch.Tensor]] = [{} for _ in parts]
     owner = threading.get_ident()
 

@@ -26,7 +26,7 @@ import torch
 
 from ..models import Runner
 
-__all__ = ["RotaryProfile", "by_distance", "rotary_distance", "rotary_scores"]
+__all__ = ["RotaryProfile", "attention_module", "by_distance", "keep_tables", "rotary_distance", "rotary_scores"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class RotaryProfile:
     skip_first: bool
 
 
-def _attention_module(model: Runner, layer: int) -> tuple[Any, Any, Any]:
+def attention_module(model: Runner, layer: int) -> tuple[Any, Any, Any]:
     """(the Hugging Face base model, its attention module at `layer`, its rotary function)."""
     hf = getattr(model, "hf_model", None)
     blocks = getattr(hf, "layers", None)
@@ -64,7 +64,7 @@ def rotary_scores(
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(tokens, rotated, unrotated): every query head's pre-softmax scores (H, n, n) float64 at
     `layer`, NaN above the diagonal. ValueError for a model without rotary positions."""
-    hf, attn, rotate = _attention_module(model, layer)
+    hf, attn, rotate = attention_module(model, layer)
     enc = model.encode(text, max_tokens)
     seen: dict[str, Any] = {}
     owner = threading.get_ident()  # another visitor's pass meanwhile must not write our record
@@ -76,12 +76,8 @@ def rotary_scores(
 
         return hook
 
-    def tables(_m: torch.nn.Module, _args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if threading.get_ident() == owner:
-            seen["cos_sin"] = kwargs.get("position_embeddings")
-
     with model.gate.interactive(), torch.inference_mode(), contextlib.ExitStack() as stack:
-        stack.callback(attn.register_forward_pre_hook(tables, with_kwargs=True).remove)
+        stack.callback(keep_tables(attn, seen).remove)
         stack.callback(attn.q_proj.register_forward_hook(keep("q")).remove)
         stack.callback(attn.k_proj.register_forward_hook(keep("k")).remove)
         hf(**enc.inputs, return_dict=True)
@@ -94,6 +90,18 @@ def rotary_scores(
         rotated = _scores(q_rot[0], k_rot[0], scaling)
         plain = _scores(q[0], k[0], scaling)
     return list(enc.tokens), rotated, plain
+
+
+def keep_tables(attn: Any, seen: dict[str, Any]) -> torch.utils.hooks.RemovableHandle:
+    """A pre-hook on the attention module keeping the (cos, sin) tables it is given (each
+    (1, n, head_dim)) as seen["cos_sin"], for passes on the calling thread only."""
+    owner = threading.get_ident()
+
+    def tables(_m: torch.nn.Module, _args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if threading.get_ident() == owner:
+            seen["cos_sin"] = kwargs.get("position_embeddings")
+
+    return attn.register_forward_pre_hook(tables, with_kwargs=True)
 
 
 def _heads(attn: Any, projected: torch.Tensor, which: str) -> torch.Tensor:

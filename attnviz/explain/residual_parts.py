@@ -1,0 +1,259 @@
+"""The residual stream a layer's attention reads, taken apart into what wrote it, at two positions
+(the query's and the key's), from one recorded forward. Float64 throughout.
+
+Pre-norm decoders (Llama family, the Training lab's decoder): the stream entering layer l is
+literally a sum, x_l = embed + sum_{m<l} (sum_h head_{m,h} + b_O^m + mlp_m), with
+head_{m,h}(i) = sum_j alpha[h,i,j] f_h(x_j) (prenorm.transformed) and mlp_m what the
+feed-forward added (the next layer's input less this one's and the attention output).
+
+Post-LN encoders (BERT, MiniLM, the scratch encoder): x_{m+1} = LN2(mid + FF(mid)),
+mid = LN1(x_m + attn_out). With each LayerNorm's scale frozen at the value it had on that
+position, LN(sum_p v_p) = sum_p gamma * centre(v_p) / s + beta, so every part is carried
+through each LayerNorm (centred, divided by the real s, times gamma) and beta joins the bias
+part; the feed-forward's output, FF(mid), enters as a part of its own, so the sum stays exact
+with nothing linearised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..models import Encoded, Runner
+from ..models.prenorm_parts import PreNormParts
+from ..scratch import LayerParts
+from .decompose import record_layers
+from .prenorm import prenorm_trace, transformed
+from .rotary import attention_module, keep_tables
+
+__all__ = ["LayerReader", "Stream", "attention_layers", "frozen_norm", "record_stream"]
+
+BIAS = "bias"
+
+
+class _Nothing(nn.Module):
+    """The feed-forward of an attention-only block: adds nothing."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x)
+
+
+def _trained_parts(model: Runner) -> list[PreNormParts] | None:
+    """The Training lab's decoder (training/model.py: x + Attn(norm(x)), then x + MLP(x)) as
+    pre-norm parts; None for any other runner."""
+    from ..training.model import DecoderLayer, TinyDecoder
+
+    decoder = getattr(model, "decoder", None)
+    if not isinstance(decoder, TinyDecoder):
+        return None
+    out = []
+    for block in decoder.layers:
+        assert isinstance(block, DecoderLayer)
+        a = block.attention
+        mlp = block.mlp if block.mlp is not None else _Nothing()
+        parts = (block.ln_attention, a.query, a.key, a.value, a.output, nn.Identity(), mlp)
+        out.append(PreNormParts(*parts, a.n_heads, a.n_heads, a.head_dim))
+    return out
+
+
+def attention_layers(model: Runner) -> tuple[str, list[PreNormParts] | list[LayerParts]]:
+    """("prenorm", parts) for a pre-norm decoder (Llama family or the Training lab's), or
+    ("postln", parts) for a post-LN encoder; ValueError for any other layout."""
+    trained = _trained_parts(model)
+    if trained is not None:
+        return "prenorm", trained
+    try:
+        return "postln", model.layers()
+    except ValueError as not_an_encoder:
+        try:
+            return "prenorm", model.prenorm_layers()
+        except ValueError:
+            raise ValueError(
+                f"model '{model.name}' is neither a pre-norm decoder (Llama family, the Training lab's) nor a "
+                "post-LayerNorm encoder (BERT family): its attention's input cannot be taken apart here"
+            ) from not_an_encoder
+
+
+def frozen_norm(norm: nn.Module | None, parts: torch.Tensor, actual: torch.Tensor, bias: int | None) -> torch.Tensor:
+    """A normalisation with its scale frozen at the value it had, applied to each part.
+
+    parts (P, m, d) summing to `actual` (m, d) the norm's real input; RMSNorm divides each part
+    by the real rms and multiplies by its weight, LayerNorm centres each part, divides by the
+    real standard deviation and multiplies by gamma, beta going to part `bias`. The parts of
+    the result sum to norm(actual). nn.Identity or None: the parts as they are."""
+    if norm is None or isinstance(norm, nn.Identity):
+        return parts
+    weight = getattr(norm, "weight", None)
+    gamma = 1.0 if weight is None else weight.detach().double()
+    if isinstance(norm, nn.LayerNorm):
+        centred = actual - actual.mean(-1, keepdim=True)
+        s = (centred.square().mean(-1, keepdim=True) + norm.eps).sqrt()  # (m, 1)
+        out = (parts - parts.mean(-1, keepdim=True)) / s * gamma
+        beta = getattr(norm, "bias", None)
+        if beta is not None:
+            if bias is None:
+                raise ValueError("a LayerNorm's beta needs a bias part")
+            out[bias] += beta.detach().double()
+        return out
+    eps = getattr(norm, "variance_epsilon", getattr(norm, "eps", None))
+    if eps is None or weight is None:
+        raise ValueError(f"{type(norm).__name__} is neither LayerNorm nor RMSNorm: its scale cannot be frozen")
+    rms = (actual.square().mean(-1, keepdim=True) + float(eps)).sqrt()
+    return parts / rms * gamma
+
+
+@dataclass
+class Stream:
+    """The parts of the stream at (query, key): names (P,), parts (P, 2, d) summing to x (2, d)."""
+
+    names: list[str]
+    parts: torch.Tensor
+    x: torch.Tensor
+
+
+@dataclass
+class LayerReader:
+    """How one layer's attention turns the stream into one head's query and key, with the
+    model's own recorded projections (q (n, H * hs) and k (n, KV * hs)) to check against."""
+
+    norm: nn.Module | None
+    query: nn.Linear
+    key: nn.Linear
+    head: int
+    kv_head: int
+    head_dim: int
+    scaling: float
+    q: torch.Tensor
+    k: torch.Tensor
+    alpha: float  # the head's attention weight at (query, key)
+    positions: tuple[int, int]  # (query, key) token indices
+    q_norm: nn.Module | None = None  # Qwen3's per-head RMSNorm on q, and on k
+    k_norm: nn.Module | None = None
+    rotate: Any = None  # the model's apply_rotary_pos_emb(q, k, cos, sin)
+    cos_sin: tuple[torch.Tensor, torch.Tensor] | None = None  # (1, n, hs) each
+
+
+def _head_outputs(alpha: torch.Tensor, f: torch.Tensor, pos: list[int]) -> torch.Tensor:
+    """(H, 2, d): sum_j alpha[h, p, j] f_h(x_j) at the two positions."""
+    return torch.einsum("hpj,hjd->hpd", alpha[:, pos].double(), f.double())
+
+
+def _bias_of(linear: nn.Linear, like: torch.Tensor) -> torch.Tensor:
+    return torch.zeros_like(like) if linear.bias is None else linear.bias.detach().double().expand_as(like)
+
+
+def _prenorm_stream(parts: list[PreNormParts], alphas: np.ndarray, traces: list[dict[str, torch.Tensor]],
+                    layer: int, pos: list[int], mlp: bool) -> Stream:  # fmt: skip
+    x = [t["x"].double()[pos] for t in traces[: layer + 1]]  # each (2, d)
+    names, vecs = ["embed"], [x[0]]
+    bias = torch.zeros_like(x[0])
+    for m in range(layer):
+        p, rec = parts[m], traces[m]
+        alpha = torch.from_numpy(np.ascontiguousarray(alphas[m])).to(x[0].device)
+        heads = _head_outputs(alpha, transformed(p, rec["values"].double()), pos)
+        names += [f"L{m}H{h}" for h in range(p.n_heads)]
+        vecs += list(heads)
+        bias = bias + _bias_of(p.output, x[0])
+        if mlp:
+            names.append(f"L{m} mlp")
+            vecs.append(x[m + 1] - x[m] - rec["attn_out"].double()[pos])
+    names.append(BIAS)
+    vecs.append(bias)
+    return Stream(names, torch.stack(vecs), x[layer])
+
+
+def _postln_stream(model: Runner, enc: Encoded, layer: int, pos: list[int]) -> tuple[Stream, torch.Tensor]:
+    """The stream in parts and the attention weights (H, n, n) of `layer`."""
+    records = record_layers(model, enc)
+    r = next(records)
+    names, vecs = ["embed"], [r.x.double()[pos]]
+    for m in range(layer):
+        p = r.parts
+        names += [f"L{m}H{h}" for h in range(p.n_heads)]
+        bias_at = len(names)
+        names.append(BIAS)  # o_proj's bias, then each LayerNorm's beta
+        stack = torch.cat([torch.stack(vecs), _head_outputs(r.alpha, r.f, pos), _bias_of(p.output, vecs[0])[None]])
+        stack = frozen_norm(p.ln_attention, stack, r.pre1.double()[pos], bias_at)
+        mlp = (r.pre2 - r.mid).double()[pos]
+        stack = frozen_norm(p.ln_ff, torch.cat([stack, mlp[None]]), r.pre2.double()[pos], bias_at)
+        names.append(f"L{m} mlp")
+        names, vecs = _bias_last(names, list(stack))
+        r = next(records)
+    if BIAS not in names:
+        names, vecs = [*names, BIAS], [*vecs, torch.zeros_like(vecs[0])]
+    return Stream(names, torch.stack(vecs), r.x.double()[pos]), r.alpha
+
+
+def _bias_last(names: list[str], vecs: list[torch.Tensor]) -> tuple[list[str], list[torch.Tensor]]:
+    """One bias part, last: a layer's bias added to the earlier layers' one."""
+    at = [i for i, name in enumerate(names) if name == BIAS]
+    total = sum((vecs[i] for i in at), torch.zeros_like(vecs[0]))
+    keep = [i for i in range(len(names)) if i not in at]
+    return [names[i] for i in keep] + [BIAS], [vecs[i] for i in keep] + [total]
+
+
+def _qk_hooks(stack: contextlib.ExitStack, query: nn.Module, key: nn.Module, seen: dict[str, Any]) -> None:
+    """Keep the first q and k projections (n, width) that this thread's pass computes."""
+    owner = threading.get_ident()  # another visitor's pass meanwhile must not write our record
+
+    def keep(name: str) -> Any:
+        def hook(_m: nn.Module, _args: tuple[Any, ...], out: torch.Tensor) -> None:
+            if threading.get_ident() == owner:
+                seen.setdefault(name, out[0])  # a batch of one
+
+        return hook
+
+    stack.callback(query.register_forward_hook(keep("q")).remove)
+    stack.callback(key.register_forward_hook(keep("k")).remove)
+
+
+def record_stream(
+    model: Runner, enc: Encoded, layer: int, head: int, query: int, key: int
+) -> tuple[Stream, LayerReader]:
+    """One recorded forward of `enc`: the stream entering `layer` at (query, key) in parts, and
+    how `head` reads it. ValueError for a layout that cannot be taken apart."""
+    kind, parts = attention_layers(model)
+    p = parts[layer]
+    pos = [query, key]
+    seen: dict[str, Any] = {}
+    with contextlib.ExitStack() as stack:
+        _qk_hooks(stack, p.query, p.key, seen)
+        attn, rotate = _rotary(model, layer, kind, stack, seen)
+        if kind == "prenorm":
+            pre = [q for q in parts if isinstance(q, PreNormParts)]
+            with model.gate.background(), torch.inference_mode():
+                alphas, traces = prenorm_trace(model, enc.inputs, pre)
+                stream = _prenorm_stream(pre, alphas, traces, layer, pos, not isinstance(pre[0].mlp, _Nothing))
+            alpha = float(alphas[layer, head, query, key])
+        else:
+            with torch.inference_mode():
+                stream, weights = _postln_stream(model, enc, layer, pos)
+            alpha = float(weights[head, query, key])
+    if not {"q", "k"} <= seen.keys():
+        raise ValueError(f"model '{model.name}' did not run layer {layer}'s projections")
+    n_kv = p.n_kv_heads if isinstance(p, PreNormParts) else p.n_heads
+    scale = p.scale if isinstance(p, LayerParts) else True
+    reader = LayerReader(
+        norm=p.norm_attention if isinstance(p, PreNormParts) else None, query=p.query, key=p.key, head=head,
+        kv_head=head // (p.n_heads // n_kv), head_dim=p.head_dim,
+        scaling=float(getattr(attn, "scaling", p.head_dim**-0.5)) if scale else 1.0,
+        q=seen["q"].double(), k=seen["k"].double(), alpha=alpha, positions=(query, key), q_norm=getattr(attn, "q_norm", None),
+        k_norm=getattr(attn, "k_norm", None), rotate=rotate, cos_sin=seen.get("cos_sin"),
+    )  # fmt: skip
+    return stream, reader
+
+
+def _rotary(model: Runner, layer: int, kind: str, stack: contextlib.ExitStack, seen: dict[str, Any]) -> tuple[Any, Any]:
+    """(the Hugging Face attention module, its rotary function), recording the (cos, sin) tables
+    it receives; (None, None) for a model without rotary positions."""
+    if kind != "prenorm" or getattr(model, "hf_model", None) is None:
+        return None, None
+    attn, rotate = attention_module(model, layer)[1:]
+    stack.callback(keep_tables(attn, seen).remove)
+    return attn, rotate
