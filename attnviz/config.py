@@ -27,6 +27,16 @@ ATTNVIZ_MODELS_MB=N          megabytes of model weights kept loaded: past it the
                              are dropped (default 0: no limit but the count, demo 1024; SmolLM2 is 540 MB)
 ATTNVIZ_TRUST_PROXY=1        the app is behind a reverse proxy: a visitor is told apart by the client
                              address the proxy appends to X-Forwarded-For (default: by a cookie)
+ATTNVIZ_CLASSES=0            no classes (the /class page says so; default: on, also in demo mode)
+ATTNVIZ_DATA_DIR=DIR         the folder of the classes' SQLite file (default $XDG_DATA_HOME/attnviz or
+                             ~/.local/share/attnviz; the Docker image's volume /data)
+ATTNVIZ_DATABASE_URL=URL     keep classes in PostgreSQL instead (postgresql://user:pass@host/db), so several
+                             replicas behind a load balancer serve one class
+ATTNVIZ_PUBLIC_URL=URL       the address students reach the app at, for the join link and its QR code, where
+                             the teacher's browser sees another (a hosted server behind a proxy)
+ATTNVIZ_CLASS_RETENTION_DAYS=N  a class and its answers are deleted N days after it started (default 30)
+ATTNVIZ_CLASS_MAX_STUDENTS=N the most students a class takes (default 200, demo 40)
+ATTNVIZ_CLASS_ANSWERS_PER_MINUTE=N  the most answers a student may give in a minute (default 30)
 """
 
 from __future__ import annotations
@@ -68,6 +78,13 @@ class Settings:
     memory_mb: int = 0
     models_mb: int = 0
     trust_proxy: bool = False
+    classes: bool = True
+    data_dir: str = ""  # empty: classes.engine.default_data_dir()
+    database_url: str = ""
+    public_url: str = ""
+    class_retention_days: int = 30
+    class_max_students: int = 200
+    class_answers_per_minute: int = 30
 
     @property
     def model_choices(self) -> tuple[str, ...]:
@@ -126,6 +143,13 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         memory_mb=_int(env, "ATTNVIZ_MEMORY_MB", 1500 if demo else 0, 0),
         models_mb=_int(env, "ATTNVIZ_MODELS_MB", 1024 if demo else 0, 0),
         trust_proxy=env.get("ATTNVIZ_TRUST_PROXY", "").strip().lower() in ("1", "true", "yes", "on"),
+        classes=env.get("ATTNVIZ_CLASSES", "1").strip().lower() not in ("0", "false", "no", "off"),
+        data_dir=env.get("ATTNVIZ_DATA_DIR", "").strip(),
+        database_url=env.get("ATTNVIZ_DATABASE_URL", "").strip(),
+        public_url=env.get("ATTNVIZ_PUBLIC_URL", "").strip().rstrip("/"),
+        class_retention_days=_int(env, "ATTNVIZ_CLASS_RETENTION_DAYS", 30, 1),
+        class_max_students=_int(env, "ATTNVIZ_CLASS_MAX_STUDENTS", 40 if demo else 200, 1),
+        class_answers_per_minute=_int(env, "ATTNVIZ_CLASS_ANSWERS_PER_MINUTE", 30, 1),
     )
 
 

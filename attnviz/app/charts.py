@@ -252,7 +252,7 @@ def share_link(context: Ctx, on_explorer: bool) -> None:
     """After the page: the URL once more (with values the page clamped) and the link with a copy
     button in the sidebar."""
     sync_url(context, on_explorer)
-    query = urllib.parse.urlencode(st.query_params.to_dict())
+    query = urllib.parse.urlencode({k: v for k, v in st.query_params.to_dict().items() if k not in urls.CLASS_KEYS})
     try:
         base = st.context.url or ""
     except Exception:  # bare mode, an older client: a link relative to the page

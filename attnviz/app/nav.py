@@ -28,6 +28,7 @@ class PageSpec:
 PAGES = (
     PageSpec("explorer", "nav.explorer", "explorer.title", ":material/grid_on:"),
     PageSpec("lesson", "nav.lesson", "lesson.title", ":material/school:"),
+    PageSpec("class", "nav.class", "class.title", ":material/groups:"),
     PageSpec("lab", "nav.lab", "lab.title", ":material/science:"),
     PageSpec("explain", "nav.explain", "explain.title", ":material/insights:"),
     PageSpec("caveats", "nav.caveats", "caveats.title", ":material/warning:"),

@@ -16,6 +16,7 @@ from ..lab.sparse import KINDS as SPARSE_KINDS
 from ..models import check_model_name
 
 __all__ = [
+    "CLASS_KEYS",
     "CUT",
     "LINK_KEYS",
     "LINK_OWNER",
@@ -53,6 +54,9 @@ VALUE_MAX = OFF_MAX * 8  # the longest value but the text a link writes: 512 hea
 CUT = "\x00cut:"
 # Keys Streamlit itself reads from a link (embedding options): left alone.
 _STREAMLIT_KEYS = frozenset({"embed", "embed_options"})
+# A class's keys (app/sections/classroom.py reads and checks them): a join link's code, a student's
+# place (code and token), the teacher's (code and secret). Never in a share link: they are a person's.
+CLASS_KEYS = frozenset({"join", "class", "student", "teacher"})
 
 
 def parse_index(raw: object, max_digits: int = MAX_INDEX_DIGITS) -> int | None:
@@ -373,7 +377,7 @@ def unused_params(params: Mapping[str, str], link: Link) -> list[str]:
         "head": link.head is not None,
         **dict.fromkeys(link.view_keys, True),
     }
-    return [k for k in params if k not in _STREAMLIT_KEYS and not used.get(k, False)]
+    return [k for k in params if k not in _STREAMLIT_KEYS and k not in CLASS_KEYS and not used.get(k, False)]
 
 
 def index_write_back(params: Mapping[str, str], layer: int, head: int | None) -> dict[str, str]:

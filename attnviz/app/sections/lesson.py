@@ -27,6 +27,7 @@ from ..readers import model_label
 from ..runners import Loaded
 from ..state import CUSTOM, Ctx, model_options, t
 from ..widgets import escape_md
+from . import classroom
 
 __all__ = ["QUESTIONS", "Lesson", "handout", "lesson_model", "pick_note", "prepare"]
 
@@ -65,10 +66,11 @@ def fields(facts: Facts, lang: str) -> dict[str, str]:
     return {name: escape_md(value, limit=60) for name, value in lesson.step_fields(facts, lang).items()}
 
 
-def prepare(context: Ctx, text: str) -> Lesson | None:
-    """Load the lesson's model, analyse the sentence, find the pronoun and the head steps 2-3
-    show. None (after a readable message) when the text cannot be analysed."""
-    got = subject.analysis(context, text, lesson_model(context), tokens=False)  # step 1 lists the tokens
+def prepare(context: Ctx, text: str, model: str | None = None) -> Lesson | None:
+    """Load the lesson's model (`model`, a class's; else the language's), analyse the sentence,
+    find the pronoun and the head steps 2-3 show. None (after a readable message) when the text
+    cannot be analysed."""
+    got = subject.analysis(context, text, model or lesson_model(context), tokens=False)  # step 1 lists the tokens
     if got is None:
         return None
     loaded, clean, att = got.loaded, got.text, got.att
@@ -192,9 +194,11 @@ def handout(context: Ctx, run: Lesson) -> None:
         st.divider()
         look, facts, lang, text = run.look, run.facts, context.lang, run.text
         model, given = model_label(run.loaded.runner.name), answers(run, lang)
+        page = lambda: handout_html(look, lang=lang, text=text, model=model, answers=given, linked=facts)  # noqa: E731
+        classroom.keep_handout(context, page)
         st.download_button(
             t("lesson.download"),
-            data=lambda: handout_html(look, lang=lang, text=text, model=model, answers=given, linked=facts),
+            data=page,
             file_name="attnviz-lesson.html",
             mime="text/html",
             key="lesson_handout",

@@ -18,6 +18,7 @@ from ...result import Attention
 from .. import charts, literal, widgets
 from ..state import Ctx, t
 from ..widgets import escape_md
+from . import classroom
 from .lesson import Lesson, fields, pick_note, tries, with_norms, with_referent, with_switch
 
 __all__ = ["steps"]
@@ -50,7 +51,19 @@ def _verdict(context: Ctx, run: Lesson, step: str, value: object, verdict: Verdi
             st.success(f"**{t('lesson.right')}** {why}", icon=":material/check_circle:")
         else:
             st.warning(f"**{t('lesson.wrong')}** {why}", icon=":material/cancel:")
+        label = lesson.answer_label("one_head" if step == "referent" else step, value, facts, context.lang)
+        classroom.record(context, run.signature, run.text, step, label, verdict.right, shown)
     return told
+
+
+def _closed(i: int, step: str, context: Ctx, run: Lesson) -> bool:
+    """In a class, a step the teacher has not opened: its title and a line that says so."""
+    if not classroom.closed(step):
+        return False
+    with st.container(key=f"lesson_step_{step}", border=True):
+        _heading(i, step, fields(run.look, context.lang))
+        st.info(t("class.step_closed"), icon=":material/lock:")
+    return True
 
 
 def _ask(context: Ctx, run: Lesson, step: str, facts: Facts, widget: Widget) -> None:
@@ -95,6 +108,8 @@ def _count(label: str, key: str) -> object:
 def _step(
     i: int, step: str, context: Ctx, run: Lesson, facts: Facts, picture: Callable[[], object], widget: Widget
 ) -> None:
+    if _closed(i, step, context, run):
+        return
     with st.container(key=f"lesson_step_{step}", border=True):
         f = fields(facts, context.lang)
         _heading(i, step, f)
@@ -114,6 +129,8 @@ def _step(
 
 def _waiting(i: int, step: str, context: Ctx, run: Lesson) -> None:
     """A step that follows the referent's heads, before the referent is said."""
+    if _closed(i, step, context, run):
+        return
     with st.container(key=f"lesson_step_{step}", border=True):
         f = fields(run.look, context.lang)
         _heading(i, step, f)
@@ -143,6 +160,8 @@ def _referent(context: Ctx, run: Lesson) -> Lesson:
 def _pronoun(context: Ctx, run: Lesson) -> Lesson:
     """Step 4: the referent, then which heads link the query to it."""
     lang = context.lang
+    if _closed(4, "pronoun", context, run):
+        return run
     with st.container(key="lesson_step_pronoun", border=True):
         _heading(4, "pronoun", fields(run.look, lang))
         run = _referent(context, run)

@@ -1,0 +1,146 @@
+"""The teacher's dashboard of a class (the teacher link opens it): the code, the join link and
+its QR code; live every REFRESH_S seconds, who has joined and where each is, each question's
+counts with its most common wrong answer beside what the page told it, and a grid of students by
+questions; then the teacher's controls (app/sections/class_controls.py). In projector mode the
+type is large and nothing private is on the screen: no teacher link, no controls, no names.
+
+Every name and answer is a student's text: escaped for Markdown (widgets.escape_md) in the
+tables, which render Markdown."""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+
+import pandas as pd
+import streamlit as st
+
+from ...classes import QUESTIONS, Board, read_code, student_label, summarise
+from ...lesson import Verdict
+from .. import copy_link
+from ..server import classes as server
+from ..state import Ctx, t
+from ..widgets import escape_md
+from .class_teacher import Opened
+
+__all__ = ["REFRESH_S", "board", "invite", "join_link", "projector"]
+
+REFRESH_S = 3
+URL_MAX = 300
+_URL = re.compile(r"https?://[^\s\"'<>\\]{1,300}")
+PROJECTOR = "class_projector"
+
+
+def projector() -> bool:
+    return bool(st.session_state.get(PROJECTOR))
+
+
+def _base(context: Ctx) -> str:
+    """The app's address as students reach it: the setting, else what the teacher's browser shows."""
+    if context.settings.public_url:
+        return context.settings.public_url
+    try:
+        url = st.context.url or ""
+    except Exception:  # bare mode, an older client
+        url = ""
+    if not _URL.fullmatch(url):
+        return ""
+    parts = urllib.parse.urlsplit(url)
+    path = parts.path[: -len("/class")] if parts.path.endswith("/class") else parts.path.rsplit("/", 1)[0]
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def join_link(context: Ctx, code: str) -> str:
+    return f"{_base(context)}/lesson?join={code}"
+
+
+def teacher_link(context: Ctx, opened: Opened) -> str:
+    return f"{_base(context)}/class?class={opened.info.code}&teacher={opened.secret}"
+
+
+def _qr_svg(link: str) -> str:
+    import segno
+
+    # medium error correction; a module of 10 px reads from the back of a room on a projector
+    return segno.make(link, error="m").svg_inline(scale=10, border=2)
+
+
+def invite(context: Ctx, opened: Opened) -> None:
+    """The class's title, code, join link and QR code; the private teacher link outside projector mode."""
+    info, big = opened.info, projector()
+    if big:
+        st.html(
+            "<style>.stMainBlockContainer{font-size:1.6rem} .st-key-class_code p{font-size:4rem !important}</style>"
+        )
+    link = join_link(context, info.code)
+    left, right = st.columns([3, 2])
+    with left:
+        st.subheader(escape_md(info.title or t("class.untitled"), limit=120))
+        with st.container(key="class_code"):
+            st.markdown(t("class.code_is", code=info.code))
+        st.caption(t("class.join_link"))
+        copy_link.copy_link(link, key="class_join_copy")
+        if info.ended:
+            st.info(t("class.ended_teacher"), icon=":material/event_busy:")
+    with right, st.container(key="class_qr"):
+        st.image(_qr_svg(link), width=420 if big else 260, caption=t("class.qr_caption"))
+    if not big:
+        with st.expander(t("class.teacher_link"), icon=":material/key:"):
+            st.caption(t("class.teacher_link_help"))
+            copy_link.copy_link(teacher_link(context, opened), key="class_teacher_copy")
+
+
+def _told(told: tuple[str, dict[str, str]] | None, lang: str) -> str:
+    if told is None:
+        return ""
+    return Verdict(False, told[0], told[1]).why(lang, lambda s: escape_md(s, limit=60))
+
+
+def _questions_table(b: Board, lang: str) -> pd.DataFrame:
+    rows = []
+    for q in b.questions:
+        wrong = "" if q.wrong_answer is None else f"{escape_md(q.wrong_answer, limit=60)} ({q.wrong_count})"
+        rows.append({
+            t("class.col.question"): t(f"class.q.{q.step}"),
+            t("class.col.answered"): q.answered,
+            t("class.col.right"): q.right,
+            t("class.col.wrong"): wrong,
+            t("class.col.told"): _told(q.told, lang),
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _grid(b: Board, lang: str, names: bool) -> pd.DataFrame:
+    rows = []
+    for i, row in enumerate(b.rows):
+        who = escape_md(student_label(row.student, lang), limit=40) if names else str(i + 1)
+        where = t("class.done") if row.at == "done" else t(f"class.q.{row.at}")
+        rows.append({t("class.col.student"): who, t("class.col.at"): where,
+                     **{t(f"class.q.{q}"): mark for q, mark in zip(QUESTIONS, row.marks, strict=True)}})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@st.fragment(run_every=REFRESH_S)
+def board(context: Ctx, opened: Opened) -> None:
+    """The live part: re-read from the database every REFRESH_S seconds, whichever replica answers."""
+    store, code = server.store(context.settings), read_code(opened.info.code)
+    try:
+        info = store.teacher(code, opened.secret)
+        students, answers = store.students(code, opened.secret), store.answers(code, opened.secret)
+    except Exception:  # deleted meanwhile: the controls say so on the next full run
+        st.rerun(scope="app")
+        return
+    b, lang = summarise(students, answers, info.open_steps), context.lang
+    with st.container(key="class_board"):
+        a, c, d = st.columns(3)
+        a.metric(t("class.students"), len(students))
+        c.metric(t("class.answers"), b.answers)
+        d.metric(t("class.open_steps"), len(info.open_steps))
+        with st.container(key="class_questions"):
+            st.table(_questions_table(b, lang), hide_index=True)
+        if b.rows:
+            with st.container(key="class_grid"):
+                st.caption(t("class.grid_caption"))
+                st.table(_grid(b, lang, names=not projector()), hide_index=True)
+        else:
+            st.caption(t("class.nobody_yet"))

@@ -1,0 +1,88 @@
+"""The class store of this server process, and the bound on wrong class codes (no Streamlit
+here: the pages are app/sections/classroom*.py).
+
+One store a process, opened on first use (its migrations run then) and kept in module state, as
+the models are (registry.py): nothing a visitor sends can drop it. Classes past the retention
+period are deleted when it opens and at most once an hour after.
+
+Wrong codes and wrong teacher secrets are bounded per visitor (visitor.py tells visitors apart):
+FREE_TRIES, then a wait that doubles with each further wrong one, up to WAIT_MAX_S. The table of
+visitors is bounded too (VISITORS_MAX, oldest first out), so a flood of new visitors cannot grow it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+from ...classes import ClassStore, database_url
+from ...classes.engine import shown_url
+from ...config import Settings
+
+__all__ = ["FREE_TRIES", "WAIT_MAX_S", "Throttle", "store", "throttle"]
+
+LOG = logging.getLogger("attnviz")
+FREE_TRIES = 5
+WAIT_MAX_S = 300.0
+VISITORS_MAX = 10_000
+PURGE_EVERY_S = 3600.0
+
+_LOCK = threading.Lock()
+_STORE: dict[str, ClassStore] = {}  # by URL: the settings a process runs with name one
+_PURGED: dict[str, float] = {}
+
+
+def store(settings: Settings) -> ClassStore:
+    """The process's store for these settings (opened, migrated, purged of old classes on first use)."""
+    url = database_url(settings.database_url, settings.data_dir)
+    with _LOCK:
+        opened = _STORE.get(url)
+        if opened is None:
+            opened = _STORE[url] = ClassStore(url, answers_per_minute=settings.class_answers_per_minute)
+            LOG.info("classes kept in %s", shown_url(url))
+        due = time.monotonic() - _PURGED.get(url, -PURGE_EVERY_S) >= PURGE_EVERY_S
+        if due:
+            _PURGED[url] = time.monotonic()
+    if due:
+        gone = opened.purge(settings.class_retention_days)
+        if gone:
+            LOG.info("deleted %d classes past %d days", gone, settings.class_retention_days)
+    return opened
+
+
+class Throttle:
+    """Wrong tries per visitor: `wait(visitor)` is how many seconds they must still wait (0: go),
+    `wrong(visitor)` counts one, `right(visitor)` forgets them."""
+
+    def __init__(
+        self, free: int = FREE_TRIES, most: float = WAIT_MAX_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.free, self.most, self.clock = free, most, clock
+        self._book: OrderedDict[str, tuple[int, float]] = OrderedDict()  # visitor -> (wrong tries, may try again at)
+        self._lock = threading.Lock()
+
+    def wait(self, visitor: str) -> float:
+        with self._lock:
+            _n, until = self._book.get(visitor, (0, 0.0))
+        return max(0.0, until - self.clock())
+
+    def wrong(self, visitor: str) -> float:
+        """Count a wrong try; the wait it brings (seconds)."""
+        with self._lock:
+            n, _until = self._book.pop(visitor, (0, 0.0))
+            n += 1
+            delay = 0.0 if n < self.free else min(self.most, 2.0 ** (n - self.free))
+            self._book[visitor] = (n, self.clock() + delay)
+            while len(self._book) > VISITORS_MAX:
+                self._book.popitem(last=False)
+        return delay
+
+    def right(self, visitor: str) -> None:
+        with self._lock:
+            self._book.pop(visitor, None)
+
+
+throttle = Throttle()

@@ -1,0 +1,24 @@
+"""A class in session, the teacher's page: start a class (its sentence and model for each
+language, which steps are open), show its code, join link and QR code, and follow the room live;
+open and close steps, end it, download the results and handouts, delete it. The teacher link
+(code and secret) opens this page from any browser."""
+
+import streamlit as st
+
+from attnviz.app import widgets
+
+context = widgets.page_header("class.title", "class.intro")
+
+from attnviz.app.sections import class_controls as controls  # noqa: E402
+from attnviz.app.sections import class_dashboard as dashboard  # noqa: E402
+from attnviz.app.sections import class_teacher as teacher  # noqa: E402
+
+opened = teacher.opened(context)
+if opened is None:
+    teacher.start_form(context)
+    st.stop()
+controls.projector_switch()
+dashboard.invite(context, opened)
+dashboard.board(context, opened)
+if not dashboard.projector():
+    controls.controls(context, opened)
