@@ -17,6 +17,7 @@ from .result import Attention
 
 if TYPE_CHECKING:
     from .explain.removal import embed
+    from .generation import generate
     from .long import LongAttention, attend_long
     from .models import ModelLoadError, PretrainedModel, Runner, ScratchModel, load_model, resolve_device
     from .nextword import predict
@@ -33,6 +34,7 @@ __all__ = [
     "__version__",
     "attend_long",
     "embed",
+    "generate",
     "load_model",
     "predict",
     "resolve_device",
@@ -42,7 +44,7 @@ __version__ = "0.1.0"
 
 
 _MODELS = ("ModelLoadError", "PretrainedModel", "Runner", "ScratchModel", "load_model", "resolve_device")
-_SUBPACKAGES = ("views", "explain", "i18n", "corpus", "training", "lab")
+_SUBPACKAGES = ("views", "explain", "i18n", "corpus", "training", "lab", "generation")
 
 
 def __getattr__(name: str) -> object:
@@ -63,6 +65,11 @@ def __getattr__(name: str) -> object:
 
         globals()[name] = predict
         return predict
+    if name == "generate":  # a causal model writing token by token (attnviz.generation)
+        from .generation import generate
+
+        globals()[name] = generate
+        return generate
     if name in ("attend_long", "LongAttention"):  # attention at any length
         value = getattr(importlib.import_module(".long", __name__), name)
         globals()[name] = value

@@ -1,0 +1,62 @@
+"""How a step picks its token from the model's logits: greedy (the likeliest), or a draw from
+the softmax at a temperature over the `top_k` likeliest, and what a step reports of them.
+
+A draw uses a `torch.Generator` seeded from (seed, position), not one generator run through the
+steps: the same seed gives the same tokens, and a branch drawn from position p on draws what a
+fresh generation from that prefix draws."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..nextword import top_k as likeliest
+
+__all__ = ["ALTERNATIVES", "alternatives", "check_sampling", "choose", "probability"]
+
+ALTERNATIVES = 5  # the likeliest tokens a step lists beside its own
+_SEED_STRIDE = 1_000_003  # a prime larger than any position, so (seed, position) pairs never share a draw
+
+
+def check_sampling(temperature: float, top_k: int | None, seed: int) -> None:
+    """ValueError for a temperature that is negative or not a number, a top_k below 1, a
+    seed that is not an integer."""
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not math.isfinite(temperature):
+        raise ValueError(f"temperature must be a finite number, got {temperature!r}")
+    if temperature < 0:
+        raise ValueError(f"temperature must be 0 (greedy) or more, got {temperature}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise ValueError(f"top_k must be a whole number of at least 1, got {top_k!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
+        raise ValueError(f"seed must be a whole number from 0 to {2**31 - 1}, got {seed!r}")
+
+
+def choose(logits: torch.Tensor, temperature: float, top_k: int | None, seed: int, position: int) -> int:
+    """The token id written at `position` (0-based in the whole sequence) from its logits (vocab,):
+    the argmax when temperature is 0 (ties: the lowest id, as torch.argmax and transformers'
+    greedy search take it), else one draw from softmax(logits / temperature) over the top_k
+    likeliest (all when None), seeded by (seed, position)."""
+    z = logits.detach().float().cpu()
+    if temperature == 0:
+        return int(torch.argmax(z))
+    z = z / float(temperature)
+    if top_k is not None and top_k < z.numel():
+        kth = torch.topk(z, int(top_k)).values[-1]
+        z = z.masked_fill(z < kth, float("-inf"))
+    generator = torch.Generator().manual_seed(seed * _SEED_STRIDE + position)
+    return int(torch.multinomial(torch.softmax(z, dim=-1), 1, generator=generator))
+
+
+def probability(logits: np.ndarray, token_id: int) -> float:
+    """The model's own softmax probability of `token_id` (before temperature and top-k), in float64."""
+    z = np.asarray(logits, dtype=np.float64)
+    top = float(z.max())
+    return float(np.exp(z[int(token_id)] - top) / np.exp(z - top).sum())
+
+
+def alternatives(logits: np.ndarray, k: int = ALTERNATIVES) -> tuple[list[int], list[float]]:
+    """The k likeliest token ids and their softmax probabilities, best first (nextword.top_k)."""
+    ids, probs = likeliest(logits, k)
+    return [int(i) for i in ids], [float(p) for p in probs]
