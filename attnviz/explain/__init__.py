@@ -10,6 +10,7 @@ from __future__ import annotations
 from .ablation import Ablation, HeadImportance, PruningCurve, ablate, head_importance, pruning_curves
 from .agreement import agreement, kendall_tau, share, spearman_rho
 from .attributions import completeness_gap, input_x_gradient, integrated_gradients, occlusion
+from .composition import COMPOSITION_KINDS, Composition, composing_heads, composition
 from .context_mixing import METHODS as CONTRIBUTION_METHODS
 from .context_mixing import VALUE_ZEROING_MAX_TOKENS, Contributions, contributions, contributions_all
 from .flow import FLOW_MAX_N_ALL, FLOW_MAX_N_ROW, FlowTooLarge, flow, flow_limit
@@ -35,6 +36,7 @@ from .value_norms import PassValues, attend_keeping_values, moved_share, value_n
 
 __all__ = [
     "BROAD_ENTROPY",
+    "COMPOSITION_KINDS",
     "CONTRIBUTION_METHODS",
     "ENTROPY_SMOOTHING",
     "FAITHFULNESS_MAX_TOKENS",
@@ -47,6 +49,7 @@ __all__ = [
     "SINK_THRESHOLD",
     "VALUE_ZEROING_MAX_TOKENS",
     "Ablation",
+    "Composition",
     "Contributions",
     "FlowTooLarge",
     "HeadImportance",
@@ -64,6 +67,8 @@ __all__ = [
     "agreement",
     "attend_keeping_values",
     "completeness_gap",
+    "composing_heads",
+    "composition",
     "contributions",
     "contributions_all",
     "faithfulness",
