@@ -4,6 +4,7 @@
     python -m attnviz corpus INPUT --out DIR    per-head statistics of a whole corpus
     python -m attnviz train --task induction    train a tiny transformer and watch its heads form
     python -m attnviz long FILE --out DIR       overviews and received weights of a long text, every head
+    python -m attnviz generate "PROMPT"         a decoder writes token by token: attention, alternatives, cache
 
 Exit status 0 on success, 2 on bad input or a model that cannot be loaded (one line on
 stderr, no traceback).
@@ -70,6 +71,7 @@ def to_json(att: Attention) -> dict[str, object]:
 # subcommand -> module with main(argv) -> int, imported only when asked for (Ray, training code)
 SUBCOMMANDS = {"corpus": "attnviz.corpus.cli", "evidence": "attnviz.explain.cli", "train": "attnviz.training.cli"}
 SUBCOMMANDS["long"] = "attnviz.long.cli"  # attention of a long text, every head
+SUBCOMMANDS["generate"] = "attnviz.generation.cli"  # a decoder writing token by token
 
 
 def main(argv: list[str] | None = None) -> int:

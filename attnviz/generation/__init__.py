@@ -13,18 +13,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from .limits import MAX_STEPS
 from .steps import Generation, Step
 
 if TYPE_CHECKING:
-    from .write import MAX_STEPS, generate
+    from .write import generate
 
 __all__ = ["MAX_STEPS", "Generation", "Step", "generate"]
 
 
 def __getattr__(name: str) -> object:
     # `python -m attnviz generate --help` and a refused argument answer without torch
-    if name in ("generate", "MAX_STEPS"):
-        value = getattr(importlib.import_module(".write", __name__), name)
+    if name == "generate":
+        value = importlib.import_module(".write", __name__).generate
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

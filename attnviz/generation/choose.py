@@ -7,30 +7,15 @@ fresh generation from that prefix draws."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
 from ..nextword import top_k as likeliest
 
-__all__ = ["ALTERNATIVES", "alternatives", "check_sampling", "choose", "probability"]
+__all__ = ["ALTERNATIVES", "alternatives", "choose", "probability"]
 
 ALTERNATIVES = 5  # the likeliest tokens a step lists beside its own
 _SEED_STRIDE = 1_000_003  # a prime larger than any position, so (seed, position) pairs never share a draw
-
-
-def check_sampling(temperature: float, top_k: int | None, seed: int) -> None:
-    """ValueError for a temperature that is negative or not a number, a top_k below 1, a
-    seed that is not an integer."""
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not math.isfinite(temperature):
-        raise ValueError(f"temperature must be a finite number, got {temperature!r}")
-    if temperature < 0:
-        raise ValueError(f"temperature must be 0 (greedy) or more, got {temperature}")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-        raise ValueError(f"top_k must be a whole number of at least 1, got {top_k!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
-        raise ValueError(f"seed must be a whole number from 0 to {2**31 - 1}, got {seed!r}")
 
 
 def choose(logits: torch.Tensor, temperature: float, top_k: int | None, seed: int, position: int) -> int:

@@ -106,10 +106,10 @@ class Generation:
         return self.writer
 
     def summary(self) -> dict[str, Any]:
-        """The steps without their rows, as plain JSON types (the command line's --json)."""
+        """The steps without their rows, as plain JSON types (the command line's --json, which
+        adds the prompt as "text")."""
         return {
             "model": self.model,
-            "prompt": self.prompt,
             "written": self.written,
             "tokens": self.tokens,
             "n_prompt": self.n_prompt,

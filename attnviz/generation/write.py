@@ -22,15 +22,13 @@ from ..models.base import Encoded
 from ..models.threads import cpu_threads_for
 from ..models.tokens import checked_text, tokenize
 from ..result import Attention
-from .choose import alternatives, check_sampling, choose, probability
+from .choose import alternatives, choose, probability
 from .engines import Engine, engine_for
+from .limits import MAX_STEPS, MAX_TYPED_CHARS, check_arguments
 from .sequence import sequence_encoding
 from .steps import Generation, Step
 
-__all__ = ["MAX_STEPS", "MAX_TYPED_CHARS", "generate"]
-
-MAX_STEPS = 128  # a step's rows cost a forward's worth of attention; a class reads tens of tokens
-MAX_TYPED_CHARS = 1_000  # a text typed in as a branch's token
+__all__ = ["generate"]
 
 
 @dataclass(frozen=True)
@@ -55,9 +53,7 @@ def generate(
     the same seed repeats exactly. Ends early after the model's end-of-text token, as
     transformers' `generate` does. ValueError for an encoder, a bad argument, a prompt past the
     model's token limit, or more steps than fit (see the module's bounds)."""
-    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
-        raise ValueError(f"steps must be a whole number from 1 to {MAX_STEPS}, got {steps!r}")
-    check_sampling(temperature, top_k, seed)
+    check_arguments(steps, temperature, top_k, seed)
     engine = engine_for(model)
     enc = _prompt_encoding(model, prompt)
     ids = enc.inputs["input_ids"][0].tolist()
