@@ -117,8 +117,10 @@ def test_parts_sum_on_the_training_labs_decoders(options: dict[str, bool]) -> No
 
 
 @pytest.mark.parametrize("name", ["scratch", "minilm"])
-def test_post_layernorm_encoders_carry_the_parts_through_each_layernorm(name: str) -> None:
-    model = attnviz.load_model(name, device="cpu")
+def test_post_layernorm_encoders_carry_the_parts_through_each_layernorm(
+    name: str, request: pytest.FixtureRequest
+) -> None:
+    model = request.getfixturevalue(name)  # conftest's session copies
     text = "The cat sat on the mat because it was tired."
     for layer, head, query, key in [(0, 1, 3, 2), (3, 7, 2, 9), (5, 3, 4, 1)]:
         s = explain.score_sources(model, text, layer, head, query, key)  # an encoder: any key, before or after

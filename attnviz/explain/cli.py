@@ -2,11 +2,12 @@
 contribution map, and the sink heads of a text.
 
     python -m attnviz evidence "TEXT" [--query N|WORD] [--methods a,b] [--max-tokens 128]
-                               [--map METHOD] [--sinks] [--model minilm] [--device auto]
-                               [--json OUT|-]
+                               [--map METHOD] [--sinks] [--why LAYER,HEAD,I,J]
+                               [--model minilm] [--device auto] [--json OUT|-]
 
-Without --map or --sinks it prints the scoreboard for the sentence embedding, or for the token
---query names. Exit status 0 on success, 2 on bad input or a model that cannot be loaded (one
+Without --map, --sinks or --why it prints the scoreboard for the sentence embedding, or for the
+token --query names. --why takes apart one head's score of key token J from query token I
+(explain.score_sources, at most 256 tokens; --max-tokens does not apply). Exit status 0 on success, 2 on bad input or a model that cannot be loaded (one
 line on stderr), as `python -m attnviz`.
 """
 
@@ -31,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         error_name="attnviz evidence",
         prog="python -m attnviz evidence",
-        description="Which explanation tracks the model: the faithfulness scoreboard, contribution maps, sink heads.",
+        description="Which explanation tracks the model: the faithfulness scoreboard, contribution maps, sink heads, "
+        "and why a head looks where it does.",
     )
     p.add_argument("text", help="the text ('-' reads standard input)")
     p.add_argument("--query", help="token to explain, by position or as a word (default: the sentence embedding)")
@@ -45,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--map", metavar="METHOD", choices=explain.CONTRIBUTION_METHODS, help="print one contribution map instead"
     )
     p.add_argument("--sinks", action="store_true", help="print the sink heads instead (Gu et al. 2024, epsilon 0.3)")
+    p.add_argument(
+        "--why",
+        metavar="LAYER,HEAD,I,J",
+        help="why head (LAYER, HEAD) scores key token J from query token I: the parts of the score on each side",
+    )
     p.add_argument(
         "--model", default=EMBEDDED_MODEL, help="minilm (default), scratch, a Hugging Face id or a directory"
     )
@@ -136,9 +143,70 @@ def sink_heads(model: Runner, text: str, max_tokens: int) -> dict[str, Any]:
     }
 
 
+def _why_spec(raw: str) -> tuple[int, int, int, int]:
+    cells = [c.strip() for c in raw.split(",")]
+    if len(cells) != 4 or not all(c.isdigit() for c in cells):
+        raise ValueError(f"--why takes LAYER,HEAD,I,J, four whole numbers from 0 (got {raw!r})")
+    layer, head, query, key = (int(c) for c in cells)
+    return layer, head, query, key
+
+
+def why(model: Runner, text: str, raw: str, top: int = 5) -> dict[str, Any]:
+    s = explain.score_sources(model, text, *_why_spec(raw))
+
+    def rows(side: str) -> list[dict[str, Any]]:
+        return [{"part": n, "value": round(v, 6), "share": _number(sh)} for n, v, sh in s.top(side, top)]
+
+    return {
+        "model": s.model,
+        "tokens": s.tokens,
+        "layer": s.layer,
+        "head": s.head,
+        "kv_head": s.kv_head,
+        "query": s.query,
+        "key": s.key,
+        "score": round(s.score, 6),
+        "model_score": round(s.model_score, 6),
+        "weight": round(s.weight, 6),
+        "query_side": rows("query"),
+        "key_side": rows("key"),
+        "through_heads": [
+            {"part": n, "query": _number(q), "key": _number(k), "either": _number(e)}
+            for n, q, k, e in explain.composing_heads(s, top)
+        ],
+        "query_parts": s.query_parts,
+        "key_parts": s.key_parts,
+        "matrix": s.matrix.round(6).tolist(),
+    }
+
+
+def _percent(v: float | None) -> str:
+    return "—" if v is None else f"{v:.0%}".replace("-0%", "0%")
+
+
+def _print_why(r: dict[str, Any]) -> None:
+    tok = r["tokens"]
+    print(
+        f"layer {r['layer']}, head {r['head']} (key/value head {r['kv_head']}): query {r['query']} {tok[r['query']]!r} "
+        f"-> key {r['key']} {tok[r['key']]!r}: score {r['score']:.4f} (the model's own {r['model_score']:.4f}), "
+        f"weight {r['weight']:.3f}"
+    )
+    for side in ("query_side", "key_side"):
+        print(f"{side.replace('_', ' ')}, the parts that move the score most:")
+        for row in r[side]:
+            print(f"  {row['part']:<10}{row['value']:>10.4f}{_percent(row['share']):>8}")
+    if r["through_heads"]:
+        print("through earlier heads' outputs (query side, key side, either):")
+        for row in r["through_heads"]:
+            cells = [row[k] for k in ("query", "key", "either")]
+            print(f"  {row['part']:<10}" + "".join(f"{_percent(v):>8}" for v in cells))
+
+
 def _print(result: dict[str, Any], kind: str) -> None:
     print(f"{result['model']}: {' '.join(result['tokens'])}")
-    if kind == "map":
+    if kind == "why":
+        _print_why(result)
+    elif kind == "map":
         print(f"{result['method']}, traced to the input (row = output position):")
         for tok, row in zip(result["tokens"], result["rolled"], strict=True):
             top = sorted(range(len(row)), key=lambda j: -row[j])[:3]
@@ -178,8 +246,14 @@ def main(argv: list[str] | None = None) -> int:
         check_text(text, settings_from_env().max_chars)
         if args.max_tokens < 2:
             raise ValueError("--max-tokens must be at least 2")
+        if sum(bool(x) for x in (args.map, args.sinks, args.why)) > 1:
+            raise ValueError("choose one of --map, --sinks and --why")
+        if args.why:
+            _why_spec(args.why)  # a malformed spec is refused before the model loads
         model = load_model(args.model, device=args.device)
-        if args.map:
+        if args.why:
+            kind, result = "why", why(model, text, args.why)
+        elif args.map:
             kind, result = "map", contribution_map(model, text, args.map, args.max_tokens)
         elif args.sinks:
             kind, result = "sinks", sink_heads(model, text, args.max_tokens)
