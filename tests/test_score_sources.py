@@ -152,3 +152,20 @@ def test_parts_sum_to_the_score_on_smollm2() -> None:
         s = explain.score_sources(model, text, layer, head, query, key)
         assert s.score == pytest.approx(rotary_scores(model, text, layer)[1][head, query, key], abs=1e-4)
         assert len(s.query_parts) == 1 + layer * 10  # embed, 9 heads and the MLP a layer; no biases
+
+
+@pytest.mark.slow
+def test_smollm2s_strongest_induction_head_reads_keys_a_previous_token_head_wrote() -> None:
+    """On a repeated sentence, the head that looks most from the last "the" to "park" (the token
+    after its first occurrence) has its key side led by a head whose kind is "previous token":
+    the circuit of Olsson et al. 2022, found in the pretrained model without being told where."""
+    model = smollm2()
+    text = "Mary and John went to the park. Mary and John went to the"
+    att = model.attend(text)
+    query, key = att.n - 1, att.tokens.index("park")
+    layer, head = np.unravel_index(int(np.argmax(att.weights[:, :, query, key])), att.weights.shape[:2])
+    s = explain.score_sources(model, text, int(layer), int(head), query, key)
+    assert s.weight > 0.5 and s.score == pytest.approx(s.model_score, abs=1e-4)
+    name, _, share = s.top("key", 1)[0]
+    source = tuple(int(x) for x in name[1:].split("H"))
+    assert explain.head_kinds(explain.head_stats(att))[source] == "prev" and share > 0.5, (name, share)

@@ -75,3 +75,14 @@ def test_why_errors_are_one_line_and_exit_2(
     monkeypatch.setattr("attnviz.explain.cli.load_model", lambda name, device="auto": minilm)
     code, _, err = _run(capsys, TEXT, *argv)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.slow  # a benchmark's smoke run, as tests/test_bench.py runs the others
+def test_the_benchmark_prints_its_rows(tmp_path: Path) -> None:
+    from .benchrun import run_bench
+
+    folder = build_llama(tmp_path / "llama", layers=3)
+    table = run_bench("bench_why.py", "--model", str(folder), "--tokens", "8,16", "--repeat", "1")
+    # embed, then 4 heads and the MLP in each of layers 0 and 1; no bias part (the biases are 0)
+    assert "| score_sources, 16 tokens, layer 2 (11 parts a side) (s) |" in table, table
+    assert "| composition, 12 heads, every earlier pair (s) |" in table

@@ -148,8 +148,15 @@ def _bias_of(linear: nn.Linear, like: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(like) if linear.bias is None else linear.bias.detach().double().expand_as(like)
 
 
-def _prenorm_stream(parts: list[PreNormParts], alphas: np.ndarray, traces: list[dict[str, torch.Tensor]],
-                    layer: int, pos: list[int], mlp: bool) -> Stream:  # fmt: skip
+def _prenorm_stream(
+    parts: list[PreNormParts],
+    alphas: np.ndarray,
+    traces: list[dict[str, torch.Tensor]],
+    layer: int,
+    pos: list[int],
+    mlp: bool,
+) -> Stream:
+    """The stream entering `layer` in parts, from `prenorm_trace`'s weights and records."""
     x = [t["x"].double()[pos] for t in traces[: layer + 1]]  # each (2, d)
     names, vecs = ["embed"], [x[0]]
     bias = torch.zeros_like(x[0])
