@@ -23,13 +23,26 @@ from .. import charts, literal, runners, widgets, work
 from ..runners import Loaded
 from ..state import Ctx, t
 
-__all__ = ["DEMO_STEPS", "MOST_STEPS", "PLAY_S", "Written", "body", "can_write", "panel"]
+__all__ = [
+    "DEMO_STEPS",
+    "MOST_STEPS",
+    "PLAY_S",
+    "Written",
+    "body",
+    "can_write",
+    "panel",
+    "probe_start",
+    "trained_panel",
+]
 
 LOG = logging.getLogger("attnviz")
 MOST_STEPS = min(32, MAX_STEPS)  # a step's rows for every head travel with the page: tens of tokens
 DEMO_STEPS = 12  # the public demo's two cores are shared by every visitor
 FIRST_STEPS = 10
 PLAY_S = 1.0  # a step a second: time to read the row before the next one
+PROBE_SHARE = (
+    0.6  # a trained model starts writing after this share of its probe (a copy or induction probe's repeat begun)
+)
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,39 @@ def panel(context: Ctx, loaded: Loaded, prompt: str, key: str = "write") -> None
     that cannot write (an encoder)."""
     if can_write(loaded.runner):
         widgets.lazily(f"{key}_open", "write.title", body, context, loaded, prompt, key)
+
+
+def trained_panel(context: Ctx) -> None:
+    """The Training lab's finished run: its model writes in the same panel, after a text it
+    can read (the first part of its probe input to begin with)."""
+    from ..server import session_models, training_jobs
+
+    job = training_jobs.get(session_models.session_id())
+    if job is None or not job.finished or job.model_name is None or job.run is None:
+        return
+    trained = session_models.trained(job.model_name)
+    if trained is not None and can_write(trained.runner):
+        widgets.lazily("train_write_open", "write.title", _trained_body, context, job.model_name, trained.probe)
+
+
+def _trained_body(context: Ctx, name: str, probe: str) -> None:
+    loaded = runners.load_runner(context, name, fallback=False)
+    if loaded is None:
+        return
+    session, key = st.session_state, "train_write"
+    if session.get(f"{key}_model") != name:  # a new run: its own probe to begin with
+        session[f"{key}_model"], session[f"{key}_prompt"] = name, probe_start(loaded.runner, probe)
+    prompt = st.text_input(t("write.prompt"), key=f"{key}_prompt", help=t("write.prompt_help"))
+    text = runners.checked_text(context, prompt)
+    if text is not None:
+        body(context, loaded, text, key)
+
+
+def probe_start(runner: Any, probe: str) -> str:
+    """The probe input through `PROBE_SHARE` of its tokens: room left for the model to write."""
+    enc = runner.encode(probe)
+    spans = [b for _a, b in enc.spans]
+    return probe[: spans[max(1, round(PROBE_SHARE * len(spans))) - 1]] if spans else probe
 
 
 def body(context: Ctx, loaded: Loaded, prompt: str, key: str = "write") -> None:
