@@ -12,7 +12,7 @@ text = widgets.sentence_box(context)
 
 with warmup.loading(context.model, text, context):  # a cold server: the first map (numpy), then torch
     from attnviz.app import charts
-    from attnviz.app.sections import ablation, decoder
+    from attnviz.app.sections import ablation, decoder, why, write
     from attnviz.app.sections import explorer as section
     from attnviz.app.sections import long as long_mode
 
@@ -38,7 +38,9 @@ with pictures:
     section.more_views(context, focus)  # head and graph views: computed only once opened (issue 24.1)
 draw_sinks_switch()  # into its place under the views, once they are sent (a second forward pass)
 ablation.effect(context, focus)
+why.section(context, focus)  # a clicked cell of the map: why the head looks there (issue 53)
 decoder.panel(context, focus)  # a decoder: the next word, the logit lens, rotary positions
+write.panel(context, focus.loaded, focus.text)  # a causal model writes token by token (issue 52)
 
 st.divider()
 section.token_focus_section(context, focus)

@@ -10,8 +10,9 @@ map needs neither plotly's figures nor pandas (app/coldstart/warmup.py). The for
 
 all little-endian. The header carries the specification's words, tokens (as they are: the canvas
 writes them as text, never as markup), colour scale and range, the hover lines with {q}, {k} and
-{w}, the light and dark colours, and what the first draw waits for (`after`). `read` is the
-inverse, for tests and tools.
+{w}, the light and dark colours, what the first draw waits for (`after`), whether a click on a
+cell goes back to Python (`click`) and the cell to outline (`mark`). `read` is the inverse, for
+tests and tools.
 """
 
 from __future__ import annotations
@@ -36,12 +37,15 @@ def map_payload(
     palette: dict[str, dict[str, str]],
     hint: str = "",
     after: tuple[str, int] | None = None,
+    click: bool = False,
+    mark: tuple[int, int] | None = None,
 ) -> bytes:
     """The canvas message for one map (`spec.heatmap_spec`); `palette`: the light and dark
     colours ({"light": {"heading", "label", "background"}, "dark": ...}); `hint`: how to zoom, for
     screen readers; `after` (a CSS selector, milliseconds): the canvas waits for that element of
     the page, at most that long, before its first draw (app/coldstart/first_map.py: the sentence
-    box comes first)."""
+    box comes first); `click`: a click on a cell is sent back (the app's "why"); `mark`: the
+    (row, column) cell outlined."""
     z = np.ascontiguousarray(spec.z, dtype="<f4")
     words = ("title", "note", "xtitle", "ytitle", "bar", "zmin", "zmax", "height")
     head_: Json = {name: getattr(spec, name) for name in words} | {
@@ -53,6 +57,8 @@ def map_payload(
         "palette": palette,
         "hint": hint,
         "after": waits_for(after),
+        "click": bool(click),
+        "mark": None if mark is None else [int(mark[0]), int(mark[1])],
     }
     return pack(MAGIC, head_, z)
 

@@ -1,7 +1,9 @@
 // The explorer's token map drawn on a canvas: the float32 weights arrive as bytes,
 // one pixel per cell is coloured once, and the visible part is scaled into the plot. Hover reads
 // the same array, so it shows the exact weight; drag a box to zoom in, double-click for the whole
-// map. Every visitor string (tokens) reaches the page as canvas text or as textContent only.
+// map; where the page asks (`head.click`), a click on a cell sends {i, j} to Python as the "click"
+// trigger value, and `head.mark` [i, j] outlines the cell chosen. Every visitor string (tokens)
+// reaches the page as canvas text or as textContent only.
 // Payload: "AVM1" (attnviz/views/token_canvas.py), read by canvas_common.js.
 
 const MAX_LABEL_PX = 110;
@@ -67,6 +69,13 @@ function draw(ctx, map, width, height, view, colours) {
   ctx.rotate(-Math.PI / 2);
   ctx.fillText(head.ytitle, 0, 0);
   ctx.restore();
+  const mark = head.mark;
+  if (mark && mark[0] >= r0 && mark[0] < r1 && mark[1] >= c0 && mark[1] < c1) {
+    ctx.strokeStyle = colours.heading;
+    ctx.lineWidth = 2;
+    ctx.strokeRect(x0 + (mark[1] - c0) * cw, y0 + (mark[0] - r0) * ch, Math.max(cw, 3), Math.max(ch, 3));
+    ctx.lineWidth = 1;
+  }
   const bar = { x: L.x0 + L.size + 24, y: L.y0 + 20, h: Math.max(20, L.size - 20) };
   colourbar(ctx, { ...bar, lo: map.lo, hi: map.hi, lut: map.colours, ticks: L.bar, title: head.bar }, colours);
   return L;
@@ -77,7 +86,7 @@ function fill(template, values) {
   return template.replace(/\{([qkw])\}/g, (_, field) => values[field]);
 }
 
-export default function ({ data, parentElement }) {
+export default function ({ data, parentElement, setTriggerValue }) {
   let born = performance.now();  // the first draw counts from the data's arrival here
   const map = parse(data, "AVM1");
   map.colours = lut(map.head.scale);
@@ -97,7 +106,8 @@ export default function ({ data, parentElement }) {
   for (const old of parentElement.querySelectorAll(":scope > .attnviz-map")) old.remove();  // keep Streamlit's <style>
   parentElement.append(root);
   const full = [0, map.rows, 0, map.cols];
-  let view = full, L = null, start = null;
+  let view = full, L = null, start = null, pending = null;
+  const CLICK_WAIT_MS = 300;  // a second click within this is a double-click (the whole map), not a pick
   const height = map.head.height;
 
   function render() {
@@ -155,12 +165,20 @@ export default function ({ data, parentElement }) {
     const from = start, to = cell(event) || from;
     start = null;
     box.style.display = "none";
-    if (!from || Math.abs(to.x - from.x) + Math.abs(to.y - from.y) < 6) return;
+    if (!from) return;
+    if (Math.abs(to.x - from.x) + Math.abs(to.y - from.y) < 6) {
+      if (map.head.click && setTriggerValue) {
+        clearTimeout(pending);
+        pending = setTimeout(() => setTriggerValue("click", { i: from.i, j: from.j }), CLICK_WAIT_MS);
+      }
+      return;
+    }
     view = [Math.min(from.i, to.i), Math.max(from.i, to.i) + 1, Math.min(from.j, to.j), Math.max(from.j, to.j) + 1];
     render();
   }
 
   function reset() {
+    clearTimeout(pending);
     view = full;
     render();
   }
@@ -192,6 +210,7 @@ export default function ({ data, parentElement }) {
   };
   const cancel = whenShown(map.head.after, begin);
   return () => {
+    clearTimeout(pending);
     cancel();
     observer.disconnect();
   };

@@ -1,11 +1,13 @@
 """The explorer's heatmap on a canvas: a Streamlit v2 component fed the float32 map
 (views/token_canvas.py), with exact hover, drag-to-zoom and double-click for the whole map;
 Plotly's figure of the same map is 1.5 MB at 512 tokens. It mounts in the page
-(`isolate_styles=False`), found under `.st-key-<key> [data-attnviz-map]`.
+(`isolate_styles=False`), found under `.st-key-<key> [data-attnviz-map]`; with `on_click` a click
+on a cell comes back as the "click" trigger value {"i": row, "j": column} (sections/why.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -70,12 +72,28 @@ def palette() -> dict[str, dict[str, str]]:
     return out
 
 
-def token_map(spec: HeatmapSpec, key: str, *, after: str | None = None) -> None:
+def token_map(
+    spec: HeatmapSpec,
+    key: str,
+    *,
+    after: str | None = None,
+    on_click: Callable[[], None] | None = None,
+    mark: tuple[int, int] | None = None,
+    hint: str | None = None,
+) -> None:
     """One map (`views.spec.heatmap_spec`) on the canvas, the PNG and SVG buttons under it; no
     plotly figure is made. The first draw waits for the element `after` (the explorer's sentence
     box), since Streamlit loads the text area's code lazily and the component's could come first
-    (tests/test_browser_cold_start.py)."""
-    data = token_canvas.map_payload(spec, palette=palette(), hint=t("map.zoom_hint"), after=waiting(after))
-    _component()(key=key, data=data)
+    (tests/test_browser_cold_start.py). `on_click`: called when a cell is clicked, its cell in
+    st.session_state[key]["click"]; `mark`: the (row, column) cell outlined; `hint`: what the map
+    tells screen readers, how to zoom by default."""
+    words = t("map.zoom_hint") if hint is None else hint
+    data = token_canvas.map_payload(
+        spec, palette=palette(), hint=words, after=waiting(after), click=on_click is not None, mark=mark
+    )
+    if on_click is None:
+        _component()(key=key, data=data)
+    else:
+        _component()(key=key, data=data, on_click_change=on_click)
     name = "attnviz-" + key.removeprefix("chart_").replace("_", "-")
     charts.image_buttons(spec.height, key, name, charts.page_caption())

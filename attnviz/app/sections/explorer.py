@@ -20,6 +20,7 @@ from ..canvas import grid_canvas, token_canvas
 from ..coldstart import warmup
 from ..state import SENTENCE_TEXT_AREA, Ctx, t
 from ..subject import Focus
+from . import why
 
 THUMB = 32  # model-view thumbnails of at most 32 x 32 cells: 72 heads at 512 tokens stay ~0.5 MB
 DEFAULTS: tuple[tuple[str, object], ...] = (
@@ -119,7 +120,7 @@ def heatmap_view(context: Ctx, focus: Focus) -> None:
     spec = views.heatmap_spec(focus.att, focus.layer, focus.head, zmax=zmax, lang=context.lang)
     with st.container(key="view_heatmap"):
         st.subheader(t("view.heatmap"))
-        token_canvas.token_map(spec, "chart_heatmap", after=SENTENCE_TEXT_AREA)
+        token_canvas.token_map(spec, "chart_heatmap", after=SENTENCE_TEXT_AREA, **why.map_clicks(focus.att))
         warmup.warm_up()
         widgets.caveat("caveat.heatmap")
         downloads.figure_downloads(partial(views.heatmap_figure, spec), "heatmap", focus.settings)

@@ -15,9 +15,11 @@ from ...training import TASKS, TrainConfig, TrainingRun
 from ...training.plateau import PRESET_OPTIONS, PRESET_STEPS
 from ...training.reach import verdict
 from ...training.tasks import MAX_TEXT_CHARS, MIN_TEXT_CHARS
-from .. import charts, literal, widgets, work
+from .. import charts, literal, runners, widgets, work
 from ..server import session_models, training_jobs
 from ..state import Ctx, lang, t
+from . import head_card, why
+from .explain import code_span
 
 POLL_S = 2.0  # the live part redraws this often while a run trains (light figures: see _live)
 DEFAULT_STEPS = PRESET_STEPS  # the presets' step budgets; each run also stops on a plateau
@@ -172,6 +174,7 @@ def _live(context: Ctx) -> None:
     _grid(context, run, snapshots, animate=job.finished)
     if job.finished:
         _scores(context, run, len(snapshots))
+        induction_card(context, job)
 
 
 def _status(job: training_jobs.Job, snapshots: list[Any]) -> None:
@@ -274,6 +277,40 @@ def best_head(values: np.ndarray, first_layer: int = 0) -> tuple[int, int, float
 def _best(values: np.ndarray, first_layer: int = 0) -> str:
     layer, head, value = best_head(values, first_layer)
     return t("train.head_value", layer=layer, head=head, value=f"{value:.2f}")
+
+
+def induction_cell(run: TrainingRun, weights: np.ndarray) -> tuple[int, int] | None:
+    """The probe's (query, matching key) where the induction head (its map `weights`) looks
+    most: the key after the query token's earlier copy (the task's induction pattern)."""
+    cols = run.probe.patterns.get("induction")
+    if cols is None:
+        return None
+    rows = [(int(q), int(cols[q])) for q in np.flatnonzero(np.asarray(cols) >= 0)]
+    return max(rows, key=lambda r: float(weights[r])) if rows else None
+
+
+def induction_card(context: Ctx, job: training_jobs.Job) -> None:
+    """After an induction run: the induction head's card (sections/head_card.py) at the probe's
+    matching key, where its key side points at the previous-token head."""
+    run = job.run
+    scores = run.snapshot_scores[-1] if run is not None and run.snapshot_scores else {}
+    if run is None or job.model_name is None or "induction" not in scores or run.config.layers < 2:
+        return
+    loaded = runners.load_runner(context, job.model_name, fallback=False)
+    raw = None if loaded is None else runners.analyse(context, loaded, run.probe.text)
+    if loaded is None or raw is None:
+        return
+    layer, head, _ = best_head(scores["induction"], 1)
+    cell = induction_cell(run, raw.head(layer, head))
+    if cell is None:
+        return
+    with st.container(key="train_why"):
+        st.subheader(t("why.train_title"))
+        st.caption(t("why.train_intro", head=views.head_label(layer, head, lang=context.lang), i=cell[0], j=cell[1],
+                     query=code_span(raw.tokens[cell[0]]), key_token=code_span(raw.tokens[cell[1]])))  # fmt: skip
+        s = why.sources(context, loaded, run.probe.text, layer, head, *cell)
+        if s is not None:
+            head_card.card(context, loaded, run.probe.text, raw, s, key="train_why_card")
 
 
 def _choose(name: str) -> None:

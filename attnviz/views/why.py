@@ -1,0 +1,115 @@
+"""Why a head looks there, as the page shows it: the parts of one score (`explain.score_sources`)
+named in the visitor's language, the top parts on each side with their share, the part-by-part
+matrix cut to the top k x k with the rest summed as "other", and the numbers a head's card reads
+off its attention (the tokens it reads most, the later head whose map moves most when it is
+switched off). Words come from the catalogue (why.json)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..i18n import DEFAULT_LANGUAGE, t
+from ..result import Attention
+from .heatmaps import matrix
+
+if TYPE_CHECKING:  # the views take explain's results but do not need torch to be imported
+    from ..explain import ScoreSources
+
+__all__ = [
+    "MATRIX_TOP",
+    "OTHER",
+    "SIDE_TOP",
+    "map_change",
+    "part_label",
+    "reads_most",
+    "share_text",
+    "side_rows",
+    "top_matrix",
+    "why_matrix",
+]
+
+MATRIX_TOP = 8  # parts a side in the matrix; the rest summed into one "other" row or column
+SIDE_TOP = 5  # parts listed a side
+OTHER = "other"  # the summed rest's name in `top_matrix`
+_MLP = re.compile(r"L(\d+) mlp")
+
+
+def part_label(name: str, lang: str = DEFAULT_LANGUAGE) -> str:
+    """A part of `ScoreSources` as the page names it: heads stay "L3H5" (as the pickers and the
+    command line write them), "embed", "bias", "L3 mlp" and `OTHER` in the visitor's language."""
+    if name in ("embed", "bias", OTHER):
+        return t(f"why.part_{name}", lang)
+    mlp = _MLP.fullmatch(name)
+    return t("why.part_mlp", lang, layer=int(mlp.group(1))) if mlp else name
+
+
+def share_text(share: float) -> str:
+    """A share of the score as the page writes it ("81.2%", "-19.0%"; "–" for no score)."""
+    return "–" if not np.isfinite(share) else f"{share:.1%}"
+
+
+def side_rows(s: ScoreSources, side: str, k: int = SIDE_TOP, lang: str = DEFAULT_LANGUAGE) -> list[dict[str, str]]:
+    """The k parts of one side ("query" or "key") that move the score most, as table rows:
+    the part's name, its value and its share of the score (`ScoreSources.top`)."""
+    head = (t("why.col_part", lang), t("why.col_value", lang), t("why.col_share", lang))
+    return [dict(zip(head, (part_label(name, lang), f"{value:+.3f}", share_text(share)), strict=True))
+            for name, value, share in s.top(side, k)]  # fmt: skip
+
+
+def _kept(values: np.ndarray, k: int) -> list[int]:
+    """Indices of the k largest |values|, largest first (stable: `ScoreSources.top`'s order)."""
+    return [int(i) for i in np.argsort(-np.abs(values), kind="stable")[:k]]
+
+
+def top_matrix(s: ScoreSources, k: int = MATRIX_TOP) -> tuple[list[str], list[str], np.ndarray]:
+    """(query-side names, key-side names, values): the matrix's k query-side parts that move the
+    score most down the side, the k key-side ones across, and where a side has more parts, one
+    `OTHER` row or column holding the rest summed. The values still sum to the score."""
+    rows, cols = _kept(s.query_side, k), _kept(s.key_side, k)
+    rest_rows = [i for i in range(len(s.query_parts)) if i not in rows]
+    rest_cols = [j for j in range(len(s.key_parts)) if j not in cols]
+    row_groups = [[i] for i in rows] + ([rest_rows] if rest_rows else [])
+    col_groups = [[j] for j in cols] + ([rest_cols] if rest_cols else [])
+    values = np.array([[s.matrix[np.ix_(r, c)].sum() for c in col_groups] for r in row_groups])
+    row_names = [s.query_parts[i] for i in rows] + ([OTHER] if rest_rows else [])
+    col_names = [s.key_parts[j] for j in cols] + ([OTHER] if rest_cols else [])
+    return row_names, col_names, values
+
+
+def why_matrix(s: ScoreSources, k: int = MATRIX_TOP, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
+    """The part-by-part matrix (`top_matrix`) with its numbers in the cells: query-side parts
+    down the side, key-side parts across; the cells sum to the score."""
+    rows, cols, values = top_matrix(s, k)
+    title = t("why.fig_matrix", lang, score=f"{s.score:.3f}")
+    fig = matrix(values, [part_label(r, lang) for r in rows], [part_label(c, lang) for c in cols], title, ".2f",
+                 lang=lang)  # fmt: skip
+    fig.update_layout(
+        xaxis_title_text=t("why.fig_key_side", lang), yaxis_title_text=t("why.fig_query_side", lang), margin_t=110
+    )
+    return fig
+
+
+def reads_most(att: Attention, layer: int, head: int, k: int = 3) -> list[tuple[int, float]]:
+    """The k tokens head (layer, head) reads most on this sentence: (token, the mean over its
+    query rows of the weight on it), largest first. A causal head's early tokens are seen by
+    more rows, so they gather more of this mean."""
+    received = att.head(layer, head).astype(np.float64).mean(0)  # (n,) rows sum to 1: so does this
+    order = np.argsort(-received, kind="stable")[:k]
+    return [(int(j), float(received[j])) for j in order]
+
+
+def map_change(base: Attention, switched: Attention, after: int) -> tuple[int, int, float] | None:
+    """The head of a layer after `after` whose map moves most with the switch: (layer, head,
+    the share of its attention that moves, half the mean over rows of sum_j |change|, 0..1).
+    None where no layer comes after."""
+    if base.weights.shape != switched.weights.shape:
+        raise ValueError(f"attention shapes differ: {base.weights.shape} and {switched.weights.shape}")
+    if after + 1 >= base.n_layers:
+        return None
+    moved = 0.5 * np.abs(switched.weights[after + 1 :].astype(np.float64) - base.weights[after + 1 :]).sum(-1).mean(-1)
+    layer, head = np.unravel_index(int(np.argmax(moved)), moved.shape)
+    return int(layer) + after + 1, int(head), float(moved[layer, head])
