@@ -19,6 +19,8 @@ if opened is None:
     st.stop()
 controls.projector_switch()
 dashboard.invite(context, opened)
-dashboard.board(context, opened)
+live = st.container()  # the live board goes here, drawn last (class_dashboard.board says why)
 if not dashboard.projector():
     controls.controls(context, opened)
+with live:
+    dashboard.board(context, opened)

@@ -122,7 +122,10 @@ def _grid(b: Board, lang: str, names: bool) -> pd.DataFrame:
 
 @st.fragment(run_every=REFRESH_S)
 def board(context: Ctx, opened: Opened) -> None:
-    """The live part: re-read from the database every REFRESH_S seconds, whichever replica answers."""
+    """The live part: re-read from the database every REFRESH_S seconds, whichever replica answers.
+    The page calls it after the controls (drawn above them): a fragment's timed rerun landing
+    while the page's own run is still going can drop a widget value sent meanwhile
+    (streamlit/streamlit#10805, #14064), so the controls are registered before the first tick."""
     store, code = server.store(context.settings), read_code(opened.info.code)
     try:
         info = store.teacher(code, opened.secret)

@@ -24,7 +24,7 @@ from ..server import visitor
 from ..state import Ctx, set_sentence, t
 from ..widgets import escape_md
 
-__all__ = ["Seat", "closed", "keep_handout", "record", "seat", "sentence"]
+__all__ = ["Seat", "closed", "keep_handout", "record", "seat", "sentence", "watch"]
 
 SEAT = "_class_seat"
 RECORDED = "_class_recorded"  # {(signature, question): the answer kept}
@@ -60,7 +60,6 @@ def seat(context: Ctx) -> Seat | None:
             here = Seat(found[0], found[1], found[0].code, token)
             st.session_state[SEAT] = here
             _banner(context, here)
-            _watch(context, here)
             return here
         st.warning(t("class.place_unknown"), icon=":material/help:")
         for key in ("class", "student"):
@@ -76,6 +75,16 @@ def _banner(context: Ctx, here: Seat) -> None:
         st.markdown(t("class.banner", title=title, name=name, code=here.code))
         if here.info.ended:
             st.info(t("class.ended_student"), icon=":material/event_busy:")
+
+
+def watch(context: Ctx) -> None:
+    """At the end of the page, in a class: watch for the teacher opening or closing a step or
+    ending the class. Last, because a fragment's timed rerun that lands while the page's own run
+    is still going can drop a widget value sent meanwhile (streamlit/streamlit#10805, #14064):
+    the page has drawn its questions before the first tick."""
+    here = current()
+    if here is not None and not here.info.ended:
+        _watch(context, here)
 
 
 @st.fragment(run_every=WATCH_S)
