@@ -50,6 +50,12 @@ ENV HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
     ATTNVIZ_EXTRA_MODELS=${EXTRA_MODELS}
 
+# A class's answers (attnviz/classes: one SQLite file) live in /data: mount a volume there to keep
+# them across containers (`docker run -v attnviz-classes:/data ...`); ATTNVIZ_DATABASE_URL takes them to PostgreSQL
+ENV ATTNVIZ_DATA_DIR=/data
+RUN mkdir -p /data && chown 10001 /data
+VOLUME ["/data"]
+
 USER 10001
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
