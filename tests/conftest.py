@@ -7,6 +7,7 @@ and a fresh browser session (a module may define its own server, as test_hostile
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,6 +19,9 @@ import attnviz
 # built from tiny local configs (tests/tiny_models.py).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Classes the tests start (and the servers they run) are kept in a folder of the run's own, never
+# in the user's data folder (attnviz/classes/engine.py)
+os.environ.setdefault("ATTNVIZ_DATA_DIR", tempfile.mkdtemp(prefix="attnviz-test-classes-"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
