@@ -22,7 +22,7 @@ __all__ = ["CSV_COLUMNS", "Board", "Question", "Row", "results_csv", "student_la
 
 CSV_COLUMNS = ("class", "student", "name", "step", "answer", "right", "told", "sentence", "time")
 # the grid's marks: right (at some try), only wrong so far, not answered
-RIGHT, WRONG, NONE = "✓", "✗", "·"
+RIGHT, WRONG, NONE = "✓", "✗", "–"
 
 
 @dataclass(frozen=True)

@@ -110,13 +110,18 @@ def _questions_table(b: Board, lang: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _number(question: str) -> str:
+    """A question's number ("4a"), the grid's narrow column heading (its name is in the table above)."""
+    return t(f"class.q.{question}").split(" ", 1)[0]
+
+
 def _grid(b: Board, lang: str, names: bool) -> pd.DataFrame:
     rows = []
     for i, row in enumerate(b.rows):
         who = escape_md(student_label(row.student, lang), limit=40) if names else str(i + 1)
         where = t("class.done") if row.at == "done" else t(f"class.q.{row.at}")
         rows.append({t("class.col.student"): who, t("class.col.at"): where,
-                     **{t(f"class.q.{q}"): mark for q, mark in zip(QUESTIONS, row.marks, strict=True)}})  # fmt: skip
+                     **{_number(q): mark for q, mark in zip(QUESTIONS, row.marks, strict=True)}})  # fmt: skip
     return pd.DataFrame(rows)
 
 
