@@ -76,3 +76,17 @@ def test_a_students_answer_is_kept_before_the_page_says_saved(
     assert len(closed) == 4
     box.set_value(n).run()  # the same answer again keeps nothing new
     assert len(store.answers(started.info.code, started.secret)) == 1
+
+
+def test_own_sentences_start_from_the_teachers_and_are_kept_with_the_answer(store: ClassStore) -> None:
+    started = store.create(ClassSpec("T", "en", {"en": (SENTENCE, "minilm")}, own_sentence=True))
+    _student, token = store.join(started.info.code, "", "en")
+    at = _page("lesson", **{"class": started.info.code, "student": token})
+    assert at.text_area(key="sentence_input").value == SENTENCE
+    mine = "The cat chased the mouse because it was hungry."
+    at.text_area(key="sentence_input").input(mine).run()
+    box = next(w for w in at.number_input if str(w.key).startswith("lesson_a_tokens_"))
+    box.set_value(3).run()
+    assert not at.exception
+    assert [(a.sentence, a.right) for a in store.answers(started.info.code, started.secret)] == [(mine, False)]
+    assert at.text_area(key="sentence_input").value == mine  # a rerun keeps the student's own

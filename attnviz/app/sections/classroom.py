@@ -29,7 +29,8 @@ __all__ = ["Seat", "closed", "keep_handout", "record", "seat", "sentence", "watc
 SEAT = "_class_seat"
 RECORDED = "_class_recorded"  # {(signature, question): the answer kept}
 PROBLEMS = "_class_problems"  # {(signature, question): (answer, why it was not kept)}
-FRESH = "_class_fresh"  # an answer was kept in this run: the handout is kept again
+FRESH = "_class_fresh"
+STARTED = "_class_started"  # {(code, language)}: where the sentence box was given the teacher's sentence  # an answer was kept in this run: the handout is kept again
 WATCH_S = 4
 
 
@@ -132,8 +133,6 @@ def _join(context: Ctx, typed: str, name: str) -> None:
     except Refused as refused:
         st.error(t(f"class.refused.{refused.reason}"), icon=":material/block:")
         return
-    if info.own_sentence:
-        set_sentence(info.sentence(context.lang)[0])
     st.query_params.pop("join", None)
     st.query_params["class"], st.query_params["student"] = info.code, token
     st.toast(t("class.joined", name=escape_md(student_label(student, context.lang), limit=40)))
@@ -145,6 +144,10 @@ def sentence(context: Ctx, here: Seat) -> tuple[str, str]:
     or (where the teacher allows it) their own in the sentence box."""
     text, model = here.info.sentence(context.lang)
     if here.info.own_sentence:
+        started = st.session_state.setdefault(STARTED, set())
+        if (here.code, context.lang) not in started:  # the box starts from the teacher's sentence, once
+            started.add((here.code, context.lang))
+            set_sentence(text)
         return widgets.sentence_box(context), model
     with st.container(key="class_sentence"):
         st.caption(t("class.sentence_label"))
