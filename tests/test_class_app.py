@@ -71,6 +71,9 @@ def test_a_students_answer_is_kept_before_the_page_says_saved(
     kept = store.answers(started.info.code, started.secret)
     assert [(a.step, a.answer, a.right, a.sentence) for a in kept] == [("tokens", str(n), True, SENTENCE)]
     assert any(i18n.t("class.saved", "en") in c.value for c in at.caption)
+    # the handout the student would download is kept for the teacher, with the answer in it
+    page = store.handout(started.info.code, started.secret, 1)
+    assert page is not None and SENTENCE in page and i18n.t("lesson.right", "en") in page
     # steps 3-6 are not open: each says so instead of asking
     closed = [i for i in at.info if i18n.t("class.step_closed", "en") in i.value]
     assert len(closed) == 4
