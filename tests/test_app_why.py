@@ -22,11 +22,13 @@ from attnviz.app.server import budget, session_models, training_jobs
 from attnviz.explain.sources import SCORE_SOURCES_MAX_TOKENS
 from attnviz.views import why as why_views
 
+from .smollm2_model import smollm2
 from .test_app import APP, TIMEOUT, TIRED, _array, _chart, _ok
 from .test_app_training import _train, _training_page
 
 pytestmark = pytest.mark.slow
 
+BYTES = "我爱北京。The cat sat on the mat."  # byte pieces of characters in a decoder
 PIECES = "Unbelievably, the tokenizer's output wasn't [CLS] obvious."  # word pieces and a typed "[CLS]"
 
 
@@ -50,11 +52,15 @@ def _tables(at: AppTest) -> list[list[list[str]]]:
     return [[[str(v) for v in row] for row in table.value.values.tolist()] for table in at.get("table")]
 
 
-def _expected(s: explain.ScoreSources, side: str) -> list[list[str]]:
-    return [
-        [why_views.part_label(name), f"{value:+.3f}", why_views.share_text(share)]
-        for name, value, share in s.top(side, 5)
-    ]
+def assert_parts(shown: list[list[str]], s: explain.ScoreSources, side: str, lang: str = "en") -> None:
+    """One side's table as shown equals `s.top(side, 5)`: the parts' names in order, each value
+    and share as written, up to the last digit shown (the page's model ran its own forward, whose
+    float32 rounding can move a value across a rounding edge)."""
+    top = s.top(side, why_views.SIDE_TOP)
+    assert [row[0] for row in shown] == [why_views.part_label(name, lang) for name, _, _ in top], side
+    for (_, value, share), (_, value_text, share_text) in zip(top, [row[:3] for row in shown], strict=True):
+        assert float(value_text) == pytest.approx(value, abs=6e-4), (side, value_text, value)
+        assert float(share_text.rstrip("%")) == pytest.approx(100 * share, abs=0.06), (side, share_text, share)
 
 
 def test_why_shows_the_parts_of_the_chosen_cell(minilm: attnviz.PretrainedModel) -> None:
@@ -64,7 +70,8 @@ def test_why_shows_the_parts_of_the_chosen_cell(minilm: attnviz.PretrainedModel)
     s = explain.score_sources(minilm, TIRED, 2, 3, query, key)
     assert abs(s.score - s.model_score) < 1e-4
     tables = _tables(at)
-    assert tables[:2] == [_expected(s, "query"), _expected(s, "key")]
+    assert_parts(tables[0], s, "query")
+    assert_parts(tables[1], s, "key")
     fig = _chart(at, "chart_why")
     z = _array(fig["data"][0]["z"])
     rows, cols, values = why_views.top_matrix(s)
@@ -94,7 +101,26 @@ def test_why_maps_merged_words_to_the_models_own_positions(minilm: attnviz.Pretr
     assert query == groups[i][-1] and key in groups[j]
     at = _why({"text": PIECES, "layer": "1", "head": "0"}, (i, j), hide_special=True, merge_words=True)
     s = explain.score_sources(minilm, PIECES, 1, 0, query, key)
-    assert _tables(at)[:2] == [_expected(s, "query"), _expected(s, "key")]
+    for table, side in zip(_tables(at)[:2], ("query", "key"), strict=True):
+        assert_parts(table, s, side)
+
+
+def test_a_decoders_characters_read_at_their_last_piece() -> None:
+    """SmolLM2 cuts 爱 into byte pieces: the shown character's query is its last piece, its key
+    the piece the query looks at most; a key after the query is never scored, and the page says so."""
+    model = smollm2()
+    raw = model.attend(BYTES)
+    groups = positions(raw, False, False)
+    assert len(groups[1]) > 1  # 爱: byte pieces
+    query, key = model_cell(raw, groups, 5, 2, 6, 1)
+    assert query == groups[6][-1] and key == max(groups[1], key=lambda p: raw.weights[5, 2, query, p])
+    at = _why({"text": BYTES, "model": "smollm2", "layer": "5", "head": "2"}, (6, 1))
+    s = explain.score_sources(model, BYTES, 5, 2, query, key)
+    for table, side in zip(_tables(at)[:2], ("query", "key"), strict=True):
+        assert_parts(table, s, side)
+    at.session_state["why_query"], at.session_state["why_key"] = 1, 3
+    _ok(at.run())
+    assert i18n.t("why.ahead", "en") in [str(c.value) for c in at.caption]
 
 
 @pytest.mark.parametrize(("hide", "merge"), [(False, False), (True, False), (False, True), (True, True)])
@@ -149,7 +175,9 @@ def test_map_change_is_the_head_whose_attention_moves_most(tired: attnviz.Attent
     moved = attnviz.Attention(tired.tokens, w, tired.model, special=tired.special)
     layer, head, share = why_views.map_change(tired, moved, 2) or (0, 0, 0.0)
     assert (layer, head) == (4, 7)
-    assert share == pytest.approx(0.5 * np.abs(w[4, 7] - tired.weights[4, 7]).sum(-1).mean(), abs=1e-9)
+    assert share == pytest.approx(
+        0.5 * np.abs(moved.weights[4, 7].astype(np.float64) - tired.weights[4, 7]).sum(-1).mean(), abs=1e-9
+    )
     assert why_views.map_change(tired, moved, tired.n_layers - 1) is None
 
 

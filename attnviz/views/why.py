@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
 from .heatmaps import matrix
+from .margins import MAX_LABEL_PX, TICK_FONT_PX, TICK_ROOM_PX, TITLE_ROOM_PX, label_px, stand_upright, top_title
 
 if TYPE_CHECKING:  # the views take explain's results but do not need torch to be imported
     from ..explain import ScoreSources
@@ -82,13 +83,20 @@ def top_matrix(s: ScoreSources, k: int = MATRIX_TOP) -> tuple[list[str], list[st
 
 def why_matrix(s: ScoreSources, k: int = MATRIX_TOP, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
     """The part-by-part matrix (`top_matrix`) with its numbers in the cells: query-side parts
-    down the side, key-side parts across; the cells sum to the score."""
+    down the side, key-side parts across (labelled under it, so the title above has its own
+    room); the cells sum to the score."""
     rows, cols, values = top_matrix(s, k)
-    title = t("why.fig_matrix", lang, score=f"{s.score:.3f}")
-    fig = matrix(values, [part_label(r, lang) for r in rows], [part_label(c, lang) for c in cols], title, ".2f",
-                 lang=lang)  # fmt: skip
+    names = [part_label(c, lang) for c in cols]
+    fig = matrix(values, [part_label(r, lang) for r in rows], names, None, ".2f", lang=lang)
+    heading, top = top_title(t("why.fig_matrix", lang, score=f"{s.score:.3f}"))
+    labels = min(max(label_px(n) for n in names), MAX_LABEL_PX) if stand_upright(names) else TICK_FONT_PX
+    below = labels + TICK_ROOM_PX + TITLE_ROOM_PX["x"]
     fig.update_layout(
-        xaxis_title_text=t("why.fig_key_side", lang), yaxis_title_text=t("why.fig_query_side", lang), margin_t=110
+        title=heading,
+        height=int(top + 34 * len(rows) + below + 10),
+        margin={"t": top, "b": int(below)},
+        xaxis={"side": "bottom", "title": {"text": t("why.fig_key_side", lang)}},
+        yaxis={"title": {"text": t("why.fig_query_side", lang)}},
     )
     return fig
 

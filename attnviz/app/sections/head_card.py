@@ -76,7 +76,7 @@ def _off_line(context: Ctx, loaded: Loaded, text: str, raw: Attention, layer: in
     if result is None or result.attention.weights.shape != raw.weights.shape:
         return t("why.card_off_none")
     if result.measure == "next_token":
-        line = t("why.card_off_lm", token=code_span(result.next_token), d=f"{result.effect:.3f}")
+        line = t("why.card_off_lm", token=code_span(result.next_token), d=f"{-result.effect:+.3f}")  # effect: the drop
     else:
         line = t("why.card_off_embedding", d=f"{result.effect:.4f}")
     moved = why_views.map_change(raw, result.attention, layer)
