@@ -307,8 +307,11 @@ def test_views_and_head_statistics_work_on_a_trained_model(induction_run: Traini
 def test_bert_layer_methods_say_they_do_not_apply(induction_run: TrainingRun) -> None:
     with pytest.raises(ValueError, match="not a BERT-family encoder"):
         induction_run.model.layers()
-    with pytest.raises(ValueError, match="not a BERT-family encoder"):
-        explain.norm_weights(induction_run.model, induction_run.probe.text)
+    # a pre-norm decoder's parts instead (runner.prenorm_layers): norm-based weights read them, causal as the model
+    norms = explain.norm_weights(induction_run.model, induction_run.probe.text)
+    n = norms.per_head.shape[-1]
+    assert norms.per_head.shape[:2] == (2, 2) and (norms.per_head >= 0).all()
+    assert not norms.per_head[..., np.triu_indices(n, 1)[0], np.triu_indices(n, 1)[1]].any()
     with pytest.raises(ValueError, match="no token of this text is in the vocabulary"):
         induction_run.model.attend("words it never saw")
 

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from ..models import Encoded, Runner
-from ..models.prenorm_parts import PreNormParts
+from ..models.prenorm_parts import NoFeedForward, PreNormParts
 from ..scratch import LayerParts
 from .decompose import record_layers
 from .prenorm import prenorm_trace, transformed
@@ -37,37 +37,9 @@ __all__ = ["LayerReader", "Stream", "attention_layers", "frozen_norm", "record_s
 BIAS = "bias"
 
 
-class _Nothing(nn.Module):
-    """The feed-forward of an attention-only block: adds nothing."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.zeros_like(x)
-
-
-def _trained_parts(model: Runner) -> list[PreNormParts] | None:
-    """The Training lab's decoder (training/model.py: x + Attn(norm(x)), then x + MLP(x)) as
-    pre-norm parts; None for any other runner."""
-    from ..training.model import DecoderLayer, TinyDecoder
-
-    decoder = getattr(model, "decoder", None)
-    if not isinstance(decoder, TinyDecoder):
-        return None
-    out = []
-    for block in decoder.layers:
-        assert isinstance(block, DecoderLayer)
-        a = block.attention
-        mlp = block.mlp if block.mlp is not None else _Nothing()
-        parts = (block.ln_attention, a.query, a.key, a.value, a.output, nn.Identity(), mlp)
-        out.append(PreNormParts(*parts, a.n_heads, a.n_heads, a.head_dim))
-    return out
-
-
 def attention_layers(model: Runner) -> tuple[str, list[PreNormParts] | list[LayerParts]]:
     """("prenorm", parts) for a pre-norm decoder (Llama family or the Training lab's), or
     ("postln", parts) for a post-LN encoder; ValueError for any other layout."""
-    trained = _trained_parts(model)
-    if trained is not None:
-        return "prenorm", trained
     try:
         return "postln", model.layers()
     except ValueError as not_an_encoder:
@@ -236,7 +208,7 @@ def record_stream(
             pre = [q for q in parts if isinstance(q, PreNormParts)]
             with model.gate.background(), torch.inference_mode():
                 alphas, traces = prenorm_trace(model, enc.inputs, pre)
-                stream = _prenorm_stream(pre, alphas, traces, layer, pos, not isinstance(pre[0].mlp, _Nothing))
+                stream = _prenorm_stream(pre, alphas, traces, layer, pos, not isinstance(pre[0].mlp, NoFeedForward))
             alpha = float(alphas[layer, head, query, key])
         else:
             with torch.inference_mode():

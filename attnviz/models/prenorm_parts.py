@@ -14,9 +14,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch import nn
 
-__all__ = ["PreNormParts"]
+__all__ = ["NoFeedForward", "PreNormParts"]
+
+
+class NoFeedForward(nn.Module):
+    """The feed-forward of an attention-only block (the Training lab's, without MLP): adds nothing."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x)
 
 
 @dataclass(frozen=True, eq=False)

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, cast
 import torch
 
 from ..models.base import Encoded, HeadMode, Inputs, RunnerBase
+from ..models.prenorm_parts import NoFeedForward, PreNormParts
 from ..models.switching import heads_by_layer, switch_slices
 from ..scratch import LayerParts
-from .model import TinyDecoder
+from .model import DecoderLayer, TinyDecoder
 from .tasks import BOS, PAD, SPECIALS, UNK, Task
 
 if TYPE_CHECKING:
@@ -120,6 +121,18 @@ class TrainedModel(RunnerBase):
             f"model '{self.name}' is a pre-LayerNorm decoder trained here, not a BERT-family encoder: "
             "methods that decompose a BERT layer do not apply to it"
         )
+
+    def prenorm_layers(self) -> list[PreNormParts]:
+        """Each block (training/model.py: x + Attn(LayerNorm(x)), then x + MLP(x), MLP optional) as
+        the parts of a pre-norm layer: no norm before the MLP, an attention-only block's MLP adds nothing."""
+        out = []
+        for block in self.decoder.layers:
+            assert isinstance(block, DecoderLayer)
+            a = block.attention
+            mlp = block.mlp if block.mlp is not None else NoFeedForward()
+            parts = (block.ln_attention, a.query, a.key, a.value, a.output, torch.nn.Identity(), mlp)
+            out.append(PreNormParts(*parts, a.n_heads, a.n_heads, a.head_dim))
+        return out
 
     def logits(self, text: str) -> torch.Tensor:
         """Next-token logits (n, vocab) for every position of `text` (numpy-free callers: tests, the CLI)."""
