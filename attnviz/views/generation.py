@@ -34,7 +34,7 @@ from ._base import (
     token_axis,
 )
 from .decoder import next_label
-from .margins import stand_upright, top_title
+from .margins import SIDE_BY_SIDE_PX, label_px, top_title
 
 if TYPE_CHECKING:
     from ..generation import Generation
@@ -53,6 +53,7 @@ __all__ = [
 ]
 
 MAX_X_LABELS = 24  # token labels on an axis: upright ones still fit side by side in a 390 px phone's chart
+LAYER_PLOT_PX = 160  # the heatmap's plot in a 390 px phone's chart: its head labels left, its colour bar right
 PROMPT_COLOR, WRITTEN_COLOR = HEAD_COLORS[0], HEAD_COLORS[2]
 
 
@@ -153,14 +154,16 @@ def size_text(n_bytes: int, *, lang: str = DEFAULT_LANGUAGE) -> str:
     return t("write.mb", lang, n=f"{n_bytes / 2**20:,.2f}")
 
 
-def _x_axis(tokens: Sequence[str]) -> tuple[list[str], Json]:
+def _x_axis(tokens: Sequence[str], room_px: float = SIDE_BY_SIDE_PX) -> tuple[list[str], Json]:
     """A token axis labelled at most `MAX_X_LABELS` times, counted back from the newest token
-    (always labelled), upright when the labels do not fit side by side."""
+    (always labelled), upright when the labels would not fit side by side in `room_px` (the
+    plot's width in a phone's chart)."""
     keys, axis = token_axis(tokens)
     step = tick_step(len(keys), MAX_X_LABELS)
     shown = [escape(tok) for tok in tokens][::-1][::step][::-1]
     axis |= {"tickvals": keys[::-1][::step][::-1], "ticktext": shown}
-    return keys, axis | {"tickangle": -90 if stand_upright(shown) else 0, "automargin": True}
+    upright = sum(label_px(label) + 6 for label in shown) > room_px
+    return keys, axis | {"tickangle": -90 if upright else 0, "automargin": True}
 
 
 def row_figure(gen: Generation, k: int, layer: int, head: int | None, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
@@ -200,7 +203,7 @@ def layer_figure(gen: Generation, k: int, layer: int, *, lang: str = DEFAULT_LAN
     (0 to 1 on one colour scale, so heads compare)."""
     rows = np.asarray(gen.steps[k].rows[layer], dtype=np.float32)  # (heads, positions)
     heads, n = rows.shape
-    keys, axis = _x_axis(gen.tokens[:n])
+    keys, axis = _x_axis(gen.tokens[:n], LAYER_PLOT_PX)
     names = [t("fig.head_n", lang, h=h) for h in range(heads)]
     if gen.kv_heads is not None and len(set(np.asarray(gen.kv_heads).tolist())) < heads:
         names = [f"{name} · {t('dec.kv_short', lang, kv=int(g))}" for name, g in zip(names, gen.kv_heads, strict=True)]

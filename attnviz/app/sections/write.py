@@ -109,7 +109,8 @@ def probe_start(runner: Any, probe: str) -> str:
 
 
 def body(context: Ctx, loaded: Loaded, prompt: str, key: str = "write") -> None:
-    """The controls, the writing (queued, cached), the step played back, and a branch beside it."""
+    """The controls, the writing (queued, cached), the step played back, and a branch beside
+    the first writing once one of the likeliest tokens was clicked."""
     with st.container(key=f"{key}_panel"):
         st.caption(t("write.intro"))
         most = _most_steps(context, loaded.runner, prompt)
@@ -125,14 +126,13 @@ def body(context: Ctx, loaded: Loaded, prompt: str, key: str = "write") -> None:
         want = st.session_state.get(f"{key}_branch")
         if want is not None and want[0] == sig and want[1] < len(written.gen.steps):
             branch = _write(context, loaded, sig, (written, int(want[1]), int(want[2])))
-        shown = written
-        if branch is not None:
-            _compare(context, written, branch, key)
-            shown = branch if _which(key) == "branch" else written
+        shown = written if branch is None or _which(key) == "first" else branch
         runner = loaded.runner
         layer, head = widgets.layer_head(runner.n_layers, runner.n_heads, f"{key}_layer", f"{key}_head")
         playing = _play_button(key, len(shown.gen.steps))
         st.fragment(_frame, run_every=PLAY_S if playing else None)(context, shown, sig, layer, head, key)
+        if branch is not None:
+            _compare(context, written, branch, key)
 
 
 def _most_steps(context: Ctx, runner: Any, prompt: str) -> int:
@@ -152,7 +152,8 @@ def _controls(key: str, most: int) -> tuple[int, float, int]:
     a, b, c = st.columns(3)
     with a:
         steps = st.slider(t("write.steps"), 1, most, key=steps_key, help=t("write.steps_help")) if most > 1 else 1
-    temperature = b.slider(t("write.temperature"), 0.0, 1.5, step=0.1, key=temp_key, help=t("write.temperature_help"))
+    temperature = b.number_input(t("write.temperature"), 0.0, 1.5, step=0.1, format="%.1f", key=temp_key,
+                                 help=t("write.temperature_help"))  # fmt: skip
     seed = c.number_input(t("write.seed"), 0, 2**31 - 1, step=1, key=seed_key, help=t("write.seed_help"),
                           disabled=temperature == 0)  # fmt: skip
     return int(steps), round(float(temperature), 2), int(seed)
@@ -205,8 +206,8 @@ def _play(key: str, n: int) -> None:
     session = st.session_state
     playing = not session.get(f"{key}_playing", False)
     session[f"{key}_playing"] = playing
-    if playing and int(session.get(f"{key}_step", 1)) >= n:
-        session[f"{key}_step"] = 1  # played to the end: again from the first step
+    if playing and int(session.get(f"{key}_at", 1)) >= n:
+        session[f"{key}_at"] = 1  # played to the end: again from the first step
     session.pop(f"{key}_drawn", None)
 
 
@@ -220,23 +221,28 @@ def _play_button(key: str, n: int) -> bool:
 
 def _next(key: str, n: int) -> None:
     session = st.session_state
-    session[f"{key}_step"] = min(n, int(session.get(f"{key}_step", 1)) + 1)
+    session[f"{key}_at"] = min(n, int(session.get(f"{key}_at", 1)) + 1)
+
+
+def _slid(key: str) -> None:
+    st.session_state[f"{key}_at"] = int(st.session_state[f"{key}_step"])
 
 
 def _shown_step(key: str, n: int) -> int:
-    """The step shown (1-based): moved on by one at each tick while playing; playing stops at
-    the last step (a whole-page run, which takes the timer away)."""
+    """The step shown (1-based), kept apart from the slider's own state (a timer's rerun may
+    carry the slider's value from before the last step was drawn): moved on by one at each tick
+    while playing; playing stops at the last step (a whole-page run, which takes the timer away)."""
     session = st.session_state
-    step_key, playing_key, drawn_key = f"{key}_step", f"{key}_playing", f"{key}_drawn"
-    if not isinstance(session.get(step_key), int) or not 1 <= session[step_key] <= n:
-        session[step_key] = 1
-    if session.get(playing_key) and session.get(drawn_key) == session[step_key]:  # a tick after a drawn step
-        session[step_key] = min(n, session[step_key] + 1)
-    if session.get(playing_key) and session[step_key] >= n:
-        session[playing_key] = False
-        session.pop(drawn_key, None)
-        st.rerun(scope="app")
-    return int(session[step_key])
+    at_key, playing_key, drawn_key = f"{key}_at", f"{key}_playing", f"{key}_drawn"
+    if not isinstance(session.get(at_key), int) or not 1 <= session[at_key] <= n:
+        session[at_key] = 1
+    if session.get(playing_key) and session.get(drawn_key) == session[at_key]:  # a tick after a drawn step
+        session[at_key] = min(n, session[at_key] + 1)
+        if session[at_key] >= n:
+            session[playing_key] = False
+            session.pop(drawn_key, None)
+            st.rerun(scope="app")
+    return int(session[at_key])
 
 
 def _frame(context: Ctx, shown: Written, sig: tuple[Any, ...], layer: int, head: int | None, key: str) -> None:
@@ -244,16 +250,23 @@ def _frame(context: Ctx, shown: Written, sig: tuple[Any, ...], layer: int, head:
     gen = shown.gen
     n = len(gen.steps)
     k = _shown_step(key, n) - 1
+    playing = bool(st.session_state.get(f"{key}_playing"))
     with st.container(key=f"{key}_step_view"):
         left, right = st.columns([4, 1], vertical_alignment="bottom")
-        if n > 1:
-            left.slider(t("write.step"), 1, n, key=f"{key}_step")
+        if playing:  # no slider while it plays: the step moves on the server alone
+            left.progress((k + 1) / n, text=t("write.playing", k=k + 1, n=n))
+        elif n > 1:
+            st.session_state[f"{key}_step"] = k + 1
+            left.slider(t("write.step"), 1, n, key=f"{key}_step", on_change=_slid, args=(key,))
         right.button(t("write.next"), key=f"{key}_next", icon=":material/skip_next:", on_click=_next, args=(key, n),
-                     disabled=k + 1 >= n)  # fmt: skip
+                     disabled=playing or k + 1 >= n)  # fmt: skip
         step = gen.steps[k]
         label = views.step_label(gen, k, lang=context.lang)
-        st.markdown(t("write.wrote", k=k + 1, n=n, token=widgets.escape_md(label), p=f"{step.probability:.1%}"))
-        st.html(literal.parts_body([gen.prompt, shown.until(k)[len(gen.prompt) :]], "", {1: t("write.written_hover")}))
+        with st.container(key=f"{key}_wrote"):
+            st.markdown(t("write.wrote", k=k + 1, n=n, token=widgets.escape_md(label), p=f"{step.probability:.1%}"))
+            st.html(
+                literal.parts_body([gen.prompt, shown.until(k)[len(gen.prompt) :]], "", {1: t("write.written_hover")})
+            )
         _choices(context, shown, sig, k, key)
         _numbers(context, shown, k, layer, head)
         a, b = st.columns(2, gap="large")
