@@ -20,4 +20,4 @@ if run is None:
     st.stop()
 run = steps.steps(context, run)
 section.handout(context, run)
-classroom.watch(context)
+classroom.footer(context)

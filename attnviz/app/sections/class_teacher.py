@@ -5,6 +5,7 @@ The dashboard itself is app/sections/class_dashboard.py."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import streamlit as st
@@ -38,14 +39,14 @@ def opened(context: Ctx) -> Opened | None:
     who = visitor.visitor()
     wait = server.throttle.wait(who)
     if wait > 0:
-        st.error(t("class.wait", s=f"{wait:.0f}"), icon=":material/hourglass_top:")
+        st.error(t("class.wait", s=f"{math.ceil(wait)}"), icon=":material/hourglass_top:")
         return None
     try:
         info = server.store(context.settings).teacher(read_code(code), read_token(secret))
     except Refused as refused:
         delay = server.throttle.wrong(who)
         message = t("class.secret_wrong") if refused.reason == "secret" else t("class.no_such_code")
-        st.error(message + (" " + t("class.wait", s=f"{delay:.0f}") if delay else ""), icon=":material/lock:")
+        st.error(message + (" " + t("class.wait", s=f"{math.ceil(delay)}") if delay else ""), icon=":material/lock:")
         return None
     server.throttle.right(who)
     return Opened(info, str(secret))

@@ -4,13 +4,18 @@ and every checked answer kept (attnviz/classes) before the page says "saved".
 
 The student's place is in their link (`?class=CODE&student=TOKEN`), so a reload or a later visit
 goes on where they were; the share link never carries it (urls.CLASS_KEYS). While the page is
-open it asks every WATCH_S seconds whether the teacher opened or closed a step or ended the class,
-and redraws when they did.
+reads the class again at each run (any answer, or the banner's "check for new steps"), so steps the
+teacher opened or closed show at the student's next step. Not on a timer: a fragment's timed
+rerun on this page made Streamlit 1.67 drop the next answer the student sent (the widget states of
+the rest of the page are let go at a fragment-only run: streamlit/streamlit#10805, #14064;
+bench/results_class.md), and a whole-page rerun every few seconds for every student costs the
+server more than the class's answers do.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,14 +29,14 @@ from ..server import visitor
 from ..state import Ctx, set_sentence, t
 from ..widgets import escape_md
 
-__all__ = ["Seat", "closed", "keep_handout", "record", "seat", "sentence", "watch"]
+__all__ = ["Seat", "closed", "footer", "keep_handout", "record", "seat", "sentence"]
 
 SEAT = "_class_seat"
 RECORDED = "_class_recorded"  # {(signature, question): the answer kept}
 PROBLEMS = "_class_problems"  # {(signature, question): (answer, why it was not kept)}
 FRESH = "_class_fresh"
+JOINED = "_class_joined"  # {code: the token this tab joined with}
 STARTED = "_class_started"  # {(code, language)}: where the sentence box was given the teacher's sentence  # an answer was kept in this run: the handout is kept again
-WATCH_S = 4
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,8 @@ def seat(context: Ctx) -> Seat | None:
         st.warning(t("class.place_unknown"), icon=":material/help:")
         for key in ("class", "student"):
             params.pop(key, None)
-    _join_box(context, params.get("join"))
+    if read_code(params.get("join")) is not None:  # a join link: the box comes first
+        _join_box(context, params.get("join"))
     return None
 
 
@@ -76,24 +82,15 @@ def _banner(context: Ctx, here: Seat) -> None:
         st.markdown(t("class.banner", title=title, name=name, code=here.code))
         if here.info.ended:
             st.info(t("class.ended_student"), icon=":material/event_busy:")
+        else:  # a rerun reads the class again (seat)
+            st.button(t("class.check"), key="class_check", icon=":material/refresh:", help=t("class.check_help"))
 
 
-def watch(context: Ctx) -> None:
-    """At the end of the page, in a class: watch for the teacher opening or closing a step or
-    ending the class. Last, because a fragment's timed rerun that lands while the page's own run
-    is still going can drop a widget value sent meanwhile (streamlit/streamlit#10805, #14064):
-    the page has drawn its questions before the first tick."""
-    here = current()
-    if here is not None and not here.info.ended:
-        _watch(context, here)
-
-
-@st.fragment(run_every=WATCH_S)
-def _watch(context: Ctx, here: Seat) -> None:
-    """Redraw the page once the teacher opened or closed a step or ended the class."""
-    now = server.store(context.settings).find(here.code)
-    if now is None or now.open_steps != here.info.open_steps or now.ended != here.info.ended:
-        st.rerun(scope="app")
+def footer(context: Ctx) -> None:
+    """At the end of the lesson page, outside a class and without a join link: the box to type a
+    class code in (below the lesson, which comes first on a phone)."""
+    if current() is None and context.settings.classes and read_code(st.query_params.get("join")) is None:
+        _join_box(context, None)
 
 
 def _join_box(context: Ctx, code: str | None) -> None:
@@ -115,7 +112,7 @@ def _join(context: Ctx, typed: str, name: str) -> None:
     who = visitor.visitor()
     wait = server.throttle.wait(who)
     if wait > 0:
-        st.error(t("class.wait", s=f"{wait:.0f}"), icon=":material/hourglass_top:")
+        st.error(t("class.wait", s=f"{math.ceil(wait)}"), icon=":material/hourglass_top:")
         return
     store = server.store(context.settings)
     code = read_code(typed)
@@ -123,16 +120,20 @@ def _join(context: Ctx, typed: str, name: str) -> None:
     if info is None:
         delay = server.throttle.wrong(who)
         st.error(
-            t("class.no_such_code") + (" " + t("class.wait", s=f"{delay:.0f}") if delay else ""),
+            t("class.no_such_code") + (" " + t("class.wait", s=f"{math.ceil(delay)}") if delay else ""),
             icon=":material/error:",
         )
         return
     server.throttle.right(who)
+    joined = st.session_state.setdefault(JOINED, {})
+    # once a tab: a submit Streamlit hands the page again after its st.rerun must not seat a second student
+    again = store.student(info.code, joined[info.code]) if info.code in joined else None
     try:
-        student, token = store.join(info.code, name, context.lang)
+        student, token = (again[1], joined[info.code]) if again else store.join(info.code, name, context.lang)
     except Refused as refused:
         st.error(t(f"class.refused.{refused.reason}"), icon=":material/block:")
         return
+    joined[info.code] = token
     st.query_params.pop("join", None)
     st.query_params["class"], st.query_params["student"] = info.code, token
     st.toast(t("class.joined", name=escape_md(student_label(student, context.lang), limit=40)))
