@@ -14,13 +14,13 @@ from attnviz.app.sections import class_dashboard as dashboard  # noqa: E402
 from attnviz.app.sections import class_teacher as teacher  # noqa: E402
 
 opened = teacher.opened(context)
-if opened is None:
+if opened is None:  # not st.stop(): the frame draws the sidebar's share box after the page
     teacher.start_form(context)
-    st.stop()
-controls.projector_switch()
-dashboard.invite(context, opened)
-live = st.container()  # the live board goes here, drawn last (class_dashboard.board says why)
-if not dashboard.projector():
-    controls.controls(context, opened)
-with live:
-    dashboard.board(context, opened)
+else:
+    controls.projector_switch()
+    dashboard.invite(context, opened)
+    live = st.container()  # the live board goes here, drawn last (class_dashboard.board says why)
+    if not dashboard.projector():
+        controls.controls(context, opened)
+    with live:
+        dashboard.board(context, opened)
