@@ -13,9 +13,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz import i18n
-from attnviz.app.server import budget, session_models, training_jobs
+from attnviz.app.server import session_models, training_jobs
 from attnviz.app.widgets import escape_md
 
+from .app_runs import forget_training_runs
 from .test_app import _array, _chart, _heatmap_z, _literals, _messages, _ok, _tokens_shown
 from .test_flood_aside import heavy_slots_held
 
@@ -33,14 +34,7 @@ def _deployment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     # AppTest gives every session the same id: forget this test's runs and models, so that no
     # other test (here or in test_app.py) finds them in its model list
-    for job in list(training_jobs._JOBS.values()):
-        job.stop_event.set()
-    deadline = time.monotonic() + 60
-    while training_jobs.running_count() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    training_jobs._JOBS.clear()
-    session_models._MODELS.clear()
-    budget.clear()  # the time training charged to that shared id
+    forget_training_runs()
 
 
 def _training_page(**query: str) -> AppTest:

@@ -18,10 +18,11 @@ import attnviz
 from attnviz import explain, i18n
 from attnviz.app.sections.training import best_head, induction_cell
 from attnviz.app.sections.why import model_cell, positions
-from attnviz.app.server import budget, session_models, training_jobs
+from attnviz.app.server import session_models, training_jobs
 from attnviz.explain.sources import SCORE_SOURCES_MAX_TOKENS
 from attnviz.views import why as why_views
 
+from .app_runs import forget_training_runs
 from .smollm2_model import smollm2
 from .test_app import APP, TIMEOUT, TIRED, _array, _chart, _ok
 from .test_app_training import _train, _training_page
@@ -186,14 +187,7 @@ def _training_cleanup() -> Iterator[None]:
     """AppTest gives every session the same id: this test's runs and models go at its end (as
     tests/test_app_training.py clears them)."""
     yield
-    for job in list(training_jobs._JOBS.values()):
-        job.stop_event.set()
-    deadline = time.monotonic() + 60
-    while training_jobs.running_count() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    training_jobs._JOBS.clear()
-    session_models._MODELS.clear()
-    budget.clear()
+    forget_training_runs()
 
 
 @pytest.mark.usefixtures("_training_cleanup")

@@ -19,10 +19,11 @@ import attnviz
 from attnviz import i18n
 from attnviz.app import literal
 from attnviz.app.sections.write import FIRST_STEPS, Written, _spans, probe_start
-from attnviz.app.server import budget, session_models, training_jobs
+from attnviz.app.server import training_jobs
 from attnviz.app.widgets import escape_md
 from attnviz.views import generation as gv
 
+from .app_runs import forget_training_runs
 from .smollm2_model import smollm2
 
 APP = str(Path(__file__).resolve().parent / "app_entry.py")
@@ -39,14 +40,7 @@ def forget_runs() -> Iterator[None]:
     """AppTest gives every session one id: this test's runs and models are forgotten after it,
     as tests/test_app_training.py forgets its own."""
     yield
-    for job in list(training_jobs._JOBS.values()):
-        job.stop_event.set()
-    deadline = time.monotonic() + 60
-    while training_jobs.running_count() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    training_jobs._JOBS.clear()
-    session_models._MODELS.clear()
-    budget.clear()
+    forget_training_runs()
 
 
 def _ok(at: AppTest) -> AppTest:

@@ -14,10 +14,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from attnviz import i18n
-from attnviz.app.server import budget, session_models, training_jobs
+from attnviz.app.server import training_jobs
 from attnviz.long import figures
 from attnviz.models.tokens import DEFAULT_MAX_TOKENS
 
+from .app_runs import forget_training_runs
 from .test_app import APP, TIMEOUT, _chart, _messages, _ok
 from .test_long import long_text
 
@@ -35,14 +36,7 @@ def _deployment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.delenv(key, raising=False)
     before = set(REGISTRY.models)
     yield
-    for job in list(training_jobs._JOBS.values()):
-        job.stop_event.set()
-    deadline = time.monotonic() + 60
-    while training_jobs.running_count() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    training_jobs._JOBS.clear()
-    session_models._MODELS.clear()
-    budget.clear()
+    forget_training_runs()
     with REGISTRY.lock:
         for key in set(REGISTRY.models) - before:
             del REGISTRY.models[key]
