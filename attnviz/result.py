@@ -11,8 +11,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["OOM_CPU", "Attention", "Note", "char_groups", "merge_word_matrix", "note_key"]
-
 OOM_CPU = "oom_cpu"  # Note.key: the accelerator ran out of memory and the CPU computed the result
 
 

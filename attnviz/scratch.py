@@ -19,21 +19,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-__all__ = [
-    "EncoderConfig",
-    "EncoderLayer",
-    "LayerParts",
-    "MultiHeadSelfAttention",
-    "ScratchEncoder",
-    "causal_mask",
-    "combined_mask",
-    "multi_head_attention",
-    "padding_mask",
-    "post_ln_layer",
-    "scaled_dot_product_attention",
-    "sinusoidal_positions",
-]
-
 
 def scaled_dot_product_attention(
     q: torch.Tensor,

@@ -16,7 +16,13 @@ the explorer. Each recipe prints the server's peak RSS (process and children, sa
   the demo allows, two sessions each: the faithfulness scoreboard (with occlusion and input x
   gradient), Value Zeroing, head importance (each on Explain, a new ~120-word text a round, the
   scoreboard computed with every one), a training run, a corpus upload (a file of more lines
-  than the demo reads); what each tab was told while its work waited ("place N in the queue").
+  than the demo reads); what each tab was told while its work waited ("place N in the queue");
+- links (issue 50.3): visitors opening shared links with three models and long texts, session i
+  the i % 3rd: `/?model=smollm2&text=` ~3,000 words, e5-small with ~3,000 Chinese characters on
+  the explorer and the lesson in turn, MiniLM on Explain with ~3,000 words, a new text each round;
+- switching (issue 50.3): sessions on the explorer, each with its own ~400-word text, picking the
+  next model in the sidebar every SWITCH_S seconds without waiting for the page.
+Each recipe also prints the server's memory AFTER_S seconds after its browser has closed.
 Bounded in count and time; loopback only.
 """
 
@@ -48,7 +54,7 @@ DRAWN_JS = """() => { const e = document.querySelector('.st-key-tokens code');
     const g = document.querySelector('.st-key-' + k + ' .js-plotly-plot'); return !!g && !!g._fullLayout; }); }"""
 IDLE_JS = """() => { const app = document.querySelector('[data-testid="stApp"]');
   return !!app && app.dataset.testScriptState === 'notRunning'; }"""
-RECIPES = ("flood", "lab", "flow", "training", "closed", "bomb", "heavy")
+RECIPES = ("flood", "lab", "flow", "training", "closed", "bomb", "heavy", "links", "switching")
 HEAVY_KINDS = ("scoreboard", "value_zeroing", "importance", "training", "corpus")  # heavy: session i runs i % 5
 # the largest queue place a tab was shown: "place N in the queue" (work.run_long), "place N for the
 # Training lab" (training), read every 250 ms (an init script runs as it is: hence the call)
@@ -61,6 +67,10 @@ QUEUE_JS = (
 TRAINED_JS = """() => !!document.querySelector('.st-key-train_status')
   && !document.querySelector('.st-key-train_stop')"""  # a run that ended (or was refused)
 HEAVY_WAIT_MS = 600_000  # a heavy round can wait behind nine others on two cores
+HAN = "注意力让模型在读每个词时看句子里的其他词语言学习猫狗河岸银行钱街道累宽树"  # links: e5-small's Chinese text
+SWITCH_MODELS = ("model.minilm", "model.e5", "model.smollm2")  # switching: the sidebar's labels, in turn
+SWITCH_S = 2.0  # switching: a new model picked this soon after the last, the page still running
+AFTER_S = 15.0  # the memory read this long after the browser closed (sessions gone, relief run)
 
 
 @dataclass
@@ -80,6 +90,7 @@ class AttackReport:
     places: dict[str, int] = field(default_factory=dict)  # heavy: the largest queue place each kind saw
     failures: list[str] = field(default_factory=list)
     seconds: float = 0.0  # from the attack's start to its last round
+    end_rss_mb: float = 0.0  # AFTER_S after the browser closed
 
 
 def _memory(pid: int, each: list[tuple[str, float, float]] | None = None) -> tuple[float, float]:
@@ -168,6 +179,37 @@ async def _flow(page: Any, url: str, i: int, r: int) -> None:
     text = f"flow {i} {r} " + words(80, i * 100 + r)  # under the one-row flow limit (96 tokens)
     await page.goto(f"{url}/explain?" + urllib.parse.urlencode({"text": text}))
     await page.wait_for_function(IDLE_JS, timeout=240_000)
+
+
+def han(n: int, seed: int) -> str:
+    """`n` Chinese characters, different for each seed."""
+    return "".join(HAN[(seed * 7 + i * (seed % 5 + 1)) % len(HAN)] for i in range(n))
+
+
+async def _links(page: Any, url: str, i: int, r: int) -> None:
+    """A shared link opened, its page run to its end: which model and page by `i % 3`."""
+    kind = i % 3
+    if kind == 0:
+        path, query = "", {"model": "smollm2", "text": f"links {i} {r} " + words(3000, i * 100 + r)}
+    elif kind == 1:
+        path, query = ("lesson" if r % 2 else ""), {"model": "e5-small", "text": f"{i} {r} " + han(3000, i * 100 + r)}
+    else:
+        path, query = "explain", {"model": "minilm", "text": f"links {i} {r} " + words(3000, i * 100 + r)}
+    await page.goto(f"{url}/{path}?" + urllib.parse.urlencode(query))
+    await _settle(page)
+
+
+async def _switching(page: Any, url: str, i: int, r: int) -> None:
+    """The next model picked in the sidebar, SWITCH_S after the last pick (its run not waited for)."""
+    from attnviz import i18n
+
+    if r == 0:
+        await page.goto(f"{url}/?" + urllib.parse.urlencode({"text": f"switch {i} " + words(400, i)}))
+        await _settle(page)
+    label = i18n.t(SWITCH_MODELS[(i + r + 1) % len(SWITCH_MODELS)], "en")
+    await page.locator(".st-key-model_choice [data-testid=stSelectbox]").click()
+    await page.get_by_role("option", name=label, exact=True).click(timeout=60_000)
+    await page.wait_for_timeout(SWITCH_S * 1000)
 
 
 async def _train(page: Any, url: str, i: int, r: int, seen: dict[str, int]) -> None:
@@ -376,6 +418,12 @@ async def _attackers(
                     await _lab(page, url, i, r)
                 elif recipe == "flow":
                     await _flow(page, url, i, r)
+                elif recipe == "links":
+                    await _links(page, url, i, r)
+                elif recipe == "switching":
+                    await _switching(page, url, i, r)
+                    if r == rounds - 1:
+                        await _settle(page)
                 else:
                     await _train(page, url, i, r, seen)
                 report.attacker_rounds += 1
@@ -467,6 +515,8 @@ async def attack(
                 report.seconds = time.monotonic() - started
         finally:
             await browser.close()
+            await asyncio.sleep(AFTER_S)
+            report.end_rss_mb = _memory(pid)[0]
             sampler.done.set()
     report.peak_rss_mb = max(sampler.peak, report.start_rss_mb)
     report.peak_pss_mb = sampler.peak_pss
@@ -478,7 +528,10 @@ async def attack(
 def print_report(report: AttackReport) -> None:
     waits = ", ".join(f"{w:.1f}" for w in report.victim_waits) or "none"
     print(f"recipe {report.recipe}: {report.attacker_rounds} attacker rounds in {report.seconds:.0f} s")
-    print(f"server RSS: {report.start_rss_mb:.0f} MB before, peak {report.peak_rss_mb:.0f} MB")
+    print(
+        f"server RSS: {report.start_rss_mb:.0f} MB before, peak {report.peak_rss_mb:.0f} MB,"
+        f" {report.end_rss_mb:.0f} MB {AFTER_S:.0f} s after the browser closed"
+    )
     print(f"  peak PSS (shared pages split between the processes sharing them): {report.peak_pss_mb:.0f} MB")
     print(f"  peak RSS of the server process alone (what its memory budget reads): {report.peak_server_mb:.0f} MB")
     if report.at_peak:

@@ -30,23 +30,6 @@ from .readers import model_label
 from .state import SENTENCE, Ctx, set_sentence, t
 from .streamlit_adapter import DeltaGenerator, PlotlyState
 
-__all__ = [
-    "SLIDE_HEIGHT",
-    "SLIDE_SCALE",
-    "SLIDE_WIDTH",
-    "caption_switches",
-    "chart",
-    "focus_from_chart",
-    "highlight_from_chart",
-    "image_buttons",
-    "image_config",
-    "open_in_explorer",
-    "page_caption",
-    "share_link",
-    "sync_url",
-    "theme_mode",
-]
-
 SLIDE_WIDTH = 960  # css px a slide (and the chart in it) is laid out at...
 SLIDE_HEIGHT = 540  # ...and its height: 16:9
 SLIDE_SCALE = 2  # the pixels per css px of a PNG: 1920 x 1080

@@ -14,8 +14,6 @@ import streamlit as st
 
 from .state import t
 
-__all__ = ["CSS", "copy_link", "link_of"]
-
 CSS = (
     ".attnviz-copy{display:flex;flex-direction:column;gap:0.4rem;align-items:flex-start;margin-bottom:0.5rem}"
     ".attnviz-copy code{align-self:stretch;min-width:0;display:block;padding:0.5rem 0.75rem;border-radius:0.5rem;"

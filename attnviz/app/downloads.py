@@ -15,8 +15,6 @@ from .. import __version__, export
 from ..result import Attention
 from .state import Ctx, lang, t
 
-__all__ = ["SWITCHES", "figure_downloads", "image_export_note", "number_downloads", "run_settings", "with_switches"]
-
 
 def run_settings(context: Ctx, att: Attention, **extra: Any) -> dict[str, Any]:
     """What produced a result, bundled into every export."""

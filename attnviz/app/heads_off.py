@@ -15,19 +15,6 @@ from .. import views
 from ..models import HeadMode
 from . import state, urls
 
-__all__ = [
-    "CLICK",
-    "MODE",
-    "OFF",
-    "clear",
-    "current",
-    "grid_pick",
-    "mode",
-    "replace_with",
-    "toggle",
-    "toggle_from_chart",
-]
-
 OFF = "heads_off"  # sorted [[layer, head], ...]
 OFF_MODEL = "heads_off_model"  # the model the set belongs to: another model starts with all heads on
 MODE = state.ABLATION_MODE  # "zero" | "mean"

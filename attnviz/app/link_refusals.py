@@ -9,8 +9,6 @@ from collections.abc import Mapping
 from .. import i18n
 from .urls import _PAIR_KEYS, LINK_KEYS, MAX_INDEX_DIGITS, VIEW_PARAMS, Link, _length, _read, cut_length, value_max
 
-__all__ = ["refusal", "removed_names", "text_refusal"]
-
 _PARAMS = {p.key: p for p in VIEW_PARAMS}
 
 

@@ -11,8 +11,6 @@ import re
 
 import streamlit as st
 
-__all__ = ["CLASS", "body", "literal", "parts_body", "text_of"]
-
 CLASS = "attnviz-literal"
 _STYLE = (
     "margin:0 0 1rem 0;padding:0.75rem 1rem;border-radius:0.5rem;"

@@ -44,21 +44,6 @@ import plotly.graph_objects as go
 
 from ..views._base import figure
 
-__all__ = [
-    "DATAREVISION",
-    "META",
-    "MODES",
-    "Mode",
-    "for_browser",
-    "plain_arrays",
-    "selection_layout",
-    "streamlit_theme_customised",
-    "template",
-    "template_json",
-    "themed_layout",
-    "themed_traces",
-]
-
 Mode = Literal["light", "dark"]
 MODES: tuple[Mode, ...] = ("light", "dark")
 DATAREVISION = "attnviz"  # constant on purpose: a chart with new data is a new mount (module doc)

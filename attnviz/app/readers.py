@@ -15,8 +15,6 @@ from .widgets import escape_md
 if TYPE_CHECKING:  # the frame imports model_label (charts' slide captions) before torch may load
     from ..models import Runner
 
-__all__ = ["model_label", "unknown_notice"]
-
 _SHOWN_CHARACTERS = 12
 
 

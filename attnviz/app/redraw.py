@@ -17,8 +17,6 @@ import plotly.graph_objects as go
 
 from ..views._base import figure
 
-__all__ = ["lines_as_shapes", "path_of"]
-
 
 def _array(value: Any) -> np.ndarray:
     """A trace's coordinates: a list, a numpy array, or plotly's base64 typed array."""

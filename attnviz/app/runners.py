@@ -16,24 +16,10 @@ from ..models import EMBEDDED_MODEL, ModelLoadError, Runner, gate
 from ..models.tokens import TextRefused, check_text
 from ..result import OOM_CPU, Attention, note_key
 from .server import session_models, visitor
-from .server.registry import FAILED_LOAD_TTL_S, MAX_FAILURES, MAX_MODELS, REGISTRY, Loaded, ModelKey, load, results
+from .server.registry import REGISTRY, Loaded, ModelKey, load, results
 from .state import Ctx, t
 from .streamlit_adapter import DeltaGenerator
 from .widgets import escape_md, show_error
-
-__all__ = [
-    "FAILED_LOAD_TTL_S",
-    "MAX_FAILURES",
-    "MAX_MODELS",
-    "REGISTRY",
-    "Loaded",
-    "analyse",
-    "cached",
-    "checked_text",
-    "load_runner",
-    "refused",
-    "results",
-]
 
 LOG = logging.getLogger("attnviz")
 T = TypeVar("T")

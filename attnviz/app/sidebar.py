@@ -17,8 +17,6 @@ from ..models.unknown_tokens import model_for_language
 from .server import session_models
 from .state import CUSTOM, SENTENCE, Ctx, keep, lang, model_options, set_sentence, t
 
-__all__ = ["LANGUAGE_NAMES", "available_devices", "model_label", "sidebar"]
-
 LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 # Widgets whose option labels change with the language. The browser reports a choice by its
 # label, so after a language switch those labels would no longer match and Streamlit would

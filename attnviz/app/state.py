@@ -24,29 +24,6 @@ from ..models.unknown_tokens import model_for_language
 from . import link_refusals, urls
 from .streamlit_adapter import leave_legacy_pages_mode
 
-__all__ = [
-    "ABLATION_CLICK",
-    "ABLATION_MODE",
-    "CUSTOM",
-    "HIDE_SINKS",
-    "KEPT",
-    "LAB_SECTIONS",
-    "MEAN",
-    "SENTENCE",
-    "SENTENCE_INPUT",
-    "SENTENCE_TEXT_AREA",
-    "Ctx",
-    "Kept",
-    "ctx",
-    "keep",
-    "lang",
-    "leave_legacy_pages_mode",
-    "model_options",
-    "set_sentence",
-    "start_run",
-    "t",
-]
-
 SENTENCE = "sentence"  # the sentence, never a widget key
 SENTENCE_INPUT = "sentence_input"  # the text box
 SENTENCE_TEXT_AREA = f".st-key-{SENTENCE_INPUT} textarea"  # the box once drawn, as the browser finds it

@@ -19,17 +19,6 @@ from .readers import model_label, unknown_notice
 from .runners import Loaded
 from .state import Ctx, t
 
-__all__ = [
-    "Analysis",
-    "Focus",
-    "Subject",
-    "analysis",
-    "has_byte_pieces",
-    "piece_titles",
-    "truncation_notice",
-    "whole_characters",
-]
-
 
 @dataclass(frozen=True)
 class Analysis:

@@ -15,32 +15,6 @@ from .. import i18n
 from ..lab.sparse import KINDS as SPARSE_KINDS
 from ..models import check_model_name
 
-__all__ = [
-    "CLASS_KEYS",
-    "CUT",
-    "LINK_KEYS",
-    "LINK_OWNER",
-    "LINK_TOKENS",
-    "MAX_INDEX_DIGITS",
-    "OFF_MAX",
-    "URL_TEXT_MAX",
-    "VALUE_MAX",
-    "VIEWS_OPEN",
-    "VIEW_PARAMS",
-    "Link",
-    "Param",
-    "apply_view",
-    "cut_length",
-    "index_write_back",
-    "parse_index",
-    "parse_link",
-    "parse_view",
-    "unused_params",
-    "url_params",
-    "value_max",
-    "view_params",
-]
-
 MAX_INDEX_DIGITS = 3  # layers and heads are counted in tens; "0001" is still four characters
 URL_TEXT_MAX = 500  # longer sentences stay out of the URL (browsers and proxies cap its length)
 MEAN = -1  # the head value that means "the mean over heads"

@@ -18,27 +18,6 @@ from .. import i18n
 from . import literal, nav, urls
 from .state import MEAN, SENTENCE, SENTENCE_INPUT, Ctx, keep, lang, set_sentence, t
 
-__all__ = [
-    "MEAN_LABEL",
-    "TOKEN_SEPARATOR",
-    "attempt",
-    "caveat",
-    "escape_md",
-    "example_for",
-    "fmt_head",
-    "fmt_layer",
-    "layer_head",
-    "option_labels",
-    "page_header",
-    "sentence_box",
-    "show_error",
-    "show_notices",
-    "show_tokens",
-    "snapshot_slider",
-    "token_format",
-    "token_label",
-]
-
 TOKEN_SEPARATOR = " · "  # between tokens shown as text (brackets would blur with "[" tokens)
 # Option labels of selectboxes are the same in every language: Streamlit keeps a selectbox's
 # value as its label, and a label that changed with the language would reset the choice.

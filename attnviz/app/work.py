@@ -18,8 +18,6 @@ from . import runners
 from .server import budget, visitor
 from .state import Ctx, t
 
-__all__ = ["BUDGET_WINDOW_S", "BudgetExceeded", "budget_left", "cached_long", "charge", "run_long", "session_key"]
-
 T = TypeVar("T")
 BUDGET_WINDOW_S = budget.BUDGET_WINDOW_S
 

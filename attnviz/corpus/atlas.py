@@ -19,8 +19,6 @@ from ..models import Runner
 from ..models.tokens import count_tokens, token_limit
 from .batch import batches, encode_all, padded
 
-__all__ = ["DEFAULT_MAX_POINTS", "METHOD_LIMITS", "Atlas", "align", "atlas", "methods", "project", "query_key_vectors"]
-
 DEFAULT_MAX_POINTS = 20_000  # queries + keys; Scattergl stays fluid at this size in a browser
 METHOD_LIMITS = {"pca": 200_000, "tsne": 5_000, "umap": 50_000}  # points each method is given at most
 

@@ -18,8 +18,6 @@ from ..explain.heads import ENTROPY_SMOOTHING, _is_punctuation
 from ..models import Runner
 from ..models.tokens import token_limit
 
-__all__ = ["ENTRY_BUDGET", "STATS", "Analysis", "analyse"]
-
 # The statistics of explain.head_stats, in the order of its docstring.
 STATS = ("entropy", "entropy_rel", "self", "prev", "next", "cls", "sep", "punct")
 # A padded batch keeps at most this many attention entries (batch x layers x heads x n x n,

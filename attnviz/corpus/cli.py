@@ -18,8 +18,6 @@ from .engine import DEFAULT_BATCH_SIZE, DEFAULT_CORPUS_TOKENS, DEFAULT_SHARD_SIZ
 from .output import CorpusResult
 from .readers import DEFAULT_MAX_CHARS
 
-__all__ = ["ProgressLine", "build_parser", "main"]
-
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(

@@ -14,8 +14,6 @@ from .readers import DEFAULT_MAX_CHARS, open_source
 from .shards import FORMAT, check_settings, fingerprint, part_name, process_shard, shard_is_complete, shards_of
 from .store import Store
 
-__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_CORPUS_TOKENS", "DEFAULT_SHARD_SIZE", "RunProgress", "run"]
-
 DEFAULT_CORPUS_TOKENS = 128  # Clark et al. 2019 used 128-token segments
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_SHARD_SIZE = 512  # records a shard: what a kill can cost, and the Ray engine's unit of work

@@ -16,8 +16,6 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EXAMPLES", "EXAMPLE_FILE", "EXAMPLE_SENTENCES", "EXAMPLE_STAT", "compute_example", "load_example"]
-
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_FILE = ROOT / "assets" / "corpus" / "example.json"
 SOURCE = ROOT / "assets" / "corpus" / "en.txt"

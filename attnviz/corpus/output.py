@@ -24,8 +24,6 @@ from .batch import STATS
 from .shards import FORMAT, SHARDS, part_name, shard_meta
 from .store import Store
 
-__all__ = ["CorpusResult", "finish", "load"]
-
 SENTENCE_COLUMNS = ["id", "text", "tokens", "n_tokens", "truncated", *STATS]
 REPORT = "report.json"
 

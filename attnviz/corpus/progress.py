@@ -6,8 +6,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Meter", "RunProgress"]
-
 
 @dataclass(frozen=True)
 class RunProgress:

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from .progress import Meter
     from .readers import Source
 
-__all__ = ["ShardWorker", "run_ray"]
-
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
 

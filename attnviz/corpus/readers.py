@@ -19,15 +19,6 @@ from typing import IO, Any
 
 from ..models.tokens import clean_text
 
-__all__ = [
-    "DEFAULT_MAX_CHARS",
-    "FORMATS",
-    "SKIP_REASONS",
-    "Record",
-    "Source",
-    "open_source",
-]
-
 FORMATS = {".txt": "txt", ".text": "txt", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 # Why a record is not analysed. "no_tokens" is decided by the model (every token special or
 # unknown to the tokenizer); the others by the reader.

@@ -24,19 +24,6 @@ if TYPE_CHECKING:
 
     from ..models import Runner
 
-__all__ = [
-    "FORMAT",
-    "MANIFEST",
-    "SettingsMismatch",
-    "check_settings",
-    "fingerprint",
-    "input_name",
-    "part_name",
-    "process_shard",
-    "shard_schema",
-    "shards_of",
-]
-
 FORMAT = "attnviz-corpus/1"
 SHARDS = "shards"
 MANIFEST = f"{SHARDS}/manifest.json"

@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.fs as pafs
 
-__all__ = ["Store"]
-
 
 class Store:
     """A folder to write a run into. `location` is a local path or a URI pyarrow can open."""

@@ -11,8 +11,6 @@ import torch
 
 from ..models import Progress, Runner
 
-__all__ = ["batch_size", "check_query", "expand", "in_batches", "with_gradients"]
-
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 

@@ -33,19 +33,6 @@ from .agreement import agreement
 from .prenorm import is_prenorm
 from .removal_lm import LmTarget, _log_probs, lm_target
 
-__all__ = [
-    "CURVE_POINTS",
-    "IMPORTANCE_MAX_TOKENS",
-    "ORDERS",
-    "Ablation",
-    "HeadImportance",
-    "Measure",
-    "PruningCurve",
-    "ablate",
-    "head_importance",
-    "pruning_curves",
-]
-
 # head_importance and pruning_curves run one variant per head or point: longer texts are cut (`capped`).
 IMPORTANCE_MAX_TOKENS = 128
 CURVE_POINTS = 25  # head counts on a pruning curve, 0 and all heads included

@@ -11,8 +11,6 @@ import numpy as np
 from ..models import HeadMode
 from ..result import Attention
 
-__all__ = ["ORDERS", "Ablation", "Head", "HeadImportance", "Measure", "Order", "PruningCurve"]
-
 Head = tuple[int, int]
 Order = Literal["gradient", "effect", "random"]
 # What the output-level number measures: an encoder's mean-pooled sentence embedding (cosine

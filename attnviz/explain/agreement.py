@@ -9,8 +9,6 @@ import numpy as np
 
 from ..result import Attention
 
-__all__ = ["agreement", "kendall_tau", "share", "spearman_rho"]
-
 
 def _ranks(x: np.ndarray) -> np.ndarray:
     """Ranks 1..n, ties sharing their average rank."""

@@ -12,8 +12,6 @@ import torch
 from ..models import Progress, Runner
 from ._model import check_query, expand, in_batches, with_gradients
 
-__all__ = ["completeness_gap", "input_x_gradient", "integrated_gradients", "occlusion"]
-
 
 def occlusion(model: Runner, text: str, query: int, *, progress: Progress | None = None) -> np.ndarray:
     """Leave-one-out for token `query`: (n,) float64, score[j] = cosine distance between the

@@ -25,8 +25,6 @@ from ..config import check_text, settings_from_env
 from ..focus import find_token
 from ..models import EMBEDDED_MODEL, ModelLoadError, Runner, load_model
 
-__all__ = ["main"]
-
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(

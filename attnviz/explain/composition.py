@@ -37,8 +37,6 @@ from ..models.prenorm_parts import PreNormParts
 from .residual_parts import attention_layers
 from .sources import ScoreSources
 
-__all__ = ["COMPOSITION_KINDS", "Composition", "composing_heads", "composition"]
-
 COMPOSITION_KINDS = ("q", "k", "v")
 _HEAD = re.compile(r"L\d+H\d+")  # a head's part name in ScoreSources
 

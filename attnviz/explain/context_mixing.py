@@ -44,18 +44,6 @@ from .prenorm import (
 from .rollout import rollout_layers
 from .value_zeroing import value_zeroing_map
 
-__all__ = [
-    "GLOBENC_ROLLOUTS",
-    "METHODS",
-    "VALUE_ZEROING_MAX_TOKENS",
-    "Contributions",
-    "contributions",
-    "contributions_all",
-    "normalise_rows",
-    "roll_out",
-    "roll_out_raw",
-]
-
 METHODS = ("attention", "norm", "globenc", "alti", "value_zeroing")
 RESIDUAL_IN_MAP = {"attention": False, "norm": False, "globenc": True, "alti": True, "value_zeroing": True}
 # GlobEnc's rollout: "raw" (the authors': rows normalised after the product) or "normalised_layers".

@@ -28,8 +28,6 @@ import torch
 from ..models import Encoded, Runner
 from ..scratch import LayerParts, post_ln_layer
 
-__all__ = ["LayerRecord", "alti_map", "globenc_map", "head_sum_norms", "layer_record", "norm_map", "record_layers"]
-
 ROW_BLOCK = 32  # query rows per block where an (rows, n, d) tensor is formed (ALTI): ~25 MB at n=512
 
 

@@ -10,8 +10,6 @@ import numpy as np
 from ._arrays import AttentionLike, as_weights
 from .rollout import _residual_layers
 
-__all__ = ["FLOW_MAX_N_ALL", "FLOW_MAX_N_ROW", "FlowTooLarge", "flow", "flow_limit"]
-
 # Largest n for which `flow` runs: a few seconds on 2 shared cores (bench/results_explain.md).
 # Cost grows about as n^3 (all rows) and n^2 (a row).
 FLOW_MAX_N_ALL = 24  # every row: n x n max-flow problems

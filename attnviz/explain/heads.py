@@ -16,17 +16,6 @@ from ._arrays import read_only_view
 if TYPE_CHECKING:
     from .norms import NormWeights
 
-__all__ = [
-    "BROAD_ENTROPY",
-    "ENTROPY_SMOOTHING",
-    "HEAD_KINDS",
-    "LABEL_SHARE",
-    "head_kinds",
-    "head_labels",
-    "head_stats",
-    "sink_shares",
-]
-
 ENTROPY_SMOOTHING = 1e-6  # A' = (A + eps) / (1 + n eps): log 0 never happens, one-hot rows give ~0
 LABEL_SHARE = 0.5  # a head is "previous token", "[SEP] sink", ... when over half its attention goes there
 BROAD_ENTROPY = 0.8  # "broad" when the mean row entropy exceeds this fraction of ln n

@@ -11,8 +11,6 @@ import numpy as np
 from ..models import Runner
 from ..nextword import top_k
 
-__all__ = ["LogitLens", "logit_lens"]
-
 
 @dataclass(frozen=True)
 class LogitLens:

@@ -18,8 +18,6 @@ from .decompose import transformed
 from .prenorm import is_prenorm, prenorm_trace
 from .prenorm import transformed as prenorm_transformed
 
-__all__ = ["NormWeights", "norm_reconstruction", "norm_weights"]
-
 
 @dataclass(frozen=True, eq=False)
 class NormWeights:

@@ -9,8 +9,6 @@ import numpy as np
 
 from ..result import Attention
 
-__all__ = ["MinimalPair", "find_token", "minimal_pair"]
-
 
 @dataclass(frozen=True, eq=False)
 class MinimalPair:

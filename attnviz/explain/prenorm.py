@@ -37,18 +37,6 @@ from ._model import in_batches
 from .decompose import ByKey, head_sum_norms
 from .value_zeroing import cosine_distance
 
-__all__ = [
-    "PRENORM_METHODS",
-    "PreNormRecord",
-    "alti_prenorm_map",
-    "is_prenorm",
-    "norm_prenorm_map",
-    "prenorm_trace",
-    "record_prenorm_layers",
-    "source_vectors",
-    "value_zeroing_prenorm_map",
-]
-
 PRENORM_METHODS = ("attention", "norm", "alti", "value_zeroing")
 _PART_BUDGET = 2**22  # floats in one (rows, n_j, H, d) block of ALTI's parts: 16 MB
 

@@ -18,8 +18,6 @@ from ..models import Encoded, Progress, Runner
 from ._model import check_query, expand, in_batches, with_gradients
 from .value_zeroing import cosine_distance
 
-__all__ = ["embed", "gradient_scores", "masked_states", "pool", "removal_effects"]
-
 
 def pool(hidden: torch.Tensor, query: int | None) -> torch.Tensor:
     """(B, n, d) -> (B, d): position `query`, or the mean over positions (the sentence embedding)."""

@@ -21,17 +21,6 @@ from .prenorm import is_prenorm
 from .removal import masked_states
 from .value_zeroing import cosine_distance
 
-__all__ = [
-    "LmTarget",
-    "filler_id",
-    "is_lm",
-    "lm_gradient_scores",
-    "lm_occlusion",
-    "lm_removal_effects",
-    "lm_target",
-    "scored_encoding",
-]
-
 
 @dataclass(frozen=True)
 class LmTarget:

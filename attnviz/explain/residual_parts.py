@@ -32,8 +32,6 @@ from .decompose import record_layers
 from .prenorm import prenorm_trace, transformed
 from .rotary import attention_module, keep_tables
 
-__all__ = ["LayerReader", "Stream", "attention_layers", "frozen_norm", "record_stream"]
-
 BIAS = "bias"
 
 

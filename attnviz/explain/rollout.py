@@ -7,8 +7,6 @@ import numpy as np
 
 from ._arrays import AttentionLike, as_weights
 
-__all__ = ["rollout", "rollout_layers"]
-
 
 def _residual_layers(w: np.ndarray, dtype: type[np.floating] = np.float64) -> np.ndarray:
     """Â_l = (mean_h A[l, h] + I) / rowsum: the residual connection as attention to oneself.

@@ -26,8 +26,6 @@ import torch
 
 from ..models import Runner
 
-__all__ = ["RotaryProfile", "attention_module", "by_distance", "keep_tables", "rotary_distance", "rotary_scores"]
-
 
 @dataclass(frozen=True)
 class RotaryProfile:

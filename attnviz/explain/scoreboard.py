@@ -30,8 +30,6 @@ from .context_mixing import METHODS, contributions_all
 from .removal import gradient_scores, removal_effects
 from .removal_lm import LmTarget, is_lm, lm_gradient_scores, lm_removal_effects, scored_encoding
 
-__all__ = ["FAITHFULNESS_MAX_TOKENS", "SCOREBOARD_METHODS", "ScoreRow", "Scoreboard", "faithfulness"]
-
 SCOREBOARD_METHODS = ("attention_last", *METHODS, "gradient")  # "attention" is attention rollout
 FAITHFULNESS_MAX_TOKENS = 128  # leave-one-out is n passes and Value Zeroing grows as n^3: beyond, cut with a note
 CUT_NOTE = "scored on the first {kept} of {total} tokens"

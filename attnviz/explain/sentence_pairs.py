@@ -16,8 +16,6 @@ import numpy as np
 
 from ..result import Attention
 
-__all__ = ["across_share", "pair_blocks", "pair_segments"]
-
 
 def pair_segments(att: Attention) -> np.ndarray:
     """(n,) int: 0 for text A's tokens, 1 for text B's, -1 for specials, from `att.segments`

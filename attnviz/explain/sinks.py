@@ -18,8 +18,6 @@ from ..result import Attention
 from ._arrays import AttentionLike, as_weights
 from .norms import NormWeights
 
-__all__ = ["PARKING_HEADS", "SINK_THRESHOLD", "SinkScores", "hide_sinks", "removed_share", "sink_scores"]
-
 SINK_THRESHOLD = 0.3  # Gu et al. 2024, epsilon
 # `parking` keeps tokens that at least this share of heads sink on (or with short value vectors).
 PARKING_HEADS = 0.1

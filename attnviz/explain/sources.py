@@ -34,8 +34,6 @@ import torch
 from ..models import Runner
 from .residual_parts import BIAS, LayerReader, frozen_norm, record_stream
 
-__all__ = ["SCORE_SOURCES_MAX_TOKENS", "ScoreSources", "score_sources"]
-
 SCORE_SOURCES_MAX_TOKENS = 256
 
 

@@ -19,8 +19,6 @@ from ..models.base import LayerParts, Runner
 from ..result import Attention
 from .norms import _transformed
 
-__all__ = ["PassValues", "attend_keeping_values", "moved_share", "value_norms"]
-
 _Hook = Callable[[torch.nn.Module, tuple[torch.Tensor, ...], torch.Tensor], None]
 
 

@@ -23,8 +23,6 @@ from ..models import Progress, Runner
 from ._model import in_batches
 from .decompose import LayerRecord, _centre, _gamma, _ln_scale
 
-__all__ = ["cosine_distance", "value_zeroing_map"]
-
 
 def cosine_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """1 - cos(a, b) over the last axis, as ||a/|a| - b/|b|||^2 / 2: from the difference, so

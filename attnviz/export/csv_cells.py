@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-__all__ = ["CSV_FORMULA_CHARS", "CSV_FORMULA_LOOKALIKES", "csv_cell", "csv_uncell"]
-
 # OWASP CSV injection (and ASVS 1.2.10): a cell starting with one of these is a formula to a
 # spreadsheet (tab, CR, LF and NUL because some strip them before looking).
 CSV_FORMULA_CHARS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")

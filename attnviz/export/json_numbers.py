@@ -8,8 +8,6 @@ import json
 
 import numpy as np
 
-__all__ = ["SIGNIFICANT_DIGITS", "json_numbers"]
-
 SIGNIFICANT_DIGITS = 6
 
 

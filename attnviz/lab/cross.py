@@ -20,8 +20,6 @@ from ..models import Runner, Steps
 from ..result import Attention
 from ..scratch import LayerParts, scaled_dot_product_attention
 
-__all__ = ["cross_attention", "cross_steps"]
-
 
 def cross_attention(model: Runner, x: str, y: str, max_tokens: int | None = None) -> Attention:
     """Every layer and head with queries from `x` and keys and values from `y`: an `Attention`

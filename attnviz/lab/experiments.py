@@ -11,17 +11,6 @@ import numpy as np
 from ..models import Runner, Steps
 from ..result import Attention
 
-__all__ = [
-    "CostRow",
-    "OrderResult",
-    "cost_sweep",
-    "max_abs_diff",
-    "order_demo",
-    "permutation",
-    "row_entropy",
-    "scaling_entropies",
-]
-
 SWEEP_SIZES = (16, 32, 64, 128, 256, 512)
 
 

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["FlashResult", "FlashStep", "flash_attention"]
-
 
 @dataclass(frozen=True)
 class FlashStep:

@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 
     from ..scratch import ScratchEncoder
 
-__all__ = ["KINDS", "additive_mask", "encoder_maps", "row_counts", "sparse_count", "sparse_mask"]
-
 KINDS = ("window", "global", "dilated", "bigbird")
 MAX_N = 4096  # a pattern bigger than this is not drawn or built here (16 M booleans)
 

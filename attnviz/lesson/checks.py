@@ -16,8 +16,6 @@ import numpy as np
 from .. import i18n
 from .core import STEPS, Facts, _bare, head_name
 
-__all__ = ["TIE", "Verdict", "answer_label", "check", "check_referent", "hint", "step_fields"]
-
 # Values within 5 % of each other look the same in a bar or a cell: either answer is right.
 # Relative: a switched-off head's cosine distances can all be below an absolute margin.
 TIE = 0.05

@@ -11,23 +11,6 @@ import numpy as np
 from .. import i18n
 from ..result import Attention
 
-__all__ = [
-    "LIMIT_OPTIONS",
-    "PRONOUNS",
-    "SAME_OPTIONS",
-    "STEPS",
-    "Facts",
-    "HeadPick",
-    "find_head",
-    "find_pronoun",
-    "find_word",
-    "head_name",
-    "known_referent",
-    "lesson_query",
-    "look_head",
-    "referent_choices",
-]
-
 STEPS = ("tokens", "one_head", "all_heads", "pronoun", "switch_off", "limits")
 PRONOUNS: dict[str, tuple[str, ...]] = {
     "en": ("it", "he", "she", "they", "him", "her", "them", "its", "his", "their"),

@@ -24,8 +24,6 @@ from ..views.spec import HeatmapSpec, heatmap_spec
 from .checks import Verdict, step_fields
 from .core import STEPS, Facts
 
-__all__ = ["CSP", "MAX_MAP_TOKENS", "Answer", "distance", "handout_html", "heatmap_svg", "percent"]
-
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 MAX_MAP_TOKENS = 64  # the one-head map is drawn up to this many tokens (beyond: its row only)
 BLUE, GREY, RED = "#3b6fd8", "#9aa0a6", "#d9482b"

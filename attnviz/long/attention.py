@@ -16,8 +16,6 @@ import torch
 
 from ..models.gate import Cancelled
 
-__all__ = ["Cancel", "LongAttention", "block_edges", "check_cancel"]
-
 Cancel = threading.Event | Callable[[], bool] | None
 Queries = int | Sequence[int] | np.ndarray | slice | range
 

@@ -19,10 +19,7 @@ from typing import Any
 import torch
 from torch.nn import functional as F
 
-from ..models.gate import Cancelled
 from ..scratch import LayerParts
-
-__all__ = ["Cancelled", "Kept", "run_hf", "run_scratch"]
 
 _NAME = "attnviz_long_sdpa"
 _RECORD = threading.local()

@@ -22,8 +22,6 @@ from ..models import ModelLoadError, load_model
 from .attention import LongAttention, block_edges
 from .run import attend_long, estimate, long_settings
 
-__all__ = ["build_parser", "main"]
-
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(

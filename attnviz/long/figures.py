@@ -13,16 +13,6 @@ from ..i18n import t
 from ..views._base import escape
 from .attention import LongAttention, block_edges
 
-__all__ = [
-    "distance_bins",
-    "distance_figure",
-    "overview_figure",
-    "percent",
-    "received_figure",
-    "row_figure",
-    "tile_figure",
-]
-
 
 def percent(fraction: float) -> str:
     """`fraction` as a percentage, two significant digits below 10 %, so a share that is not zero

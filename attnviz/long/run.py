@@ -21,8 +21,6 @@ from ..models.tokens import model_limit
 from .attention import Cancel, LongAttention, check_cancel
 from .capture import Kept, run_hf, run_scratch
 
-__all__ = ["Estimate", "LongSettings", "attend_long", "estimate", "long_settings", "longest", "scratch_model"]
-
 Progress = Callable[[int, int], None]  # (layers done, layers)
 
 

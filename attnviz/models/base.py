@@ -38,16 +38,6 @@ from .tokens import (
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-__all__ = [
-    "Encoded",
-    "HeadMode",
-    "ModelLoadError",
-    "Runner",
-    "RunnerBase",
-    "Steps",
-    "oom_note",
-]
-
 Inputs = dict[str, torch.Tensor]
 Steps = dict[str, np.ndarray]
 OOM_NOTE = "{device} ran out of memory: this result was computed on the CPU."

@@ -9,8 +9,6 @@ from typing import Any
 
 from .prenorm_parts import PreNormParts
 
-__all__ = ["PRENORM_TYPES", "prenorm_parts"]
-
 # model types whose decoder layer is exactly x + attn(norm(x)), then + mlp(norm(.)); Gemma 2/3
 # add norms after each block and are not listed
 PRENORM_TYPES = {"llama", "mistral", "qwen2", "qwen3", "smollm3"}

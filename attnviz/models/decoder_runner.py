@@ -7,8 +7,6 @@ import torch
 
 from .prenorm_parts import PreNormParts
 
-__all__ = ["DecoderDefaults"]
-
 
 class DecoderDefaults:
     name: str

@@ -24,8 +24,6 @@ from .e5_tokenizer import build_tokenizer
 from .huggingface import PretrainedModel
 from .names import E5_MODEL
 
-__all__ = ["E5_MODEL", "Q4Embedding", "build_bert", "e5_tokenizer", "load_e5", "load_e5_runner"]
-
 
 class Q4Embedding(torch.nn.Embedding):
     """A word-embedding table kept as q4_0 blocks (rows, width / 32, 18 bytes): a lookup

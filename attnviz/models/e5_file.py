@@ -28,8 +28,6 @@ import numpy as np
 
 from .base import ModelLoadError
 
-__all__ = ["BLOCK", "E5File", "dequantise", "model_file", "read_file"]
-
 BLOCK = 32
 _BLOCK_BYTES = 2 + BLOCK // 2
 _MAGIC = b"E5S1"

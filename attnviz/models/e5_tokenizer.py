@@ -23,8 +23,6 @@ import numpy as np
 
 from .e5_file import E5File
 
-__all__ = ["build_tokenizer", "precompiled_charsmap"]
-
 
 def precompiled_charsmap(mapping: Mapping[str, str]) -> bytes:
     """SentencePiece's precompiled charsmap for `mapping` (key string -> replacement): u32 trie

@@ -3,8 +3,6 @@ clauses before anything is loaded (`attnviz --help` and a refused text pay no to
 
 from __future__ import annotations
 
-__all__ = ["ModelLoadError"]
-
 
 class ModelLoadError(RuntimeError):
     """A model could not be found, loaded, or gives no attention weights.

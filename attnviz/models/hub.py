@@ -27,19 +27,6 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = [
-    "PROBE_TIMEOUT_S",
-    "PROBE_TTL_S",
-    "NotCachedError",
-    "endpoint",
-    "is_offline",
-    "load_failure",
-    "offline",
-    "prepare",
-    "quiet",
-    "reachable",
-]
-
 DEFAULT_ENDPOINT = "https://huggingface.co"
 PROBE_TIMEOUT_S = 1.5  # DNS, connect and the first response byte together
 PROBE_TTL_S = 60.0  # how long an answer (either way) is believed

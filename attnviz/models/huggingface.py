@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel as HFModel
     from transformers import PreTrainedTokenizerBase
 
-__all__ = ["CAUSAL_TYPES", "PretrainedModel"]
-
 CAUSAL_TYPES = {"gpt2", "gpt_neo", "gpt_neox", "gptj", "llama", "mistral", "qwen2", "opt", "bloom", "phi", "gemma"}
 
 

@@ -20,20 +20,11 @@ from .huggingface import PretrainedModel
 from .minilm_numpy import QuickTokenizer
 from .minilm_quick import QuickMiniLM
 from .minilm_quick import scratch_config as _scratch_config
-from .names import EMBEDDED_MODEL, MODEL_NAME_MAX, check_model_name
+from .names import EMBEDDED_MODEL, check_model_name
 from .scratch_runner import ScratchModel
 from .smollm2 import NAME as SMOLLM2_MODEL
 from .smollm2 import load_smollm2
 from .tokens import DEFAULT_MAX_TOKENS
-
-__all__ = [
-    "EMBEDDED_MODEL",
-    "MODEL_NAME_MAX",
-    "check_model_name",
-    "embedded_model_dir",
-    "load_model",
-    "resolve_device",
-]
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
 

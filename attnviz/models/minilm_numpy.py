@@ -38,8 +38,6 @@ from .tokens import (
     tokenizer_lock,
 )
 
-__all__ = ["NumpyMiniLM", "QuickEncoding", "QuickTokenizer", "bert_config", "erf", "gelu", "one_blas_thread"]
-
 # the keyword arguments the quick tokenizer answers itself; any other call goes to transformers'
 _QUICK_KWARGS = {
     "truncation",

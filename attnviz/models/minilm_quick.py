@@ -32,13 +32,11 @@ import torch
 from ..scratch import EncoderConfig, EncoderLayer, ScratchEncoder, padding_mask, scaled_dot_product_attention
 from .base import Inputs, LayerParts, RunnerBase, traced
 from .huggingface import PretrainedModel
-from .minilm_numpy import QuickEncoding, QuickTokenizer, bert_config
+from .minilm_numpy import QuickTokenizer, bert_config
 from .names import EMBEDDED_MODEL
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel as HFModel
-
-__all__ = ["QuickEncoding", "QuickMiniLM", "QuickTokenizer", "quick_attention", "quick_maps", "scratch_config"]
 
 
 def quick_attention(encoder: ScratchEncoder, inputs: Inputs, out: np.ndarray) -> np.ndarray:

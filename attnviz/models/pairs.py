@@ -17,8 +17,6 @@ from ..result import Attention
 from .base import Encoded, RunnerBase, oom_note
 from .tokens import clean_text, count_tokens, readable_tokens, token_limit, token_spans, tokenize
 
-__all__ = ["PAIR_JOIN", "attend_pair", "encode_pair"]
-
 PAIR_JOIN = "\n"  # between A and B in the result's `text`
 
 

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-__all__ = ["NoFeedForward", "PreNormParts"]
-
 
 class NoFeedForward(nn.Module):
     """The feed-forward of an attention-only block (the Training lab's, without MLP): adds nothing."""

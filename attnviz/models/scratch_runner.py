@@ -12,8 +12,6 @@ from .base import Inputs, RunnerBase
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-__all__ = ["ScratchModel"]
-
 
 class ScratchModel(RunnerBase):
     """A `ScratchEncoder` (plain torch ops) carrying MiniLM's weights or random ones."""

@@ -23,18 +23,6 @@ import torch
 from .base import ModelLoadError
 from .huggingface import PretrainedModel
 
-__all__ = [
-    "GGUF_NAME",
-    "NAME",
-    "cache_root",
-    "cached_folder",
-    "ensure_cache",
-    "gguf_path",
-    "is_complete",
-    "load_causal_lm",
-    "load_smollm2",
-]
-
 NAME = "smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MARKER = "attnviz-complete.json"

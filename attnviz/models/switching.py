@@ -13,8 +13,6 @@ import torch
 from ..scratch import LayerParts
 from .prenorm_parts import PreNormParts
 
-__all__ = ["HeadMode", "head_switch", "heads_by_layer", "projection_parts", "switch_slices"]
-
 HeadMode = Literal["zero", "mean"]
 
 

@@ -7,9 +7,6 @@ from collections.abc import Iterator
 
 import torch
 
-__all__ = ["SMALL_INPUT_TOKENS", "cpu_threads_for", "torch_threads"]
-
-
 SMALL_INPUT_TOKENS = 128  # up to this many tokens a CPU forward runs on one thread
 
 

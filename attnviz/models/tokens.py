@@ -14,22 +14,6 @@ import numpy as np
 from .. import i18n
 from ..result import char_groups
 
-__all__ = [
-    "DEFAULT_MAX_TOKENS",
-    "TextRefused",
-    "check_text",
-    "clean_text",
-    "count_tokens",
-    "encode_counted",
-    "model_inputs",
-    "model_limit",
-    "readable_tokens",
-    "token_limit",
-    "token_spans",
-    "tokenize",
-    "tokenizer_lock",
-]
-
 DEFAULT_MAX_TOKENS = 512
 
 # C0/C1 control characters other than tab and newline, and NUL: tokenizers drop or choke on them.

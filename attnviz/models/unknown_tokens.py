@@ -18,8 +18,6 @@ from typing import Any
 
 from .tokens import tokenize
 
-__all__ = ["MAX_UNKNOWN_SHARE", "Unknown", "model_for_language", "reader_for", "tokenizer_of", "unknown_tokens"]
-
 MAX_UNKNOWN_SHARE = 0.05  # above this share a model is not reading the text (the examples stay under it)
 
 

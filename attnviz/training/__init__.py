@@ -18,7 +18,8 @@ from .loop import train as _train_decoder
 from .model import DecoderConfig, TinyDecoder
 from .runner import TrainedModel, build_tokenizer
 from .scores import SCORES, induction_cols, pattern_score, previous_cols, score_attention
-from .seq2seq import SEQ2SEQ_TASKS, Seq2SeqRun, Seq2SeqSnapshot, train_seq2seq
+from .seq2seq import Seq2SeqRun, Seq2SeqSnapshot, train_seq2seq
+from .seq2seq_tasks import SEQ2SEQ_TASKS
 from .tasks import TASKS, Probe, Task, make_task, symbol
 
 __all__ = [

@@ -52,8 +52,6 @@ from .tasks import Task
 if TYPE_CHECKING:  # ForkServerContext exists only where there is a forkserver
     from multiprocessing.context import ForkServerContext, SpawnContext
 
-__all__ = ["GRACE_S", "MAX_MESSAGE_BYTES", "TrainingFailed", "children", "resume_in_child"]
-
 GRACE_S = 10.0  # a stopped child that has not sent its weights by then is terminated
 MAX_MESSAGE_BYTES = 512 * 2**20
 POLL_S = 0.1  # how often the parent looks at `progress` and `abandon` while it waits

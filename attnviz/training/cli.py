@@ -20,8 +20,6 @@ from ..config import settings_from_env
 from .loop import TrainingRun, train
 from .tasks import TASKS
 
-__all__ = ["build_parser", "main", "to_json"]
-
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(

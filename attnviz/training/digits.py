@@ -31,19 +31,6 @@ from ..result import Attention
 from ..scratch import MultiHeadSelfAttention
 from .loop import torch_threads
 
-__all__ = [
-    "DIGITS_LIMITS",
-    "DigitsRun",
-    "DigitsSnapshot",
-    "TinyViT",
-    "ViTConfig",
-    "digit_tokens",
-    "held_out_split",
-    "load_digits",
-    "patches",
-    "train_digits",
-]
-
 PATCH = 2  # 2 x 2 pixels a patch: 16 patches of an 8 x 8 image
 GRID = 8 // PATCH  # patches a side
 N_PATCHES = GRID * GRID

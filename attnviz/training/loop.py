@@ -27,8 +27,6 @@ from .runner import TrainedModel
 from .scores import pattern_score
 from .tasks import TASKS, Batch, Probe, Task, make_task
 
-__all__ = ["LIMITS", "Snapshot", "TrainConfig", "TrainingRun", "prepare", "resume", "torch_threads", "train"]
-
 LIMITS = {"steps": (1, 100_000), "layers": (1, 8), "heads": (1, 16), "d_model": (8, 512), "batch_size": (1, 1024)}
 EVAL_TOKENS = 4096  # held-out tokens (at most 128 sequences) the accuracy and head scores are measured on
 CHUNK_STEPS = 10  # steps between two looks at `progress` (about 0.1 s at the default size)

@@ -21,8 +21,6 @@ from torch.nn import functional as F
 from ..lab.sparse import sparse_mask
 from ..scratch import MultiHeadSelfAttention
 
-__all__ = ["DecoderConfig", "DecoderLayer", "TinyDecoder"]
-
 
 @dataclass(frozen=True)
 class DecoderConfig:

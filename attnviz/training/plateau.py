@@ -14,19 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = [
-    "FLOOR",
-    "MIN_GAIN",
-    "MIN_WINDOW",
-    "PRESET_OPTIONS",
-    "PRESET_SECONDS",
-    "PRESET_STEPS",
-    "STEP_S_LOADED",
-    "Plateau",
-    "plateau_at",
-    "plateau_window",
-]
-
 MIN_WINDOW = 100  # steps without a gain before a run counts as plateaued
 MIN_GAIN = 0.005  # half a percentage point of held-out accuracy
 FLOOR = 0.9  # below this a flat curve may still jump (the induction phase change)

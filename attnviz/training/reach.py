@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from .loop import TrainConfig
     from .tasks import Task
 
-__all__ = ["Verdict", "needed_reach", "reach", "verdict"]
-
 
 class Verdict(NamedTuple):
     kind: str  # "ok" | "partial" | "fail" | "unknown" ("" : full attention)

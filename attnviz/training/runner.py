@@ -30,8 +30,6 @@ from .tasks import BOS, PAD, SPECIALS, UNK, Task
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast
 
-__all__ = ["TrainedModel", "build_tokenizer"]
-
 
 def build_tokenizer(vocab: list[str], char_level: bool, max_len: int) -> PreTrainedTokenizerFast:
     """A fast tokenizer whose ids are the positions in `vocab` (specials first), `<s>` prepended.

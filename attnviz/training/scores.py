@@ -15,8 +15,6 @@ import numpy as np
 
 from ..result import Attention
 
-__all__ = ["SCORES", "induction_cols", "pattern_score", "previous_cols", "score_attention"]
-
 SCORES = ("previous", "induction", "diagonal")
 
 

@@ -27,17 +27,7 @@ from ..models.gate import background_lane
 from ..result import Attention
 from .loop import torch_threads
 from .seq2seq_model import Maps, Seq2Seq, Seq2SeqConfig
-from .seq2seq_tasks import SEQ2SEQ_TASKS, PairBatch, PairTask, make_pair_task
-
-__all__ = [
-    "SEQ2SEQ_TASKS",
-    "Seq2SeqRun",
-    "Seq2SeqSnapshot",
-    "Seq2SeqTrainConfig",
-    "Translation",
-    "alignment_scores",
-    "train_seq2seq",
-]
+from .seq2seq_tasks import PairBatch, PairTask, make_pair_task
 
 LIMITS = {"steps": (1, 20_000), "heads": (1, 8), "d_model": (8, 256), "enc_layers": (1, 4), "dec_layers": (1, 4)}
 HELD_OUT = 128  # held-out sources exact match and alignment are measured on

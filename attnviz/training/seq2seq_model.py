@@ -18,8 +18,6 @@ from torch.nn import functional as F
 
 from ..scratch import MultiHeadSelfAttention, scaled_dot_product_attention
 
-__all__ = ["CrossAttention", "Maps", "Seq2Seq", "Seq2SeqConfig"]
-
 
 @dataclass(frozen=True)
 class Seq2SeqConfig:

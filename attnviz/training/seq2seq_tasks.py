@@ -23,8 +23,6 @@ import torch
 
 from .tasks import SPECIALS, symbol
 
-__all__ = ["MONTHS", "SEQ2SEQ_TASKS", "PairBatch", "PairTask", "date_text", "make_pair_task"]
-
 SEQ2SEQ_TASKS = ("copy", "reverse", "sort", "date")
 MONTHS = tuple(calendar.month_abbr[1:])  # Jan .. Dec, independent of the locale
 CJK_MARKS = ("年", "月", "日")

@@ -27,20 +27,6 @@ import torch
 
 from ..models.tokens import clean_text
 
-__all__ = [
-    "BOS",
-    "IGNORE",
-    "PAD",
-    "SEP",
-    "TASKS",
-    "UNK",
-    "Batch",
-    "Probe",
-    "Task",
-    "make_task",
-    "symbol",
-]
-
 PAD, UNK, BOS, SEP = "<pad>", "<unk>", "<s>", ">"
 SPECIALS = (PAD, UNK, BOS)  # ids 0, 1, 2 in every vocabulary
 IGNORE = -100  # target of a prediction that is not scored (torch's cross-entropy default)

@@ -17,8 +17,6 @@ from .charts import token_bars
 from .decoder import visible
 from .grid import layer_head_grid
 
-__all__ = ["ablation_effect", "attention_change", "importance_grid", "mark_off", "pruning_curve"]
-
 OFF_COLOR = "#FF6692"  # the cross over a head switched off: a mid-tone on light and dark themes
 CURVE_COLORS = {"gradient": "#636EFA", "effect": "#00CC96", "random": "#AB63FA"}
 

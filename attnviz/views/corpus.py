@@ -18,8 +18,6 @@ from ._base import SEQUENTIAL, Json, colour, escape, figure, head_label, layout_
 from .grid import _grid_layout
 from .pick import pick_markers, token_pick
 
-__all__ = ["ATLAS_SNIPPET", "atlas_pick", "corpus_grid", "query_key_atlas"]
-
 ATLAS_SNIPPET = 60  # characters of a point's sentence in its hover box
 QUERY_COLOR = "#636EFA"
 KEY_COLOR = "#EF553B"

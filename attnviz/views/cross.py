@@ -12,8 +12,6 @@ import plotly.graph_objects as go
 from ..i18n import DEFAULT_LANGUAGE, t
 from ._base import HEAD_COLORS, Json, figure, layout_title
 
-__all__ = ["alignment_curves"]
-
 
 def alignment_curves(
     steps: Sequence[int] | np.ndarray,

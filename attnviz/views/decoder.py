@@ -23,16 +23,6 @@ if TYPE_CHECKING:  # the explain package imports torch; views do not
     from ..explain.logit_lens import LogitLens
     from ..explain.rotary import RotaryProfile
 
-__all__ = [
-    "grid_thumb",
-    "groups",
-    "lens_rows",
-    "mark_groups",
-    "next_label",
-    "next_rows",
-    "rotary_chart",
-]
-
 GRID_PIXELS = 72 * 32 * 32  # the mosaic budget of 72 heads at 32 x 32 (views/grid.py): ~0.5 MB at 512 tokens
 
 

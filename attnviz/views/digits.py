@@ -12,8 +12,6 @@ import plotly.graph_objects as go
 from ..i18n import DEFAULT_LANGUAGE, t
 from ._base import Json, figure, layout_title
 
-__all__ = ["class_token_maps", "digit_panels"]
-
 
 def upsample(row: np.ndarray) -> np.ndarray:
     """16 patch values (row-major 4 x 4) -> 8 x 8 pixels."""

@@ -16,8 +16,6 @@ from ._base import SEQUENTIAL, figure, layout_title, token_axis
 from .evidence import method_label
 from .margins import label_px, top_title, wrapped
 
-__all__ = ["EXAMPLE_HEIGHT", "method_agreement", "pattern_map", "target_map"]
-
 EXAMPLE_HEIGHT = 330  # px: the example sits on the first screen, above the controls
 PHONE_CHART_PX = 358  # a chart's width on a 390 px phone: its x title is wrapped to the plot that leaves
 

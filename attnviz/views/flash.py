@@ -15,8 +15,6 @@ from ..lab.flash import FlashResult
 from ._base import BAR_ROOM_PX, Json, colorbar_under, escape, figure
 from .margins import top_title, wrapped
 
-__all__ = ["plain_attention", "random_example", "result_pair", "step_rows", "tile_grid"]
-
 PANEL_TITLE_PX = 130  # a map's title in the result pair: half of a 390 px phone's plot, less air
 DONE = "rgba(120,120,120,0.35)"
 CURRENT = "#d62728"

@@ -39,19 +39,6 @@ from .margins import SIDE_BY_SIDE_PX, label_px, top_title
 if TYPE_CHECKING:
     from ..generation import Generation
 
-__all__ = [
-    "MAX_X_LABELS",
-    "Choice",
-    "choices",
-    "layer_figure",
-    "parting",
-    "row_figure",
-    "sink_share",
-    "size_text",
-    "step_label",
-    "written_until",
-]
-
 MAX_X_LABELS = 24  # token labels on an axis: upright ones still fit side by side in a 390 px phone's chart
 LAYER_PLOT_PX = 160  # the heatmap's plot in a 390 px phone's chart: its head labels left, its colour bar right
 PROMPT_COLOR, WRITTEN_COLOR = HEAD_COLORS[0], HEAD_COLORS[2]

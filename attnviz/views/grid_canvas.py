@@ -24,8 +24,6 @@ from .decoder import groups
 from .grid import grid_height, mosaic
 from .token_canvas import pack, unpack, waits_for
 
-__all__ = ["MAGIC", "grid_height", "grid_payload", "hover_lines", "read"]
-
 MAGIC = b"AVG1"
 _TOKEN = "\0"  # where the hover's token goes: filled after the lines are split, so a token is never a line break
 

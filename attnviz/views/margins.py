@@ -16,18 +16,6 @@ import numpy as np
 
 from ._base import Json, escape, map_height
 
-__all__ = [
-    "MAX_LABEL_PX",
-    "PHONE_TITLE_PX",
-    "fit_margins",
-    "label_px",
-    "square_fit",
-    "square_map_layout",
-    "stand_upright",
-    "top_title",
-    "wrapped",
-]
-
 TICK_FONT_PX = 12  # the tick labels' font size (app/plot_theme.py: Streamlit's look)
 MAX_LABEL_PX = 110  # a tick label wider than this is shortened on the axis
 SIDE_BY_SIDE_PX = 260  # x labels wider than this all together stand upright (a narrow column's plot width)

@@ -12,8 +12,6 @@ from ..i18n import DEFAULT_LANGUAGE, t
 from ._base import HEAD_COLORS, Json, escape, figure, layout_title
 from .margins import top_title, wrapped
 
-__all__ = ["pattern_growth", "pattern_maps"]
-
 MAX_TICKS = 40  # token labels on a pattern's axes up to this many tokens
 PANEL_TITLE_PX = 130  # a map's title, wrapped: a map's width on a 390 px phone (about 140 px)
 FIGURE_TITLE_PX = 300  # the figure's title, wrapped: a 390 px phone's chart width less the room either side

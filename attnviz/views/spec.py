@@ -14,8 +14,6 @@ from ..result import Attention
 from ._base import SEQUENTIAL, map_height, which_head
 from .decoder import group_note
 
-__all__ = ["HeatmapSpec", "heatmap_spec"]
-
 _MARK = re.compile(r"\{([qkw])\}")
 
 

@@ -26,8 +26,6 @@ import numpy as np
 from ._base import Json
 from .spec import HeatmapSpec
 
-__all__ = ["MAGIC", "map_payload", "read", "waits_for"]
-
 MAGIC = b"AVM1"
 
 

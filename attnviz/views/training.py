@@ -19,16 +19,6 @@ from ..result import Attention
 from ._base import HEAD_COLORS, SEQUENTIAL, Json, escape, figure, head_label, layout_title
 from .grid import block_mean
 
-__all__ = [
-    "MAX_CURVE_POINTS",
-    "MAX_FRAMES",
-    "head_score_curves",
-    "panel_px",
-    "snapshot_grid",
-    "tick_every",
-    "training_curves",
-]
-
 MAX_CURVE_POINTS = 400  # per-step training curves are averaged down to this many points
 MAX_FRAMES = 40  # snapshots sent to the browser (evenly thinned, first and last kept)
 MAX_CELLS = 8192  # numbers a frame may hold; beyond it every map is block-averaged

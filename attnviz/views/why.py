@@ -20,19 +20,6 @@ from .margins import MAX_LABEL_PX, TICK_FONT_PX, TICK_ROOM_PX, TITLE_ROOM_PX, la
 if TYPE_CHECKING:  # the views take explain's results but do not need torch to be imported
     from ..explain import ScoreSources
 
-__all__ = [
-    "MATRIX_TOP",
-    "OTHER",
-    "SIDE_TOP",
-    "map_change",
-    "part_label",
-    "reads_most",
-    "share_text",
-    "side_rows",
-    "top_matrix",
-    "why_matrix",
-]
-
 MATRIX_TOP = 8  # parts a side in the matrix; the rest summed into one "other" row or column
 SIDE_TOP = 5  # parts listed a side
 OTHER = "other"  # the summed rest's name in `top_matrix`

@@ -19,8 +19,6 @@ from ..state import Ctx, t
 from ..subject import Focus
 from ..widgets import escape_md, show_error, token_format
 
-__all__ = ["panel"]
-
 LOG = logging.getLogger("attnviz")
 NEXT_K = 10  # next tokens listed
 LENS_K = 5  # ranks of the logit lens table

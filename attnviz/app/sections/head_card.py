@@ -23,8 +23,6 @@ from ..runners import Loaded
 from ..state import Ctx, t
 from .explain import code_span
 
-__all__ = ["card"]
-
 COMPOSE_TOP = 3  # earlier heads named a composition kind
 _HEAD = re.compile(r"L(\d+)H(\d+)")
 

@@ -29,8 +29,6 @@ from ..state import CUSTOM, Ctx, model_options, t
 from ..widgets import escape_md
 from . import classroom
 
-__all__ = ["QUESTIONS", "Lesson", "handout", "lesson_model", "pick_note", "prepare"]
-
 QUESTIONS = (*lesson.STEPS, "referent")  # "referent": step 4's first question
 TRIES = "_lesson_tries"  # {"sig": signature, step: [wrong answers given, distinct, in order]}
 

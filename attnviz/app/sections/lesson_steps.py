@@ -21,8 +21,6 @@ from ..widgets import escape_md
 from . import classroom
 from .lesson import Lesson, fields, pick_note, tries, with_norms, with_referent, with_switch
 
-__all__ = ["steps"]
-
 THUMB = 32  # as the explorer's all-heads grid
 Widget = Callable[[str, str], object]  # (label, key) -> the answer, None until one is given
 

@@ -29,8 +29,6 @@ from ..state import Ctx, t
 from ..streamlit_adapter import session_id
 from ..widgets import escape_md, show_error
 
-__all__ = ["section"]
-
 LOG = logging.getLogger("attnviz")
 STATE = "_long_result"  # {"key": ..., "long": LongAttention, "memo": {...}}
 GO = "_long_go"  # the key of the run the visitor asked for
