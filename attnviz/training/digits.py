@@ -132,7 +132,6 @@ class DigitsRun:
     snapshots: list[DigitsSnapshot] = field(default_factory=list)
     states: list[dict[str, torch.Tensor]] = field(default_factory=list)  # the weights at each snapshot
     predictions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # final, held-out
-    steps_done: int = 0
     seconds: float = 0.0  # wall time of the training loop
 
     @property
@@ -232,7 +231,7 @@ def train_digits(
 
 def _snapshot(run: DigitsRun, step: int, x_test: torch.Tensor, y_test: torch.Tensor) -> None:
     loss, accuracy, predictions = _evaluate(run.model, x_test, y_test)
-    run.predictions, run.steps_done = predictions, step
+    run.predictions = predictions
     run.states.append({k: v.detach().clone() for k, v in run.model.state_dict().items()})
     text = f"digit {int(run.labels[run.probe])}"
     run.snapshots.append(DigitsSnapshot(step, loss, accuracy, _attend(run.model, run.images[run.probe], text)))

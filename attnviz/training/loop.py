@@ -11,7 +11,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -68,14 +68,7 @@ class TrainConfig:
     def check(self) -> None:
         if self.task not in TASKS:
             raise ValueError(f"unknown task {self.task!r}: choose one of {', '.join(TASKS)}")
-        for name, (lo, hi) in LIMITS.items():
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-                raise ValueError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
-        if self.d_model % self.heads:
-            raise ValueError(f"d_model ({self.d_model}) must be a multiple of heads ({self.heads})")
-        if not (math.isfinite(self.lr) and 0 < self.lr <= 1):
-            raise ValueError("lr must be in (0, 1]")
+        check_shared(self, LIMITS)
         if not (math.isfinite(self.embed_std) and self.embed_std > 0):
             raise ValueError("embed_std must be positive")
         if self.sparse:
@@ -83,12 +76,24 @@ class TrainConfig:
                        random_keys=self.random_keys)  # fmt: skip  # ValueError for a bad pattern
         if not isinstance(self.plateau, bool):
             raise ValueError("plateau must be True or False")
-        if not isinstance(self.snapshot_every, int) or self.snapshot_every < 0:
-            raise ValueError("snapshot_every must be 0 (automatic) or a positive number of steps")
 
     @property
     def every(self) -> int:
         return self.snapshot_every or max(1, math.ceil(self.steps / MAX_SNAPSHOTS))
+
+
+def check_shared(cfg: Any, limits: dict[str, tuple[int, int]]) -> None:
+    """The checks a decoder's and an encoder-decoder's config share (ValueError naming the field)."""
+    for name, (lo, hi) in limits.items():
+        value = getattr(cfg, name)
+        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+            raise ValueError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
+    if cfg.d_model % cfg.heads:
+        raise ValueError(f"d_model ({cfg.d_model}) must be a multiple of heads ({cfg.heads})")
+    if not (math.isfinite(cfg.lr) and 0 < cfg.lr <= 1):
+        raise ValueError("lr must be in (0, 1]")
+    if not isinstance(cfg.snapshot_every, int) or cfg.snapshot_every < 0:
+        raise ValueError("snapshot_every must be 0 (automatic) or a positive number of steps")
 
 
 @dataclass

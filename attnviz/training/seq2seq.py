@@ -25,7 +25,7 @@ import torch
 from ..models import Cancelled, Progress
 from ..models.gate import background_lane
 from ..result import Attention
-from .loop import torch_threads
+from .loop import check_shared, torch_threads
 from .seq2seq_model import Maps, Seq2Seq, Seq2SeqConfig
 from .seq2seq_tasks import PairBatch, PairTask, make_pair_task
 
@@ -64,18 +64,7 @@ class Seq2SeqTrainConfig:
     snapshot_every: int = 0  # 0: about MAX_SNAPSHOTS over the run
 
     def check(self) -> None:
-        for name, (lo, hi) in LIMITS.items():
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-                raise ValueError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
-        if self.d_model % self.heads:
-            raise ValueError(f"d_model ({self.d_model}) must be a multiple of heads ({self.heads})")
-        if not (math.isfinite(self.lr) and 0 < self.lr <= 1):
-            raise ValueError("lr must be in (0, 1]")
-        if not 1 <= self.batch_size <= 1024:
-            raise ValueError("batch_size must be from 1 to 1024")
-        if not isinstance(self.snapshot_every, int) or self.snapshot_every < 0:
-            raise ValueError("snapshot_every must be 0 (automatic) or a positive number of steps")
+        check_shared(self, LIMITS | {"batch_size": (1, 1024)})
 
     @property
     def every(self) -> int:
