@@ -110,6 +110,12 @@ def colorbar_under(title: str, x: float = 0.5) -> Json:
     }
 
 
+def panel_title(text: str, x: float, y: float = 1.0) -> Json:
+    """A subplot's title standing on `y`, centred at `x` (both in paper coordinates)."""
+    return {"text": text, "x": x, "xref": "paper", "y": y, "yref": "paper", "xanchor": "center", "yanchor": "bottom",
+            "showarrow": False}  # fmt: skip
+
+
 def map_height(n: int) -> int:
     """A token map's height in px for n tokens (Plotly's and the explorer's canvas)."""
     return int(np.clip(260 + 16 * n, 460, 860))

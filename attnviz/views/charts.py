@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
-from ._base import EDGE_COLOR, Json, escape, figure, head_label, layout_title, token_axis
+from ._base import EDGE_COLOR, Json, escape, figure, head_label, layout_title, panel_title, token_axis
 from .margins import stand_upright
 
 
@@ -246,17 +246,5 @@ def _side_by_side(titles: Sequence[str], x_title: str) -> Json:
         suffix = "" if col == 1 else str(col)
         layout[f"xaxis{suffix}"] = {"domain": domain, "anchor": f"y{suffix}", "type": "log", "title": {"text": x_title}}
         layout[f"yaxis{suffix}"] = {"domain": [0.0, 1.0], "anchor": f"x{suffix}", "type": "log"}
-        layout["annotations"].append(
-            {
-                "text": text,
-                "x": sum(domain) / 2,
-                "xref": "paper",
-                "y": 1.0,
-                "yref": "paper",
-                "xanchor": "center",
-                "yanchor": "bottom",
-                "showarrow": False,
-                "font": {"size": 16},
-            }
-        )
+        layout["annotations"].append(panel_title(text, sum(domain) / 2) | {"font": {"size": 16}})
     return layout

@@ -18,6 +18,7 @@ from ._base import (
     colorbar_under,
     escape,
     figure,
+    panel_title,
     token_axis,
     token_map_trace,
 )
@@ -172,21 +173,8 @@ def layer_agreement(board: Scoreboard, *, position: int | None = None, lang: str
         suffix = "" if k == 0 else "2"
         layout[f"xaxis{suffix}"] = {"domain": domain, "anchor": f"y{suffix}", "title": {"text": t("fig.layer", lang)}}
         layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "autorange": "reversed", "showticklabels": k == 0}
-        layout["annotations"].append(_panel_title(label, sum(domain) / 2))
+        layout["annotations"].append(panel_title(label, sum(domain) / 2))
     return figure(data, layout)
-
-
-def _panel_title(text: str, x: float) -> Json:
-    return {
-        "text": text,
-        "x": x,
-        "xref": "paper",
-        "y": 1.0,
-        "yref": "paper",
-        "xanchor": "center",
-        "yanchor": "bottom",
-        "showarrow": False,
-    }
 
 
 def _is_lm(board: Scoreboard) -> bool:

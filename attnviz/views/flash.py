@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..lab.flash import FlashResult
-from ._base import BAR_ROOM_PX, Json, colorbar_under, escape, figure
+from ._base import BAR_ROOM_PX, Json, colorbar_under, escape, figure, panel_title
 from .margins import top_title, wrapped
 
 PANEL_TITLE_PX = 130  # a map's title in the result pair: half of a 390 px phone's plot, less air
@@ -118,6 +118,5 @@ def result_pair(tiled: np.ndarray, plain: np.ndarray, *, lang: str = DEFAULT_LAN
                      "hovertemplate": "%{y}, d%{x}: %{z:.6f}<extra></extra>"})  # fmt: skip
         layout[f"xaxis{suffix}"] = {"domain": [0.0, 0.46] if k == 0 else [0.54, 1.0], "anchor": f"y{suffix}"}
         layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "autorange": "reversed"}
-        layout["annotations"].append({"text": name, "xref": "paper", "yref": "paper", "x": 0.23 + 0.54 * k,
-                                      "y": 1.0, "xanchor": "center", "yanchor": "bottom", "showarrow": False})  # fmt: skip
+        layout["annotations"].append(panel_title(name, 0.23 + 0.54 * k))
     return figure(data, layout)

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
-from ._base import HEAD_COLORS, Json, escape, figure, layout_title
+from ._base import HEAD_COLORS, Json, escape, figure, layout_title, panel_title
 from .margins import top_title, wrapped
 
 MAX_TICKS = 40  # token labels on a pattern's axes up to this many tokens
@@ -61,8 +61,7 @@ def pattern_maps(
         layout[f"yaxis{suffix}"] = axis | {"domain": [round(max(row_top - height, 0.0), 6), round(row_top, 6)],
                                            "anchor": f"x{suffix}", "autorange": "reversed", "scaleanchor": f"x{suffix}",
                                            "constrain": "domain", "showticklabels": shown and col == 0}  # fmt: skip
-        layout["annotations"].append({"text": panels[k], "xref": "paper", "yref": "paper", "x": x0 + width / 2,
-                                      "y": row_top, "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": 11}})  # fmt: skip
+        layout["annotations"].append(panel_title(panels[k], x0 + width / 2, row_top) | {"font": {"size": 11}})
     return figure(data, layout)
 
 
