@@ -18,7 +18,7 @@ from .. import charts, runners, subject, widgets, work
 from ..readers import model_label, unknown_notice
 from ..runners import Loaded
 from ..state import Ctx, lang, t
-from .lab import LAB_MODELS, SAME, SHOW_TOKENS, Pair, use_model_button
+from .lab import LAB_MODELS, SAME, SHOW_TOKENS, Pair, needs_minilm
 
 Y_DEFAULT = "The cat sat on the mat because it was tired."
 PAIR_EXAMPLES = {  # model inputs: MiniLM reads English
@@ -80,11 +80,7 @@ def _cross_model(context: Ctx, p: Pair) -> tuple[Loaded, Attention | None]:
         if own is not None:
             st.caption(t("aware.cross_model", model=widgets.escape_md(model_label(loaded.runner.name))))
             return loaded, own.att
-    with st.container(key="cross_model_note"):
-        st.info(
-            t("aware.cross_needs_layers", model=widgets.escape_md(model_label(context.model))), icon=":material/info:"
-        )
-        use_model_button(context, EMBEDDED_MODEL, "cross_use_minilm")
+    needs_minilm(context, "aware.cross_needs_layers", context.model, "cross")
     return p.scratch, None
 
 
@@ -140,9 +136,7 @@ def pairs(context: Ctx) -> None:
         return
     runner: Any = loaded.runner  # a PretrainedModel: attend takes pair=
     if not reads_pairs(runner):
-        with st.container(key="pairs_model_note"):
-            st.info(t("aware.pairs_needs_encoder", model=widgets.escape_md(model_label(name))), icon=":material/info:")
-            use_model_button(context, EMBEDDED_MODEL, "pairs_use_minilm")
+        needs_minilm(context, "aware.pairs_needs_encoder", name, "pairs")
         return
     st.caption(t("aware.pairs_model", model=widgets.escape_md(model_label(runner.name))))
     if example == "translation" and runner.name == EMBEDDED_MODEL:

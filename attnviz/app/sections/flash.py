@@ -12,7 +12,7 @@ import streamlit as st
 
 from ...lab.flash import FlashResult, flash_attention
 from ...views.flash import plain_attention, random_example, result_pair, step_rows, tile_grid
-from .. import charts, nav, runners
+from .. import charts, nav
 from ..state import Ctx, t
 from .lab import Pair
 
@@ -27,16 +27,7 @@ def _example(context: Ctx, p: Pair) -> tuple[dict[str, Any], list[str] | None]:
     """q, k, v and how to read them: layer 0 of the scratch model on the sentence (its head
     chosen above), or a seeded random example when the sentence has more than WALK_MAX tokens."""
     if p.mine.n <= WALK_MAX:
-        runner = p.scratch.runner
-        walk = runners.cached(
-            context,
-            p.scratch,
-            "steps",
-            p.text,
-            0,
-            p.head,
-            fn=lambda: runner.steps(p.text, 0, p.head, context.max_tokens),
-        )
+        walk = p.walk(context, 0)
         if walk["q"].shape[0] == p.mine.n:
             scale = walk["q"].shape[1] ** -0.5 if p.opts["scale"] else 1.0
             st.caption(t("flash.from_sentence", n=p.mine.n, layer=0, head=p.head, d=walk["q"].shape[1]))

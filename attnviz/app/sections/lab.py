@@ -4,6 +4,7 @@ take it apart, one head step by step, and the order demo (no positions, no order
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import streamlit as st
@@ -36,6 +37,11 @@ class Pair:
     opts: dict[str, Any]
     layer: int
     head: int
+
+    def walk(self, context: Ctx, layer: int) -> Steps:
+        """The picked head of `layer` step by step through the scratch encoder, within the maps' token limit."""
+        fn = partial(self.scratch.runner.steps, self.text, layer, self.head, context.max_tokens)
+        return runners.cached(context, self.scratch, "steps", self.text, layer, self.head, fn=fn)
 
 
 def switches() -> dict[str, Any]:
@@ -86,15 +92,17 @@ def model_notice(context: Ctx) -> None:
     sidebar says: said when another model is chosen, with one click to choose MiniLM there."""
     if context.model in LAB_MODELS:
         return
-    with st.container(key="lab_model_note"):
-        st.info(t("aware.lab_needs_minilm", model=escape_md(model_label(context.model))), icon=":material/info:")
-        use_model_button(context, EMBEDDED_MODEL, "lab_use_minilm")
+    needs_minilm(context, "aware.lab_needs_minilm", context.model, "lab")
 
 
-def use_model_button(context: Ctx, name: str, key: str) -> None:
-    """One click that makes `name` the sidebar's model (when this server offers it)."""
-    if name in model_options(context.settings):
-        st.button(t("aware.use_model", model=model_label(name)), key=key, on_click=_choose, args=(name,))
+def needs_minilm(context: Ctx, message: str, model: str, key: str) -> None:
+    """Why `model` cannot serve here (catalogue key `message`), then one click that makes MiniLM
+    the sidebar's model (when this server offers it); container `{key}_model_note`."""
+    with st.container(key=f"{key}_model_note"):
+        st.info(t(message, model=escape_md(model_label(model))), icon=":material/info:")
+        if EMBEDDED_MODEL in model_options(context.settings):
+            label = t("aware.use_model", model=model_label(EMBEDDED_MODEL))
+            st.button(label, key=f"{key}_use_minilm", on_click=_choose, args=(EMBEDDED_MODEL,))
 
 
 def _choose(name: str) -> None:
@@ -132,17 +140,7 @@ def side_by_side(context: Ctx, p: Pair) -> None:
 def steps(context: Ctx, p: Pair) -> None:
     """One head step by step: Q, K, QK^T, scaling, mask, softmax, V, the weighted sum."""
     st.subheader(t("lab.steps_title", layer=p.layer, head=p.head))
-    runner = p.scratch.runner
-    # the same token limit as the maps above, so the walk shows exactly the tokens they show
-    walk = runners.cached(
-        context,
-        p.scratch,
-        "steps",
-        p.text,
-        p.layer,
-        p.head,
-        fn=lambda: runner.steps(p.text, p.layer, p.head, context.max_tokens),
-    )
+    walk = p.walk(context, p.layer)  # the maps' token limit: the walk shows exactly the tokens they show
     tokens = p.mine.tokens
     n, hs = walk["q"].shape
     rows = tokens[:SHOW_TOKENS]
