@@ -41,6 +41,8 @@ def load_runner(context: Ctx, name: str | None = None, *, fallback: bool = True,
     if name != "scratch":
         opts = {}
     key: ModelKey = (name, context.device, tuple(sorted(opts.items())))
+    place: list[DeltaGenerator] = []
+    remember = True
     try:
         context.settings.check_model(name)  # an allow-list and the name rules refuse before any loading
         failed = REGISTRY.failed(key)
@@ -48,15 +50,13 @@ def load_runner(context: Ctx, name: str | None = None, *, fallback: bool = True,
             raise ModelLoadError(failed)
         who = visitor.visitor()
 
-        place: list[DeltaGenerator] = []
-
         def waiting(ticket: gate.Ticket) -> None:  # shown only while it waits its turn
             if not place:
                 place.append(st.empty())
             place[0].caption(t("fair.queued", place=ticket.place))
 
         def build() -> Runner:  # a model build is heavy work: queued, charged to its visitor
-            with gate.heavy(who, wait=waiting), gate.charged(who):
+            with gate.heavy(who, wait=waiting, size_mb=REGISTRY.known_mb(name)), gate.charged(who):
                 for note in place:
                     note.empty()
                 return load(name, context.device, context.settings.max_tokens, opts)
@@ -64,6 +64,10 @@ def load_runner(context: Ctx, name: str | None = None, *, fallback: bool = True,
         with st.spinner(t("spinner.loading", name=escape_md(name))):
             runner = REGISTRY.get(key, build, context.settings.models_mb * 2**20)  # LRU past the setting
         return Loaded(runner, key)
+    except gate.OutOfMemory:  # refused while the server is past its memory budget: no failed load
+        reason, remember = t("fair.no_memory"), False
+        for note in place:
+            note.empty()
     except ModelLoadError as exc:
         reason = exc.public  # never the server's paths or whether a folder exists
     except ValueError as exc:
@@ -71,7 +75,8 @@ def load_runner(context: Ctx, name: str | None = None, *, fallback: bool = True,
     except Exception as exc:  # torch / transformers internals: still a message, not a traceback
         LOG.warning("attnviz: loading %.80r failed: %s: %.300s", name, type(exc).__name__, exc)
         reason = t("err.unexpected_load")
-    REGISTRY.remember_failure(key, reason)
+    if remember:
+        REGISTRY.remember_failure(key, reason)
     falls_back = fallback and name != EMBEDDED_MODEL
     message = t("err.model_failed_fallback", model=t("model.minilm")) if falls_back else t("err.model_failed")
     show_error(message, reason)

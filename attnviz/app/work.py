@@ -2,8 +2,11 @@
 
 Heavy work waits in the server-wide queue (attnviz/models/gate.py), its place shown, and is
 charged pass by pass to its visitor (app/server/budget.py); one past their budget waits behind
-everyone else. The methods call `progress(fraction)` between batches; here that is a Streamlit
-call, so a click on Cancel, or the tab closing, stops the run between two batches.
+everyone else. Each piece carries an estimate of its memory (`attention_mb`, or the caller's), so
+that a server still past its memory budget after giving back refuses the largest waiting piece
+(models/admission.py): its page says so in one sentence and nothing runs. The methods call
+`progress(fraction)` between batches; here that is a Streamlit call, so a click on Cancel, or the
+tab closing, stops the run between two batches.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from ..models import Progress, gate
 from . import runners
 from .server import budget, visitor
 from .state import Ctx, t
+from .widgets import show_error
 
 T = TypeVar("T")
 BUDGET_WINDOW_S = budget.BUDGET_WINDOW_S
@@ -47,9 +51,19 @@ def _again(key: Hashable) -> None:
     st.session_state.setdefault("_cancelled", set()).discard(key)
 
 
-def run_long(context: Ctx, key: Hashable, label: str, fn: Callable[[Progress], T]) -> T | None:
+def attention_mb(layers: int, heads: int, text: str, max_tokens: int) -> float:
+    """An upper bound, in MB, of one forward's attention maps of `text` in float32, (layers,
+    heads, n, n): what a result of it holds (ATTNVIZ_CACHE_MB's "a 512-token result of a 6 x 12
+    model is 75 MB"). No tokenizer makes more tokens than the text's UTF-8 bytes (byte-level BPE
+    at worst one a byte) besides two special ones, and none past `max_tokens`."""
+    n = min(max_tokens, len(text.encode("utf-8")) + 2)
+    return layers * heads * n * n * 4 / 2**20
+
+
+def run_long(context: Ctx, key: Hashable, label: str, fn: Callable[[Progress], T], *, size_mb: float = 0.0) -> T | None:
     """Run `fn(progress)` in its turn, with its place while it waits, a progress bar and a
-    Cancel button. None (with a message) when cancelled or not yet asked again after a cancel."""
+    Cancel button. None (with a message) when cancelled or not yet asked again after a cancel, or
+    when the server, past its memory budget, refused it (`size_mb`: its estimate; 0 never is)."""
     cancelled = st.session_state.setdefault("_cancelled", set())
     if key in cancelled:
         st.info(t("work.cancelled"), icon=":material/stop_circle:")
@@ -68,18 +82,21 @@ def run_long(context: Ctx, key: Hashable, label: str, fn: Callable[[Progress], T
     def progress(fraction: float) -> None:
         bar.progress(min(max(float(fraction), 0.0), 1.0), text=label)
 
-    with visitor.aside(), gate.heavy(who, wait=waiting):  # no page run's place held meanwhile
-        if over:  # the notice stays while it runs: it says why it waited
-            note.caption(t("fair.over_share", minutes=int(BUDGET_WINDOW_S // 60)))
-        else:
-            note.empty()
-        try:
+    try:
+        with visitor.aside(), gate.heavy(who, wait=waiting, size_mb=size_mb):  # no page run's place held meanwhile
+            if over:  # the notice stays while it runs: it says why it waited
+                note.caption(t("fair.over_share", minutes=int(BUDGET_WINDOW_S // 60)))
+            else:
+                note.empty()
             result = fn(progress)
-        except Exception:  # a refusal or a failure: its message is not left under a progress line and a Cancel
-            bar.empty()
-            stop.empty()
-            note.empty()
+    except Exception as exc:  # a refusal or a failure: its message is not left under a progress line and a Cancel
+        bar.empty()
+        stop.empty()
+        note.empty()
+        if not isinstance(exc, gate.OutOfMemory):
             raise
+        show_error(t("fair.no_memory"))
+        return None
     bar.empty()
     stop.empty()
     return result
@@ -101,8 +118,11 @@ def cached_long(
     """`fn(progress)` through the result cache; on a miss it runs under `run_long`. None when
     it was cancelled (and then nothing is cached)."""
 
+    runner = loaded.runner
+    size_mb = attention_mb(runner.n_layers, runner.n_heads, text, context.max_tokens)
+
     def compute() -> T:
-        value = run_long(context, (kind, loaded.key, text, *parts), label, fn)
+        value = run_long(context, (kind, loaded.key, text, *parts), label, fn, size_mb=size_mb)
         if value is None:
             raise _NotComputed
         return value

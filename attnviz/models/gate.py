@@ -5,10 +5,11 @@ sentence) are short; heavy work (explanations, attention flow, the cost measurem
 run, a corpus run, a model build) is many passes in a row. The rules:
 
 - at most `INTERACTIVE_SLOTS` interactive passes per model at once (a predictable memory peak);
-- heavy work is admitted as a whole through one process-wide queue (`heavy()`): at most
-  `HEAVY_SLOTS` pieces at once, and none past the first while the process is over its memory
-  budget (`configure(memory_mb=...)`): the rest wait in the queue, where `Ticket.place` says
-  where they stand;
+- heavy work is admitted as a whole through one process-wide queue (`heavy()`, admission.py):
+  at most `HEAVY_SLOTS` pieces at once, and none past the first while the process is over its
+  memory budget (`configure(memory_mb=...)`): the rest wait in the queue, where `Ticket.place`
+  says where they stand; still over it after a relief (`configure(relieve=...)`), the largest
+  waiting piece is refused (`OutOfMemory`);
 - inside heavy work, each batch goes through one process-wide lane (`background_lane()`), one
   batch at a time, and a batch waits while any interactive pass is running or waiting;
 - every wait is a fair queue (fair.py): whoever has spent least (the `priority` hook, seconds of
@@ -34,6 +35,7 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 
 from . import fair
+from .admission import Admission, Memory, OutOfMemory, Ticket
 from .fair import FairQueue
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "INTERACTIVE_SLOTS",
     "Cancelled",
     "ForwardGate",
+    "OutOfMemory",
     "Progress",
     "Ticket",
     "background_lane",
@@ -75,6 +78,7 @@ class _Hooks:
     charge: Callable[[str, float], None] = lambda _visitor, _seconds: None
     resolver: Callable[[], str | None] = lambda: None
     memory_mb: float = 0.0  # 0: no memory budget
+    relieve: Callable[[float], float] = lambda _budget: rss_mb()  # gives back; the resident MB after
 
 
 _HOOKS = _Hooks()
@@ -88,8 +92,10 @@ def configure(
     charge: Callable[[str, float], None] | None = None,
     resolver: Callable[[], str | None] | None = None,
     memory_mb: float | None = None,
+    relieve: Callable[[float], float] | None = None,
 ) -> None:
-    """Plug in who is spending what (the app's budget table) and the server's memory budget."""
+    """Plug in who is spending what (the app's budget table), the server's memory budget and
+    what it gives back past it (`relieve(budget)`: the resident MB after)."""
     if priority is not None:
         _HOOKS.priority = priority
     if charge is not None:
@@ -98,6 +104,8 @@ def configure(
         _HOOKS.resolver = resolver
     if memory_mb is not None:
         _HOOKS.memory_mb = float(memory_mb)
+    if relieve is not None:
+        _HOOKS.relieve = relieve
 
 
 def current_visitor() -> str:
@@ -279,79 +287,12 @@ def interactive_waiting() -> int:
     return _ACTIVITY.count
 
 
-@dataclass(eq=False)
-class Ticket:
-    """One piece of heavy work's place in the admission queue."""
-
-    visitor: str
-    seq: int = field(default_factory=fair.arrival)
-    admitted: bool = False
-    left: bool = False
-
-    @property
-    def place(self) -> int:
-        """1 for the next to go in, 0 once admitted (or gone)."""
-        return HEAVY_QUEUE.place(self)
+# rss_mb and the hooks read when called: tests replace them
+_MEMORY = Memory(lambda: memory_budget_mb(), lambda: rss_mb(), lambda budget: _HOOKS.relieve(budget))
+HEAVY_QUEUE = Admission(_priority, _MEMORY, HEAVY_SLOTS)
 
 
-class _Admission(FairQueue[Ticket]):
-    """Heavy work as a whole: at most `slots` admitted, the first always, more only under the
-    memory budget; the waiting in the fair queue's order."""
-
-    def __init__(self, slots: int = HEAVY_SLOTS) -> None:
-        super().__init__(_priority)
-        self.slots = slots
-        self.admitted: list[Ticket] = []
-
-    def _admit(self) -> None:
-        """Under cond: let in whoever may go now."""
-        for ticket in self.order():
-            if len(self.admitted) >= self.slots:
-                break
-            budget = _HOOKS.memory_mb
-            if self.admitted and budget > 0 and rss_mb() > budget:
-                break
-            self.waiting.remove(ticket)
-            self.admitted.append(ticket)
-            ticket.admitted = True
-            self.cond.notify_all()
-
-    def enter(self, visitor: str | None = None) -> Ticket:
-        ticket = Ticket(visitor or current_visitor())
-        with self.cond:
-            self.waiting.append(ticket)
-            self._admit()
-        return ticket
-
-    def wait(self, ticket: Ticket, timeout: float) -> bool:
-        """Whether `ticket` is admitted, waiting at most `timeout` s (memory is looked at again
-        each time)."""
-        with self.cond:
-            self._admit()
-            self.cond.wait_for(lambda: ticket.admitted or ticket.left, timeout)
-            self._admit()
-            return ticket.admitted
-
-    def leave(self, ticket: Ticket) -> None:
-        with self.cond:
-            if ticket in self.admitted:
-                self.admitted.remove(ticket)
-            if ticket in self.waiting:
-                self.waiting.remove(ticket)
-            ticket.admitted, ticket.left = False, True
-            self._admit()
-            self.cond.notify_all()
-
-    def counts(self) -> tuple[int, int]:
-        """(admitted, waiting) now."""
-        with self.cond:
-            return len(self.admitted), len(self.waiting)
-
-
-HEAVY_QUEUE = _Admission()
-
-
-def heavy_queue() -> _Admission:
+def heavy_queue() -> Admission:
     return HEAVY_QUEUE
 
 
@@ -362,18 +303,22 @@ def heavy(
     wait: Callable[[Ticket], None] | None = None,
     poll_s: float = 0.25,
     ticket: Ticket | None = None,
+    size_mb: float = 0.0,
 ) -> Iterator[Ticket]:
     """Admission of one piece of heavy work: blocks until its turn, calling `wait(ticket)` every
     `poll_s` while it waits (where the app shows the place and may raise to give up). `ticket`:
-    its place taken earlier (`heavy_queue().enter`), where it has waited since."""
+    its place taken earlier (`heavy_queue().enter`), where it has waited since. `size_mb`: the
+    memory it takes, estimated; raises `OutOfMemory` when the queue refuses it (admission.py)."""
     held = _HOLDING.get()
     if held is not None:  # already admitted in this thread: nested work is part of it
         yield held
         return
-    ticket = ticket or HEAVY_QUEUE.enter(visitor)
+    ticket = ticket or HEAVY_QUEUE.enter(visitor or current_visitor(), size_mb)
     token = _HOLDING.set(ticket)
     try:
         while not HEAVY_QUEUE.wait(ticket, poll_s):
+            if ticket.refused:
+                raise OutOfMemory("past the server's memory budget")
             if wait is not None:
                 wait(ticket)
         yield ticket

@@ -145,7 +145,8 @@ def _result(context: Ctx, loaded: Loaded, text: str, limit: int) -> dict[str, An
         return attend_long(loaded.runner, text, max_tokens=limit, progress=lambda d, total: progress(d / total))
 
     try:
-        long = work.run_long(context, ("long", key), t("long.running"), run)
+        size_mb = estimate(loaded.runner, limit).kept_bytes / 2**20  # what the result keeps, at most
+        long = work.run_long(context, ("long", key), t("long.running"), run, size_mb=size_mb)
     except ValueError as exc:
         runners.refused(exc)
         return None

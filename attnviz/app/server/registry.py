@@ -29,7 +29,7 @@ import torch
 
 from ...cache import ResultCache
 from ...config import Settings
-from ...models import Runner, load_model
+from ...models import Runner, gate, load_model
 
 __all__ = [
     "FAILED_LOAD_TTL_S",
@@ -86,6 +86,7 @@ class _Registry:
     def __init__(self) -> None:
         self.models: OrderedDict[ModelKey, Runner] = OrderedDict()
         self.sizes: dict[ModelKey, int] = {}  # bytes of each loaded model's weights
+        self.measured: OrderedDict[Hashable, float] = OrderedDict()  # MB by name, kept after a drop
         self.failures: OrderedDict[ModelKey, tuple[float, str]] = OrderedDict()
         self.lock = threading.Lock()
         self.loading: dict[ModelKey, threading.Lock] = {}
@@ -109,6 +110,10 @@ class _Registry:
                 self.loads += 1
                 self.models[key] = runner
                 self.sizes[key] = size
+                self.measured[key[0]] = size / 2**20
+                self.measured.move_to_end(key[0])
+                while len(self.measured) > MAX_FAILURES:
+                    self.measured.popitem(last=False)
                 self._bound(key, limit_bytes)
                 self.loading.pop(key, None)
             return runner
@@ -129,6 +134,12 @@ class _Registry:
         del self.models[key]
         self.sizes.pop(key, None)
         LOG.info("attnviz: dropped model %.80r (least recently used)", key[0])
+
+    def known_mb(self, name: Hashable) -> float:
+        """The weights of model `name` in MB when it was last loaded (0: never loaded here): a
+        rebuild's estimate in the heavy-work queue (models/admission.py)."""
+        with self.lock:
+            return self.measured.get(name, 0.0)
 
     def failed(self, key: ModelKey) -> str | None:
         now = time.monotonic()
@@ -196,3 +207,7 @@ def relieve(budget_mb: float, rss_mb: Callable[[], float]) -> float:
         after = rss_mb()
     LOG.warning("attnviz: past the %.0f MB memory budget: %.0f -> %.0f MB resident", budget_mb, before, after)
     return after
+
+
+# the heavy-work queue gives back through this before it refuses the largest waiting piece
+gate.configure(relieve=lambda budget: relieve(budget, gate.rss_mb))

@@ -1,0 +1,145 @@
+"""A memory budget that holds (models/admission.py): past it, once the server has given back what
+it can (the `relieve` hook), the largest waiting piece of heavy work is refused, its page says
+why in one sentence of the visitor's language, and the smaller work (under REFUSE_MIN_MB) keeps
+waiting and goes once the memory is back; a relief that is enough refuses nothing. The resident memory is faked here
+(gate.rss_mb): what is tested is the queue's decision, not the machine's memory."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from attnviz import i18n
+from attnviz.app import work
+from attnviz.app.server import registry
+from attnviz.models import gate
+from tests.waiting import until
+
+BUDGET = 1500.0
+
+
+@pytest.fixture
+def over_budget(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[float], list[float]]]:
+    """The server at 1,600 MB of a 1,500 MB budget ([resident MB]) and a relief that gives back
+    nothing (the budgets it was called with); one piece of heavy work admitted and running."""
+    rss, relieved = [BUDGET + 100.0], []
+
+    def relieve(budget: float) -> float:
+        relieved.append(budget)
+        return rss[0]
+
+    monkeypatch.setattr(gate, "rss_mb", lambda: rss[0])
+    monkeypatch.setattr(gate._HOOKS, "relieve", relieve)
+    monkeypatch.setattr(gate.HEAVY_QUEUE, "refused_at", float("-inf"))
+    gate.configure(memory_mb=BUDGET)
+    queue = gate.heavy_queue()
+    assert queue.counts() == (0, 0)
+    running = queue.enter("running", 10.0)  # the first always goes, whatever the memory
+    try:
+        assert running.admitted
+        yield rss, relieved
+    finally:
+        queue.leave(running)
+        gate.configure(memory_mb=0)
+
+
+def _piece(visitor: str, size_mb: float, outcome: dict[str, str]) -> threading.Thread:
+    def run() -> None:
+        try:
+            with gate.heavy(visitor, size_mb=size_mb, poll_s=0.02):
+                outcome[visitor] = "ran"
+        except gate.OutOfMemory:
+            outcome[visitor] = "refused"
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_the_largest_waiting_piece_is_refused_and_the_smaller_goes_once_under(
+    over_budget: tuple[list[float], list[float]],
+) -> None:
+    rss, relieved = over_budget
+    queue, outcome = gate.heavy_queue(), dict[str, str]()
+    small = _piece("small", 5.0, outcome)  # an explanation at the demo's 128 tokens
+    until(lambda: queue.counts() == (1, 1) and bool(relieved), "the small piece waits past a relief")
+    medium = _piece("medium", 100.0, outcome)
+    large = _piece("large", 300.0, outcome)
+    until(lambda: queue.counts() == (1, 3), "three pieces wait")  # none refused within REFUSE_EVERY_S
+    gate.HEAVY_QUEUE.refused_at = float("-inf")  # the next relief now, not REFUSE_EVERY_S later
+    large.join(10)
+    assert outcome == {"large": "refused"}
+    assert set(relieved) == {BUDGET}  # the server gave back before it refused
+    assert queue.counts() == (1, 2)  # one refusal a relief: the others wait
+    gate.HEAVY_QUEUE.refused_at = float("-inf")
+    medium.join(10)
+    assert outcome == {"large": "refused", "medium": "refused"}
+    assert queue.counts() == (1, 1)  # the small one is never refused: it waits
+    rss[0] = BUDGET - 200.0  # the running work's memory back
+    small.join(10)
+    assert outcome == {"large": "refused", "medium": "refused", "small": "ran"}
+
+
+def test_a_relief_that_is_enough_refuses_nothing(over_budget: tuple[list[float], list[float]]) -> None:
+    rss, relieved = over_budget
+
+    def enough(budget: float) -> float:  # the cached results were what held the memory
+        relieved.append(budget)
+        rss[0] = budget - 100.0
+        return rss[0]
+
+    gate._HOOKS.relieve = enough
+    outcome: dict[str, str] = {}
+    _piece("large", 300.0, outcome).join(10)
+    assert relieved == [BUDGET]
+    assert outcome == {"large": "ran"}
+
+
+def test_work_without_an_estimate_is_never_refused(over_budget: tuple[list[float], list[float]]) -> None:
+    rss, relieved = over_budget
+    outcome: dict[str, str] = {}
+    unsized = _piece("training", 0.0, outcome)
+    until(lambda: bool(relieved), "a relief was tried")
+    assert outcome == {} and gate.heavy_queue().counts() == (1, 1)
+    rss[0] = BUDGET - 200.0
+    unsized.join(10)
+    assert outcome == {"training": "ran"}
+
+
+def _long_work_page() -> None:
+    import streamlit as st
+
+    from attnviz.app import work
+    from attnviz.app.state import Ctx
+    from attnviz.config import Settings
+
+    context = Ctx(st.session_state["lang"], Settings(), "minilm", "cpu", 512)
+    got = work.run_long(context, "refused-piece", "Computing", lambda _progress: "ran", size_mb=300.0)
+    st.write(f"result: {got}")
+
+
+def test_the_refused_page_says_why_in_its_language(over_budget: tuple[list[float], list[float]]) -> None:
+    """In the page: the catalogue's sentence as its one error, no traceback, no progress bar or
+    Cancel left behind, and nothing run."""
+    for lang in ("en", "zh"):
+        gate.HEAVY_QUEUE.refused_at = float("-inf")
+        at = AppTest.from_function(_long_work_page, default_timeout=30)
+        at.session_state["lang"] = lang
+        at.run()
+        assert not at.exception
+        assert [e.value for e in at.error] == [i18n.t("fair.no_memory", lang)]
+        assert [m.value for m in at.markdown] == ["result: None"]
+        assert not at.button and not at.get("progress")
+
+
+def test_estimates_order_the_work_as_its_memory() -> None:
+    """A 512-token result of a 6 x 12 model is 75 MB (ATTNVIZ_CACHE_MB's figure); SmolLM2's 30 x 9
+    at 512 tokens is larger than MiniLM's at the demo's 128; a Chinese character is 3 bytes; a
+    model's rebuild is as large as its weights when it was last loaded, unknown before."""
+    assert work.attention_mb(6, 12, "x" * 600, 512) == pytest.approx(72.0)
+    assert work.attention_mb(30, 9, "x" * 600, 512) > work.attention_mb(6, 12, "x" * 600, 128)
+    assert work.attention_mb(6, 12, "注意", 512) == work.attention_mb(6, 12, "x" * 6, 512)
+    assert registry.REGISTRY.known_mb("no-such-model") == 0.0
