@@ -12,7 +12,9 @@ Bounded in count and time, loopback only.
     .venv/bin/python scripts/loadtest.py --scenario flood --raw ...  # attackers that never draw
         # issue 26's recipes (scripts/attacks.py): flood, lab, flow, training, closed, bomb
     .venv/bin/python scripts/loadtest.py --scenario heavy --attackers 10 --rounds 2 --victims 2 --demo
-        # issue 24.3: ten visitors each running the heaviest thing the demo allows
+        # ten visitors each running the heaviest thing the demo allows
+    .venv/bin/python scripts/loadtest.py --scenario class --students 30 60 120 --demo
+        # a lecture hall (scripts/hall.py): N simple clients, a short sentence every 20-40 s each
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from attnviz.app import nav  # noqa: E402
-from scripts import attacks  # noqa: E402
+from scripts import attacks, hall  # noqa: E402
 from tests.browser import CHROMIUM_ARGS, FULL, chromium_path, streamlit_server  # noqa: E402
 
 WORDS = ["river", "bank", "money", "animal", "street", "tired", "wide", "dog", "man", "bites", "cat", "tree"]
@@ -368,6 +370,22 @@ def main_attack(recipe: str, attackers: int, rounds: int, victims: int, demo: bo
     return 0 if not report.failures else 1
 
 
+def main_class(students: list[int], ramp: float, seconds: float, demo: bool, out: str | None, flood: int) -> int:
+    env = {"ATTNVIZ_DEMO": "1"} if demo else None
+    reports = []
+    for n in students:  # one fresh server a class
+        reports.append(hall.hall(n, ramp, seconds, env, flood))
+        print(hall.hall_table(reports[-1:]), flush=True)
+        for line in reports[-1].failures[:10]:
+            print("  ", line)
+    text = hall.hall_table(reports)
+    print(text)
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text + "\n")
+    return 0 if not any(r.failures for r in reports) else 1
+
+
 def main() -> int:
     os.environ.setdefault("ATTNVIZ_CHROMIUM", FULL)  # what a person's browser does, not the tests' shell
     ap = argparse.ArgumentParser()
@@ -375,7 +393,7 @@ def main() -> int:
     ap.add_argument("--analyses", type=int, default=200)
     ap.add_argument("--max-seconds", type=float, default=600)
     ap.add_argument("--out")
-    ap.add_argument("--scenario", choices=("load", "stall", "cold", *attacks.RECIPES), default="load")
+    ap.add_argument("--scenario", choices=("load", "stall", "cold", "class", *attacks.RECIPES), default="load")
     ap.add_argument("--rounds", type=int, default=3, help="stall: new sentences typed by the third session")
     ap.add_argument("--attackers", type=int, default=6, help="recipes: attacking sessions")
     ap.add_argument("--victims", type=int, default=2, help="recipes: new visitors timed during the attack")
@@ -383,7 +401,13 @@ def main() -> int:
     ap.add_argument(
         "--raw", action="store_true", help="flood: attackers as raw websocket clients (replies read, never drawn)"
     )
+    ap.add_argument("--students", type=int, nargs="+", default=[30], help="class: one class of each size")
+    ap.add_argument("--ramp", type=float, default=60.0, help="class: students open the page within this")
+    ap.add_argument("--seconds", type=float, default=240.0, help="class: how long the class lasts")
+    ap.add_argument("--flood", type=int, default=0, help="class: raw flood sessions of one visitor beside it")
     args = ap.parse_args()
+    if args.scenario == "class":
+        return main_class(args.students, args.ramp, args.seconds, args.demo, args.out, args.flood)
     if args.scenario in attacks.RECIPES:
         return main_attack(args.scenario, args.attackers, args.rounds, args.victims, args.demo, args.raw)
     if args.scenario == "stall":
