@@ -1,24 +1,37 @@
-"""Who is spending what: model time per visitor, for every session of one server process.
-
-No Streamlit here (the display is app/work.py): a table of visitors' recent model time (every
-interactive pass and every batch of heavy work, charged by attnviz/models/gate.py), and which
-visitor each websocket session belongs to (app/server/visitor.py tells them apart: a cookie, or the
-client address behind a proxy). The gate asks `spent(visitor)` to put the least-spent visitor
-first in every queue: a visitor past their share waits behind the others rather than hitting a
-wall. Both tables are bounded module state (never st.cache_*, which any client can clear).
+"""Page runs, server-wide: who goes, who waits, who pauses (`page_turn`, `aside`), ordered by what
+each visitor has spent (app/server/spending.py). No Streamlit here (the display is app/work.py):
+a visitor past their share waits behind the others rather than hitting a wall.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import threading
 import time
-from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ...models import fair, gate
+from .spending import (  # the tables the page runs are ordered by, re-exported: one import for both
+    _LOCK,
+    _PAGE_SPENT,
+    BUDGET_WINDOW_S,
+    CHEAP_RUN_S,
+    CORES,
+    CPU_HORIZON_S,
+    MAX_SESSIONS,
+    MAX_VISITORS,
+    _charge,
+    _ran,
+    _spent,
+    bind,
+    charge,
+    clear,
+    expected_cpu,
+    left,
+    spent,
+    visitor_of,
+)
 
 __all__ = [
     "BUDGET_WINDOW_S",
@@ -40,96 +53,19 @@ __all__ = [
     "visitor_of",
 ]
 
-BUDGET_WINDOW_S = 600.0
-MAX_VISITORS = 2000  # visitors whose spending is remembered; the oldest go first
-MAX_SESSIONS = 4000  # session -> visitor entries remembered
-
-_SPENT: OrderedDict[str, deque[tuple[float, float]]] = OrderedDict()  # visitor -> (when, seconds)
-_SESSIONS: OrderedDict[str, str] = OrderedDict()  # session id -> visitor
-_LOCK = threading.Lock()
-
-
-def bind(session: str, visitor: str) -> None:
-    """Session `session` belongs to `visitor` from now on."""
-    with _LOCK:
-        _SESSIONS[session] = visitor
-        _SESSIONS.move_to_end(session)
-        while len(_SESSIONS) > MAX_SESSIONS:
-            _SESSIONS.popitem(last=False)
-
-
-def visitor_of(session: str) -> str:
-    """The visitor of a session; a session not (yet) told apart is its own visitor."""
-    with _LOCK:
-        return _SESSIONS.get(session) or f"s:{session}"
-
-
-def _spent(visitor: str, now: float, table: OrderedDict[str, deque[tuple[float, float]]] = _SPENT) -> float:
-    entries = table.get(visitor)
-    if entries is None:
-        return 0.0
-    while entries and now - entries[0][0] > BUDGET_WINDOW_S:
-        entries.popleft()
-    return sum(s for _, s in entries)
-
-
-def spent(visitor: str) -> float:
-    """Seconds of model time `visitor` spent in the current window."""
-    with _LOCK:
-        return _spent(visitor, time.monotonic())
-
-
-def left(budget_s: float, visitor: str) -> float:
-    return max(0.0, budget_s - spent(visitor))
-
-
-def charge(visitor: str, seconds: float) -> None:
-    """`seconds` of model time spent for `visitor` (the gate's hook)."""
-    _charge(visitor, seconds, _SPENT)
-
-
-def _charge(visitor: str, seconds: float, table: OrderedDict[str, deque[tuple[float, float]]]) -> None:
-    if seconds <= 0:
-        return
-    now = time.monotonic()
-    with _LOCK:
-        entries = table.get(visitor)
-        if entries is None:
-            entries = table[visitor] = deque()
-        if entries and now - entries[-1][0] < 1.0:  # one entry a second: a flood of passes stays small
-            entries[-1] = (entries[-1][0], entries[-1][1] + seconds)
-        else:
-            entries.append((now, seconds))
-        while len(entries) > BUDGET_WINDOW_S:
-            entries.popleft()
-        table.move_to_end(visitor)
-        while len(table) > MAX_VISITORS:
-            table.popitem(last=False)
-
-
-def clear() -> None:
-    """Forget all spending and sessions (tests)."""
-    with _LOCK:
-        _SPENT.clear()
-        _PAGE_SPENT.clear()
-        _SESSIONS.clear()
-
-
-gate.configure(priority=spent, charge=charge)
-
 
 PER_VISITOR_RUNS = 2  # page runs of one visitor under way at once, all their tabs together
-PAGE_SLOTS = 2  # page runs going forward at once, server-wide (a paused one holds none)
-YIELD_MARGIN_S = 2.0  # a run gives way to a visitor who has cost the server this much less
+PAGE_SLOTS = 2  # heavy page runs going forward at once, server-wide (a paused one holds none)
+YIELD_MARGIN_S = 2.0  # a heavy run gives way to a visitor who has cost the server this much less
 NEWCOMER_S = 2.0  # a visitor who has cost the server less than this goes at once, whatever the slots
 MAX_PAUSE_S = 15.0  # a paused run goes on after this long whatever waits (nothing can hold it for good)
-MAX_UNDER_WAY = 4  # page runs under way at once (going or paused: each holds its results in memory),
-# server-wide, newcomers included, so cookie-less tabs that all look new cannot start a 512-token
-# run each (ten chromium tabs of one flooder: peak 1,643 MB with ten under way); a run that waits
-# shows its line under the sidebar, which is drawn before the turn; once one more run could take the
-# server past its memory budget (gate.configure(memory_mb=...), ATTNVIZ_MEMORY_MB; RUN_HEADROOM_MB a
-# run) no new run starts while PAGE_SLOTS are under way, but a newcomer's, until the budget itself. A run that may not start outranks nobody.
-_PAGE_SPENT: OrderedDict[str, deque[tuple[float, float]]] = OrderedDict()  # visitor -> page seconds
+MAX_UNDER_WAY = 4  # heavy page runs under way at once (going or paused: each holds its results in
+# memory), server-wide, newcomers included, so cookie-less tabs that all look new cannot start a
+# 512-token run each (ten chromium tabs of one flooder: peak 1,643 MB with ten under way); a run
+# that waits shows its line under the sidebar, drawn before the turn. Once one more run could take
+# the server past its memory budget (ATTNVIZ_MEMORY_MB; RUN_HEADROOM_MB a run) no new heavy run
+# starts while PAGE_SLOTS are under way, but a newcomer's, until the budget itself; past the budget
+# no cheap one either. A run that may not start outranks nobody.
 
 
 @dataclass(eq=False)
@@ -142,6 +78,11 @@ class PageRun:
     under_way: bool = False  # from its first start to its end: one of the visitor's PER_VISITOR_RUNS
     since: float = 0.0  # when it last went on
     gone_s: float = 0.0  # seconds it went on before its last pause
+    cpu_s: float | None = None  # what it is expected to cost (expected_cpu), None: unknown, heavy
+
+    @property
+    def cheap(self) -> bool:
+        return self.cpu_s is not None and self.cpu_s <= CHEAP_RUN_S
 
 
 RUN_HEADROOM_MB = 250.0  # what one more page run may add at its peak: a 512-token explorer run of
@@ -161,11 +102,12 @@ def _memory() -> tuple[bool, bool]:
 
 class _PageRuns(fair.FairQueue[PageRun]):
     """Page runs, server-wide. A newcomer's run (a visitor who has cost under NEWCOMER_S) goes at
-    once; else at most PAGE_SLOTS go at once; PER_VISITOR_RUNS of one visitor are under way at
-    most; the waiting go least-cost visitor first, then in arrival order; a run does not
-    go on (it waits, or pauses at its next checkpoint) while a visitor who has cost the server
-    YIELD_MARGIN_S less is waiting or going. The cost: the visitor's model time, their page runs'
-    wall time, and the time their runs under way have gone so far."""
+    once; a cheap run while the CPU has room (`_room`); else at most PAGE_SLOTS heavy runs go at
+    once; PER_VISITOR_RUNS of one visitor are under way at most; the waiting go least-cost visitor
+    first, then in arrival order; a heavy run does not go on (it waits, or pauses at its next
+    checkpoint) while a visitor who has cost the server YIELD_MARGIN_S less has a heavy run
+    waiting or going. The cost: the visitor's model time, their page runs' wall time, and the time
+    their runs under way have gone so far."""
 
     def __init__(self) -> None:
         super().__init__(lambda visitor: self.cost(visitor, time.monotonic()))
@@ -179,30 +121,46 @@ class _PageRuns(fair.FairQueue[PageRun]):
         going = sum(r.gone_s + (now - r.since if r.going else 0.0) for r in self.under_way if r.visitor == visitor)
         return recorded + going
 
-    def _may_start(self, now: float) -> Callable[[str], bool]:
-        """Whether a run of a visitor may start now: within MAX_UNDER_WAY; past PAGE_SLOTS under
-        way or aside (a run in its heavy work still holds its results), a newcomer's only under
-        the memory budget, anyone else's only if one more run's headroom fits under it (a flood's
-        third run waits, a new visitor's first pages do not)."""
+    def _may_start(self, now: float) -> Callable[[PageRun], bool]:
+        """Whether a run may start now: a heavy one within MAX_UNDER_WAY heavy runs; past
+        PAGE_SLOTS under way or aside (a run in its heavy work still holds its results), a cheap
+        run or a newcomer's only under the memory budget, anyone else's only if one more run's
+        headroom fits under it (a flood's third run waits, a new visitor's first pages do not)."""
         under = len(self.under_way)
-        if under >= MAX_UNDER_WAY:
-            return lambda _visitor: False
+        heavy_full = sum(not r.cheap for r in self.under_way) >= MAX_UNDER_WAY
         if under + len(self.aside) < PAGE_SLOTS:
-            return lambda _visitor: True
+            return lambda run: run.cheap or not heavy_full
         over, no_room = _memory()
-        return lambda visitor: not (over if self.cost(visitor, now) < NEWCOMER_S else no_room)
+        return lambda run: (
+            not over
+            if run.cheap
+            else not heavy_full and not (over if self.cost(run.visitor, now) < NEWCOMER_S else no_room)
+        )
 
     def _eligible(self) -> list[PageRun]:
         visitors = {r.visitor for r in self.waiting}
         n = {v: sum(r.visitor == v for r in [*self.under_way, *self.aside]) for v in visitors}
         may_start = self._may_start(time.monotonic())
-        start = {v: n[v] < PER_VISITOR_RUNS and may_start(v) for v in visitors}
-        return [r for r in self.waiting if r.under_way or start[r.visitor]]
+        return [r for r in self.waiting if r.under_way or (n[r.visitor] < PER_VISITOR_RUNS and may_start(r))]
+
+    def _room(self, run: PageRun) -> bool:
+        """Whether `run` may go beside the runs going now: a cheap one while what they are expected
+        to cost, with it, fits in CPU_HORIZON_S of the cores (or fewer than PAGE_SLOTS go); a heavy
+        one while fewer than PAGE_SLOTS heavy runs go: the two never wait for each other's cap."""
+        going = [r for r in self.under_way if r.going]
+        if run.cheap:  # beside at most PAGE_SLOTS heavy runs, each at most one core (one thread)
+            expected = sum(r.cpu_s or 0.0 for r in going if r.cheap) + (run.cpu_s or 0.0)
+            return len(going) < PAGE_SLOTS or expected <= CORES * CPU_HORIZON_S
+        return sum(not r.cheap for r in going) < PAGE_SLOTS
 
     def _outranked(self, run: PageRun, eligible: list[PageRun], now: float) -> bool:
+        """A heavy run gives way to a heavy run (a newcomer's first pages count as heavy) of a
+        visitor who has cost YIELD_MARGIN_S less; cheap runs neither give nor take way."""
+        if run.cheap:
+            return False
         mine = self.cost(run.visitor, now)
-        others = {r.visitor for r in [*eligible, *self.under_way] if r.going or r in eligible} - {run.visitor}
-        return any(self.cost(v, now) + YIELD_MARGIN_S < mine for v in others)
+        others = {r.visitor for r in [*eligible, *self.under_way] if not r.cheap and (r.going or r in eligible)}
+        return any(self.cost(v, now) + YIELD_MARGIN_S < mine for v in others - {run.visitor})
 
     def _may_go(self, run: PageRun) -> bool:
         """Newcomers at once (eight first visits to a cold server all draw their frames); the
@@ -213,9 +171,9 @@ class _PageRuns(fair.FairQueue[PageRun]):
             return False
         if self.cost(run.visitor, now) < NEWCOMER_S:  # in arrival order among the visitor's own runs
             return min((r for r in eligible if r.visitor == run.visitor), key=lambda r: r.seq) is run
-        if sum(r.going for r in self.under_way) >= PAGE_SLOTS or self._outranked(run, eligible, now):
+        if not self._room(run) or self._outranked(run, eligible, now):
             return False
-        return self.first(eligible) is run
+        return self.first([r for r in eligible if r.cheap == run.cheap]) is run  # cheap and heavy: two lines
 
     def wait(self, run: PageRun, poll: Callable[[], None] | None, poll_s: float, at_most: float | None = None) -> None:
         """Until `run` may go on (or `at_most` seconds passed); `poll()` every `poll_s` while it
@@ -322,17 +280,22 @@ class Turn:
 def page_turn(visitor: str, wait: Callable[[], None] | None = None, poll_s: float = 0.25) -> Iterator[Turn]:
     """One page run of `visitor`: it waits its turn (`wait()` is called every `poll_s` while it
     waits: the app shows a line there, and a newer rerun of the tab stops the wait), goes, and
-    the seconds it went on are charged to the visitor's page time."""
-    run = PageRun(visitor)
+    the seconds it went on are charged to the visitor's page time, its CPU seconds kept as what
+    their next runs are expected to cost."""
+    run = PageRun(visitor, cpu_s=expected_cpu(visitor))
     token: contextvars.Token[Turn | None] | None = None
+    cpu0: float | None = None
     try:
         PAGE_RUNS.wait(run, wait, poll_s)
+        cpu0 = time.thread_time()
         held = Turn(run, poll_s)
         token = _TURN.set(held)
         yield held
     finally:
         if token is not None:
             _TURN.reset(token)
+        if cpu0 is not None:
+            _ran(visitor, time.thread_time() - cpu0)
         _charge(visitor, PAGE_RUNS.end(run), _PAGE_SPENT)
 
 

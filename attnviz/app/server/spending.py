@@ -1,0 +1,125 @@
+"""Who is spending what, for every session of one server process: visitors' recent model time
+(every interactive pass and every batch of heavy work, charged by attnviz/models/gate.py) and page
+time, what their page runs cost in CPU, and which visitor each websocket session belongs to
+(app/server/visitor.py tells them apart: a cookie, or the client address behind a proxy). The
+gate asks `spent(visitor)` to put the least-spent visitor first in every queue. Every table is
+bounded module state (never st.cache_*, which any client can clear). No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict, deque
+
+from ...models import gate
+
+BUDGET_WINDOW_S = 600.0
+MAX_VISITORS = 2000  # visitors whose spending is remembered; the oldest go first
+MAX_SESSIONS = 4000  # session -> visitor entries remembered
+
+_SPENT: OrderedDict[str, deque[tuple[float, float]]] = OrderedDict()  # visitor -> (when, seconds)
+_SESSIONS: OrderedDict[str, str] = OrderedDict()  # session id -> visitor
+_LOCK = threading.Lock()
+_PAGE_SPENT: OrderedDict[str, deque[tuple[float, float]]] = OrderedDict()  # visitor -> page seconds
+
+
+def bind(session: str, visitor: str) -> None:
+    """Session `session` belongs to `visitor` from now on."""
+    with _LOCK:
+        _SESSIONS[session] = visitor
+        _SESSIONS.move_to_end(session)
+        while len(_SESSIONS) > MAX_SESSIONS:
+            _SESSIONS.popitem(last=False)
+
+
+def visitor_of(session: str) -> str:
+    """The visitor of a session; a session not (yet) told apart is its own visitor."""
+    with _LOCK:
+        return _SESSIONS.get(session) or f"s:{session}"
+
+
+def _spent(visitor: str, now: float, table: OrderedDict[str, deque[tuple[float, float]]] = _SPENT) -> float:
+    entries = table.get(visitor)
+    if entries is None:
+        return 0.0
+    while entries and now - entries[0][0] > BUDGET_WINDOW_S:
+        entries.popleft()
+    return sum(s for _, s in entries)
+
+
+def spent(visitor: str) -> float:
+    """Seconds of model time `visitor` spent in the current window."""
+    with _LOCK:
+        return _spent(visitor, time.monotonic())
+
+
+def left(budget_s: float, visitor: str) -> float:
+    return max(0.0, budget_s - spent(visitor))
+
+
+def charge(visitor: str, seconds: float) -> None:
+    """`seconds` of model time spent for `visitor` (the gate's hook)."""
+    _charge(visitor, seconds, _SPENT)
+
+
+def _charge(visitor: str, seconds: float, table: OrderedDict[str, deque[tuple[float, float]]]) -> None:
+    if seconds <= 0:
+        return
+    now = time.monotonic()
+    with _LOCK:
+        entries = table.get(visitor)
+        if entries is None:
+            entries = table[visitor] = deque()
+        if entries and now - entries[-1][0] < 1.0:  # one entry a second: a flood of passes stays small
+            entries[-1] = (entries[-1][0], entries[-1][1] + seconds)
+        else:
+            entries.append((now, seconds))
+        while len(entries) > BUDGET_WINDOW_S:
+            entries.popleft()
+        table.move_to_end(visitor)
+        while len(table) > MAX_VISITORS:
+            table.popitem(last=False)
+
+
+def clear() -> None:
+    """Forget all spending and sessions (tests)."""
+    with _LOCK:
+        _SPENT.clear()
+        _PAGE_SPENT.clear()
+        _SESSIONS.clear()
+        _RUN_CPU.clear()
+
+
+# What a run will cost is what its visitor's last runs cost: the CPU seconds of the run's own
+# thread (time.thread_time: a pause or a wait costs none), the largest of the last RECENT_RUNS, so
+# one long text makes its visitor's next runs heavy. A visitor with no measured run counts as
+# heavy (a cookie-less flooder's tabs are all unmeasured). A cheap run (a short sentence's page:
+# 0.02-0.2 CPU-s on MiniLM, bench/results_hall.md) holds little memory and is over soon: it waits
+# for no page slot, pauses for nobody and is not counted in MAX_UNDER_WAY; cheap runs go at once
+# while what the going runs are expected to cost fits in CPU_HORIZON_S of the machine's cores.
+CHEAP_RUN_S = 0.25
+CPU_HORIZON_S = 0.5
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+RECENT_RUNS = 3
+_RUN_CPU: OrderedDict[str, deque[float]] = OrderedDict()  # visitor -> their last runs' CPU seconds
+
+
+def expected_cpu(visitor: str) -> float | None:
+    """The CPU seconds `visitor`'s next page run is expected to take (None: never measured)."""
+    with _LOCK:
+        runs = _RUN_CPU.get(visitor)
+        return max(runs) if runs else None
+
+
+def _ran(visitor: str, cpu_s: float) -> None:
+    with _LOCK:
+        runs = _RUN_CPU.setdefault(visitor, deque(maxlen=RECENT_RUNS))
+        runs.append(cpu_s)
+        _RUN_CPU.move_to_end(visitor)
+        while len(_RUN_CPU) > MAX_VISITORS:
+            _RUN_CPU.popitem(last=False)
+
+
+gate.configure(priority=spent, charge=charge)

@@ -1,0 +1,123 @@
+"""A lecture hall beside heavy work (app/server/budget.py `_room`, spending.py `expected_cpu`): a
+run's expected cost is what its visitor's last runs cost in CPU; cheap runs (a short sentence's
+page) go at once while the cores have room for them, whatever the heavy runs' slots and
+MAX_UNDER_WAY; heavy runs keep both caps and the fair order. Event-based, like test_flood_turns."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from attnviz.app.server import budget, spending
+from tests.test_flood_turns import Runs, clean_page_runs
+from tests.waiting import until as _until
+
+FLOODER = "c:" + "f" * 32
+
+
+@pytest.fixture(autouse=True)
+def fresh() -> Iterator[None]:
+    yield from clean_page_runs()
+
+
+def students(n: int, cpu_s: float) -> list[str]:
+    """`n` visitors past their first seconds whose last runs each took `cpu_s` CPU seconds."""
+    names = [f"c:{i:032x}" for i in range(1, n + 1)]
+    for name in names:
+        budget.charge(name, budget.NEWCOMER_S + 3.0)
+        spending._ran(name, cpu_s)
+    return names
+
+
+def heavy_runs_fill_the_server(runs: Runs) -> None:
+    """MAX_UNDER_WAY heavy runs under way: two flooders' runs went, then paused for two lighter
+    heavy visitors' runs, which go (PAGE_SLOTS)."""
+    for i, cost in enumerate((60.0, 60.0, 30.0, 30.0)):
+        visitor = f"c:{'e' * 31}{i}"
+        budget.charge(visitor, cost)
+        spending._ran(visitor, 3.0)
+        runs.start(f"heavy{i}", visitor)
+        if i == 1:
+            _until(lambda: budget.PAGE_RUNS.counts() == (2, 0, 0), "the flooders' runs go")
+    _until(lambda: budget.PAGE_RUNS.counts() == (2, 2, 0), "four heavy runs under way, two going")
+    assert budget.MAX_UNDER_WAY == 4
+
+
+def test_a_cheap_run_goes_at_once_beside_heavy_runs_that_fill_their_caps() -> None:
+    """Four heavy runs under way (the cap a 512-token run needs) and a student's short sentence:
+    the student's run goes at once, and the heavy runs it passed are still under way."""
+    runs = Runs()
+    heavy_runs_fill_the_server(runs)
+    (student,) = students(1, 0.05)
+    runs.start("student", student)
+    _until(lambda: runs.has("go student"), "the cheap run goes without waiting for a heavy run to end")
+    assert budget.PAGE_RUNS.counts() == (3, 2, 0)  # the heavy runs it passed are all still under way
+    runs.join()
+
+
+def test_how_many_cheap_runs_go_at_once_follows_their_measured_cost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Visitors whose runs cost 0.05 CPU-s: twelve go at once on two cores (0.6 of the 1.0 CPU-s
+    the horizon holds); at 0.2 CPU-s each, five go and the sixth waits for one of them to end."""
+    monkeypatch.setattr(budget, "CORES", 2)
+    runs = Runs()
+    for i, name in enumerate(students(12, 0.05)):
+        runs.start(f"light{i}", name)
+    _until(lambda: budget.PAGE_RUNS.counts() == (12, 0, 0), "twelve cheap runs go at once")
+    runs.join()
+    budget.clear()
+    more = Runs()
+    for i, name in enumerate(students(6, 0.2)):
+        more.start(f"mid{i}", name)
+    _until(lambda: budget.PAGE_RUNS.counts() == (5, 0, 1), "five go, the sixth waits")
+    first = next(line for line in more.log if line.startswith("go"))[3:]
+    more.finish(first)
+    _until(lambda: sum(line.startswith("go") for line in more.log) == 6, "the sixth goes once one ends")
+    more.join()
+
+
+def test_one_long_text_makes_its_visitors_next_runs_heavy() -> None:
+    """The expected cost is the largest of the visitor's last RECENT_RUNS runs: a heavy run among
+    cheap ones makes the next ones heavy (they wait for the heavy slots), until it has aged out."""
+    (student,) = students(1, 0.05)
+    spending._ran(student, 2.0)
+    assert budget.expected_cpu(student) == 2.0
+    assert not budget.PageRun(student, cpu_s=budget.expected_cpu(student)).cheap
+    for _ in range(spending.RECENT_RUNS):
+        spending._ran(student, 0.05)
+    assert budget.PageRun(student, cpu_s=budget.expected_cpu(student)).cheap
+    assert not budget.PageRun("c:" + "9" * 32, cpu_s=budget.expected_cpu("c:" + "9" * 32)).cheap  # unmeasured
+
+
+def test_a_page_turn_keeps_what_its_thread_spent_in_cpu_not_its_wall_time() -> None:
+    """A run that computes for 0.3 s is expected to cost about that next time; one that waits 0.3 s
+    (a pause, the websocket) costs next to nothing."""
+    busy, idle = "c:" + "b" * 32, "c:" + "a" * 32
+    with budget.page_turn(busy):
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < 0.3:
+            sum(range(1000))
+    with budget.page_turn(idle):
+        time.sleep(0.3)
+    busy_s, idle_s = budget.expected_cpu(busy), budget.expected_cpu(idle)
+    assert busy_s is not None and busy_s >= 0.3
+    assert idle_s is not None and idle_s < 0.05
+
+
+def test_a_cheap_run_never_pauses_and_a_heavy_one_does_not_pause_for_it() -> None:
+    """A flooder's heavy run going beside a student's cheap runs goes on (the student's runs do
+    not need it to stop); a heavy newcomer still makes it pause."""
+    runs = Runs()
+    budget.charge(FLOODER, 60.0)
+    spending._ran(FLOODER, 3.0)
+    runs.start("flood", FLOODER)
+    _until(lambda: runs.has("go flood"), "the flooder's run goes")
+    for i, name in enumerate(students(3, 0.05)):
+        runs.start(f"s{i}", name)
+    _until(lambda: all(runs.has(f"go s{i}") for i in range(3)), "the students' runs go")
+    time.sleep(0.1)  # checkpoints every 5 ms: a pause would have happened by now
+    assert budget.PAGE_RUNS.counts() == (4, 0, 0)
+    runs.start("newcomer", "c:" + "1" * 32)
+    _until(lambda: budget.PAGE_RUNS.counts()[1] == 1, "the flooder's run pauses for the newcomer's first page")
+    runs.join()
