@@ -6,6 +6,8 @@ waiting and goes once the memory is back; a relief that is enough refuses nothin
 
 from __future__ import annotations
 
+import gc
+import platform
 import threading
 from collections.abc import Iterator
 
@@ -143,3 +145,60 @@ def test_estimates_order_the_work_as_its_memory() -> None:
     assert work.attention_mb(30, 9, "x" * 600, 512) > work.attention_mb(6, 12, "x" * 600, 128)
     assert work.attention_mb(6, 12, "注意", 512) == work.attention_mb(6, 12, "x" * 6, 512)
     assert registry.REGISTRY.known_mb("no-such-model") == 0.0
+
+
+def test_near_the_budget_passes_of_all_models_go_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within PASS_HEADROOM_MB of the budget a second model's pass waits for the first to end
+    (two at once could take the server past it); with room again it goes beside it."""
+    rss = [BUDGET - gate.PASS_HEADROOM_MB + 10.0]
+    monkeypatch.setattr(gate, "rss_mb", lambda: rss[0])
+    gate.configure(memory_mb=BUDGET)
+    inside: list[str] = []
+    release = threading.Event()
+
+    def one_pass(model: gate.ForwardGate, name: str) -> None:
+        with model.interactive():
+            inside.append(name)
+            release.wait(10)
+
+    threads = [threading.Thread(target=one_pass, args=(gate.ForwardGate(), n), daemon=True) for n in "ab"]
+    try:
+        threads[0].start()
+        until(lambda: inside == ["a"], "the first pass runs")
+        threads[1].start()
+        until(lambda: gate.interactive_waiting() == 2, "the second pass asks")
+        release.wait(0.3)
+        assert inside == ["a"]  # it waits: no room for two
+        rss[0] = BUDGET - gate.PASS_HEADROOM_MB - 10.0
+        until(lambda: inside == ["a", "b"], "with room, the second goes beside the first")
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join(10)
+        gate.configure(memory_mb=0)
+
+
+def test_a_relief_hands_the_freed_heap_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a session's thread freed stays resident in glibc's arena while small live pieces sit
+    between (250 MB of 64 KB buffers, a 200-byte object kept after each, as a page run leaves
+    them); a relief hands it back (malloc_trim), the models kept (under the budget after it)."""
+    if platform.libc_ver()[0] != "glibc" or gate.rss_mb() == 0:
+        pytest.skip("glibc's arenas and /proc only")
+    monkeypatch.setattr(registry, "_RELIEVED", [float("-inf")])
+    kept: list[bytearray] = []
+
+    def page_run() -> None:
+        held = []
+        for _ in range(4000):
+            held.append(bytearray(64 * 1024))
+            kept.append(bytearray(200))
+
+    thread = threading.Thread(target=page_run)
+    thread.start()
+    thread.join()
+    gc.collect()
+    freed = gate.rss_mb()
+    models = list(registry.REGISTRY.models)
+    after = registry.relieve(freed + 1000.0, gate.rss_mb)
+    assert after < freed - 150.0, (freed, after)
+    assert list(registry.REGISTRY.models) == models

@@ -4,7 +4,9 @@ A public demo shares two CPU cores among every visitor. Interactive passes (a vi
 sentence) are short; heavy work (explanations, attention flow, the cost measurement, a training
 run, a corpus run, a model build) is many passes in a row. The rules:
 
-- at most `INTERACTIVE_SLOTS` interactive passes per model at once (a predictable memory peak);
+- at most `INTERACTIVE_SLOTS` interactive passes per model at once (a predictable memory peak),
+  and, while the process is within PASS_HEADROOM_MB of its memory budget, one at a time across
+  all models (the first always goes), after the server has given back what it can (`relieve`);
 - heavy work is admitted as a whole through one process-wide queue (`heavy()`, admission.py):
   at most `HEAVY_SLOTS` pieces at once, and none past the first while the process is over its
   memory budget (`configure(memory_mb=...)`): the rest wait in the queue, where `Ticket.place`
@@ -60,6 +62,9 @@ __all__ = [
 ]
 
 INTERACTIVE_SLOTS = 2
+# What one interactive pass may add at its peak: SmolLM2 at 512 tokens, +430 MB over its weights
+# (its attention maps alone 270 MB), MiniLM +140 MB; measured by RSS on one pass each.
+PASS_HEADROOM_MB = 450.0
 HEAVY_SLOTS = 2  # pieces of heavy work admitted at once, process-wide
 MAX_GATES = 64  # distinct (model, device) keys remembered; beyond that the oldest idle one goes
 YIELD_WAIT_S = 0.05  # how often a waiting explanation batch looks again
@@ -167,20 +172,28 @@ class _Hold:
 
 
 class _FairSlots(FairQueue[_Hold]):
-    """`slots` holders at once, in the fair queue's order."""
+    """`slots` holders at once, in the fair queue's order; with `roomy`, a second holder and more
+    only while `roomy()` (looked at again every YIELD_WAIT_S)."""
 
-    def __init__(self, slots: int) -> None:
+    def __init__(self, slots: int, roomy: Callable[[], bool] | None = None) -> None:
         super().__init__(_priority)
         self.slots = slots
         self.busy = 0
+        self.roomy = roomy
 
     @contextlib.contextmanager
     def hold(self, visitor: str) -> Iterator[None]:
         entry = _Hold(visitor)
+        roomy, poll = (self.roomy, YIELD_WAIT_S) if self.roomy is not None else (lambda: True, None)
+
+        def may() -> bool:
+            return self.busy < self.slots and self.first() is entry and (self.busy == 0 or roomy())
+
         with self.cond:
             self.waiting.append(entry)
             try:
-                self.cond.wait_for(lambda: self.busy < self.slots and self.first() is entry)
+                while not self.cond.wait_for(may, poll):
+                    pass
             finally:
                 self.waiting.remove(entry)
             self.busy += 1
@@ -223,6 +236,16 @@ class _Activity:
 
 
 _ACTIVITY = _Activity()
+
+
+def _roomy() -> bool:
+    """Whether one more interactive pass fits under the memory budget (0: none) now."""
+    budget = _HOOKS.memory_mb
+    return budget <= 0 or rss_mb() + PASS_HEADROOM_MB <= budget
+
+
+_PASSES = _FairSlots(MAX_GATES * INTERACTIVE_SLOTS, _roomy)  # every model's passes: memory's turn
+_IN_PASS: contextvars.ContextVar[bool] = contextvars.ContextVar("attnviz_in_pass", default=False)
 _IN_LANE: contextvars.ContextVar[bool] = contextvars.ContextVar("attnviz_in_lane", default=False)
 _LANE = _FairSlots(1)  # one explanation batch at a time, process-wide
 
@@ -254,8 +277,17 @@ class ForwardGate:
                 yield
             return
         visitor = current_visitor()
-        with _ACTIVITY.active(), self._slots.hold(visitor), charged(visitor):
+        if _IN_PASS.get():  # a pass within a pass (this thread holds its turn already)
             yield
+            return
+        if not _roomy():  # the least recently used models and cached results go before it waits
+            _HOOKS.relieve(_HOOKS.memory_mb)
+        with _ACTIVITY.active(), self._slots.hold(visitor), _PASSES.hold(visitor), charged(visitor):
+            token = _IN_PASS.set(True)
+            try:
+                yield
+            finally:
+                _IN_PASS.reset(token)
 
     @contextlib.contextmanager
     def background(self) -> Iterator[None]:
