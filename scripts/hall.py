@@ -23,7 +23,7 @@ from typing import Any
 
 from scripts.attacks import AttackReport, _raw_flood, _Sampler, _until_finished
 
-__all__ = ["HallReport", "hall", "hall_table"]
+__all__ = ["HallReport", "hall", "hall_table", "paste"]
 
 THINK_S = (20.0, 40.0)  # seconds between one student's sentences
 PAGES = ("lesson", "")  # page_name of a rerun: "" is the explorer, served at "/"
@@ -51,12 +51,12 @@ def percentile(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))] if xs else float("nan")
 
 
-def _rerun(page: str, widgets: list[Any] | None = None) -> bytes:
+def _rerun(page: str, widgets: list[Any] | None = None, query: str = "") -> bytes:
     from streamlit.proto.BackMsg_pb2 import BackMsg
 
     msg = BackMsg()
     msg.rerun_script.page_name = page
-    msg.rerun_script.query_string = ""
+    msg.rerun_script.query_string = query
     for widget in widgets or []:
         msg.rerun_script.widget_states.widgets.append(widget)
     return msg.SerializeToString()
@@ -176,3 +176,57 @@ def hall_table(reports: list[HallReport]) -> str:
             f"| {r.cpu_s / max(r.seconds, 1e-9):.2f} cores | {r.load[0]:.1f} / {r.load[1]:.1f} |"
         )
     return "\n".join(rows)
+
+
+def _failed(deltas: list[Any]) -> str | None:
+    """What a run showed of a failure: an exception, or the app's 'something went wrong' line."""
+    from attnviz.i18n import t
+
+    wrong = t("err.unexpected", "en")
+    for d in deltas:
+        kind = d.new_element.WhichOneof("type")
+        if kind == "exception":
+            return f"exception {d.new_element.exception.type}: {d.new_element.exception.message[:120]}"
+        if kind == "alert" and wrong in d.new_element.alert.body:
+            return d.new_element.alert.body[:200]
+    return None
+
+
+async def _paster(url: str, i: int, round_: int, model: str, n_words: int) -> str | None:
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+    from websockets.asyncio.client import connect
+
+    from scripts.attacks import words
+
+    query = f"model={model}"
+    async with connect(
+        url.replace("http://", "ws://") + "/_stcore/stream",
+        subprotocols=["streamlit"],  # type: ignore[list-item]
+        additional_headers={"Cookie": f"attnviz_visitor={round_ * 100 + i + 1:032x}"},
+        max_size=None,
+    ) as ws:
+        await ws.send(_rerun("", query=query))
+        box = _sentence_box(await _until_finished(ws, 300.0))
+        text = f"paster {i} round {round_} " + words(n_words, round_ * 10 + i)
+        await ws.send(_rerun("", [WidgetState(id=box, string_value=text)], query=query))
+        failure = _failed(await _until_finished(ws, 600.0))
+        return None if failure is None else f"round {round_} visitor {i}: {failure}"
+
+
+def paste(
+    rounds: int = 10, visitors: int = 4, model: str = "smollm2", n_words: int = 7000, env: dict[str, str] | None = None
+) -> list[str]:
+    """The concurrent long paste: `visitors` new visitors at once open the explorer on `model` and
+    paste a different `n_words`-word text each, `rounds` times on one server; the failures shown."""
+    from tests.browser import streamlit_server
+
+    async def run(url: str) -> list[str]:
+        failures: list[str] = []
+        for r in range(rounds):
+            got = await asyncio.gather(*(_paster(url, i, r, model, n_words) for i in range(visitors)))
+            failures += [f for f in got if f]
+            print(f"round {r + 1}/{rounds}: {sum(f is not None for f in got)} failed", flush=True)
+        return failures
+
+    with streamlit_server(env=env) as (url, _proc):
+        return asyncio.run(run(url))

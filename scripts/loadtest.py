@@ -15,6 +15,8 @@ Bounded in count and time, loopback only.
         # ten visitors each running the heaviest thing the demo allows
     .venv/bin/python scripts/loadtest.py --scenario class --students 30 60 120 --demo
         # a lecture hall (scripts/hall.py): N simple clients, a short sentence every 20-40 s each
+    .venv/bin/python scripts/loadtest.py --scenario paste --rounds 10
+        # four visitors at once paste a different ~7,000-word text on /?model=smollm2, ten times
 """
 
 from __future__ import annotations
@@ -393,7 +395,7 @@ def main() -> int:
     ap.add_argument("--analyses", type=int, default=200)
     ap.add_argument("--max-seconds", type=float, default=600)
     ap.add_argument("--out")
-    ap.add_argument("--scenario", choices=("load", "stall", "cold", "class", *attacks.RECIPES), default="load")
+    ap.add_argument("--scenario", choices=("load", "stall", "cold", "class", "paste", *attacks.RECIPES), default="load")
     ap.add_argument("--rounds", type=int, default=3, help="stall: new sentences typed by the third session")
     ap.add_argument("--attackers", type=int, default=6, help="recipes: attacking sessions")
     ap.add_argument("--victims", type=int, default=2, help="recipes: new visitors timed during the attack")
@@ -406,6 +408,10 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=240.0, help="class: how long the class lasts")
     ap.add_argument("--flood", type=int, default=0, help="class: raw flood sessions of one visitor beside it")
     args = ap.parse_args()
+    if args.scenario == "paste":  # four visitors paste ~7,000 words on SmolLM2 at once, ten times
+        failures = hall.paste(args.rounds)
+        print(f"{len(failures)} failures", *failures[:20], sep="\n  ")
+        return 1 if failures else 0
     if args.scenario == "class":
         return main_class(args.students, args.ramp, args.seconds, args.demo, args.out, args.flood)
     if args.scenario in attacks.RECIPES:

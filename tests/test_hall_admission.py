@@ -105,19 +105,21 @@ def test_a_page_turn_keeps_what_its_thread_spent_in_cpu_not_its_wall_time() -> N
     assert idle_s is not None and idle_s < 0.05
 
 
-def test_a_cheap_run_never_pauses_and_a_heavy_one_does_not_pause_for_it() -> None:
-    """A flooder's heavy run going beside a student's cheap runs goes on (the student's runs do
-    not need it to stop); a heavy newcomer still makes it pause."""
+def test_a_flood_gives_way_to_a_class_and_students_who_spent_alike_do_not_hold_each_other() -> None:
+    """A flooder's cheap run (a 128-token page costs 0.18 CPU-s) going while students' runs
+    arrive: it pauses while they go; students who have cost 5 and 8 s all go at once (less than
+    half as much is what makes a run give way)."""
     runs = Runs()
     budget.charge(FLOODER, 60.0)
-    spending._ran(FLOODER, 3.0)
+    spending._ran(FLOODER, 0.18)
     runs.start("flood", FLOODER)
     _until(lambda: runs.has("go flood"), "the flooder's run goes")
-    for i, name in enumerate(students(3, 0.05)):
+    names = students(3, 0.05)
+    budget.charge(names[2], 3.0)  # 8 s against the others' 5 s
+    for i, name in enumerate(names):
         runs.start(f"s{i}", name)
-    _until(lambda: all(runs.has(f"go s{i}") for i in range(3)), "the students' runs go")
-    time.sleep(0.1)  # checkpoints every 5 ms: a pause would have happened by now
-    assert budget.PAGE_RUNS.counts() == (4, 0, 0)
-    runs.start("newcomer", "c:" + "1" * 32)
-    _until(lambda: budget.PAGE_RUNS.counts()[1] == 1, "the flooder's run pauses for the newcomer's first page")
+    _until(lambda: all(runs.has(f"go s{i}") for i in range(3)), "the students' runs all go")
+    _until(lambda: budget.PAGE_RUNS.counts() == (3, 1, 0), "the flooder's run pauses while theirs go")
+    runs.finish("s0", "s1", "s2")
+    _until(lambda: runs.has("resumed flood"), "the flooder's run goes on after them")
     runs.join()

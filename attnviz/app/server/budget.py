@@ -104,10 +104,10 @@ class _PageRuns(fair.FairQueue[PageRun]):
     """Page runs, server-wide. A newcomer's run (a visitor who has cost under NEWCOMER_S) goes at
     once; a cheap run while the CPU has room (`_room`); else at most PAGE_SLOTS heavy runs go at
     once; PER_VISITOR_RUNS of one visitor are under way at most; the waiting go least-cost visitor
-    first, then in arrival order; a heavy run does not go on (it waits, or pauses at its next
-    checkpoint) while a visitor who has cost the server YIELD_MARGIN_S less has a heavy run
-    waiting or going. The cost: the visitor's model time, their page runs' wall time, and the time
-    their runs under way have gone so far."""
+    first, then in arrival order; a run does not go on (it waits, or pauses at its next
+    checkpoint) while a visitor who has cost the server far less (`_outranked`) waits or goes.
+    The cost: the visitor's model time, their page runs' wall time, and the time their runs under
+    way have gone so far."""
 
     def __init__(self) -> None:
         super().__init__(lambda visitor: self.cost(visitor, time.monotonic()))
@@ -154,13 +154,12 @@ class _PageRuns(fair.FairQueue[PageRun]):
         return sum(not r.cheap for r in going) < PAGE_SLOTS
 
     def _outranked(self, run: PageRun, eligible: list[PageRun], now: float) -> bool:
-        """A heavy run gives way to a heavy run (a newcomer's first pages count as heavy) of a
-        visitor who has cost YIELD_MARGIN_S less; cheap runs neither give nor take way."""
-        if run.cheap:
-            return False
+        """A run gives way to a visitor whose run waits or goes and who has cost the server less
+        than half as much, and YIELD_MARGIN_S less: a flood gives way to a class, students who
+        spent alike never hold each other up."""
         mine = self.cost(run.visitor, now)
-        others = {r.visitor for r in [*eligible, *self.under_way] if not r.cheap and (r.going or r in eligible)}
-        return any(self.cost(v, now) + YIELD_MARGIN_S < mine for v in others - {run.visitor})
+        others = {r.visitor for r in [*eligible, *self.under_way] if r.going or r in eligible} - {run.visitor}
+        return any(c + YIELD_MARGIN_S < mine and 2 * c < mine for c in (self.cost(v, now) for v in others))
 
     def _may_go(self, run: PageRun) -> bool:
         """Newcomers at once (eight first visits to a cold server all draw their frames); the

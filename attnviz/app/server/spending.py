@@ -97,8 +97,9 @@ def clear() -> None:
 # one long text makes its visitor's next runs heavy. A visitor with no measured run counts as
 # heavy (a cookie-less flooder's tabs are all unmeasured). A cheap run (a short sentence's page:
 # 0.02-0.2 CPU-s on MiniLM, bench/results_hall.md) holds little memory and is over soon: it waits
-# for no page slot, pauses for nobody and is not counted in MAX_UNDER_WAY; cheap runs go at once
-# while what the going runs are expected to cost fits in CPU_HORIZON_S of the machine's cores.
+# for no heavy page slot and is not counted in MAX_UNDER_WAY; cheap runs go at once while what the
+# going ones are expected to cost fits in CPU_HORIZON_S of the machine's cores, and like every run
+# give way to visitors who have cost far less (a flood's cheap runs pause for a class's).
 CHEAP_RUN_S = 0.25
 CPU_HORIZON_S = 0.5
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
