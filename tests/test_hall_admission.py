@@ -77,17 +77,28 @@ def test_how_many_cheap_runs_go_at_once_follows_their_measured_cost(monkeypatch:
     more.join()
 
 
-def test_one_long_text_makes_its_visitors_next_runs_heavy() -> None:
-    """The expected cost is the largest of the visitor's last RECENT_RUNS runs: a heavy run among
-    cheap ones makes the next ones heavy (they wait for the heavy slots), until it has aged out."""
-    (student,) = students(1, 0.05)
+def test_two_long_texts_in_a_row_make_the_next_run_heavy_and_a_first_page_does_not() -> None:
+    """The expected cost is the lower median of the visitor's last RECENT_RUNS runs: a first page
+    (every widget built) followed by a short sentence leaves the visitor cheap; two long texts in
+    a row make the next run heavy, until short ones outnumber them again; unmeasured is heavy."""
+
+    def cheap(visitor: str) -> bool:
+        return budget.PageRun(visitor, cpu_s=budget.expected_cpu(visitor)).cheap
+
+    student = "c:" + "5" * 32
+    spending._ran(student, 0.6)  # the lesson's first run
+    assert not cheap(student)
+    spending._ran(student, 0.04)
+    assert cheap(student) and budget.expected_cpu(student) == 0.04
+    spending._ran(student, 0.04)
     spending._ran(student, 2.0)
-    assert budget.expected_cpu(student) == 2.0
-    assert not budget.PageRun(student, cpu_s=budget.expected_cpu(student)).cheap
-    for _ in range(spending.RECENT_RUNS):
-        spending._ran(student, 0.05)
-    assert budget.PageRun(student, cpu_s=budget.expected_cpu(student)).cheap
-    assert not budget.PageRun("c:" + "9" * 32, cpu_s=budget.expected_cpu("c:" + "9" * 32)).cheap  # unmeasured
+    assert cheap(student)  # one long text among short ones
+    spending._ran(student, 2.5)
+    assert not cheap(student) and budget.expected_cpu(student) == 2.0
+    spending._ran(student, 0.04)
+    spending._ran(student, 0.05)
+    assert cheap(student)
+    assert not cheap("c:" + "9" * 32)  # never measured
 
 
 def test_a_page_turn_keeps_what_its_thread_spent_in_cpu_not_its_wall_time() -> None:
@@ -122,4 +133,15 @@ def test_a_flood_gives_way_to_a_class_and_students_who_spent_alike_do_not_hold_e
     _until(lambda: budget.PAGE_RUNS.counts() == (3, 1, 0), "the flooder's run pauses while theirs go")
     runs.finish("s0", "s1", "s2")
     _until(lambda: runs.has("resumed flood"), "the flooder's run goes on after them")
+    runs.join()
+
+
+def test_a_hall_of_120_light_runs_all_go_at_once_when_the_cores_have_room(monkeypatch: pytest.MonkeyPatch) -> None:
+    """120 students whose runs cost 5 ms of CPU each (0.6 CPU-s together, within two cores' 0.5 s):
+    every run goes at once, none waits for a slot or for another student."""
+    monkeypatch.setattr(budget, "CORES", 2)
+    runs = Runs()
+    for i, name in enumerate(students(120, 0.005)):
+        runs.start(f"s{i}", name)
+    _until(lambda: budget.PAGE_RUNS.counts() == (120, 0, 0), "all 120 go at once")
     runs.join()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ PER_VISITOR_RUNS = 2  # page runs of one visitor under way at once, all their ta
 PAGE_SLOTS = 2  # heavy page runs going forward at once, server-wide (a paused one holds none)
 YIELD_MARGIN_S = 2.0  # a heavy run gives way to a visitor who has cost the server this much less
 NEWCOMER_S = 2.0  # a visitor who has cost the server less than this goes at once, whatever the slots
+CHECK_EVERY_S = 0.25  # while nothing else changes, a going run asks whether to pause this often
 MAX_PAUSE_S = 15.0  # a paused run goes on after this long whatever waits (nothing can hold it for good)
 MAX_UNDER_WAY = 4  # heavy page runs under way at once (going or paused: each holds its results in
 # memory), server-wide, newcomers included, so cookie-less tabs that all look new cannot start a
@@ -100,79 +102,112 @@ def _memory() -> tuple[bool, bool]:
     return rss > budget, rss + RUN_HEADROOM_MB > budget
 
 
+HOG_FACTOR = 4.0  # a visitor who has cost this many times the middle visitor's cost (the median of
+# those with a run waiting or under way) loses the light line: a flood's 128-token runs are cheap
+# in CPU (0.18 s) but its visitor's cost stands far above a class's
+
+
+@dataclass
+class _View:
+    """One decision's reading: each visitor's cost, and above what cost a visitor is a hog."""
+
+    costs: dict[str, float]
+    hog_above: float
+
+    def light(self, run: PageRun) -> bool:
+        """A cheap run of a visitor who is no hog: no heavy slot, no MAX_UNDER_WAY, no pause."""
+        return run.cheap and self.costs.get(run.visitor, 0.0) <= self.hog_above
+
+
 class _PageRuns(fair.FairQueue[PageRun]):
     """Page runs, server-wide. A newcomer's run (a visitor who has cost under NEWCOMER_S) goes at
-    once; a cheap run while the CPU has room (`_room`); else at most PAGE_SLOTS heavy runs go at
-    once; PER_VISITOR_RUNS of one visitor are under way at most; the waiting go least-cost visitor
-    first, then in arrival order; a run does not go on (it waits, or pauses at its next
-    checkpoint) while a visitor who has cost the server far less (`_outranked`) waits or goes.
+    once; a light run (`_View.light`) while the CPU has room (`_room`); else at most PAGE_SLOTS
+    heavy runs go at once; PER_VISITOR_RUNS of one visitor are under way at most; the waiting go
+    least-cost visitor first, then in arrival order; a heavy run does not go on (it waits, or
+    pauses at its next checkpoint) while a visitor who has cost YIELD_MARGIN_S less waits or goes.
     The cost: the visitor's model time, their page runs' wall time, and the time their runs under
     way have gone so far."""
 
     def __init__(self) -> None:
         super().__init__(lambda visitor: self.cost(visitor, time.monotonic()))
         self.under_way: list[PageRun] = []
+        self.version = 0  # counts the changes a going run's question to pause depends on
         self.aside: list[PageRun] = []  # in their heavy work (`aside`): no place, no slot, but their
         # results are still in memory and they are still their visitor's tabs
 
     def cost(self, visitor: str, now: float) -> float:
-        with _LOCK:
-            recorded = _spent(visitor, now) + _spent(visitor, now, _PAGE_SPENT)
-        going = sum(r.gone_s + (now - r.since if r.going else 0.0) for r in self.under_way if r.visitor == visitor)
-        return recorded + going
+        return self._view(now, [visitor]).costs[visitor]
 
-    def _may_start(self, now: float) -> Callable[[PageRun], bool]:
+    def _view(self, now: float, more: list[str] | None = None) -> _View:
+        """Every visitor with a run waiting, under way or aside, and what each has cost, in one
+        pass (a decision reads it once: a hall of 120 waiting runs, each deciding on every wake-up,
+        made the scheduler itself the server's busiest thread)."""
+        going: dict[str, float] = {}
+        for r in self.under_way:
+            going[r.visitor] = going.get(r.visitor, 0.0) + r.gone_s + (now - r.since if r.going else 0.0)
+        visitors = {r.visitor for r in [*self.waiting, *self.aside]} | set(going) | set(more or ())
+        with _LOCK:
+            costs = {v: _spent(v, now) + _spent(v, now, _PAGE_SPENT) + going.get(v, 0.0) for v in visitors}
+        middle = statistics.median(costs.values()) if costs else 0.0
+        return _View(costs, max(HOG_FACTOR * middle, NEWCOMER_S + YIELD_MARGIN_S))
+
+    def _may_start(self, view: _View) -> Callable[[PageRun], bool]:
         """Whether a run may start now: a heavy one within MAX_UNDER_WAY heavy runs; past
-        PAGE_SLOTS under way or aside (a run in its heavy work still holds its results), a cheap
+        PAGE_SLOTS under way or aside (a run in its heavy work still holds its results), a light
         run or a newcomer's only under the memory budget, anyone else's only if one more run's
         headroom fits under it (a flood's third run waits, a new visitor's first pages do not)."""
-        under = len(self.under_way)
-        heavy_full = sum(not r.cheap for r in self.under_way) >= MAX_UNDER_WAY
-        if under + len(self.aside) < PAGE_SLOTS:
-            return lambda run: run.cheap or not heavy_full
+        heavy_full = sum(not view.light(r) for r in self.under_way) >= MAX_UNDER_WAY
+        if len(self.under_way) + len(self.aside) < PAGE_SLOTS:
+            return lambda run: view.light(run) or not heavy_full
         over, no_room = _memory()
-        return lambda run: (
-            not over
-            if run.cheap
-            else not heavy_full and not (over if self.cost(run.visitor, now) < NEWCOMER_S else no_room)
-        )
 
-    def _eligible(self) -> list[PageRun]:
-        visitors = {r.visitor for r in self.waiting}
-        n = {v: sum(r.visitor == v for r in [*self.under_way, *self.aside]) for v in visitors}
-        may_start = self._may_start(time.monotonic())
-        return [r for r in self.waiting if r.under_way or (n[r.visitor] < PER_VISITOR_RUNS and may_start(r))]
+        def may(run: PageRun) -> bool:
+            if view.light(run):
+                return not over
+            return not heavy_full and not (over if view.costs[run.visitor] < NEWCOMER_S else no_room)
 
-    def _room(self, run: PageRun) -> bool:
-        """Whether `run` may go beside the runs going now: a cheap one while what they are expected
-        to cost, with it, fits in CPU_HORIZON_S of the cores (or fewer than PAGE_SLOTS go); a heavy
-        one while fewer than PAGE_SLOTS heavy runs go: the two never wait for each other's cap."""
+        return may
+
+    def _eligible(self, view: _View) -> list[PageRun]:
+        n: dict[str, int] = {}
+        for r in [*self.under_way, *self.aside]:
+            n[r.visitor] = n.get(r.visitor, 0) + 1
+        may_start = self._may_start(view)
+        return [r for r in self.waiting if r.under_way or (n.get(r.visitor, 0) < PER_VISITOR_RUNS and may_start(r))]
+
+    def _room(self, run: PageRun, view: _View) -> bool:
+        """Whether `run` may go beside the runs going now: a light one while what the light runs
+        going are expected to cost, with it, fits in CPU_HORIZON_S of the cores (or fewer than
+        PAGE_SLOTS go); a heavy one while fewer than PAGE_SLOTS heavy runs go: the two never wait
+        for each other's cap."""
         going = [r for r in self.under_way if r.going]
-        if run.cheap:  # beside at most PAGE_SLOTS heavy runs, each at most one core (one thread)
-            expected = sum(r.cpu_s or 0.0 for r in going if r.cheap) + (run.cpu_s or 0.0)
+        if view.light(run):  # beside at most PAGE_SLOTS heavy runs, each at most one core (one thread)
+            expected = sum(r.cpu_s or 0.0 for r in going if view.light(r)) + (run.cpu_s or 0.0)
             return len(going) < PAGE_SLOTS or expected <= CORES * CPU_HORIZON_S
-        return sum(not r.cheap for r in going) < PAGE_SLOTS
+        return sum(not view.light(r) for r in going) < PAGE_SLOTS
 
-    def _outranked(self, run: PageRun, eligible: list[PageRun], now: float) -> bool:
-        """A run gives way to a visitor whose run waits or goes and who has cost the server less
-        than half as much, and YIELD_MARGIN_S less: a flood gives way to a class, students who
-        spent alike never hold each other up."""
-        mine = self.cost(run.visitor, now)
+    def _outranked(self, run: PageRun, eligible: list[PageRun], view: _View) -> bool:
+        """A heavy run gives way to a visitor who has cost the server YIELD_MARGIN_S less and whose
+        run waits or goes; a light run gives and takes no way."""
+        if view.light(run):
+            return False
+        mine = view.costs[run.visitor]
         others = {r.visitor for r in [*eligible, *self.under_way] if r.going or r in eligible} - {run.visitor}
-        return any(c + YIELD_MARGIN_S < mine and 2 * c < mine for c in (self.cost(v, now) for v in others))
+        return any(view.costs[v] + YIELD_MARGIN_S < mine for v in others)
 
     def _may_go(self, run: PageRun) -> bool:
         """Newcomers at once (eight first visits to a cold server all draw their frames); the
-        others in their turn, within the slots."""
-        now = time.monotonic()
-        eligible = self._eligible()
+        others in their turn, light and heavy runs each in their own line."""
+        view = self._view(time.monotonic())
+        eligible = self._eligible(view)
         if run not in eligible:
             return False
-        if self.cost(run.visitor, now) < NEWCOMER_S:  # in arrival order among the visitor's own runs
+        if view.costs[run.visitor] < NEWCOMER_S:  # in arrival order among the visitor's own runs
             return min((r for r in eligible if r.visitor == run.visitor), key=lambda r: r.seq) is run
-        if not self._room(run) or self._outranked(run, eligible, now):
+        if not self._room(run, view) or self._outranked(run, eligible, view):
             return False
-        return self.first([r for r in eligible if r.cheap == run.cheap]) is run  # cheap and heavy: two lines
+        line = [r for r in eligible if view.light(r) == view.light(run)]
+        return min(line, key=lambda r: (view.costs[r.visitor], r.seq)) is run
 
     def wait(self, run: PageRun, poll: Callable[[], None] | None, poll_s: float, at_most: float | None = None) -> None:
         """Until `run` may go on (or `at_most` seconds passed); `poll()` every `poll_s` while it
@@ -180,6 +215,7 @@ class _PageRuns(fair.FairQueue[PageRun]):
         until = None if at_most is None else time.monotonic() + at_most
         with self.cond:
             self.waiting.append(run)
+            self.version += 1  # a newcomer waiting may make a going run pause
             try:
                 while not self._may_go(run) and (until is None or time.monotonic() < until):
                     if poll is not None:
@@ -195,18 +231,24 @@ class _PageRuns(fair.FairQueue[PageRun]):
                 run.under_way = True
                 self.under_way.append(run)
             run.going, run.since = True, time.monotonic()
-            self.cond.notify_all()
+            self._changed()
+
+    def _changed(self) -> None:
+        """Under cond: a run came, went on, paused or ended."""
+        self.version += 1
+        self.cond.notify_all()
 
     def should_pause(self, run: PageRun) -> bool:
         with self.cond:
-            return self._outranked(run, self._eligible(), time.monotonic())
+            view = self._view(time.monotonic())
+            return self._outranked(run, self._eligible(view), view)
 
     def pause(self, run: PageRun) -> None:
         with self.cond:
             if run.going:
                 run.going = False
                 run.gone_s += time.monotonic() - run.since
-                self.cond.notify_all()
+                self._changed()
 
     def end(self, run: PageRun) -> float:
         """The run is over: the seconds it went on. Past the memory budget, the server gives back
@@ -222,7 +264,7 @@ class _PageRuns(fair.FairQueue[PageRun]):
             if run.under_way:
                 run.under_way = False
                 self.under_way.remove(run)
-            self.cond.notify_all()
+            self._changed()
         return run.gone_s
 
     def step_aside(self, run: PageRun) -> None:
@@ -238,7 +280,7 @@ class _PageRuns(fair.FairQueue[PageRun]):
         with self.cond:
             if run in self.aside:
                 self.aside.remove(run)
-            self.cond.notify_all()
+            self._changed()
 
     def of(self, visitor: str) -> int:
         """Runs of `visitor` under way now, in their heavy work included."""
@@ -263,12 +305,19 @@ class Turn:
     def __init__(self, run: PageRun, poll_s: float) -> None:
         self.run, self.poll_s, self.pauses = run, poll_s, 0
         self.aside = False  # in heavy work (`aside`): out of the page runs, nothing to pause
+        self.asked = (-1, 0.0)  # the page runs' version and the time when it last asked whether to pause
 
     def checkpoint(self, poll: Callable[[], None] | None = None) -> None:
         """Never while this thread holds a model pass's slot or the background lane (the run
         that goes first may need them), nor while it is aside in heavy work; never for longer
-        than MAX_PAUSE_S."""
-        if self.aside or gate.holding_a_pass() or not PAGE_RUNS.should_pause(self.run):
+        than MAX_PAUSE_S. Asked again only once a run has come, gone or paused since, or after
+        CHECK_EVERY_S (costs grow as runs go): a page run sends about a hundred messages in a
+        burst, and each question takes the lock every run waits on."""
+        now, version = time.monotonic(), PAGE_RUNS.version
+        if self.aside or (version, now) < (self.asked[0], self.asked[1] + CHECK_EVERY_S) or gate.holding_a_pass():
+            return
+        self.asked = (version, now)
+        if not PAGE_RUNS.should_pause(self.run):
             return
         self.pauses += 1
         PAGE_RUNS.pause(self.run)

@@ -93,13 +93,12 @@ def clear() -> None:
 
 
 # What a run will cost is what its visitor's last runs cost: the CPU seconds of the run's own
-# thread (time.thread_time: a pause or a wait costs none), the largest of the last RECENT_RUNS, so
-# one long text makes its visitor's next runs heavy. A visitor with no measured run counts as
-# heavy (a cookie-less flooder's tabs are all unmeasured). A cheap run (a short sentence's page:
-# 0.02-0.2 CPU-s on MiniLM, bench/results_hall.md) holds little memory and is over soon: it waits
-# for no heavy page slot and is not counted in MAX_UNDER_WAY; cheap runs go at once while what the
-# going ones are expected to cost fits in CPU_HORIZON_S of the machine's cores, and like every run
-# give way to visitors who have cost far less (a flood's cheap runs pause for a class's).
+# thread (time.thread_time: a pause or a wait costs none), the lower median of the last
+# RECENT_RUNS, so a page's first run (0.1-0.6 CPU-s: every widget built) does not make the next
+# sentence heavy, and two long texts in a row make the next run heavy. A visitor with no measured
+# run counts as heavy (a cookie-less flooder's tabs are all unmeasured). A cheap run (a short
+# sentence's page: 0.04-0.2 CPU-s on MiniLM) holds little memory and is over soon; what that buys
+# it is in budget.py (`_View.light`: not for a visitor who has cost far more than the others).
 CHEAP_RUN_S = 0.25
 CPU_HORIZON_S = 0.5
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -110,8 +109,8 @@ _RUN_CPU: OrderedDict[str, deque[float]] = OrderedDict()  # visitor -> their las
 def expected_cpu(visitor: str) -> float | None:
     """The CPU seconds `visitor`'s next page run is expected to take (None: never measured)."""
     with _LOCK:
-        runs = _RUN_CPU.get(visitor)
-        return max(runs) if runs else None
+        runs = sorted(_RUN_CPU.get(visitor) or ())
+        return runs[(len(runs) - 1) // 2] if runs else None
 
 
 def _ran(visitor: str, cpu_s: float) -> None:
