@@ -57,15 +57,21 @@ def image_export_note() -> None:
     st.caption(t("slides.note"))
 
 
-def number_downloads(att: Attention, layer: int, head: int | None, settings: dict[str, Any]) -> None:
-    """The focused head as CSV, the whole attention as NPZ and JSON, each with its settings."""
+def number_downloads(got: Callable[[], Attention], layer: int, head: int | None, settings: dict[str, Any]) -> None:
+    """The focused head as CSV, the whole attention as NPZ and JSON, each with its settings.
+    `got()` gives the attention on a click: the buttons outlive the page run (until the session's
+    next run or its end), and what they hold stays in memory that long (app/again.py)."""
     settings = with_switches(settings)
     files: tuple[tuple[str, Callable[[], str | bytes], str, str, str], ...] = (
-        ("export.csv", partial(export.head_csv, att, layer, head, settings), "attnviz-head.csv", "text/csv", "dl_csv"),
-        ("export.npz", partial(export.attention_npz, att, settings), "attnviz-attention.npz", "application/octet-stream", "dl_npz"),
-        ("export.json", partial(export.attention_json, att, settings), "attnviz-attention.json", "application/json", "dl_json"),
+        ("export.csv", partial(_made, export.head_csv, got, layer, head, settings), "attnviz-head.csv", "text/csv", "dl_csv"),
+        ("export.npz", partial(_made, export.attention_npz, got, settings), "attnviz-attention.npz", "application/octet-stream", "dl_npz"),
+        ("export.json", partial(_made, export.attention_json, got, settings), "attnviz-attention.json", "application/json", "dl_json"),
     )  # fmt: skip
     for col, (label, data, file_name, mime, key) in zip(st.columns(len(files)), files, strict=True):
         col.download_button(
             t(label), data=data, file_name=file_name, mime=mime, key=key, on_click="ignore", icon=":material/download:"
         )
+
+
+def _made(make: Callable[..., str | bytes], got: Callable[[], Attention], *args: Any) -> str | bytes:
+    return make(got(), *args)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Hashable
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any, TypeVar, cast
 
 import streamlit as st
 import torch
@@ -55,12 +56,11 @@ def load_runner(context: Ctx, name: str | None = None, *, fallback: bool = True,
                 place.append(st.empty())
             place[0].caption(t("fair.queued", place=ticket.place))
 
-        def build() -> Runner:  # a model build is heavy work: queued, charged to its visitor
-            with gate.heavy(who, wait=waiting, size_mb=REGISTRY.known_mb(name)), gate.charged(who):
-                for note in place:
-                    note.empty()
-                return load(name, context.device, context.settings.max_tokens, opts)
+        def admitted() -> None:
+            for note in place:
+                note.empty()
 
+        build = partial(build_model, context, name, opts, who, wait=waiting, admitted=admitted)
         with st.spinner(t("spinner.loading", name=escape_md(name))):
             runner = REGISTRY.get(key, build, context.settings.models_mb * 2**20)  # LRU past the setting
         return Loaded(runner, key)
@@ -81,6 +81,30 @@ def load_runner(context: Ctx, name: str | None = None, *, fallback: bool = True,
     message = t("err.model_failed_fallback", model=t("model.minilm")) if falls_back else t("err.model_failed")
     show_error(message, reason)
     return load_runner(context, EMBEDDED_MODEL, fallback=False) if falls_back else None
+
+
+def build_model(
+    context: Ctx,
+    name: str,
+    opts: dict[str, object],
+    who: str,
+    *,
+    wait: Callable[[gate.Ticket], None] | None = None,
+    admitted: Callable[[], None] = lambda: None,
+) -> Runner:
+    """A model build is heavy work: queued (`wait` while it waits), charged to its visitor."""
+    with gate.heavy(who, wait=wait, size_mb=REGISTRY.known_mb(name)), gate.charged(who):
+        admitted()
+        return load(name, context.device, context.settings.max_tokens, opts)
+
+
+def model_again(context: Ctx, key: ModelKey, who: str) -> Runner:
+    """The model of `key` (a registry key of `load_runner`), built again as the page builds it
+    when the registry has dropped it; no Streamlit call (a download's click runs without a page)."""
+    name, _device, opts = key
+    options: dict[str, object] = dict(cast("tuple[tuple[str, object], ...]", opts))  # load_runner's sorted items
+    build = partial(build_model, context, str(name), options, who)
+    return REGISTRY.get(key, build, context.settings.models_mb * 2**20)
 
 
 def checked_text(context: Ctx, text: str | None) -> str | None:
@@ -112,7 +136,7 @@ def peek(context: Ctx, loaded: Loaded, kind: str, text: str, *parts: Hashable) -
     return results(context.settings).get((kind, loaded.key, text, context.max_tokens, *parts))
 
 
-def _attend(context: Ctx, loaded: Loaded, text: str) -> Attention:
+def attend_views(context: Ctx, loaded: Loaded, text: str) -> Attention:
     """The views' forward pass; its value norms go into the result cache under the hide-sinks
     switch's key (`value_norms`), so that switch needs no second forward."""
     from ..explain import attend_keeping_values  # not on the import path of a cold start's frame
@@ -131,7 +155,7 @@ def analyse(
     of memory says so."""
     try:
         with st.spinner(t("spinner.running", n=f"{len(text):,}")):
-            att = cached(context, loaded, "attend", text, fn=lambda: _attend(context, loaded, text))
+            att = cached(context, loaded, "attend", text, fn=lambda: attend_views(context, loaded, text))
     except torch.OutOfMemoryError:
         show_error(t("err.oom_cpu"))
         return None
@@ -149,9 +173,12 @@ def analyse(
         st.info(t("notice.oom_fallback") if note_key(note) == OOM_CPU else note, icon=":material/info:")
     if not (hide_special or merge_words):
         return att
+    return cached(
+        context, loaded, "view", text, hide_special, merge_words, fn=partial(viewed, hide_special, merge_words, att)
+    )
 
-    def derive() -> Attention:
-        out = att.without_special() if hide_special else att
-        return out.merge_words() if merge_words else out
 
-    return cached(context, loaded, "view", text, hide_special, merge_words, fn=derive)
+def viewed(hide_special: bool, merge_words: bool, att: Attention) -> Attention:
+    """`att` with special tokens hidden and word pieces merged, as asked."""
+    out = att.without_special() if hide_special else att
+    return out.merge_words() if merge_words else out

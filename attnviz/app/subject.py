@@ -4,8 +4,9 @@ list); what the explorer looks at (`Focus`) and what the explanations read (`Sub
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from ..models.names import SMOLLM2_MODEL
 from ..nextword import piece_bytes
 from ..result import Attention
 from . import runners, widgets
+from .again import Again, first
 from .readers import model_label, unknown_notice
 from .runners import Loaded
 from .state import Ctx, t
@@ -31,6 +33,7 @@ class Analysis:
     att: Attention
     shown: Attention
     unknown: float = 0.0
+    again: Again | None = None  # how a download gets `shown` again without holding it (app/again.py)
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,16 @@ class Focus:
     settings: dict[str, Any]
     off: tuple[tuple[int, int], ...] = ()  # heads switched off (sections/ablation.py): att is then the switched model's
     base: Attention | None = None  # with heads off, the whole model's attention
+    again: Again | None = None  # how a download gets `att` again without holding it (app/again.py)
+
+    def getter(self) -> Callable[[], Attention]:
+        """What a download keeps to get `att` on a click: `again`, else (no way to make it
+        again) the result itself."""
+        return self.again if self.again is not None else partial(_same, self.att)
+
+
+def _same(att: Attention) -> Attention:
+    return att
 
 
 @dataclass
@@ -128,7 +141,12 @@ def analysis(
         unknown = unknown_notice(context, loaded.runner, clean, offer_reader=offer_reader)
         if tokens:
             widgets.show_tokens(shown.tokens, titles=piece_titles(context, loaded, clean, shown))  # pieces on hover
-    return Analysis(loaded, clean, att, shown, unknown)
+    again = first(context, loaded, clean, att, view)
+    if shown is not att:  # whole_characters' key
+        again = again.then(
+            ("characters", loaded.key, clean, context.max_tokens, *view), Attention.merge_characters, shown
+        )
+    return Analysis(loaded, clean, att, shown, unknown, again)
 
 
 def truncation_notice(att: Attention, context: Ctx, runner: Any) -> None:

@@ -5,6 +5,7 @@ curve. Results are cached by the heads and the mode, so moving the focus reruns 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
@@ -14,12 +15,14 @@ import streamlit as st
 from ... import explain, views
 from ...explain.ablation import IMPORTANCE_MAX_TOKENS, HeadImportance, PruningCurve
 from ...explain.removal_lm import is_lm
-from ...models import HeadMode, Progress, Runner
+from ...models import HeadMode, Progress, Runner, gate
 from ...models.switching import projection_parts
 from ...models.tokens import token_limit
 from ...result import Attention
-from .. import charts, heads_off, nav, runners, widgets, work
+from .. import again, charts, heads_off, nav, runners, widgets, work
+from ..again import Again
 from ..runners import Loaded
+from ..server import visitor
 from ..state import Ctx, keep, t
 from ..subject import Focus, Subject, has_byte_pieces
 from .explain import code_span
@@ -99,20 +102,43 @@ def _controls(context: Ctx, focus: Focus, off: Heads) -> None:
         st.caption(t("abl.off_list", k=len(off), heads=_head_list(off, context.lang)) if off else t("abl.none_off"))
 
 
-def _derived(context: Ctx, focus: Focus, result: explain.Ablation) -> Attention:
-    """The switched attention as the views draw it: specials hidden and words merged as asked."""
+def _derived(context: Ctx, focus: Focus, result: explain.Ablation) -> tuple[Attention, Again]:
+    """The switched attention as the views draw it: specials hidden and words merged as asked;
+    and how a download gets it again (app/again.py)."""
     hide, merge = bool(focus.settings.get("hide_special")), bool(focus.settings.get("merge_words"))
+    model = again.model_of(context, focus.loaded)
+    key = (focus.loaded.key, focus.text, context.max_tokens)
+    steps = ((("ablate", *key, result.heads, result.mode), partial(_ablate, context, model, focus.text, result.heads, result.mode)),
+             (None, _attention))  # fmt: skip
+    back = Again(context.settings, visitor.visitor(), steps)
     if not (hide or merge or has_byte_pieces(result.attention)):
-        return result.attention
+        return result.attention, back.holding(result.attention)
+    view_key = ("ablate_view", *key, result.heads, result.mode, hide, merge)
+    view = runners.cached(
+        context, focus.loaded, "ablate_view", focus.text, result.heads, result.mode, hide, merge,
+        fn=partial(_switched_view, hide, merge, result.attention),
+    )  # fmt: skip
+    return view, back.then(view_key, partial(_switched_view, hide, merge), view)
 
-    def derive() -> Attention:
-        out = result.attention.without_special() if hide else result.attention
-        out = out.merge_words() if merge else out
-        return out.merge_characters()  # byte pieces as whole characters, as the explorer shows them
 
-    return runners.cached(
-        context, focus.loaded, "ablate_view", focus.text, result.heads, result.mode, hide, merge, fn=derive
-    )
+def _switched_view(hide: bool, merge: bool, attention: Attention) -> Attention:
+    out = attention.without_special() if hide else attention
+    out = out.merge_words() if merge else out
+    return out.merge_characters()  # byte pieces as whole characters, as the explorer shows them
+
+
+def _ablate(
+    context: Ctx, model: Callable[[], Loaded], text: str, off: Heads, mode: HeadMode, _before: None
+) -> explain.Ablation:
+    """The switched model again (a download's click after the cache let it go): heavy work, as
+    in the page (`_ablation`)."""
+    runner = model().runner
+    with gate.heavy(size_mb=work.attention_mb(runner.n_layers, runner.n_heads, text, context.max_tokens)):
+        return explain.ablate(runner, text, off, mode, max_tokens=context.max_tokens)
+
+
+def _attention(result: explain.Ablation) -> Attention:
+    return result.attention
 
 
 def switch(context: Ctx, focus: Focus) -> Focus:
@@ -135,7 +161,8 @@ def switch(context: Ctx, focus: Focus) -> Focus:
             return focus
         _numbers(result)
     settings = {**focus.settings, "heads_off": [list(h) for h in off], "ablation_mode": mode}
-    return replace(focus, att=_derived(context, focus, result), base=focus.att, off=off, settings=settings)
+    att, back = _derived(context, focus, result)
+    return replace(focus, att=att, base=focus.att, off=off, settings=settings, again=back)
 
 
 def _numbers(result: explain.Ablation) -> None:

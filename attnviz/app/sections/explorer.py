@@ -63,7 +63,8 @@ def analysis(context: Ctx, text: str | None = None) -> Focus | None:
     att = got.shown  # byte pieces merged into characters
     _token_defaults(att, (att.text, att.model, att.n, hide, merge))
     opts = {"layer": layer, "head": head, "hide_special": hide, "merge_words": merge, "color_range": color_range}
-    return Focus(got.loaded, got.text, att, layer, head, str(color_range), downloads.run_settings(context, att, **opts))
+    settings = downloads.run_settings(context, att, **opts)
+    return Focus(got.loaded, got.text, att, layer, head, str(color_range), settings, again=got.again)
 
 
 def _token_defaults(att: Attention, signature: tuple[Any, ...]) -> None:
@@ -134,14 +135,20 @@ def grid_view(context: Ctx, focus: Focus) -> None:
         # a canvas: no Plotly (24.1); like the map, drawn once the sentence box above it is
         grid_canvas.head_grid(focus.att, in_focus, thumb, focus.off, "chart_grid", after=SENTENCE_TEXT_AREA)
         widgets.caveat("aware.caveat_grid_decoder" if focus.att.causal else "caveat.grid")  # no [CLS] in a decoder
-        make = partial(grid_figure, focus.att, in_focus, thumb, focus.off, context.lang)
+        make = partial(grid_figure, focus.getter(), in_focus, thumb, focus.off, context.lang)
         downloads.figure_downloads(make, "grid", focus.settings)  # its HTML page: the Plotly figure
 
 
 def grid_figure(
-    att: Attention, in_focus: tuple[int, int] | None, thumb: int, off: tuple[tuple[int, int], ...], lang: str
+    got: Callable[[], Attention],
+    in_focus: tuple[int, int] | None,
+    thumb: int,
+    off: tuple[tuple[int, int], ...],
+    lang: str,
 ) -> go.Figure:
-    """The grid as a Plotly figure, for its offline HTML page: made only when it is downloaded."""
+    """The grid as a Plotly figure, for its offline HTML page: made only when it is downloaded,
+    from the attention `got()` then (a download keeps no attention: app/again.py)."""
+    att = got()
     fig = mark_off(views.model_view(att, focus=in_focus, thumb=thumb, lang=lang), off)
     return decoder_views.mark_groups(fig, att, lang=lang)
 
@@ -246,5 +253,5 @@ def numbers_section(focus: Focus) -> None:
     with st.container(key="numbers"):
         st.subheader(t("export.title"))
         st.caption(t("export.intro"))
-        downloads.number_downloads(focus.att, focus.layer, focus.head, focus.settings)
+        downloads.number_downloads(focus.getter(), focus.layer, focus.head, focus.settings)
         downloads.image_export_note()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,7 @@ def _value_norms(context: Ctx, loaded: Loaded, text: str) -> np.ndarray | None:
     """||f_h(x_j)|| (layers, heads, n) of the text as the views cut it, or None for a model whose
     layers cannot be taken apart: from the views' own forward (cached by runners.analyse), else
     one cached forward that keeps no maps."""
-    try:  # the explorer's own pass put its values in the cache (runners._attend); a second forward only without
+    try:  # the explorer's own pass put its values in the cache (runners.attend_views); a second forward only without
         got = runners.cached(
             context,
             loaded,
@@ -122,16 +123,20 @@ def hide_switch(context: Ctx, focus: Focus) -> Focus:
         sink_caveat(context, focus)
     if not (on and columns.size):
         return focus
+    parked = tuple(int(k) for k in columns.tolist())
+    hide = partial(_hidden, parked)
     hidden = runners.cached(
-        context,
-        focus.loaded,
-        "hidden_sinks",
-        focus.text,
-        *_view(focus),
-        tuple(columns.tolist()),
-        fn=lambda: explain.hide_sinks(focus.att, columns)[0],
+        context, focus.loaded, "hidden_sinks", focus.text, *_view(focus), parked, fn=partial(hide, focus.att)
     )
-    return dataclasses.replace(focus, att=hidden, settings={**focus.settings, "hide_sinks": True})
+    back = None
+    if focus.again is not None:  # a download gets it again through the same key (app/again.py)
+        key = ("hidden_sinks", focus.loaded.key, focus.text, context.max_tokens, *_view(focus), parked)
+        back = focus.again.then(key, hide, hidden)
+    return dataclasses.replace(focus, att=hidden, settings={**focus.settings, "hide_sinks": True}, again=back)
+
+
+def _hidden(columns: tuple[int, ...], att: Attention) -> Attention:
+    return explain.hide_sinks(att, np.array(columns, dtype=np.int64))[0]
 
 
 def strongest_sink(scores: SinkScores, norms: np.ndarray | None, att: Attention) -> dict[str, Any] | None:

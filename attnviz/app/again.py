@@ -1,0 +1,95 @@
+"""A page's result got again when one of its downloads is clicked: what a download button keeps
+in place of the result itself.
+
+Streamlit keeps a download button's callable until the session's next run or its end (120 s
+after its tab closed). A callable that holds an `Attention` keeps it out of reach of the result
+cache's bound and of the memory relief: SmolLM2 at 404 tokens is 30*9*404*404*4 bytes = 168 MB
+a tab. An `Again` keeps what made the result (the result cache's keys: model, text, token limit,
+switches) and only a weak reference to it; on a click it takes it from wherever it still lives,
+else through the process's result cache, computing a miss as the page did: the model from the
+registry (built through the heavy-work queue if it was dropped), its passes through the model's
+gate, charged to the visitor who asked. The click runs on a thread of Streamlit's server with no
+script run: nothing here calls Streamlit.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+from ..config import Settings
+from ..models import gate
+from ..result import Attention
+from . import runners
+from .runners import Loaded
+from .server import visitor
+from .server.registry import results
+from .state import Ctx
+
+__all__ = ["Again", "first", "model_of"]
+
+# A result cache key (None: not kept, only made) and how to make its value from the step before's.
+Step = tuple[Hashable | None, Callable[[Any], Any]]
+
+
+def _gone() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Again:
+    """`again()`: the value of the last step, the same object while anything else holds it."""
+
+    settings: Settings
+    visitor: str
+    steps: tuple[Step, ...]
+    held: Callable[[], Any] = _gone  # a weak reference to the last value
+
+    def then(self, key: Hashable | None, make: Callable[[Any], Any], value: Any) -> Again:
+        """One more step (`make(previous value)` under `key`), whose value the page has now."""
+        return replace(self, steps=(*self.steps, (key, make)), held=weakref.ref(value))
+
+    def holding(self, value: Any) -> Again:
+        """The same steps, `value` (their result, which the page has now) held weakly."""
+        return replace(self, held=weakref.ref(value))
+
+    def __call__(self) -> Any:
+        value = self.held()
+        if value is not None:
+            return value
+        cache = results(self.settings)
+        with gate.visiting(self.visitor):  # no script run here: the passes are charged to the page's visitor
+            for key, make in self.steps:
+                step = partial(make, value)
+                value = step() if key is None else cache.get_or_compute(key, step)
+        return value
+
+
+def model_of(context: Ctx, loaded: Loaded) -> Callable[[], Loaded]:
+    """How to get the page's model again: from the registry by its key (rebuilt if dropped), so
+    that a download never keeps a model the registry let go; a model trained in this session
+    (not in the registry) is its session's already."""
+    if len(loaded.key) != 3:  # session_models' (name,): the session holds the runner anyway
+        return partial(Loaded, loaded.runner, loaded.key)
+    return partial(_registry_model, context, loaded.key, visitor.visitor())
+
+
+def _registry_model(context: Ctx, key: runners.ModelKey, who: str) -> Loaded:
+    return Loaded(runners.model_again(context, key, who), key)
+
+
+def first(context: Ctx, loaded: Loaded, text: str, att: Attention, view: tuple[bool, bool]) -> Again:
+    """The explorer's analysis of `text` (`runners.analyse` with the `view` switches), `att`."""
+    model = model_of(context, loaded)
+    key = ("attend", loaded.key, text, context.max_tokens)
+    again = Again(context.settings, visitor.visitor(), ((key, partial(_attend, context, model, text)),))
+    if any(view):  # runners.analyse's second key
+        again = replace(again, steps=(*again.steps, (("view", *key[1:], *view), partial(runners.viewed, *view))))
+    return again.holding(att)
+
+
+def _attend(context: Ctx, model: Callable[[], Loaded], text: str, _before: None) -> Attention:
+    return runners.attend_views(context, model(), text)
