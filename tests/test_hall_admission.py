@@ -145,3 +145,14 @@ def test_a_hall_of_120_light_runs_all_go_at_once_when_the_cores_have_room(monkey
         runs.start(f"s{i}", name)
     _until(lambda: budget.PAGE_RUNS.counts() == (120, 0, 0), "all 120 go at once")
     runs.join()
+
+
+def test_a_runs_model_time_counts_in_what_it_costs() -> None:
+    """A forward's torch threads are not the page run's thread: the model time the gate charges
+    during the run is added, so a long text's page (little CPU of its own, a long pass) is heavy."""
+    reader = "c:" + "d" * 32
+    with budget.page_turn(reader):
+        budget.charge(reader, 0.4)  # what the gate charges for a 512-token pass
+    cost = budget.expected_cpu(reader)
+    assert cost is not None and 0.4 <= cost < 0.45
+    assert not budget.PageRun(reader, cpu_s=cost).cheap
