@@ -7,6 +7,8 @@ ATTNVIZ_EXTRA_MODELS=a,b     models offered in the model list besides the built-
                              Docker image sets this to the ids baked in with EXTRA_MODELS)
 ATTNVIZ_MAX_CHARS=N          longest text accepted, checked before tokenising (default 50000)
 ATTNVIZ_MAX_TOKENS=N         tokens kept after truncation (default 512)
+ATTNVIZ_DECODER_TOKENS=N     at most this many for the built-in decoder, SmolLM2 (default: as many, demo
+                             256: its pass at 512 tokens adds about 430 MB over its 540 MB of weights)
 ATTNVIZ_CACHE_MB=N           megabytes of analysis results kept in memory per process (default 128: one
                              512-token result of a 6 x 12 model is 75 MB; a server should stay under ~1 GB)
 ATTNVIZ_CACHE_ENTRIES=N      results kept in memory per process (default 32)
@@ -65,6 +67,7 @@ class Settings:
     extra_models: tuple[str, ...] = ()  # offered as choices next to minilm and scratch
     max_chars: int = DEFAULT_MAX_CHARS
     max_tokens: int = DEFAULT_MAX_TOKENS
+    decoder_tokens: int = DEFAULT_MAX_TOKENS
     cache_mb: int = DEFAULT_CACHE_MB
     cache_entries: int = DEFAULT_CACHE_ENTRIES
     explain_tokens: int = DEFAULT_MAX_TOKENS
@@ -98,6 +101,11 @@ class Settings:
         """Whether a user may type any Hugging Face id or local directory."""
         return not self.allowed_models
 
+    def token_limit(self, model: str) -> int:
+        """The most tokens a page keeps for `model`: max_tokens, and for the built-in decoder at
+        most decoder_tokens (the demo's memory budget: bench/results_hall.md)."""
+        return min(self.max_tokens, self.decoder_tokens) if model == SMOLLM2_MODEL else self.max_tokens
+
     def check_model(self, name: str) -> str:
         """The name, stripped, if this deployment allows it; ValueError before any loading if not
         (names are also capped in length and characters: `models.check_model_name`)."""
@@ -130,6 +138,7 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         extra_models=_names(env.get("ATTNVIZ_EXTRA_MODELS", "")),
         max_chars=_int(env, "ATTNVIZ_MAX_CHARS", DEFAULT_MAX_CHARS, 1),
         max_tokens=_int(env, "ATTNVIZ_MAX_TOKENS", DEFAULT_MAX_TOKENS, 2),
+        decoder_tokens=_int(env, "ATTNVIZ_DECODER_TOKENS", 256 if demo else DEFAULT_MAX_TOKENS, 2),
         cache_mb=_int(env, "ATTNVIZ_CACHE_MB", DEFAULT_CACHE_MB, 0),
         cache_entries=_int(env, "ATTNVIZ_CACHE_ENTRIES", DEFAULT_CACHE_ENTRIES, 0),
         explain_tokens=_int(env, "ATTNVIZ_EXPLAIN_TOKENS", 128 if demo else DEFAULT_MAX_TOKENS, 2),

@@ -389,6 +389,16 @@ def test_demo_mode_hides_the_model_id_box_and_refuses_other_ids(monkeypatch: pyt
     assert "animal" in _tokens_shown(at)
 
 
+def test_the_demo_offers_the_decoder_256_tokens_and_cuts_its_text_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ATTNVIZ_DEMO", "1")
+    at = _ok(_app(model="smollm2", text=" ".join(["the river bank"] * 110)))  # 330 tokens: under the long mode
+    box = at.number_input(key="max_tokens")
+    assert (box.max, box.value) == (256, 256)
+    assert i18n.t("tokens.label", "en", n=256) in [c.value for c in at.caption]  # the text cut at 256
+    _ok(at.selectbox(key="model_choice").set_value("minilm").run())
+    assert at.number_input(key="max_tokens").max == 512
+
+
 def test_language_toggle_switches_labels_to_chinese() -> None:
     at = _app()
     _ok(at.radio(key="lang").set_value("zh").run())

@@ -146,3 +146,14 @@ def test_failed_computation_is_not_cached() -> None:
     with pytest.raises(ValueError):
         cache.get_or_compute("k", boom)
     assert cache.get_or_compute("k", lambda: "ok") == "ok"
+
+
+def test_the_demo_keeps_the_decoder_to_256_tokens_and_the_encoders_to_512() -> None:
+    """A SmolLM2 pass at 512 tokens adds about 430 MB over its weights, past the demo's 1,500 MB
+    with three models loaded (docs/RELIABILITY.md); the encoders keep the whole limit."""
+    demo = settings_from_env({"ATTNVIZ_DEMO": "1"})
+    assert (demo.token_limit("smollm2"), demo.token_limit("minilm"), demo.token_limit("e5-small")) == (256, 512, 512)
+    local = settings_from_env({})
+    assert local.token_limit("smollm2") == local.token_limit("minilm") == 512
+    assert settings_from_env({"ATTNVIZ_DEMO": "1", "ATTNVIZ_DECODER_TOKENS": "512"}).token_limit("smollm2") == 512
+    assert settings_from_env({"ATTNVIZ_MAX_TOKENS": "100"}).token_limit("smollm2") == 100  # never above the limit

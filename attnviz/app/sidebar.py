@@ -131,14 +131,15 @@ def sidebar(settings: Settings) -> Ctx:
         if session.get("device") not in devices:
             session["device"] = "auto"
         device = st.selectbox(t("sidebar.device"), devices, key="device", help=t("sidebar.device_help"))
-        session["max_tokens"] = token_limit(session.get("max_tokens"), settings.max_tokens)
+        limit = settings.token_limit(name)
+        session["max_tokens"] = token_limit(session.get("max_tokens"), limit)
         max_tokens = st.number_input(
             t("sidebar.max_tokens"),
             min_value=2,
-            max_value=settings.max_tokens,
+            max_value=limit,
             step=16,
             key="max_tokens",
-            help=t("sidebar.max_tokens_help", limit=settings.max_tokens),
+            help=t("sidebar.max_tokens_help", limit=limit),
         )
         if settings.demo:
             st.caption(t("sidebar.demo"))
