@@ -14,17 +14,20 @@ the server's memory (RSS of its process tree) every 0.25 s.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import random
 import re
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from scripts.attacks import AttackReport, _raw_flood, _Sampler, _until_finished
 
 __all__ = ["HallReport", "hall", "hall_table", "paste"]
 
+T = TypeVar("T")
 THINK_S = (20.0, 40.0)  # seconds between one student's sentences
 PAGES = ("lesson", "")  # page_name of a rerun: "" is the explorer, served at "/"
 WORDS = ["river", "bank", "money", "animal", "street", "tired", "wide", "dog", "man", "bites", "cat", "tree"]
@@ -145,6 +148,17 @@ async def _hall(
     return report
 
 
+def _run(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """asyncio.run of a new coroutine, on a thread of its own where this one already runs an
+    event loop (a test process that drove a browser)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
+
+
 def hall(
     students: int,
     ramp: float = 60.0,
@@ -158,7 +172,7 @@ def hall(
     from tests.browser import streamlit_server
 
     with streamlit_server(env=env) as (url, proc):
-        return asyncio.run(_hall(url, proc.pid, students, ramp, seconds, flooders, think))
+        return _run(lambda: _hall(url, proc.pid, students, ramp, seconds, flooders, think))
 
 
 def hall_table(reports: list[HallReport]) -> str:
@@ -229,4 +243,4 @@ def paste(
         return failures
 
     with streamlit_server(env=env) as (url, _proc):
-        return asyncio.run(run(url))
+        return _run(lambda: run(url))

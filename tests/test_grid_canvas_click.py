@@ -100,7 +100,7 @@ def test_the_grids_html_download_is_the_plotly_figure_of_the_same_picture() -> N
     from .test_decoder_app_views import causal
 
     att = causal(3, 6, 9, kv=2)
-    fig = grid_figure(att, (1, 2), 32, ((0, 4),), "en")  # made only when the visitor asks for the file
+    fig = grid_figure(lambda: att, (1, 2), 32, ((0, 4),), "en")  # made only when the visitor asks for the file
     want = decoder_views.mark_groups(mark_off(views.model_view(att, focus=(1, 2), lang="en"), [(0, 4)]), att)
     assert fig.to_json() == want.to_json()
     assert "<html" in export.figure_html(fig, {"text": "t", "model": "toy"}).lower()
