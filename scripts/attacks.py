@@ -318,15 +318,26 @@ async def _heavy(page: Any, url: str, i: int, r: int, tmp: Path, report: AttackR
     report.places[kind] = max(report.places.get(kind, 0), place)
 
 
-def _rerun_message(widgets: list[Any] | None = None) -> bytes:
+def _rerun_message(widgets: list[Any] | None = None, page: str = "", query: str = "") -> bytes:
+    """The rerun a tab sends: `page` by its name ("" is the explorer, served at "/"), the link's
+    query, the widget states given."""
     from streamlit.proto.BackMsg_pb2 import BackMsg
 
     msg = BackMsg()
-    msg.rerun_script.page_name = ""  # the explorer, served at "/"
-    msg.rerun_script.query_string = ""
+    msg.rerun_script.page_name = page
+    msg.rerun_script.query_string = query
     for widget in widgets or []:
         msg.rerun_script.widget_states.widgets.append(widget)
     return msg.SerializeToString()
+
+
+def _sentence_box(deltas: list[Any]) -> str:
+    """The sentence box's widget id among a run's deltas (every page that analyses has one)."""
+    return next(
+        d.new_element.text_area.id
+        for d in deltas
+        if d.new_element.WhichOneof("type") == "text_area" and d.new_element.text_area.id.endswith("sentence_input")
+    )
 
 
 async def _until_finished(ws: Any, timeout: float = 180.0) -> list[Any]:
@@ -360,11 +371,7 @@ async def _raw_flood(url: str, i: int, rounds: int, report: AttackReport) -> Non
     ) as ws:
         await ws.send(_rerun_message())
         deltas = await _until_finished(ws, 240.0)
-        box = next(
-            d.new_element.text_area.id
-            for d in deltas
-            if d.new_element.WhichOneof("type") == "text_area" and d.new_element.text_area.id.endswith("sentence_input")
-        )
+        box = _sentence_box(deltas)
         for r in range(rounds):
             text = f"attacker {i} round {r} " + words(505, i * 1000 + r)
             try:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from scripts.attacks import AttackReport, _raw_flood, _Sampler, _until_finished
+from scripts.attacks import AttackReport, _raw_flood, _rerun_message, _Sampler, _sentence_box, _until_finished
 
 __all__ = ["HallReport", "hall", "hall_table", "paste"]
 
@@ -54,25 +54,6 @@ def percentile(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, round(p / 100 * (len(xs) - 1)))] if xs else float("nan")
 
 
-def _rerun(page: str, widgets: list[Any] | None = None, query: str = "") -> bytes:
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-
-    msg = BackMsg()
-    msg.rerun_script.page_name = page
-    msg.rerun_script.query_string = query
-    for widget in widgets or []:
-        msg.rerun_script.widget_states.widgets.append(widget)
-    return msg.SerializeToString()
-
-
-def _sentence_box(deltas: list[Any]) -> str:
-    return next(
-        d.new_element.text_area.id
-        for d in deltas
-        if d.new_element.WhichOneof("type") == "text_area" and d.new_element.text_area.id.endswith("sentence_input")
-    )
-
-
 def _shows(deltas: list[Any], i: int, r: int) -> bool:
     """Whether the run sent this student's round's tokens (the token list, however it is drawn)."""
     sent = b" ".join(d.SerializeToString() for d in deltas).decode("utf-8", "replace")
@@ -97,7 +78,7 @@ async def _student(
             max_size=None,
             ping_interval=None,
         ) as ws:
-            await ws.send(_rerun(page))
+            await ws.send(_rerun_message(page=page))
             box = _sentence_box(await _until_finished(ws, 120.0))
             report.opens.append(time.monotonic() - t0)
             r = 0
@@ -105,7 +86,7 @@ async def _student(
                 await asyncio.sleep(wait)
                 text = f"student {i} round {r} saw the {WORDS[(i + r) % len(WORDS)]}"
                 t = time.monotonic()
-                await ws.send(_rerun(page, [WidgetState(id=box, string_value=text)]))
+                await ws.send(_rerun_message([WidgetState(id=box, string_value=text)], page))
                 deltas = await _until_finished(ws, 120.0)
                 report.answers.append(time.monotonic() - t)
                 if not _shows(deltas, i, r):
@@ -219,10 +200,10 @@ async def _paster(url: str, i: int, round_: int, model: str, n_words: int) -> st
         additional_headers={"Cookie": f"attnviz_visitor={round_ * 100 + i + 1:032x}"},
         max_size=None,
     ) as ws:
-        await ws.send(_rerun("", query=query))
+        await ws.send(_rerun_message(query=query))
         box = _sentence_box(await _until_finished(ws, 300.0))
         text = f"paster {i} round {round_} " + words(n_words, round_ * 10 + i)
-        await ws.send(_rerun("", [WidgetState(id=box, string_value=text)], query=query))
+        await ws.send(_rerun_message([WidgetState(id=box, string_value=text)], query=query))
         failure = _failed(await _until_finished(ws, 600.0))
         return None if failure is None else f"round {round_} visitor {i}: {failure}"
 

@@ -31,6 +31,12 @@ def students(n: int, cpu_s: float) -> list[str]:
     return names
 
 
+def start_students(runs: Runs, n: int, cpu_s: float) -> None:
+    """`n` students (`students`) each start a run, named s0, s1, ..."""
+    for i, name in enumerate(students(n, cpu_s)):
+        runs.start(f"s{i}", name)
+
+
 def heavy_runs_fill_the_server(runs: Runs) -> None:
     """MAX_UNDER_WAY heavy runs under way: two flooders' runs went, then paused for two lighter
     heavy visitors' runs, which go (PAGE_SLOTS)."""
@@ -63,8 +69,7 @@ def test_how_many_cheap_runs_go_at_once_follows_their_measured_cost(monkeypatch:
     the horizon holds); at 0.2 CPU-s each, five go and the sixth waits for one of them to end."""
     monkeypatch.setattr(budget, "CORES", 2)
     runs = Runs()
-    for i, name in enumerate(students(12, 0.05)):
-        runs.start(f"light{i}", name)
+    start_students(runs, 12, 0.05)
     _until(lambda: budget.PAGE_RUNS.counts() == (12, 0, 0), "twelve cheap runs go at once")
     runs.join()
     budget.clear()
@@ -142,8 +147,7 @@ def test_a_hall_of_120_light_runs_all_go_at_once_when_the_cores_have_room(monkey
     every run goes at once, none waits for a slot or for another student."""
     monkeypatch.setattr(budget, "CORES", 2)
     runs = Runs()
-    for i, name in enumerate(students(120, 0.005)):
-        runs.start(f"s{i}", name)
+    start_students(runs, 120, 0.005)
     _until(lambda: budget.PAGE_RUNS.counts() == (120, 0, 0), "all 120 go at once")
     runs.join()
 
