@@ -161,3 +161,17 @@ def test_a_runs_model_time_counts_in_what_it_costs() -> None:
     cost = budget.expected_cpu(reader)
     assert cost is not None and 0.4 <= cost < 0.45
     assert not budget.PageRun(reader, cpu_s=cost).cheap
+
+
+def test_a_run_whose_heavy_work_failed_is_back_under_way_and_goes_on() -> None:
+    """Heavy work that raises (a method the model cannot do; the page shows the error and draws
+    on): the run is back among the page runs at once, going, and its next messages' checkpoints
+    ask about a run the page runs know."""
+    reader = "c:" + "7" * 32
+    with budget.page_turn(reader) as turn:
+        with pytest.raises(ValueError), budget.aside():
+            raise ValueError("this needs a BERT-family encoder")
+        assert budget.PAGE_RUNS.counts() == (1, 0, 0)
+        turn.asked = (-1, 0.0)  # ask now, whatever was asked before
+        turn.checkpoint()
+        assert turn.pauses == 0

@@ -361,8 +361,8 @@ def aside(poll: Callable[[], None] | None = None) -> Iterator[None]:
     visitor's first page needs; after it the run waits its turn again to draw the rest (`poll()`
     every poll_s meanwhile, where a rerun request may stop it), for MAX_PAUSE_S at most, as a
     pause: the heavy work may have run inside a cache's lock that runs under way wait for, which
-    must not wait for it in turn. Nested or outside a page run: nothing. A run that stops in
-    its heavy work (cancelled, a rerun) does not wait again."""
+    must not wait for it in turn. Nested or outside a page run: nothing. A run whose heavy work
+    raised (cancelled, a rerun, a method the model cannot do) is back under way without waiting."""
     held = _TURN.get()
     if held is None or held.aside:
         yield
@@ -371,7 +371,15 @@ def aside(poll: Callable[[], None] | None = None) -> Iterator[None]:
     held.aside = True
     try:
         yield
-    finally:
-        held.aside = False
-        PAGE_RUNS.step_back(held.run)
-    PAGE_RUNS.wait(held.run, poll, held.poll_s, MAX_PAUSE_S)
+    except BaseException:
+        _back(held, None, 0.0)  # at once: the page goes on to show what failed, or page_turn ends it
+        raise
+    _back(held, poll, MAX_PAUSE_S)
+
+
+def _back(held: Turn, poll: Callable[[], None] | None, at_most: float) -> None:
+    """The run's heavy work is over: back among the page runs, under way and going, after a wait
+    of at most `at_most` seconds (a run left out of them would be asked to pause for nothing)."""
+    held.aside = False
+    PAGE_RUNS.step_back(held.run)
+    PAGE_RUNS.wait(held.run, poll, held.poll_s, at_most)
