@@ -395,6 +395,10 @@ def test_the_demo_offers_the_decoder_256_tokens_and_cuts_its_text_there(monkeypa
     box = at.number_input(key="max_tokens")
     assert (box.max, box.value) == (256, 256)
     assert i18n.t("tokens.label", "en", n=256) in [c.value for c in at.caption]  # the text cut at 256
+    most = i18n.t(
+        "notice.truncated_most", "en", model=i18n.t("model.smollm2", "en"), limit="256", kept="256", total="330"
+    )
+    assert most in _messages(at, "warning")  # the sidebar cannot raise it: the page does not say to
     _ok(at.selectbox(key="model_choice").set_value("minilm").run())
     assert at.number_input(key="max_tokens").max == 512
 

@@ -151,10 +151,13 @@ def analysis(
 
 def truncation_notice(att: Attention, context: Ctx, runner: Any) -> None:
     """A cut text: raise Max tokens where the sidebar can give more, else the most this model
-    reads here (the runner's limit: the model's own and the deployment's, the smaller)."""
+    reads here (the smallest of the model's own limit, the deployment's and the deployment's for
+    this model: Settings.token_limit, the sidebar's ceiling)."""
     if not att.truncated:
         return
-    most = int(getattr(runner, "max_tokens", context.settings.max_tokens))
+    most = min(
+        int(getattr(runner, "max_tokens", context.settings.max_tokens)), context.settings.token_limit(context.model)
+    )
     words = {"kept": f"{att.n:,}", "total": f"{att.n_input_tokens:,}"}
     if context.max_tokens < most:
         st.warning(t("notice.truncated", **words), icon=":material/content_cut:")
