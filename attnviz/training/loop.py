@@ -25,7 +25,7 @@ from .model import DecoderConfig, TinyDecoder
 from .plateau import Plateau, plateau_at, plateau_window
 from .runner import TrainedModel
 from .scores import pattern_score
-from .tasks import TASKS, Batch, Probe, Task, make_task
+from .tasks import IGNORE, TASKS, Batch, Probe, Task, make_task
 
 LIMITS = {"steps": (1, 100_000), "layers": (1, 8), "heads": (1, 16), "d_model": (8, 512), "batch_size": (1, 1024)}
 EVAL_TOKENS = 4096  # held-out tokens (at most 128 sequences) the accuracy and head scores are measured on
@@ -96,16 +96,10 @@ def check_shared(cfg: Any, limits: dict[str, tuple[int, int]]) -> None:
         raise ValueError("snapshot_every must be 0 (automatic) or a positive number of steps")
 
 
-@dataclass
-class TrainingRun:
-    """What a run learned, as it goes: the app reads it while the loop appends."""
+@dataclass(kw_only=True)
+class RunState:
+    """What a run keeps while `drive` trains it (a decoder's `TrainingRun`, a `Seq2SeqRun`)."""
 
-    config: TrainConfig
-    task: Task
-    probe: Probe
-    model: TrainedModel
-    snapshots: list[Snapshot] = field(default_factory=list)
-    snapshot_scores: list[dict[str, np.ndarray]] = field(default_factory=list)  # aligned with snapshots
     history: list[tuple[int, float, float]] = field(default_factory=list)  # (step, train loss, train accuracy)
     step: int = 0
     stopped: bool = False  # stopped before the last step (progress raised Cancelled)
@@ -114,6 +108,19 @@ class TrainingRun:
     waited: float = 0.0  # of `seconds`, how long chunks waited in the background lane for other work
     _rng: np.random.Generator | None = field(default=None, repr=False)  # the batches, from the seed
     _optimizer: torch.optim.Optimizer | None = field(default=None, repr=False)
+    _started: float = field(default=0.0, repr=False)  # perf_counter when the current resume began
+
+
+@dataclass
+class TrainingRun(RunState):
+    """What a run learned, as it goes: the app reads it while the loop appends."""
+
+    config: TrainConfig
+    task: Task
+    probe: Probe
+    model: TrainedModel
+    snapshots: list[Snapshot] = field(default_factory=list)
+    snapshot_scores: list[dict[str, np.ndarray]] = field(default_factory=list)  # aligned with snapshots
 
     @property
     def scores(self) -> dict[str, np.ndarray]:
@@ -194,79 +201,91 @@ def resume(
     `threads`: torch threads while training; one by default, since a model this small gains nothing
     from a second, which spin-waits on a busy machine (bench/results_training.md); None leaves
     torch's setting."""
-    with torch_threads(threads):
-        return _loop(run, progress, on_snapshot)
-
-
-def _loop(
-    run: TrainingRun, progress: Progress | None, on_snapshot: Callable[[TrainingRun], None] | None
-) -> TrainingRun:
     cfg, decoder = run.config, run.model.decoder
-    if run._rng is None or run._optimizer is None:
-        run._rng = np.random.default_rng([cfg.seed, 1])
-        run._optimizer = torch.optim.AdamW(decoder.parameters(), lr=cfg.lr, weight_decay=0.01)
-    rng, opt = run._rng, run._optimizer
     eval_size = max(1, min(128, EVAL_TOKENS // run.task.max_len))
     held_out = run.task.batch(eval_size, np.random.default_rng([cfg.seed, 2]))
+
+    def loss(rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        batch = run.task.batch(cfg.batch_size, rng)
+        logits, _ = decoder(batch.ids)
+        return decoder.loss(logits, batch.targets), _accuracy(logits, batch.targets)
+
+    with torch_threads(threads):
+        drive(run, decoder, progress, loss, lambda: _snapshot(run, held_out, on_snapshot), cfg.plateau)
+    return run
+
+
+def drive(
+    run: Any,
+    model: torch.nn.Module,
+    progress: Progress | None,
+    loss: Callable[[np.random.Generator], tuple[torch.Tensor, torch.Tensor]],
+    snapshot: Callable[[], None],
+    plateaus: bool = False,
+) -> None:
+    """The loop of every trainer's run (a `RunState` with `config` and `snapshots`): AdamW and
+    the batches' generator from the seed at the first call, a snapshot before the first step,
+    then chunks of CHUNK_STEPS steps in the background lane, a snapshot every `config.every`
+    steps, until the last step (or, with `plateaus`, a plateau); when `progress` raises
+    Cancelled, a snapshot of where it stopped. `loss(rng)`: a fresh batch's (loss, accuracy)."""
+    cfg = run.config
+    if run._rng is None or run._optimizer is None:
+        run._rng = np.random.default_rng([cfg.seed, 1])
+        run._optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
     run.stopped = False
-    start = time.perf_counter()
-    decoder.train()  # no dropout anywhere: train and eval modes compute the same function
+    start = run._started = time.perf_counter()
+    model.train()  # no dropout anywhere: train and eval modes compute the same function
     try:
         if not run.snapshots:
             with background_lane():
-                _snapshot(run, held_out, on_snapshot)
+                snapshot()
         while run.step < cfg.steps and run.plateau is None:
             if progress is not None:
                 progress(run.step / cfg.steps)
             asked = time.perf_counter()
             with background_lane(), torch.inference_mode(False), torch.enable_grad():
                 run.waited += time.perf_counter() - asked  # behind other visitors' passes (the lane)
-                _chunk(run, opt, rng, held_out, on_snapshot)
+                _chunk(run, loss, snapshot, plateaus)
         if progress is not None:
             progress(1.0)
     except Cancelled:
         run.stopped = run.step < cfg.steps
         if run.snapshots[-1].step != run.step:
             with background_lane():
-                _snapshot(run, held_out, on_snapshot)
+                snapshot()
     finally:
         run.seconds += time.perf_counter() - start
-        decoder.eval()
-    return run
+        model.eval()
 
 
 def _chunk(
-    run: TrainingRun,
-    opt: torch.optim.Optimizer,
-    rng: np.random.Generator,
-    held_out: Batch,
-    on_snapshot: Callable[[TrainingRun], None] | None,
+    run: Any,
+    loss: Callable[[np.random.Generator], tuple[torch.Tensor, torch.Tensor]],
+    snapshot: Callable[[], None],
+    plateaus: bool,
 ) -> None:
     """Up to CHUNK_STEPS steps, a snapshot where one is due; ends early on a plateau."""
-    cfg = run.config
+    cfg, opt = run.config, run._optimizer
     for _ in range(min(CHUNK_STEPS, cfg.steps - run.step)):
-        _step(run, opt, run.task.batch(cfg.batch_size, rng))
+        value, accuracy = loss(run._rng)
+        opt.zero_grad(set_to_none=True)
+        value.backward()
+        opt.step()
+        run.step += 1
+        run.history.append((run.step, float(value.detach()), float(accuracy)))
         if run.step % cfg.every == 0 or run.step == cfg.steps:
-            _snapshot(run, held_out, on_snapshot)
-            if cfg.plateau and run.step < cfg.steps:
+            snapshot()
+            if plateaus and run.step < cfg.steps:
                 points = [(s.step, s.accuracy) for s in run.snapshots]
                 run.plateau = plateau_at(points, plateau_window(cfg.every))
                 if run.plateau is not None:
                     return
 
 
-def _step(run: TrainingRun, opt: torch.optim.Optimizer, batch: Batch) -> None:
-    decoder = run.model.decoder
-    logits, _ = decoder(batch.ids)
-    loss = decoder.loss(logits, batch.targets)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    opt.step()
-    run.step += 1
-    with torch.no_grad():
-        scored = batch.targets != -100
-        acc = (logits.argmax(-1)[scored] == batch.targets[scored]).float().mean()
-    run.history.append((run.step, float(loss.detach()), float(acc)))
+def _accuracy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Share of the scored predictions (target not IGNORE) whose top token is right."""
+    scored = targets != IGNORE
+    return (logits.argmax(-1)[scored] == targets[scored]).float().mean()
 
 
 def _snapshot(run: TrainingRun, held_out: Batch, on_snapshot: Callable[[TrainingRun], None] | None) -> None:
@@ -275,8 +294,7 @@ def _snapshot(run: TrainingRun, held_out: Batch, on_snapshot: Callable[[Training
     with torch.no_grad():
         logits, maps = decoder(held_out.ids)
         loss = float(decoder.loss(logits, held_out.targets))
-        scored = held_out.targets != -100
-        accuracy = float((logits.argmax(-1)[scored] == held_out.targets[scored]).float().mean())
+        accuracy = float(_accuracy(logits, held_out.targets))
         probe = torch.as_tensor(run.probe.ids)[None]
         probe_maps = torch.stack([m[0] for m in decoder(probe)[1]]).numpy()  # (L, H, n, n)
     scores = {

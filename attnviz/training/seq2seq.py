@@ -22,16 +22,15 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..models import Cancelled, Progress
+from ..models import Progress
 from ..models.gate import background_lane
 from ..result import Attention
-from .loop import check_shared, torch_threads
+from .loop import RunState, check_shared, drive, torch_threads
 from .seq2seq_model import Maps, Seq2Seq, Seq2SeqConfig
 from .seq2seq_tasks import PairBatch, PairTask, make_pair_task
 
 LIMITS = {"steps": (1, 20_000), "heads": (1, 8), "d_model": (8, 256), "enc_layers": (1, 4), "dec_layers": (1, 4)}
 HELD_OUT = 128  # held-out sources exact match and alignment are measured on
-CHUNK_STEPS = 10
 MAX_SNAPSHOTS = 30
 
 
@@ -78,19 +77,12 @@ class Translation(NamedTuple):
 
 
 @dataclass
-class Seq2SeqRun:
+class Seq2SeqRun(RunState):
     config: Seq2SeqTrainConfig
     task: PairTask
     model: Seq2Seq
     probe: tuple[np.ndarray, np.ndarray]  # (source (S,), target (T,)) ids
     snapshots: list[Seq2SeqSnapshot] = field(default_factory=list)
-    history: list[tuple[int, float, float]] = field(default_factory=list)  # (step, train loss, train accuracy)
-    step: int = 0
-    stopped: bool = False
-    seconds: float = 0.0
-    _rng: np.random.Generator | None = field(default=None, repr=False)
-    _optimizer: torch.optim.Optimizer | None = field(default=None, repr=False)
-    _started: float = field(default=0.0, repr=False)  # perf_counter when the current resume began
 
     @property
     def steps(self) -> np.ndarray:
@@ -159,49 +151,16 @@ def resume_seq2seq(
 ) -> Seq2SeqRun:
     """Run a prepared run to its last step, or until `progress` raises Cancelled."""
     cfg, model = run.config, run.model
-    if run._rng is None or run._optimizer is None:
-        run._rng = np.random.default_rng([cfg.seed, 1])
-        run._optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
     held_out = run.task.batch(HELD_OUT, np.random.default_rng([cfg.seed, 2]))
-    run.stopped = False
-    start = run._started = time.perf_counter()
+
+    def loss(rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        batch = run.task.batch(cfg.batch_size, rng)
+        logits, _ = model(batch.src, batch.dec_in)
+        return model.loss(logits, batch.tgt), (logits.argmax(-1) == batch.tgt).float().mean()
+
     with torch_threads(threads):
-        try:
-            if not run.snapshots:
-                _snapshot(run, held_out, on_snapshot)
-            while run.step < cfg.steps:
-                if progress is not None:
-                    progress(run.step / cfg.steps)
-                with background_lane(), torch.inference_mode(False), torch.enable_grad():
-                    for _ in range(min(CHUNK_STEPS, cfg.steps - run.step)):
-                        _step(run, run.task.batch(cfg.batch_size, run._rng))
-                        if run.step % cfg.every == 0 or run.step == cfg.steps:
-                            _snapshot(run, held_out, on_snapshot)
-            if progress is not None:
-                progress(1.0)
-        except Cancelled:
-            run.stopped = run.step < cfg.steps
-            if run.snapshots[-1].step != run.step:
-                _snapshot(run, held_out, on_snapshot)
-        finally:
-            run.seconds += time.perf_counter() - start
-            model.eval()
+        drive(run, model, progress, loss, lambda: _snapshot(run, held_out, on_snapshot))
     return run
-
-
-def _step(run: Seq2SeqRun, batch: PairBatch) -> None:
-    model, opt = run.model, run._optimizer
-    assert opt is not None
-    model.train()
-    logits, _ = model(batch.src, batch.dec_in)
-    loss = model.loss(logits, batch.tgt)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    opt.step()
-    run.step += 1
-    with torch.no_grad():
-        acc = (logits.argmax(-1) == batch.tgt).float().mean()
-    run.history.append((run.step, float(loss.detach()), float(acc)))
 
 
 def _snapshot(run: Seq2SeqRun, held: PairBatch, on_snapshot: Callable[[Seq2SeqRun], None] | None) -> None:
