@@ -28,8 +28,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..result import Attention
-from ..scratch import MultiHeadSelfAttention
 from .loop import torch_threads
+from .model import PreNormBlock, check_heads
 
 PATCH = 2  # 2 x 2 pixels a patch: 16 patches of an 8 x 8 image
 GRID = 8 // PATCH  # patches a side
@@ -71,25 +71,7 @@ class ViTConfig:
     n_classes: int = 10
 
     def __post_init__(self) -> None:
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be a multiple of heads ({self.n_heads})")
-
-
-class ViTBlock(nn.Module):
-    """Pre-LN: x = x + Attn(LN(x)); x = x + MLP(LN(x)). No mask: every token sees every token."""
-
-    def __init__(self, cfg: ViTConfig):
-        super().__init__()
-        self.ln_attention = nn.LayerNorm(cfg.d_model)
-        self.attention = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
-        self.ln_mlp = nn.LayerNorm(cfg.d_model)
-        d = cfg.d_model
-        self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        a, weights = self.attention(self.ln_attention(x))
-        x = x + a
-        return x + self.mlp(self.ln_mlp(x)), weights
+        check_heads(self.d_model, self.n_heads)
 
 
 class TinyViT(nn.Module):
@@ -99,7 +81,7 @@ class TinyViT(nn.Module):
         self.patch_embed = nn.Linear(PATCH * PATCH, cfg.d_model)
         self.cls = nn.Parameter(torch.zeros(1, 1, cfg.d_model))
         self.positions = nn.Parameter(torch.randn(1, N_PATCHES + 1, cfg.d_model) * 0.02)
-        self.blocks = nn.ModuleList(ViTBlock(cfg) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleList(PreNormBlock(cfg.d_model, cfg.n_heads, 2) for _ in range(cfg.n_layers))
         self.ln_final = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.n_classes)
 

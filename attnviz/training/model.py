@@ -40,8 +40,32 @@ class DecoderConfig:
     sparse_seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be a multiple of heads ({self.n_heads})")
+        check_heads(self.d_model, self.n_heads)
+
+
+def check_heads(d_model: int, n_heads: int) -> None:
+    if d_model % n_heads:
+        raise ValueError(f"d_model ({d_model}) must be a multiple of heads ({n_heads})")
+
+
+def mlp(d: int, width: int = 4) -> nn.Sequential:
+    """d -> width * d -> d with a GELU between."""
+    return nn.Sequential(nn.Linear(d, width * d), nn.GELU(), nn.Linear(width * d, d))
+
+
+class PreNormBlock(nn.Module):
+    """x = x + Attn(LN(x)); x = x + MLP(LN(x)), no mask (an encoder's or a ViT's block)."""
+
+    def __init__(self, d_model: int, n_heads: int, width: int = 4):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.attention = MultiHeadSelfAttention(d_model, n_heads)
+        self.mlp = mlp(d_model, width)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        a, weights = self.attention(self.ln1(x))
+        x = x + a
+        return x + self.mlp(self.ln2(x)), weights
 
 
 class DecoderLayer(nn.Module):
@@ -51,11 +75,7 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.ln_attention = nn.LayerNorm(cfg.d_model) if cfg.norm else nn.Identity()
         self.attention = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
-        self.mlp: nn.Sequential | None = None
-        if cfg.mlp:
-            self.mlp = nn.Sequential(
-                nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(), nn.Linear(4 * cfg.d_model, cfg.d_model)
-            )
+        self.mlp = mlp(cfg.d_model) if cfg.mlp else None
 
     def forward(
         self, x: torch.Tensor, attention_mask: torch.Tensor | None = None, allowed: torch.Tensor | None = None

@@ -17,6 +17,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..scratch import MultiHeadSelfAttention, scaled_dot_product_attention
+from .model import PreNormBlock, check_heads, mlp
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,7 @@ class Seq2SeqConfig:
     dec_layers: int = 1
 
     def __post_init__(self) -> None:
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be a multiple of heads ({self.n_heads})")
+        check_heads(self.d_model, self.n_heads)
 
 
 @dataclass(frozen=True)
@@ -43,18 +43,11 @@ class Maps:
     cross: list[torch.Tensor]
 
 
-class CrossAttention(nn.Module):
-    """Queries from x (B, T, d), keys and values from memory (B, S, d); weights (B, H, T, S)."""
+class CrossAttention(MultiHeadSelfAttention):
+    """Queries from x (B, T, d), keys and values from memory (B, S, d); weights (B, H, T, S).
+    Self-attention's projections, called on two streams."""
 
-    def __init__(self, d_model: int, n_heads: int):
-        super().__init__()
-        self.n_heads, self.head_dim = n_heads, d_model // n_heads
-        self.query = nn.Linear(d_model, d_model)
-        self.key = nn.Linear(d_model, d_model)
-        self.value = nn.Linear(d_model, d_model)
-        self.output = nn.Linear(d_model, d_model)
-
-    def forward(self, x: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
         def split(t: torch.Tensor) -> torch.Tensor:
             return t.view(t.shape[0], t.shape[1], self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, n, hs)
 
@@ -65,30 +58,13 @@ class CrossAttention(nn.Module):
         return self.output(y.transpose(1, 2).reshape(B, T, -1)), weights
 
 
-def _mlp(d: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-
-class EncoderBlock(nn.Module):
-    def __init__(self, cfg: Seq2SeqConfig):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
-        self.attention = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
-        self.mlp = _mlp(cfg.d_model)
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        a, weights = self.attention(self.ln1(x))
-        x = x + a
-        return x + self.mlp(self.ln2(x)), weights
-
-
 class DecoderBlock(nn.Module):
     def __init__(self, cfg: Seq2SeqConfig):
         super().__init__()
         self.ln1, self.ln2, self.ln3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
         self.attention = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
         self.cross = CrossAttention(cfg.d_model, cfg.n_heads)
-        self.mlp = _mlp(cfg.d_model)
+        self.mlp = mlp(cfg.d_model)
 
     def forward(self, y: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         a, self_w = self.attention(self.ln1(y), causal=True)
@@ -108,7 +84,7 @@ class Seq2Seq(nn.Module):
         self.token_embeddings = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.src_positions = nn.Embedding(cfg.src_len, cfg.d_model)
         self.tgt_positions = nn.Embedding(cfg.tgt_len, cfg.d_model)
-        self.encoder = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.enc_layers))
+        self.encoder = nn.ModuleList(PreNormBlock(cfg.d_model, cfg.n_heads) for _ in range(cfg.enc_layers))
         self.decoder = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.dec_layers))
         self.ln_memory, self.ln_final = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.unembed = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
