@@ -8,21 +8,19 @@ character a token (Chinese included). `<s>` is added in front, as in training.
 
 Not a post-LayerNorm encoder: `layers()` says so (ValueError), and the methods that decompose
 a BERT layer (norms, GlobEnc, ALTI, value zeroing, the lab's steps) answer "not available".
-Attention maps, hidden states, gradients and head switches work.
+Attention maps, hidden states, gradients and head switches (`RunnerBase.switch_heads` through
+`prenorm_layers`) work.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, cast
 
 import torch
 
-from ..models.base import Encoded, HeadMode, Inputs, RunnerBase
+from ..models.base import Encoded, Inputs, RunnerBase
 from ..models.prenorm_parts import NoFeedForward, PreNormParts
-from ..models.switching import heads_by_layer, switch_slices
 from ..scratch import LayerParts
 from .model import DecoderLayer, TinyDecoder
 from .tasks import BOS, PAD, SPECIALS, UNK, Task
@@ -138,34 +136,3 @@ class TrainedModel(RunnerBase):
         with self.gate.interactive(), torch.inference_mode():
             logits, _ = self.decoder(enc.inputs["input_ids"])
         return logits[0]
-
-    @contextlib.contextmanager
-    def switch_heads(
-        self, heads: Iterable[tuple[int, int]] = (), mode: HeadMode = "zero", gates: torch.Tensor | None = None
-    ) -> Iterator[None]:
-        """As `RunnerBase.switch_heads` (Michel et al. 2019): each listed head's slice of the
-        context, before the output projection, is zeroed or replaced by its mean over positions;
-        `gates` (L, H) scales every head instead."""
-        off = heads_by_layer(heads, self.n_layers, self.n_heads, mode)
-        with self._switch_lock, contextlib.ExitStack() as stack:
-            for i, block in enumerate(self.decoder.layers):
-                if i in off or gates is not None:
-                    hook = _switch(self.n_heads, off.get(i, []), mode, None if gates is None else gates[i])
-                    stack.callback(block.attention.output.register_forward_pre_hook(hook).remove)  # type: ignore[union-attr]
-            yield
-
-
-def _switch(
-    n_heads: int, heads: list[int], mode: HeadMode, gate: torch.Tensor | None
-) -> Callable[[torch.nn.Module, tuple[torch.Tensor, ...]], tuple[torch.Tensor, ...]]:
-    def hook(_module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
-        context = args[0]  # (B, n, nh*hs)
-        B, n, width = context.shape
-        split = context.view(B, n, n_heads, width // n_heads)  # (B, n, nh, hs)
-        if gate is not None:
-            split = split * gate.to(split.dtype)[None, None, :, None]
-        if heads:
-            split = switch_slices(split if gate is not None else split.clone(), heads, mode)
-        return (split.reshape(B, n, width), *args[1:])
-
-    return hook
