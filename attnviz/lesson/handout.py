@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import i18n
+from ..views._base import one_line
 from ..views.spec import HeatmapSpec, heatmap_spec
 from .checks import Verdict, step_fields
 from .core import STEPS, Facts
@@ -53,8 +54,7 @@ def _e(text: object) -> str:
 
 
 def _label(token: str, limit: int = 16) -> str:
-    token = " ".join(token.split()) or "␣"
-    return token if len(token) <= limit else token[: limit - 1] + "…"
+    return one_line(token, limit) or "␣"
 
 
 def _shade(value: float) -> str:
@@ -176,30 +176,25 @@ def _tops_table(facts: Facts, lang: str) -> str:
 
 def _figure(step: str, facts: Facts, lang: str) -> str:
     p, tokens = facts.pick, list(facts.tokens)
+    weight = (i18n.t("lesson.handout.weight", lang), facts.row, BLUE)
     if step == "tokens":
         return f'<p class="tokens">{" · ".join(_e(tok) for tok in tokens)}</p>'
     if step == "one_head":
         if facts.n > MAX_MAP_TOKENS:
-            return bars_svg(tokens, [(i18n.t("lesson.handout.weight", lang), facts.row, BLUE)], highlight=p.key)
+            return bars_svg(tokens, [weight], highlight=p.key)
         return heatmap_svg(heatmap_spec(facts.att, p.layer, p.head, zmax=1.0, lang=lang), mark=(p.query, p.key))
     if step == "all_heads":
         return _tops_table(facts, lang)
     if step == "pronoun":
         uniform = (p.uniform, i18n.t("lesson.handout.uniform", lang, n=p.n))
-        return bars_svg(
-            tokens, [(i18n.t("lesson.handout.weight", lang), facts.row, BLUE)], line=uniform, highlight=p.key
-        )
+        return bars_svg(tokens, [weight], line=uniform, highlight=p.key)
     if step == "switch_off":
         if facts.distances is None:
             return ""
         return bars_svg(tokens, [(i18n.t("lesson.handout.distance", lang), facts.distances, RED)], fmt=distance)
     if facts.norm_row is None:
         return ""
-    series = [
-        (i18n.t("lesson.handout.weight", lang), facts.row, BLUE),
-        (i18n.t("lesson.handout.norm", lang), facts.norm_row, GREY),
-    ]
-    return bars_svg(tokens, series, highlight=p.key)
+    return bars_svg(tokens, [weight, (i18n.t("lesson.handout.norm", lang), facts.norm_row, GREY)], highlight=p.key)
 
 
 def _answer(answer: Answer | None, lang: str) -> str:
@@ -213,15 +208,19 @@ def _answer(answer: Answer | None, lang: str) -> str:
     )
 
 
+def _fields(facts: Facts, lang: str) -> dict[str, str]:
+    """`step_fields` escaped for the page; the catalogue's templates are trusted."""
+    return {name: _e(value) for name, value in step_fields(facts, lang).items()}
+
+
 def _section(i: int, step: str, facts: Facts, lang: str, body: str) -> str:
-    fields = {name: _e(value) for name, value in step_fields(facts, lang).items()}
-    name = i18n.t(f"lesson.{step}.title", lang, **fields)  # fields escaped, the template trusted
+    name = i18n.t(f"lesson.{step}.title", lang, **_fields(facts, lang))
     title = i18n.t("lesson.step_title", lang, i=i, total=len(STEPS), title=name)
     return f"<section><h2>{title}</h2>{body}</section>"
 
 
 def _step_body(step: str, facts: Facts, lang: str, answers: Mapping[str, Answer], look: str | None = None) -> str:
-    fields = {name: _e(value) for name, value in step_fields(facts, lang).items()}
+    fields = _fields(facts, lang)
     return (
         f'<p class="look">{i18n.t(look or f"lesson.{step}.look", lang, **fields)}</p>'
         f"{_figure(step, facts, lang)}"
@@ -235,7 +234,7 @@ def handout_html(
 ) -> str:
     """The handout page: the sentence, then each step's text, figure, question and answer; step 4
     opens with what the student said the pronoun refers to."""
-    lookf = {name: _e(value) for name, value in step_fields(look, lang).items()}
+    lookf = _fields(look, lang)
     sections = []
     for i, step in enumerate(STEPS, start=1):
         if step in ("tokens", "one_head", "all_heads"):

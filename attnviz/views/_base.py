@@ -121,6 +121,12 @@ def map_height(n: int) -> int:
     return int(np.clip(260 + 16 * n, 460, 860))
 
 
+def one_line(text: object, most: int) -> str:
+    """`text` on one line (white space collapsed), cut to `most` characters with an ellipsis."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= most else flat[: most - 1] + "…"
+
+
 def escape(token: str) -> str:
     """A token as Plotly text: Plotly reads "<s>" as markup, and tokens are whatever a visitor typed."""
     return token.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

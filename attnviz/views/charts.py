@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
-from ._base import EDGE_COLOR, Json, escape, figure, head_label, layout_title, panel_title, token_axis
+from ._base import EDGE_COLOR, Json, escape, figure, head_label, layout_title, one_line, panel_title, token_axis
 from .margins import stand_upright
 
 
@@ -106,9 +106,12 @@ def token_focus(
         "clickmode": "event+select",
         "yaxis": {"autorange": "reversed", "type": "category"},
         "xaxis": {"title": {"text": t("fig.attention_weight", lang)}, "rangemode": "tozero"},
-        "shapes": [_vline(1.0 / n)],
-        "annotations": [_vline_label(1.0 / n, t("fig.uniform", lang))],
-    }
+        # a dotted line at 1/n across the plot's height (what add_vline draws), labelled above
+        "shapes": [{"type": "line", "xref": "x", "yref": "y domain", "x0": 1.0 / n, "x1": 1.0 / n, "y0": 0, "y1": 1,
+                    "line": {"dash": "dot"}}],
+        "annotations": [{"x": 1.0 / n, "xref": "x", "y": 1, "yref": "y domain", "text": t("fig.uniform", lang),
+                         "showarrow": False, "xanchor": "center", "yanchor": "bottom"}],
+    }  # fmt: skip
     return figure([bar], layout)
 
 
@@ -180,9 +183,7 @@ def slide_caption(text: str | None, model: str | None, max_chars: int = CAPTION_
     if model:
         parts.append(escape(" ".join(str(model).split())[:max_chars]))
     if text:
-        flat = " ".join(str(text).split())
-        short = flat if len(flat) <= max_chars else flat[: max_chars - 1] + "…"
-        parts.append(f"“{escape(short)}”")
+        parts.append(f"“{escape(one_line(text, max_chars))}”")
     return " · ".join(parts)
 
 
@@ -209,33 +210,6 @@ def captioned(fig: go.Figure, caption: str) -> go.Figure:
         name="attnviz-caption",
     )
     return out
-
-
-def _vline(x: float) -> Json:
-    """A dotted vertical line at data x across the whole plot height (what add_vline draws)."""
-    return {
-        "type": "line",
-        "xref": "x",
-        "yref": "y domain",
-        "x0": x,
-        "x1": x,
-        "y0": 0,
-        "y1": 1,
-        "line": {"dash": "dot"},
-    }
-
-
-def _vline_label(x: float, text: str) -> Json:
-    return {
-        "x": x,
-        "xref": "x",
-        "y": 1,
-        "yref": "y domain",
-        "text": text,
-        "showarrow": False,
-        "xanchor": "center",
-        "yanchor": "bottom",
-    }
 
 
 def _side_by_side(titles: Sequence[str], x_title: str) -> Json:

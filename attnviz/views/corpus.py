@@ -14,8 +14,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
-from ._base import SEQUENTIAL, Json, colour, escape, figure, head_label, layout_title
-from .grid import _grid_layout
+from ._base import SEQUENTIAL, Json, colour, escape, figure, head_label, layout_title, one_line
+from .grid import _grid_layout, grid_trace
 from .pick import pick_markers, token_pick
 
 ATLAS_SNIPPET = 60  # characters of a point's sentence in its hover box
@@ -45,17 +45,10 @@ def corpus_grid(
     low = np.full_like(z, np.nan) if minimum is None else np.asarray(minimum, dtype=np.float64)
     high = np.full_like(z, np.nan) if maximum is None else np.asarray(maximum, dtype=np.float64)
     text = [[f"{z[i, j]:.2f}<br>±{spread[i, j]:.2f}" for j in range(n_heads)] for i in range(n_layers)]
-    trace: Json = {
-        "type": "heatmap",
-        "z": z,
-        "x0": 0,
-        "dx": 1,
-        "y0": 0,
-        "dy": 1,
+    trace = grid_trace(z) | {
         "text": text,
         "texttemplate": "%{text}",
         "textfont": {"size": 10},
-        "hoverinfo": "skip",
         "colorbar": {"title": {"text": t("fig.corpus_mean", lang)}},
     }
     hover = [
@@ -104,7 +97,7 @@ def query_key_atlas(
     if points.shape != (2 * m, 2) or len(is_key) != 2 * m or len(row) != 2 * m:
         raise ValueError(f"{len(points)} points for {m} tokens: expected the queries and then the keys")
     shown = [escape(tok) for tok in tokens]
-    snippets = [escape(_snippet(text)) for text in texts]
+    snippets = [escape(one_line(text, ATLAS_SNIPPET)) for text in texts]
     sides = np.asarray(is_key, dtype=bool)
     rows = np.asarray(row)
     data = []
@@ -162,8 +155,3 @@ def _atlas_trace(key_side: bool, colour_by: str, relative: np.ndarray, lang: str
 # The row (index into the atlas's texts) of the first selected point, else None: an atlas point
 # carries [row] as a token marker carries [i], and is read back the same way.
 atlas_pick = token_pick
-
-
-def _snippet(text: str) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= ATLAS_SNIPPET else text[: ATLAS_SNIPPET - 1] + "…"

@@ -22,13 +22,12 @@ from ._base import (
     token_axis,
     token_map_trace,
 )
-from .margins import fit_margins, label_px, square_map_layout, top_title, wrapped
+from .margins import PHONE_CHART_PX, fit_margins, label_px, square_map_layout, top_title, wrapped
 
 if TYPE_CHECKING:  # the views take explain's results but do not need torch to be imported
     from ..explain import Contributions, Scoreboard
 
 RANDOM_COLOR = "#999999"
-PHONE_CHART_PX = 358  # a chart's width on a 390 px phone: the layer agreement's panel titles are wrapped to it
 LEGEND_ROW_PX = 20  # a legend entry's row (12 px font)
 PANEL_LINE_PX = 15  # a line of it (12 px, 1.3 em apart) and a little air
 

@@ -14,10 +14,9 @@ import plotly.graph_objects as go
 from ..i18n import DEFAULT_LANGUAGE, t
 from ._base import SEQUENTIAL, figure, layout_title, token_axis
 from .evidence import method_label
-from .margins import label_px, top_title, wrapped
+from .margins import PHONE_CHART_PX, label_px, top_title, wrapped
 
 EXAMPLE_HEIGHT = 330  # px: the example sits on the first screen, above the controls
-PHONE_CHART_PX = 358  # a chart's width on a 390 px phone: its x title is wrapped to the plot that leaves
 
 
 def method_agreement(rows: Sequence[dict[str, Any]], *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:

@@ -43,7 +43,18 @@ def model_view(
     """
     n_layers, n_heads = att.n_layers, att.n_heads
     trace, size, gap, heading = mosaic(att, focus, thumb, lang)
-    data = [trace, pick_markers(n_layers, n_heads, _model_hover(att, lang), lang)]
+    hover = [
+        t(
+            "fig.hover_model_cell",
+            lang,
+            head=head_label(layer, head, lang=lang),
+            token=escape(att.keys[k]),
+            i=k,
+            w=f"{w:.2f}",
+        )
+        for layer, head, k, w in top_keys(att)
+    ]
+    data = [trace, pick_markers(n_layers, n_heads, hover, lang)]
     title = heading if title is None else title
     layout = _grid_layout(n_layers, n_heads, lang, square=True) | {
         "title": layout_title(title, t("fig.note_click_head", lang)),
@@ -52,15 +63,9 @@ def model_view(
     }
     if focus is not None:
         layer, head = int(focus[0]), int(focus[1])
+        outline = {"color": FOCUS_COLOR, "width": 3}
         layout["shapes"] = [
-            {
-                "type": "rect",
-                "x0": head - 0.5,
-                "x1": head + 0.5,
-                "y0": layer - 0.5,
-                "y1": layer + 0.5,
-                "line": {"color": FOCUS_COLOR, "width": 3},
-            }
+            {"type": "rect", "x0": head - 0.5, "x1": head + 0.5, "y0": layer - 0.5, "y1": layer + 0.5, "line": outline}
         ]
     return figure(data, layout)
 
@@ -104,7 +109,7 @@ def layer_head_grid(
     text = None if labels is None else np.asarray(labels, dtype=str)
     if text is not None and text.shape != z.shape:
         raise ValueError(f"labels have shape {text.shape}, values {z.shape}")
-    trace: Json = {"type": "heatmap", "z": z, "x0": 0, "dx": 1, "y0": 0, "dy": 1, "hoverinfo": "skip"}
+    trace = grid_trace(z)
     if text is not None:
         trace |= {"text": text.tolist(), "texttemplate": "%{text}"}
     notes: list[str | None] = [None] * z.size if text is None else text.ravel().tolist()
@@ -118,6 +123,11 @@ def layer_head_grid(
         "height": 120 + 40 * n_layers,
     }
     return figure(data, layout)
+
+
+def grid_trace(z: np.ndarray) -> Json:
+    """A (layers, heads) heatmap, cell (layer, head) centred on (head, layer); its hover is the pick markers'."""
+    return {"type": "heatmap", "z": z, "x0": 0, "dx": 1, "y0": 0, "dy": 1, "hoverinfo": "skip"}
 
 
 def block_mean(weights: np.ndarray, size: int) -> np.ndarray:
@@ -185,22 +195,12 @@ def _mosaic_trace(thumbs: np.ndarray, gap: int, lang: str) -> Json:
     }
 
 
-def _model_hover(att: Attention, lang: str) -> list[str]:
-    """Per head, in pick-marker order: the key token it looks at most on average, and how much."""
+def top_keys(att: Attention) -> list[tuple[int, int, int, float]]:
+    """Per head, in pick-marker order: (layer, head, the key token it looks at most on average,
+    that average weight)."""
     received = att.weights.mean(axis=2)  # (L, H, n): average attention each key token gets
     top = received.argmax(axis=-1)  # (L, H)
-    tokens = [escape(tok) for tok in att.keys]
-    return [
-        t(
-            "fig.hover_model_cell",
-            lang,
-            head=head_label(layer, head, lang=lang),
-            token=tokens[top[layer, head]],
-            i=top[layer, head],
-            w=f"{received[layer, head, top[layer, head]]:.2f}",
-        )
-        for layer, head in np.ndindex(top.shape)
-    ]
+    return [(layer, head, int(k), float(received[layer, head, k])) for (layer, head), k in np.ndenumerate(top)]
 
 
 def _grid_layout(n_layers: int, n_heads: int, lang: str, *, square: bool) -> Json:

@@ -21,7 +21,7 @@ from ..result import Attention
 from ._base import FOCUS_COLOR, HEAD_COLORS, Json, head_label
 from .ablation import OFF_COLOR
 from .decoder import groups
-from .grid import grid_height, mosaic
+from .grid import grid_height, mosaic, top_keys
 from .token_canvas import pack, unpack, waits_for
 
 MAGIC = b"AVG1"
@@ -75,18 +75,10 @@ def grid_payload(
 def hover_lines(att: Attention, lang: str = DEFAULT_LANGUAGE) -> list[list[str]]:
     """Per head, layer by layer (`model_view`'s hover order): `fig.hover_model_cell`'s lines as
     plain text, the key token the head looks at most on average as it is."""
-    received = att.weights.mean(axis=2)  # (L, H, n): average attention each key token gets
-    top = received.argmax(axis=-1)  # (L, H)
     out = []
-    for layer, head in np.ndindex(top.shape):
-        k = int(top[layer, head])
+    for layer, head, k, w in top_keys(att):
         words = t(
-            "fig.hover_model_cell",
-            lang,
-            head=head_label(layer, head, lang=lang),
-            token=_TOKEN,
-            i=k,
-            w=f"{received[layer, head, k]:.2f}",
+            "fig.hover_model_cell", lang, head=head_label(layer, head, lang=lang), token=_TOKEN, i=k, w=f"{w:.2f}"
         )
         out.append([line.replace(_TOKEN, str(att.keys[k])) for line in words.split("<br>")])
     return out

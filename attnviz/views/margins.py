@@ -25,6 +25,7 @@ TITLE_FONT_PX = 16  # a figure title's font (app/plot_theme.py); its note is Plo
 # A title pinned to the top, as chromium draws it: 21 px a title line, 14 px a note line, the pad
 # above; plotly.js draws a multi-line title 11 px higher than `yanchor: "top"` asks.
 LINE_PX, NOTE_LINE_PX, TITLE_PAD_PX, MULTILINE_SHIFT_PX = 21, 14, 10, 11
+PHONE_CHART_PX = 358  # a chart's width on a 390 px phone
 PHONE_TITLE_PX = 320  # a line of a title on a 390 px phone: the chart's 358 px less the title's pad and air
 
 
@@ -59,8 +60,8 @@ def wrapped(text: str, max_px: float, size: float = TICK_FONT_PX) -> str:
 def top_title(title: str, note: str | None = None, max_px: float = PHONE_TITLE_PX) -> tuple[Json, int]:
     """A figure title (and its note in small print) wrapped to lines of `max_px`, pinned to the
     figure's top (Plotly would centre it in the margin, into subplot titles), and the px it takes."""
-    head = _wrapped_lines(title, max_px, TITLE_FONT_PX)
-    small = [] if note is None else _wrapped_lines(note, max_px, 0.7 * TITLE_FONT_PX).split("<br>")
+    head = wrapped_lines(title, max_px, TITLE_FONT_PX)
+    small = [] if note is None else wrapped_lines(note, max_px, 0.7 * TITLE_FONT_PX).split("<br>")
     lines = head.count("<br>") + 1
     text = head + "".join(f"<br><sup>{line}</sup>" for line in small)
     pad = TITLE_PAD_PX + (MULTILINE_SHIFT_PX if lines + len(small) > 1 else 0)
@@ -68,7 +69,7 @@ def top_title(title: str, note: str | None = None, max_px: float = PHONE_TITLE_P
     return spec, int(TITLE_PAD_PX + LINE_PX * lines + NOTE_LINE_PX * len(small) + 6)
 
 
-def _wrapped_lines(text: str, max_px: float, size: float) -> str:
+def wrapped_lines(text: str, max_px: float, size: float) -> str:
     """`wrapped`, each of the text's own lines (<br>) apart."""
     return "<br>".join(wrapped(line, max_px, size) for line in text.split("<br>"))
 

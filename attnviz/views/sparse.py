@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ._base import HEAD_COLORS, Json, escape, figure, layout_title, panel_title
-from .margins import top_title, wrapped
+from .margins import top_title, wrapped, wrapped_lines
 
 MAX_TICKS = 40  # token labels on a pattern's axes up to this many tokens
 PANEL_TITLE_PX = 130  # a map's title, wrapped: a map's width on a 390 px phone (about 140 px)
@@ -70,7 +70,7 @@ def _panel_text(mask: np.ndarray, name: str, lang: str) -> str:
     n, kept = mask.shape[0], int(np.count_nonzero(mask))
     kind = wrapped(t(f"trainlab.sparse.{name}", lang), PANEL_TITLE_PX, 11)
     text = t("sparse_fig.panel", lang, kind=kind, kept=f"{kept:,}", total=f"{n * n:,}", share=f"{kept / (n * n):.0%}")
-    return "<br>".join(wrapped(line, PANEL_TITLE_PX, 11) for line in text.split("<br>"))
+    return wrapped_lines(text, PANEL_TITLE_PX, 11)
 
 
 def pattern_growth(
