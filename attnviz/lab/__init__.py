@@ -22,25 +22,14 @@ if TYPE_CHECKING:
     from .flash import flash_attention
     from .sparse import sparse_count, sparse_mask
 
-_LAZY = {
-    **dict.fromkeys(("cross_attention", "cross_steps"), "cross"),
-    **dict.fromkeys(
-        (
-            "SWEEP_SIZES",
-            "CostRow",
-            "OrderResult",
-            "cost_sweep",
-            "max_abs_diff",
-            "order_demo",
-            "permutation",
-            "row_entropy",
-            "scaling_entropies",
-        ),
-        "experiments",
-    ),
-    "flash_attention": "flash",
-    **dict.fromkeys(("sparse_count", "sparse_mask"), "sparse"),
+_MODULES = {  # module: the names it gives
+    "cross": "cross_attention cross_steps",
+    "experiments": "SWEEP_SIZES CostRow OrderResult cost_sweep max_abs_diff order_demo permutation row_entropy "
+    "scaling_entropies",
+    "flash": "flash_attention",
+    "sparse": "sparse_count sparse_mask",
 }
+_LAZY = {name: module for module, names in _MODULES.items() for name in names.split()}
 __all__ = [
     "SWEEP_SIZES",
     "CostRow",
