@@ -52,19 +52,9 @@ def mark_groups(fig: go.Figure, att: Attention, *, lang: str = DEFAULT_LANGUAGE)
     ticks = [""] * att.n_heads
     for g, heads in enumerate(found):
         colour = HEAD_COLORS[g % len(HEAD_COLORS)]
-        shapes.append(
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "y",
-                "x0": min(heads) - 0.48,
-                "x1": max(heads) + 0.48,
-                "y0": -0.5,
-                "y1": att.n_layers - 0.5,
-                "line": {"color": colour, "width": 2},
-                "fillcolor": "rgba(0,0,0,0)",
-            }
-        )
+        shapes.append({"type": "rect", "xref": "x", "yref": "y", "x0": min(heads) - 0.48, "x1": max(heads) + 0.48,
+                       "y0": -0.5, "y1": att.n_layers - 0.5, "line": {"color": colour, "width": 2},
+                       "fillcolor": "rgba(0,0,0,0)"})  # fmt: skip
         for h in heads:
             ticks[h] = f"{h}<br><span style='color:{colour}'>{t('dec.kv_short', lang, kv=g)}</span>"
     note = t("dec.grouped", lang, heads=att.n_heads, kv=len(found), per=att.n_heads // len(found))
@@ -91,28 +81,15 @@ def group_note(att: Attention, head: int | None, *, lang: str = DEFAULT_LANGUAGE
 def rotary_chart(profile: RotaryProfile, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
     """Mean pre-softmax score by distance, with and without the rotary positions."""
     hover = t("dec.rotary_hover", lang, d="%{x}", s="%{y:.3f}", n="%{customdata}")
+    with_without = (
+        ("lines+markers", profile.mean, "dec.rotary_with", {"color": HEAD_COLORS[0]}),
+        ("lines", profile.unrotated, "dec.rotary_without", {"color": HEAD_COLORS[1], "dash": "dot"}),
+    )
     lines: list[Json] = [
-        {
-            "type": "scatter",
-            "mode": "lines+markers",
-            "x": profile.distances,
-            "y": profile.mean,
-            "customdata": profile.count,
-            "name": t("dec.rotary_with", lang),
-            "line": {"color": HEAD_COLORS[0]},
-            "hovertemplate": hover,
-        },
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "x": profile.distances,
-            "y": profile.unrotated,
-            "customdata": profile.count,
-            "name": t("dec.rotary_without", lang),
-            "line": {"color": HEAD_COLORS[1], "dash": "dot"},
-            "hovertemplate": hover,
-        },
-    ]
+        {"type": "scatter", "mode": mode, "x": profile.distances, "y": y, "customdata": profile.count,
+         "name": t(key, lang), "line": line, "hovertemplate": hover}
+        for mode, y, key, line in with_without
+    ]  # fmt: skip
     title = t("dec.rotary_chart", lang, head=head_label(profile.layer, profile.head, lang=lang), kv=profile.kv_head)
     note = t("dec.rotary_note_first" if profile.skip_first else "dec.rotary_note", lang)
     layout: Json = {
@@ -145,8 +122,7 @@ def next_label(candidate: NextToken, *, lang: str = DEFAULT_LANGUAGE) -> str:
         return visible(candidate.text)
     if not candidate.text:
         return t("dec.piece_unknown", lang, own=candidate.own_bytes)
-    text = visible(candidate.text)
-    return t("dec.piece_of", lang, text=text, own=candidate.own_bytes, total=candidate.text_bytes)
+    return t("dec.piece_of", lang, text=visible(candidate.text), own=candidate.own_bytes, total=candidate.text_bytes)
 
 
 def lens_rows(

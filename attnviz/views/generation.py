@@ -22,17 +22,7 @@ import plotly.graph_objects as go
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..nextword import NextToken, missing_bytes, piece_bytes
 from ..result import char_groups
-from ._base import (
-    FOCUS_COLOR,
-    HEAD_COLORS,
-    SEQUENTIAL,
-    Json,
-    escape,
-    figure,
-    head_label,
-    tick_step,
-    token_axis,
-)
+from ._base import FOCUS_COLOR, HEAD_COLORS, SEQUENTIAL, Json, escape, figure, head_label, tick_step, token_axis
 from .decoder import next_label
 from .margins import SIDE_BY_SIDE_PX, label_px, top_title
 

@@ -84,7 +84,15 @@ def graph_view(
     ]
     if title is None:
         title = t("fig.graph_title", lang, layer=layer, which=which_head(head, att.n_heads, lang))
-    return figure(data, _layout(layout_title(title, _note(edges, threshold, lang)), lang))
+    layout = {
+        "title": layout_title(title, _note(edges, threshold, lang)),
+        "height": 620,
+        "hovermode": "closest",
+        "legend": {"title": {"text": t("fig.edge_weight", lang)}},
+        "xaxis": {"visible": False, "range": [-1.4, 1.4]},
+        "yaxis": {"visible": False, "range": [-1.3, 1.3], "scaleanchor": "x", "scaleratio": 1},
+    }
+    return figure(data, layout)
 
 
 def _edges(m: np.ndarray, threshold: float, max_edges: int | None) -> _Edges:
@@ -222,14 +230,3 @@ def _note(edges: _Edges, threshold: float, lang: str) -> str:
     if edges.total == 0:
         return t("fig.note_no_edges", lang, t=above)
     return t("fig.note_edge", lang, t=above)
-
-
-def _layout(title: Json, lang: str) -> Json:
-    return {
-        "title": title,
-        "height": 620,
-        "hovermode": "closest",
-        "legend": {"title": {"text": t("fig.edge_weight", lang)}},
-        "xaxis": {"visible": False, "range": [-1.4, 1.4]},
-        "yaxis": {"visible": False, "range": [-1.3, 1.3], "scaleanchor": "x", "scaleratio": 1},
-    }

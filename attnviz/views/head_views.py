@@ -55,7 +55,26 @@ def head_view(
     tokens = [escape(tok) for tok in att.tokens]
     data = _link_traces(att, sel, lang) + _token_traces(tokens, highlight, lang)
     heading = _heading(att, sel, tokens, lang) if title is None else title
-    return figure(data, _layout(att.n, layout_title(heading, _note(att.n, sel, lang)), lang))
+    capped = sel.per_query < att.n
+    note = t("fig.note_links_capped", lang, k=sel.per_query, n=att.n) if capped else t("fig.note_head_view", lang)
+    layout = {
+        "title": layout_title(heading, note),
+        "height": int(np.clip(120 + 22 * att.n, 420, 1400)),
+        "hovermode": "closest",
+        "margin": {"l": 110, "r": 110, "b": 60},
+        # under the token columns: on the right it covered the key tokens
+        "legend": {
+            "title": {"text": t("fig.head", lang)},
+            "orientation": "h",
+            "x": 0.5,
+            "xanchor": "center",
+            "y": 0,
+            "yanchor": "top",
+        },
+        "xaxis": {"visible": False, "range": [-0.35, 1.35], "fixedrange": True},
+        "yaxis": {"visible": False, "range": [att.n - 0.5, -0.5]},
+    }
+    return figure(data, layout)
 
 
 def _select(
@@ -165,29 +184,3 @@ def _heading(att: Attention, sel: _Selection, tokens: list[str], lang: str) -> s
         return t("fig.layer_which", lang, layer=sel.layer, which=which)
     token = tokens[sel.highlight]
     return t("fig.head_view_focus", lang, layer=sel.layer, which=which, token=token, i=sel.highlight)
-
-
-def _note(n: int, sel: _Selection, lang: str) -> str:
-    if sel.per_query < n:
-        return t("fig.note_links_capped", lang, k=sel.per_query, n=n)
-    return t("fig.note_head_view", lang)
-
-
-def _layout(n: int, title: Json, lang: str) -> Json:
-    return {
-        "title": title,
-        "height": int(np.clip(120 + 22 * n, 420, 1400)),
-        "hovermode": "closest",
-        "margin": {"l": 110, "r": 110, "b": 60},
-        # under the token columns: on the right it covered the key tokens
-        "legend": {
-            "title": {"text": t("fig.head", lang)},
-            "orientation": "h",
-            "x": 0.5,
-            "xanchor": "center",
-            "y": 0,
-            "yanchor": "top",
-        },
-        "xaxis": {"visible": False, "range": [-0.35, 1.35], "fixedrange": True},
-        "yaxis": {"visible": False, "range": [n - 0.5, -0.5]},
-    }

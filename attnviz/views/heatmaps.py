@@ -10,15 +10,7 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
-from ._base import (
-    BAR_ROOM_PX,
-    Json,
-    colour,
-    figure,
-    layout_title,
-    token_axis,
-    token_map_trace,
-)
+from ._base import BAR_ROOM_PX, Json, colour, figure, layout_title, token_axis, token_map_trace
 from .margins import fit_margins, square_map_layout, stand_upright
 from .spec import HeatmapSpec, heatmap_spec
 

@@ -46,21 +46,21 @@ def model_view_pick(selection_points: Any) -> tuple[int, int] | None:
     Pass `event.selection["points"]` (or the event, or `event.selection`); each point is a dict
     such as {"point_index": 17, "x": 5, "y": 1, "customdata": [1, 5]}; others are skipped.
     """
-    for point in _points(selection_points):
-        cell = _ints(point.get("customdata"), 2)
-        if cell is not None:
-            return cell[0], cell[1]
-    return None
+    cell = _first(selection_points, 2)
+    return None if cell is None else (cell[0], cell[1])
 
 
 def token_pick(selection_points: Any) -> int | None:
     """Token index of the first selected token marker of `head_view` or `graph_view`, else None
     (any point whose customdata is one int: the corpus atlas's [row] too, as `atlas_pick`)."""
-    for point in _points(selection_points):
-        token = _ints(point.get("customdata"), 1)
-        if token is not None:
-            return token[0]
-    return None
+    token = _first(selection_points, 1)
+    return None if token is None else token[0]
+
+
+def _first(selection: Any, size: int) -> tuple[int, ...] | None:
+    """The customdata of the first selected point that carries `size` ints."""
+    found = (_ints(point.get("customdata"), size) for point in _points(selection))
+    return next((ints for ints in found if ints is not None), None)
 
 
 def _points(selection: Any) -> list[Mapping[str, Any]]:
@@ -81,9 +81,5 @@ def _ints(customdata: Any, size: int) -> tuple[int, ...] | None:
         customdata = [customdata.get(str(k)) for k in range(len(customdata))]
     if not isinstance(customdata, (list, tuple)) or len(customdata) != size:
         return None
-    out = []
-    for v in customdata:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer():
-            return None
-        out.append(int(v))
-    return tuple(out)
+    whole = (not isinstance(v, bool) and isinstance(v, (int, float)) and float(v).is_integer() for v in customdata)
+    return tuple(int(v) for v in customdata) if all(whole) else None
