@@ -26,7 +26,6 @@ from .class_teacher import Opened
 __all__ = ["REFRESH_S", "board", "invite", "join_link", "projector"]
 
 REFRESH_S = 3
-URL_MAX = 300
 _URL = re.compile(r"https?://[^\s\"'<>\\]{1,300}")
 PROJECTOR = "class_projector"
 

@@ -19,9 +19,9 @@ from ..readers import model_label
 from ..server import classes as server
 from ..server import visitor
 from ..sidebar import LANGUAGE_NAMES
-from ..state import CUSTOM, Ctx, model_options, t
+from ..state import Ctx, t
 
-__all__ = ["Opened", "opened", "start_form"]
+__all__ = ["Opened", "opened", "start_form", "throttled", "wrong"]
 
 
 @dataclass(frozen=True)
@@ -37,27 +37,34 @@ def opened(context: Ctx) -> Opened | None:
     if not code or not secret:
         return None
     who = visitor.visitor()
-    wait = server.throttle.wait(who)
-    if wait > 0:
-        st.error(t("class.wait", s=f"{math.ceil(wait)}"), icon=":material/hourglass_top:")
+    if throttled(who):
         return None
     try:
         info = server.store(context.settings).teacher(read_code(code), read_token(secret))
     except Refused as refused:
-        delay = server.throttle.wrong(who)
         message = t("class.secret_wrong") if refused.reason == "secret" else t("class.no_such_code")
-        st.error(message + (" " + t("class.wait", s=f"{math.ceil(delay)}") if delay else ""), icon=":material/lock:")
+        st.error(wrong(who, message), icon=":material/lock:")
         return None
     server.throttle.right(who)
     return Opened(info, str(secret))
 
 
-def _models(context: Ctx) -> list[str]:
-    return [m for m in model_options(context.settings) if m != CUSTOM]
+def throttled(who: str) -> bool:
+    """Whether this visitor waits after too many wrong codes or secrets (the page says how long)."""
+    wait = server.throttle.wait(who)
+    if wait > 0:
+        st.error(t("class.wait", s=f"{math.ceil(wait)}"), icon=":material/hourglass_top:")
+    return wait > 0
+
+
+def wrong(who: str, message: str) -> str:
+    """`message` for a wrong code or secret, counted, with the wait it now costs."""
+    delay = server.throttle.wrong(who)
+    return message + (" " + t("class.wait", s=f"{math.ceil(delay)}") if delay else "")
 
 
 def _sentence_inputs(context: Ctx, lang: str) -> tuple[str, str]:
-    options = _models(context)
+    options = list(context.settings.model_choices)
     default = model_for_language(lang, options)
     text = st.text_area(
         t(f"class.sentence_{lang}"), value=i18n.examples(lang)["default"], height=68, key=f"class_new_sentence_{lang}"

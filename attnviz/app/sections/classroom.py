@@ -3,8 +3,8 @@ the class's banner, the sentence and model the teacher chose, steps the teacher 
 and every checked answer kept (attnviz/classes) before the page says "saved".
 
 The student's place is in their link (`?class=CODE&student=TOKEN`), so a reload or a later visit
-goes on where they were; the share link never carries it (urls.CLASS_KEYS). While the page is
-reads the class again at each run (any answer, or the banner's "check for new steps"), so steps the
+goes on where they were; the share link never carries it (urls.CLASS_KEYS). The page reads the
+class again at each run (any answer, or the banner's "check for new steps"), so steps the
 teacher opened or closed show at the student's next step. Not on a timer: a fragment's timed
 rerun on this page made Streamlit 1.67 drop the next answer the student sent (the widget states of
 the rest of the page are let go at a fragment-only run: streamlit/streamlit#10805, #14064;
@@ -15,7 +15,6 @@ server more than the class's answers do.
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,15 +27,16 @@ from ..server import classes as server
 from ..server import visitor
 from ..state import Ctx, set_sentence, t
 from ..widgets import escape_md
+from .class_teacher import throttled, wrong
 
 __all__ = ["Seat", "closed", "footer", "keep_handout", "record", "seat", "sentence"]
 
 SEAT = "_class_seat"
 RECORDED = "_class_recorded"  # {(signature, question): the answer kept}
 PROBLEMS = "_class_problems"  # {(signature, question): (answer, why it was not kept)}
-FRESH = "_class_fresh"
+FRESH = "_class_fresh"  # an answer was kept in this run: the handout is kept again
 JOINED = "_class_joined"  # {code: the token this tab joined with}
-STARTED = "_class_started"  # {(code, language)}: where the sentence box was given the teacher's sentence  # an answer was kept in this run: the handout is kept again
+STARTED = "_class_started"  # {(code, language)}: where the sentence box was given the teacher's sentence
 
 
 @dataclass(frozen=True)
@@ -110,19 +110,13 @@ def _join_box(context: Ctx, code: str | None) -> None:
 
 def _join(context: Ctx, typed: str, name: str) -> None:
     who = visitor.visitor()
-    wait = server.throttle.wait(who)
-    if wait > 0:
-        st.error(t("class.wait", s=f"{math.ceil(wait)}"), icon=":material/hourglass_top:")
+    if throttled(who):
         return
     store = server.store(context.settings)
     code = read_code(typed)
     info = None if code is None else store.find(code)
     if info is None:
-        delay = server.throttle.wrong(who)
-        st.error(
-            t("class.no_such_code") + (" " + t("class.wait", s=f"{math.ceil(delay)}") if delay else ""),
-            icon=":material/error:",
-        )
+        st.error(wrong(who, t("class.no_such_code")), icon=":material/error:")
         return
     server.throttle.right(who)
     joined = st.session_state.setdefault(JOINED, {})
