@@ -139,10 +139,6 @@ def run_controls(context: Ctx, loaded: Loaded, choice: str) -> None:
         st.warning(t("corpus.busy"), icon="⏳")
 
 
-def _cancel() -> None:
-    jobs.cancel(work.session_key())
-
-
 def job_model(context: Ctx, job: jobs.Job) -> Loaded | None:
     """The model the job ran with, from the process-wide registry (loaded again if it was
     evicted since); None after an error message."""
@@ -204,18 +200,17 @@ def _live() -> None:
     st.progress(0.0 if p is None else min(1.0, p.fraction), text=text)
     if place := job.place:  # waiting in the server's heavy-work queue: where it stands
         st.caption(t("fair.queued", place=place))
-    st.button(t("work.cancel"), key="corpus_cancel", on_click=_cancel)
+    st.button(t("work.cancel"), key="corpus_cancel", on_click=jobs.cancel, args=(work.session_key(),))
 
 
 def finished() -> jobs.Job | None:
-    """The visitor's finished run, if there is one."""
     job = jobs.get(work.session_key())
     return job if job is not None and job.state == "done" and job.result is not None else None
 
 
 def summary(context: Ctx, job: jobs.Job) -> bool:
     """What the run read, analysed and skipped, and its files; False when nothing was analysed."""
-    result = _result(job)
+    result = result_of(job)
     r = result.report
     label = widgets.escape_md(job.label, 80)
     st.subheader(t("corpus.result_title"))
@@ -251,7 +246,7 @@ def _pick(chart_key: str) -> None:
         st.session_state["corpus_layer"], st.session_state["corpus_head"] = pick
 
 
-def _result(job: jobs.Job) -> corpus.CorpusResult:
+def result_of(job: jobs.Job) -> corpus.CorpusResult:
     assert job.result is not None
     return job.result
 
@@ -259,7 +254,7 @@ def _result(job: jobs.Job) -> corpus.CorpusResult:
 def grid(context: Ctx, job: jobs.Job) -> str:
     """The chosen statistic over the corpus, one cell a head with its spread; a click picks the
     head of the sentences and the atlas below. Returns the statistic."""
-    result = _result(job)
+    result = result_of(job)
     st.subheader(t("corpus.grid_title"))
     st.caption(t("corpus.grid_intro"))
     if st.session_state.get("corpus_stat") not in corpus.STATS:
@@ -279,14 +274,10 @@ def grid(context: Ctx, job: jobs.Job) -> str:
     return str(stat)
 
 
-def _open(context: Ctx, layer: int, head: int, text: str) -> None:
-    charts.open_in_explorer(context, layer, head, sentence=text)
-
-
 def typical(context: Ctx, job: jobs.Job, stat: str, layer: int, head: int) -> None:
     """The sentences where the head is closest to and farthest from its corpus mean; each
     opens in the explorer at that head."""
-    result = _result(job)
+    result = result_of(job)
     st.subheader(t("corpus.typical_title", head=views.head_label(layer, head, lang=context.lang)))
     mean, std = result.grid(stat)[layer, head], result.grid(stat, "std")[layer, head]
     st.caption(t("corpus.typical_intro", stat=t(f"corpus.stat_{stat}"), mean=f"{mean:.3f}", std=f"{std:.3f}"))
@@ -304,4 +295,4 @@ def typical(context: Ctx, job: jobs.Job, stat: str, layer: int, head: int) -> No
             for i, row in enumerate(rows):
                 label = f"{row['value']:.3f} · {widgets.escape_md(row['text'], LABEL_CHARS)}"
                 if st.button(label, key=f"corpus_{side}_{i}", help=t("corpus.open_help"), width="stretch"):
-                    _open(context, layer, head, row["text"])
+                    charts.open_in_explorer(context, layer, head, sentence=row["text"])

@@ -10,7 +10,7 @@ from ...models import Progress
 from .. import charts, widgets, work
 from ..server import corpus_jobs as jobs
 from ..state import Ctx, t
-from .corpus import job_model
+from .corpus import job_model, result_of
 
 POINTS_DEFAULT = 10_000
 POINTS_MAX = 50_000
@@ -20,8 +20,7 @@ COLOURS = ("kind", "position")
 
 def head_pickers(job: jobs.Job) -> tuple[int, int]:
     """Layer and head of the sentences and the atlas (a click on the grid sets them too)."""
-    assert job.result is not None
-    result, session = job.result, st.session_state
+    result, session = result_of(job), st.session_state
     for key, n in (("corpus_layer", result.n_layers), ("corpus_head", result.n_heads)):
         value = session.get(key)  # a link's layer or head past this model's is clamped to its last
         session[key] = min(max(0, value), n - 1) if isinstance(value, int) and not isinstance(value, bool) else 0
@@ -67,8 +66,7 @@ def _controls(context: Ctx) -> tuple[str, str, int]:
 
 def atlas(context: Ctx, job: jobs.Job, layer: int, head: int) -> None:
     """The atlas of (layer, head): drawn on request (then cached), points clickable."""
-    assert job.result is not None
-    result = job.result
+    result = result_of(job)
     st.subheader(t("corpus.atlas_title", head=views.head_label(layer, head, lang=context.lang)))
     st.caption(t("corpus.atlas_intro"))
     method, colour, points = _controls(context)

@@ -23,13 +23,8 @@ from ..subject import Focus
 from . import why
 
 THUMB = 32  # model-view thumbnails of at most 32 x 32 cells: 72 heads at 512 tokens stay ~0.5 MB
-DEFAULTS: tuple[tuple[str, object], ...] = (
-    ("hide_special", False),
-    ("merge_words", False),
-    ("color_range", "fixed"),
-    ("threshold", 0.1),
-    ("hv_heads", []),
-)
+DEFAULTS: tuple[tuple[str, object], ...] = (("hide_special", False), ("merge_words", False), ("color_range", "fixed"),
+                                            ("threshold", 0.1), ("hv_heads", []))  # fmt: skip
 
 
 def analysis(context: Ctx, text: str | None = None) -> Focus | None:
@@ -53,13 +48,9 @@ def analysis(context: Ctx, text: str | None = None) -> Focus | None:
             hide = a.checkbox(t("ctl.hide_special"), key="hide_special", help=t("ctl.hide_special_help"))
             merge = b.checkbox(t("ctl.merge_words"), key="merge_words", help=t("ctl.merge_words_help"))
             color_range = col.radio(
-                t("ctl.color_range"),
-                ("fixed", "auto"),
-                key="color_range",
-                format_func=widgets.option_labels("ctl.color_{}"),
-                horizontal=True,
-                help=t("ctl.color_range_help"),
-            )
+                t("ctl.color_range"), ("fixed", "auto"), key="color_range", horizontal=True,
+                format_func=widgets.option_labels("ctl.color_{}"), help=t("ctl.color_range_help"),
+            )  # fmt: skip
     att = got.shown  # byte pieces merged into characters
     _token_defaults(att, (att.text, att.model, att.n, hide, merge))
     opts = {"layer": layer, "head": head, "hide_special": hide, "merge_words": merge, "color_range": color_range}
@@ -89,17 +80,13 @@ def sinks_switch(context: Ctx, focus: Focus) -> tuple[Focus, Callable[[], None]]
     slot = st.container()
     if st.session_state.get(sinks.STATE, False):
         with slot:
-            return sinks.hide_switch(context, focus), _nothing
+            return sinks.hide_switch(context, focus), lambda: None
 
     def later() -> None:
         with slot:
             sinks.hide_switch(context, focus)
 
     return focus, later
-
-
-def _nothing() -> None:
-    return None
 
 
 def _show(
@@ -173,21 +160,15 @@ def head_lines_view(context: Ctx, focus: Focus) -> None:
         st.subheader(t("view.head"))
         h1, h2 = st.columns(2)
         chosen = h1.multiselect(
-            t("ctl.hv_heads"),
-            list(range(att.n_heads)),
-            key="hv_heads",
-            format_func=widgets.fmt_head,
+            t("ctl.hv_heads"), list(range(att.n_heads)), key="hv_heads", format_func=widgets.fmt_head,
             placeholder=t("ctl.hv_heads_placeholder"),
-        )
+        )  # fmt: skip
         if session.get("highlight") not in range(-1, att.n):
             session["highlight"] = -1
         highlight = h2.selectbox(
-            t("ctl.highlight"),
-            [-1, *range(att.n)],
-            key="highlight",
-            format_func=widgets.token_format(att.tokens, none="—"),
-            help=t("ctl.highlight_help"),
-        )
+            t("ctl.highlight"), [-1, *range(att.n)], key="highlight",
+            format_func=widgets.token_format(att.tokens, none="—"), help=t("ctl.highlight_help"),
+        )  # fmt: skip
         heads = sorted(chosen) if chosen else (None if focus.head is None else [focus.head])
         fig = views.head_view(
             att, focus.layer, heads=heads, highlight=None if highlight < 0 else highlight, lang=context.lang
