@@ -99,28 +99,27 @@ class Source:
             bad.append(row)
             return "skip"
 
-        counting = _Counting(open(self.path, "rb"), self)  # noqa: SIM115 - closed below, also on errors
-        try:
-            reader = csv.open_csv(
-                counting,
-                read_options=csv.ReadOptions(use_threads=False, block_size=CSV_BLOCK_BYTES),
-                parse_options=csv.ParseOptions(newlines_in_values=True, invalid_row_handler=invalid),
-                # bytes, decoded here: a row of invalid UTF-8 is one skipped record, not a failed file
-                convert_options=csv.ConvertOptions(
-                    include_columns=[TEXT_COLUMN], column_types={TEXT_COLUMN: pa.binary()}
-                ),
-            )
-        except (pa.ArrowInvalid, pa.ArrowKeyError) as exc:
-            counting.close()
-            raise ValueError(
-                f"{self.path.name}: not a CSV file with a '{TEXT_COLUMN}' column ({_first_line(exc)})"
-            ) from exc
-        with counting:
-            yield from self._csv_rows(reader, bad)
+        with open(self.path, "rb") as fh:
+            try:
+                reader = csv.open_csv(
+                    fh,
+                    read_options=csv.ReadOptions(use_threads=False, block_size=CSV_BLOCK_BYTES),
+                    parse_options=csv.ParseOptions(newlines_in_values=True, invalid_row_handler=invalid),
+                    # bytes, decoded here: a row of invalid UTF-8 is one skipped record, not a failed file
+                    convert_options=csv.ConvertOptions(
+                        include_columns=[TEXT_COLUMN], column_types={TEXT_COLUMN: pa.binary()}
+                    ),
+                )
+            except (pa.ArrowInvalid, pa.ArrowKeyError) as exc:
+                raise ValueError(
+                    f"{self.path.name}: not a CSV file with a '{TEXT_COLUMN}' column ({_first_line(exc)})"
+                ) from exc
+            yield from self._csv_rows(reader, bad, fh)
 
-    def _csv_rows(self, reader: Any, bad: list[Any]) -> Iterator[Record]:
+    def _csv_rows(self, reader: Any, bad: list[Any], fh: IO[bytes]) -> Iterator[Record]:
         """Rows in file order, numbered as data rows. The parser hands over refused rows (pyarrow
-        numbers the header 1) before each block's good rows; they are merged back in place."""
+        numbers the header 1) before each block's good rows; they are merged back in place.
+        Progress: the bytes the parser has read of `fh`."""
         import pyarrow as pa
 
         row = 0
@@ -132,6 +131,7 @@ class Source:
 
         try:
             for batch in reader:
+                self._read = fh.tell()
                 refused.extend(sorted(int(r.number) - 1 if r.number else -1 for r in bad))
                 bad.clear()
                 for value, size in _arrow_values(batch.column(0), self.max_bytes):
@@ -143,6 +143,7 @@ class Source:
                     yield self._check(row, *_sized(value, size))
         except pa.ArrowInvalid as exc:
             raise ValueError(f"{self.path.name}: CSV stopped parsing after row {row} ({_first_line(exc)})") from exc
+        self._read = fh.tell()
         refused.extend(sorted(int(r.number) - 1 if r.number else -1 for r in bad))
         yield from before(None)
 
@@ -199,33 +200,6 @@ class Source:
         if not clean_text(text).strip():
             return Record(number, None, "empty")
         return Record(number, text)
-
-
-class _Counting:
-    """A binary file that counts the bytes pyarrow reads from it (for progress)."""
-
-    def __init__(self, fh: IO[bytes], source: Source):
-        self._fh = fh
-        self._source = source
-        self.closed = False
-
-    def read(self, n: int = -1) -> bytes:
-        data = self._fh.read(n)
-        self._source._read += len(data)
-        return data
-
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        self.closed = True
-        self._fh.close()
-
-    def __enter__(self) -> _Counting:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _bounded_line(fh: IO[bytes], limit: int) -> tuple[bytes | None, bool]:

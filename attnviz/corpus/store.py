@@ -39,9 +39,7 @@ class Store:
     @property
     def shareable(self) -> str:
         """The location as another process (a Ray worker) can open it: absolute, or the URI."""
-        return (
-            self.root if type(self.fs).__name__ == "LocalFileSystem" and "://" not in self.location else self.location
-        )
+        return self.location if "://" in self.location else self.root
 
     def path(self, name: str) -> str:
         return f"{self.root.rstrip('/')}/{name}"
