@@ -241,9 +241,7 @@ def attention_json(
     att: Attention, settings: Mapping[str, Any] | None = None, *, layer: int | None = None, head: int | None = None
 ) -> str:
     """`weights_json` with the settings, as text."""
-    extra = {"layer": layer} if layer is not None else {}
-    if head is not None:
-        extra["head"] = head
+    extra = {key: value for key, value in (("layer", layer), ("head", head)) if value is not None}
     return weights_json(att, layer=layer, head=head, settings=_settings(att, settings, **extra)).decode("utf-8")
 
 
@@ -276,10 +274,8 @@ def weights_json(
 
 
 def _settings(att: Attention, settings: Mapping[str, Any] | None, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"text": att.text, "model": att.model, "device": att.device, "truncated": att.truncated}
-    base.update(extra)
-    base.update(settings or {})
-    return base
+    base = {"text": att.text, "model": att.model, "device": att.device, "truncated": att.truncated}
+    return base | extra | dict(settings or {})
 
 
 def _utf8(json_text: str) -> bytes:

@@ -48,12 +48,13 @@ def cross_attention(model: Runner, x: str, y: str, max_tokens: int | None = None
     )
 
 
-def _mask(p: LayerParts, n_q: int, n_k: int, like: torch.Tensor) -> torch.Tensor | None:
-    """None, or for a causal layer the additive mask hiding key positions after the query's."""
+def _mask(p: LayerParts, n_q: int, n_k: int, like: torch.Tensor) -> torch.Tensor:
+    """The additive mask (n_q, n_k): zeros, and for a causal layer key positions after the query's hidden."""
+    mask = torch.zeros(n_q, n_k, dtype=like.dtype, device=like.device)
     if not p.causal:
-        return None
+        return mask
     later = torch.ones(n_q, n_k, dtype=torch.bool, device=like.device).triu(1)
-    return torch.zeros(n_q, n_k, dtype=like.dtype, device=like.device).masked_fill(later, torch.finfo(like.dtype).min)
+    return mask.masked_fill(later, torch.finfo(like.dtype).min)
 
 
 def _layer_map(p: LayerParts, hx: torch.Tensor, hy: torch.Tensor) -> torch.Tensor:
@@ -82,8 +83,6 @@ def cross_steps(model: Runner, x: str, y: str, layer: int = 0, head: int = 0, ma
         sl = slice(head * p.head_dim, (head + 1) * p.head_dim)
         q, k, v = p.query(hx)[:, sl], p.key(hy)[:, sl], p.value(hy)[:, sl]
         mask = _mask(p, hx.shape[0], hy.shape[0], hx)
-        if mask is None:
-            mask = torch.zeros(hx.shape[0], hy.shape[0], dtype=hx.dtype, device=hx.device)
         recorded: dict[str, torch.Tensor] = {}
         out, _ = scaled_dot_product_attention(q, k, v, mask, p.scale, steps=recorded)
     arrays = {"x": hx, "y": hy, "q": q, "k": k, "v": v, "mask": mask, "output": out, **recorded}

@@ -21,9 +21,8 @@ def max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
         raise ValueError(f"shapes differ: {a.shape} and {b.shape}")
     if not a.size:
         return 0.0
-    if a.ndim < 2:
-        return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
-    return max(float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))) for x, y in zip(a, b, strict=True))
+    rows = zip(np.atleast_2d(a), np.atleast_2d(b), strict=True)
+    return max(float(np.max(np.abs(x.astype(np.float64) - y.astype(np.float64)))) for x, y in rows)
 
 
 def row_entropy(scores: np.ndarray, mask: np.ndarray | None = None) -> float:

@@ -43,8 +43,7 @@ class FlashResult:
     @property
     def largest_block_bytes(self) -> int:
         """Bytes of the largest score block held at once (float64): the memory a tile needs."""
-        held = [s.scores.nbytes for s in self.steps if s.scores is not None]
-        return max(held, default=0)
+        return max((s.scores.nbytes for s in self.steps if s.scores is not None), default=0)
 
 
 def _allowed(mask: np.ndarray | None, causal: bool, n_q: int, n_k: int) -> np.ndarray | None:

@@ -98,12 +98,9 @@ def row_counts(
     _check(n, kind, window, global_tokens, dilation, random_keys)
     i = np.arange(n)
     visible = i + 1 if causal else np.full(n, n)  # keys a row may see at all
-    before = np.minimum(i // dilation if kind == "dilated" else i, window)  # window keys left of i
-    after = (
-        np.zeros(n, dtype=np.int64)
-        if causal
-        else np.minimum((n - 1 - i) // (dilation if kind == "dilated" else 1), window)
-    )
+    step = dilation if kind == "dilated" else 1
+    before = np.minimum(i // step, window)  # window keys left of i
+    after = 0 if causal else np.minimum((n - 1 - i) // step, window)
     win = before + after + 1  # the diagonal included
     if kind in ("window", "dilated"):
         return win

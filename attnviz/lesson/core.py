@@ -48,17 +48,13 @@ def find_word(tokens: list[str], word: str, special: np.ndarray | None = None, s
 
 def find_pronoun(att: Attention, lang: str) -> int | None:
     """The first pronoun of the sentence (the language's list, longest first), or None."""
-    found = [find_word(att.tokens, p, att.special) for p in PRONOUNS.get(lang, PRONOUNS["en"])]
-    hits = [i for i in found if i is not None]
-    return min(hits) if hits else None
-
-
-def _is_word(token: str) -> bool:
-    return any(ch.isalnum() for ch in _bare(token))
+    found = (find_word(att.tokens, p, att.special) for p in PRONOUNS.get(lang, PRONOUNS["en"]))
+    return min((i for i in found if i is not None), default=None)
 
 
 def _words(att: Attention) -> list[int]:
-    words = [i for i in range(att.n) if not att.special[i] and _is_word(att.tokens[i])]
+    """The ordinary tokens with a letter or digit; failing that, the ordinary ones; failing that, all."""
+    words = [i for i in range(att.n) if not att.special[i] and any(ch.isalnum() for ch in _bare(att.tokens[i]))]
     return words or [i for i in range(att.n) if not att.special[i]] or list(range(att.n))
 
 
@@ -115,8 +111,7 @@ def find_head(att: Attention, query: int, key: int) -> HeadPick:
     if not (0 <= query < att.n and 0 <= key < att.n):
         raise IndexError(f"query {query} / key {key} outside 0..{att.n - 1}")
     column = np.asarray(att.weights[:, :, query, key], dtype=np.float64)  # (L, H)
-    flat = int(np.argmax(column))
-    layer, head = divmod(flat, att.n_heads)
+    layer, head = divmod(int(np.argmax(column)), att.n_heads)
     return HeadPick(int(layer), int(head), query, key, float(column[layer, head]), att.n)
 
 

@@ -58,12 +58,7 @@ def contribution_map(
     trace = token_map_trace(z, keys, t("fig.share", lang), hover) | {"zmin": 0.0, "zmax": top}
     title = t("fig.contribution_title", lang, method=method_label(c.method, lang), which=which)
     layout = square_map_layout(
-        title,
-        t("fig.note_contribution", lang),
-        c.n,
-        axis,
-        t("fig.axis_from", lang),
-        t("fig.axis_output", lang),
+        title, t("fig.note_contribution", lang), c.n, axis, t("fig.axis_from", lang), t("fig.axis_output", lang)
     )
     return figure([trace], fit_margins(layout, below=BAR_ROOM_PX))
 
@@ -84,10 +79,9 @@ def deletion_curves(
     for k, row in enumerate(board.rows):
         name = method_label(row.method, lang)
         is_random = row.method == "random"
-        line: Json = {"width": 4 if row.method == highlight else 2}
-        line["color"] = RANDOM_COLOR if is_random else HEAD_COLORS[k % len(HEAD_COLORS)]
+        line = {"width": 4 if row.method == highlight else 2, "color": HEAD_COLORS[k % len(HEAD_COLORS)]}
         if is_random:
-            line["dash"] = "dash"
+            line |= {"color": RANDOM_COLOR, "dash": "dash"}
         aopc = t("fig.aopc_value", lang, v=f"{row.aopc:.3f}")
         data.append(
             {

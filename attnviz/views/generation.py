@@ -111,10 +111,7 @@ def written_until(text: str, spans: Sequence[tuple[int, int]], special: Sequence
 
 def parting(a: Sequence[int], b: Sequence[int]) -> int:
     """The first position where two sequences of ids differ (the shorter one's length if none)."""
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            return i
-    return min(len(a), len(b))
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def sink_share(rows: np.ndarray, head: int | None = None) -> float:

@@ -107,9 +107,7 @@ def stand_upright(labels: list[str]) -> bool:
 def _labels(axis: Json) -> list[str]:
     """The axis's tick labels: its ticktext, else its tick values as text."""
     labels = axis.get("ticktext")
-    if labels is None:
-        labels = axis.get("tickvals") or []
-    return [str(label) for label in labels]
+    return [str(label) for label in (axis.get("tickvals") or [] if labels is None else labels)]
 
 
 def _title(axis: Json) -> str:
@@ -127,10 +125,9 @@ def fit_margins(layout: Json, below: float = 0) -> Json:
         if "ticktext" in axis:
             axis["ticktext"] = [_shortened(label, MAX_LABEL_PX) for label in labels]
         axis["automargin"] = False
-    x_widths = [label_px(label) for label in _labels(x)]
     upright = stand_upright(_labels(x))
     x["tickangle"] = 90 if upright else 0
-    x_labels = max(x_widths, default=0.0) if upright else 1.4 * TICK_FONT_PX
+    x_labels = max((label_px(label) for label in _labels(x)), default=0.0) if upright else 1.4 * TICK_FONT_PX
     y_labels = max((label_px(label) for label in _labels(y)), default=0.0)
     bottom = x_labels + TICK_ROOM_PX + (TITLE_ROOM_PX["x"] if _title(x) else 0) + below
     left = y_labels + TICK_ROOM_PX + (TITLE_ROOM_PX["y"] if _title(y) else 0)
