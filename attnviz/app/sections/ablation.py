@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
+from operator import attrgetter
+from typing import Any
 
 import numpy as np
 import streamlit as st
@@ -42,22 +44,34 @@ def _supported(runner: Runner) -> bool:
     return True
 
 
+def has_layers(runner: Any) -> bool:
+    """Whether the model's layers can be taken apart (heads switched off, value norms)."""
+    try:
+        runner.layers()
+    except (ValueError, AttributeError, NotImplementedError):
+        return False
+    return True
+
+
 def _mode(runner: Runner) -> HeadMode:
     """The visitor's mode; a decoder's is "zero" (a mean over positions would reach later tokens)."""
     return "zero" if is_lm(runner) else heads_off.mode()
 
 
-def _ablation(context: Ctx, loaded: Loaded, text: str, off: Heads, mode: HeadMode) -> explain.Ablation | None:
-    """The model with `off` switched off, through the result cache (progress, Cancel, budget)."""
+def cached_ablation(context: Ctx, loaded: Loaded, text: str, off: Heads, mode: HeadMode) -> explain.Ablation | None:
+    """The model with `off` switched off, through the result cache (progress, Cancel, budget):
+    one entry for the explorer, the lesson and the head card. Raises what `explain.ablate` raises."""
     runner = loaded.runner
 
     def compute(progress: Progress) -> explain.Ablation:
         return explain.ablate(runner, text, off, mode, max_tokens=context.max_tokens, progress=progress)
 
     label = t("abl.computing", k=len(off))
-    return widgets.attempt(
-        lambda: work.cached_long(context, loaded, "ablate", text, off, mode, label=label, fn=compute), "switching heads"
-    )
+    return work.cached_long(context, loaded, "ablate", text, off, mode, label=label, fn=compute)
+
+
+def _ablation(context: Ctx, loaded: Loaded, text: str, off: Heads, mode: HeadMode) -> explain.Ablation | None:
+    return widgets.attempt(lambda: cached_ablation(context, loaded, text, off, mode), "switching heads")
 
 
 def _head_list(off: Heads, lang: str) -> str:
@@ -109,7 +123,7 @@ def _derived(context: Ctx, focus: Focus, result: explain.Ablation) -> tuple[Atte
     model = again.model_of(context, focus.loaded)
     key = (focus.loaded.key, focus.text, context.max_tokens)
     steps = ((("ablate", *key, result.heads, result.mode), partial(_ablate, context, model, focus.text, result.heads, result.mode)),
-             (None, _attention))  # fmt: skip
+             (None, attrgetter("attention")))  # fmt: skip
     back = Again(context.settings, visitor.visitor(), steps)
     if not (hide or merge or has_byte_pieces(result.attention)):
         return result.attention, back.holding(result.attention)
@@ -135,10 +149,6 @@ def _ablate(
     runner = model().runner
     with gate.heavy(size_mb=work.attention_mb(runner.n_layers, runner.n_heads, text, context.max_tokens)):
         return explain.ablate(runner, text, off, mode, max_tokens=context.max_tokens)
-
-
-def _attention(result: explain.Ablation) -> Attention:
-    return result.attention
 
 
 def switch(context: Ctx, focus: Focus) -> Focus:
@@ -194,13 +204,9 @@ def effect(context: Ctx, focus: Focus) -> None:
         left, right = st.columns(2, gap="large")
         with left:
             fig = views.ablation_effect(
-                result.attention.tokens,
-                result.token_distance,
-                result.effect,
-                measure=result.measure,
-                next_token=result.next_token,
-                lang=context.lang,
-            )
+                result.attention.tokens, result.token_distance, result.effect,
+                measure=result.measure, next_token=result.next_token, lang=context.lang,
+            )  # fmt: skip
             charts.chart(fig, key="chart_abl_tokens")
         with right:
             change = views.attention_change(focus.base, focus.att, off=focus.off, lang=context.lang)
@@ -221,13 +227,7 @@ def _importance(
     runner = s.loaded.runner
 
     def both(progress: Progress) -> tuple[HeadImportance, dict[str, PruningCurve]]:
-        imp = explain.head_importance(
-            runner,
-            s.fitted,
-            mode,
-            max_tokens=limit,
-            progress=lambda x: progress(0.75 * x),
-        )
+        imp = explain.head_importance(runner, s.fitted, mode, max_tokens=limit, progress=lambda x: progress(0.75 * x))
         curves = explain.pruning_curves(
             runner, s.fitted, imp, max_tokens=limit, progress=lambda x: progress(0.75 + 0.25 * x)
         )

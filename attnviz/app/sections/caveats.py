@@ -15,7 +15,7 @@ from ...result import Attention
 from .. import literal, nav, runners, widgets, work
 from ..state import Ctx, t
 from ..subject import Subject
-from .explain import analysis, attempt, occlude, occlusion_kind
+from .explain import analysis, attempt, cached_norms, occlude, occlusion_kind
 
 CAVEATS = ("weight", "mixing", "sinks", "rest", "app")
 LIVE_ATTRIBUTION_N = 64  # occlusion runs n forward passes; beyond this the page skips it
@@ -62,16 +62,12 @@ def live_subject(context: Ctx) -> Subject | None:
 
 
 def sinks(context: Ctx, s: Subject) -> None:
-    runner = s.loaded.runner
-    norms = attempt(
-        s,
-        lambda: runners.cached(context, s.loaded, "norms", s.fitted, fn=lambda: explain.norm_weights(runner, s.fitted)),
-    )
-    usable = norms is not None and norms.per_head.shape == s.att.weights.shape
-    shares = explain.sink_shares(s.att, norms if usable else None)
+    norms = attempt(s, lambda: cached_norms(context, s.loaded, s.fitted))
+    norms = norms if norms is not None and norms.per_head.shape == s.att.weights.shape else None
+    shares = explain.sink_shares(s.att, norms)
     groups = {group: t(key) for group, key in GROUPS.items()}
     if s.att.causal:
-        shares = first_token_shares(s.att, norms if usable else None, shares)
+        shares = first_token_shares(s.att, norms, shares)
         groups = {FIRST: t("aware.group_first", token=" ".join(s.att.tokens[0].split())[:40]), **groups}
     rows = []
     for group, value in shares["attention"].items():

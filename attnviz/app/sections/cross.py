@@ -18,6 +18,7 @@ from .. import charts, runners, subject, widgets, work
 from ..readers import model_label, unknown_notice
 from ..runners import Loaded
 from ..state import Ctx, lang, t
+from .ablation import has_layers
 from .lab import LAB_MODELS, SAME, SHOW_TOKENS, Pair, needs_minilm
 
 Y_DEFAULT = "The cat sat on the mat because it was tired."
@@ -75,21 +76,13 @@ def _cross_model(context: Ctx, p: Pair) -> tuple[Loaded, Attention | None]:
     if context.model in LAB_MODELS:
         return p.scratch, None
     loaded = runners.load_runner(context, fallback=False)
-    if loaded is not None and _has_layers(loaded.runner):
+    if loaded is not None and has_layers(loaded.runner):
         own = subject.analysis(context, p.text, loaded, notices=False)
         if own is not None:
             st.caption(t("aware.cross_model", model=widgets.escape_md(model_label(loaded.runner.name))))
             return loaded, own.att
     needs_minilm(context, "aware.cross_needs_layers", context.model, "cross")
     return p.scratch, None
-
-
-def _has_layers(runner: Any) -> bool:
-    try:
-        runner.layers()
-    except (ValueError, AttributeError, NotImplementedError):
-        return False
-    return True
 
 
 def _cross_walk(context: Ctx, loaded: Loaded, x: str, y: str, att: Attention, layer: int, head: int) -> None:

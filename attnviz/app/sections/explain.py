@@ -12,11 +12,13 @@ import numpy as np
 import streamlit as st
 
 from ... import explain, i18n, views
+from ...explain import NormWeights
 from ...explain.removal_lm import is_lm, lm_occlusion
 from ...focus import default_focus, find_token, parse_words
 from ...models import Progress, Runner
 from ...result import Attention
 from .. import charts, downloads, runners, subject, widgets, work
+from ..runners import Loaded
 from ..state import Ctx, lang, t
 from ..subject import Subject
 
@@ -30,6 +32,13 @@ def analysis(context: Ctx) -> Subject | None:
     if got is None:
         return None
     return Subject(got.loaded, got.loaded.runner.fit(got.text, context.max_tokens), got.att, got.shown)
+
+
+def cached_norms(context: Ctx, loaded: Loaded, fitted: str) -> NormWeights:
+    """Norm-based weights of `fitted` (the text as the views cut it): one cached forward for the
+    Caveats and Explain pages and the lesson. Raises ValueError for a model whose layers cannot be
+    taken apart."""
+    return runners.cached(context, loaded, "norms", fitted, fn=lambda: explain.norm_weights(loaded.runner, fitted))
 
 
 def attempt(s: Subject, compute: Callable[[], T | None]) -> T | None:
@@ -67,14 +76,8 @@ def mixing_series(context: Ctx, s: Subject, query: int, layer: int) -> None:
             s.series[t("explain.flow")] = flow
     else:
         s.notes.append(t("explain.flow_too_large", n=att.n, limit=explain.FLOW_MAX_N_ROW))
-    runner = s.loaded.runner
     with st.spinner(t("explain.computing_norms")):
-        norms = attempt(
-            s,
-            lambda: runners.cached(
-                context, s.loaded, "norms", s.fitted, fn=lambda: explain.norm_weights(runner, s.fitted)
-            ).layer_norms(layer),
-        )
+        norms = attempt(s, lambda: cached_norms(context, s.loaded, s.fitted).layer_norms(layer))
     if norms is not None:
         s.series[t("explain.norm", layer=layer)] = explain.share(norms[query])
 

@@ -14,13 +14,14 @@ import numpy as np
 import streamlit as st
 
 from ... import explain
-from ...models import HeadMode, Progress
+from ...models import Progress
 from ...result import Attention
 from ...views import head_label
 from ...views import why as why_views
 from .. import runners, widgets, work
 from ..runners import Loaded
 from ..state import Ctx, t
+from .ablation import cached_ablation
 from .explain import code_span
 
 COMPOSE_TOP = 3  # earlier heads named a composition kind
@@ -61,14 +62,8 @@ def _reads_line(raw: Attention, layer: int, head: int) -> str:
 
 def _off_line(context: Ctx, loaded: Loaded, text: str, raw: Attention, layer: int, head: int, kinds: np.ndarray) -> str:
     """What switching the head off changes: the output, and the later map that moves most."""
-    runner, off = loaded.runner, ((layer, head),)
-    mode: HeadMode = "zero"  # as the lesson switches one head off: the same cache entry
-
-    def compute(progress: Progress) -> explain.Ablation:
-        return explain.ablate(runner, text, off, mode, max_tokens=context.max_tokens, progress=progress)
-
-    try:
-        result = work.cached_long(context, loaded, "ablate", text, off, mode, label=t("abl.computing", k=1), fn=compute)
+    try:  # "zero", as the lesson switches one head off: the same cache entry
+        result = cached_ablation(context, loaded, text, ((layer, head),), "zero")
     except ValueError:  # a model whose heads cannot be switched off
         return t("why.card_off_none")
     if result is None or result.attention.weights.shape != raw.weights.shape:

@@ -16,18 +16,19 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from ... import explain, lesson
+from ... import lesson
 from ...lesson import Facts
 from ...lesson.handout import Answer, handout_html
-from ...models import HeadMode, Progress
 from ...models.unknown_tokens import model_for_language
 from ...result import Attention
-from .. import runners, subject, widgets, work
+from .. import subject, widgets
 from ..readers import model_label
 from ..runners import Loaded
-from ..state import CUSTOM, Ctx, model_options, t
+from ..state import Ctx, t
 from ..widgets import escape_md
 from . import classroom
+from .ablation import cached_ablation, has_layers
+from .explain import cached_norms
 
 QUESTIONS = (*lesson.STEPS, "referent")  # "referent": step 4's first question
 TRIES = "_lesson_tries"  # {"sig": signature, step: [wrong answers given, distinct, in order]}
@@ -56,7 +57,7 @@ class Lesson:
 
 def lesson_model(context: Ctx) -> str:
     """The model of the interface language (e5-small for Chinese), among the offered ones."""
-    return model_for_language(context.lang, [m for m in model_options(context.settings) if m != CUSTOM])
+    return model_for_language(context.lang, list(context.settings.model_choices))
 
 
 def fields(facts: Facts, lang: str) -> dict[str, str]:
@@ -108,31 +109,15 @@ def with_referent(run: Lesson, referent: int | None) -> Lesson:
     return dataclasses.replace(run, facts=Facts.of(run.att, pick), referent=referent)
 
 
-def supported(runner: object) -> bool:
-    """Whether the model's layers can be taken apart (heads switched off, value norms)."""
-    try:
-        runner.layers()  # type: ignore[attr-defined]
-    except ValueError:
-        return False
-    return True
-
-
 def with_switch(context: Ctx, run: Lesson) -> Lesson:
     """The facts with the picked head switched off (cached under the explorer's key)."""
     if run.facts is None:
         return run
-    p, runner = run.facts.pick, run.loaded.runner
-    if not supported(runner):
+    p = run.facts.pick
+    if not has_layers(run.loaded.runner):
         return run
-    off = ((p.layer, p.head),)
-    mode: HeadMode = "zero"
-
-    def compute(progress: Progress) -> explain.Ablation:
-        return explain.ablate(runner, run.text, off, mode, max_tokens=context.max_tokens, progress=progress)
-
-    label = t("abl.computing", k=1)
     result = widgets.attempt(
-        lambda: work.cached_long(context, run.loaded, "ablate", run.text, off, mode, label=label, fn=compute),
+        lambda: cached_ablation(context, run.loaded, run.text, ((p.layer, p.head),), "zero"),
         "switching a head off in the lesson",
     )
     if result is None or result.token_distance.shape != (run.att.n,):
@@ -148,13 +133,10 @@ def with_norms(context: Ctx, run: Lesson) -> Lesson:
     if run.facts is None:
         return run
     runner, p = run.loaded.runner, run.facts.pick
-    if not supported(runner):
+    if not has_layers(runner):
         return run
     fitted = runner.fit(run.text, context.max_tokens)
-    norms = widgets.attempt(
-        lambda: runners.cached(context, run.loaded, "norms", fitted, fn=lambda: explain.norm_weights(runner, fitted)),
-        "norm-based weights in the lesson",
-    )
+    norms = widgets.attempt(lambda: cached_norms(context, run.loaded, fitted), "norm-based weights in the lesson")
     if norms is None or norms.per_head.shape[-1] != run.att.n:
         return run
     row = np.asarray(norms.per_head[p.layer, p.head, p.query], dtype=np.float64)

@@ -21,21 +21,11 @@ from ..runners import Loaded
 from ..state import Ctx, t
 from ..subject import Focus, Subject
 from ..widgets import escape_md
+from .explain import cached_norms, code_span
 
 LOG = logging.getLogger("attnviz")
 TOGGLE = "sinks_toggle"  # the widget
 STATE = state.HIDE_SINKS  # its value: a plain key survives a visit to another page (state.KEPT)
-
-
-def _norms(context: Ctx, loaded: Loaded, text: str) -> NormWeights | None:
-    """Norm-based weights of the text as the views cut it (one cached forward), or None for a
-    model whose layers cannot be taken apart."""
-    fitted = loaded.runner.fit(text, context.max_tokens)
-    try:
-        norms = runners.cached(context, loaded, "norms", fitted, fn=lambda: explain.norm_weights(loaded.runner, fitted))
-    except ValueError:
-        return None
-    return norms
 
 
 def _value_norms(context: Ctx, loaded: Loaded, text: str) -> np.ndarray | None:
@@ -63,13 +53,7 @@ def _fits(norms: np.ndarray | None, att: Attention) -> np.ndarray | None:
 
 
 def _quoted(att: Attention, columns: np.ndarray) -> str:
-    """Tokens as Markdown code spans: literal inside (no links, HTML, math or directives), with
-    backticks swapped out so none can close the span, and colons kept from emoji shortcodes."""
-
-    def code(token: str) -> str:
-        return "`" + " ".join(token.split())[:40].replace("`", "'").replace(":", ":\u2060") + "`"
-
-    return ", ".join(code(att.tokens[int(k)]) for k in columns)
+    return ", ".join(code_span(att.tokens[int(k)]) for k in columns)
 
 
 def _view(focus: Focus) -> tuple[Any, ...]:
@@ -183,7 +167,12 @@ def sink_caveat(context: Ctx, focus: Focus) -> None:
 def sink_heads(context: Ctx, s: Subject) -> None:
     """Caveats page: every token some head sinks on, how many heads, how much weight, and how
     long its value vectors are there next to the heads' average."""
-    norms = _norms(context, s.loaded, s.att.text or s.fitted)
+    try:
+        norms: NormWeights | None = cached_norms(
+            context, s.loaded, s.loaded.runner.fit(s.att.text or s.fitted, context.max_tokens)
+        )
+    except ValueError:
+        norms = None
     usable = norms if norms is not None and norms.per_head.shape == s.att.weights.shape else None
     scores = explain.sink_scores(s.att, norms=usable)
     with st.container(key="caveats_sink_heads"):
