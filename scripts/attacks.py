@@ -82,6 +82,7 @@ class AttackReport:
     start_rss_mb: float = 0.0
     peak_pss_mb: float = 0.0  # the same tree's proportional set size (_memory)
     peak_server_mb: float = 0.0  # the server process's own RSS (what its memory budget reads)
+    peak_server_anon_mb: float = 0.0  # of it, anonymous memory: not file pages the kernel can drop
     at_peak: list[tuple[str, float, float]] = field(default_factory=list)  # (process, RSS, PSS) at the RSS peak
     attacker_rounds: int = 0
     notes: list[str] = field(default_factory=list)
@@ -110,10 +111,22 @@ def _memory(pid: int, each: list[tuple[str, float, float]] | None = None) -> tup
     return rss / 2**20, pss / 2**20
 
 
+def _anon_mb(pid: int) -> float:
+    """RssAnon + RssShmem of /proc/PID/status (proc(5)): the resident memory that is not a file's
+    pages, which the kernel drops under pressure and reads again (SmolLM2's mapped weights)."""
+    kb = 0
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(("RssAnon:", "RssShmem:")):
+                kb += int(line.split()[1])
+    return kb / 1024
+
+
 class _Sampler(threading.Thread):
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
         self.pid, self.peak, self.peak_pss, self.peak_own, self.done = pid, 0.0, 0.0, 0.0, threading.Event()
+        self.peak_anon = 0.0
         self.at_peak: list[tuple[str, float, float]] = []  # each process at the RSS sum's peak
 
     def run(self) -> None:
@@ -127,6 +140,7 @@ class _Sampler(threading.Thread):
                 self.peak, self.at_peak = rss, each
             self.peak_pss = max(self.peak_pss, pss)
             self.peak_own = max(self.peak_own, next((r for name, r, _ in each if name == "server"), 0.0))
+            self.peak_anon = max(self.peak_anon, _anon_mb(self.pid))
 
 
 def words(n: int, seed: int) -> str:
@@ -528,6 +542,7 @@ async def attack(
     report.peak_rss_mb = max(sampler.peak, report.start_rss_mb)
     report.peak_pss_mb = sampler.peak_pss
     report.peak_server_mb = sampler.peak_own
+    report.peak_server_anon_mb = sampler.peak_anon
     report.at_peak = sampler.at_peak
     return report
 
@@ -541,6 +556,9 @@ def print_report(report: AttackReport) -> None:
     )
     print(f"  peak PSS (shared pages split between the processes sharing them): {report.peak_pss_mb:.0f} MB")
     print(f"  peak RSS of the server process alone (what its memory budget reads): {report.peak_server_mb:.0f} MB")
+    print(
+        f"    its peak anonymous memory (RSS less file pages such as mapped weights): {report.peak_server_anon_mb:.0f} MB"
+    )
     if report.at_peak:
         print("  at the RSS peak (MB, RSS / PSS): " + "; ".join(f"{n} {r:.0f} / {p:.0f}" for n, r, p in report.at_peak))
     print(f"new visitors' waits until the explorer was drawn (s): {waits}")

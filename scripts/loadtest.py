@@ -15,6 +15,8 @@ Bounded in count and time, loopback only.
         # ten visitors each running the heaviest thing the demo allows
     .venv/bin/python scripts/loadtest.py --scenario class --students 30 60 120 --demo
         # a lecture hall (scripts/hall.py): N simple clients, a short sentence every 20-40 s each
+    .venv/bin/python scripts/loadtest.py --scenario switching --attackers 4 --rounds 8 --demo --memory-limit 1500
+        # a recipe with the server in a 1,500 MB memory cgroup, as a container's limit (scripts/cgroup.py)
     .venv/bin/python scripts/loadtest.py --scenario paste --rounds 10
         # four visitors at once paste a different ~7,000-word text on /?model=smollm2, ten times
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import re
 import sys
@@ -37,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from attnviz.app import nav  # noqa: E402
-from scripts import attacks, hall  # noqa: E402
+from scripts import attacks, cgroup, hall  # noqa: E402
 from tests.browser import CHROMIUM_ARGS, FULL, chromium_path, streamlit_server  # noqa: E402
 
 WORDS = ["river", "bank", "money", "animal", "street", "tired", "wide", "dog", "man", "bites", "cat", "tree"]
@@ -362,14 +365,23 @@ def main_cold() -> int:
     return 0 if not any(p for _, _, p in visits) else 1
 
 
-def main_attack(recipe: str, attackers: int, rounds: int, victims: int, demo: bool, raw: bool = False) -> int:
+def main_attack(
+    recipe: str, attackers: int, rounds: int, victims: int, demo: bool, raw: bool = False, limit_mb: int = 0
+) -> int:
     import tempfile
 
     env = {"ATTNVIZ_DEMO": "1"} if demo else None
-    with tempfile.TemporaryDirectory() as tmp, streamlit_server(env=env) as (url, proc):
+    with contextlib.ExitStack() as stack:
+        group = stack.enter_context(cgroup.memory_cgroup(limit_mb)) if limit_mb else None
+        tmp = stack.enter_context(tempfile.TemporaryDirectory())
+        url, proc = stack.enter_context(streamlit_server(env=env, prefix=group.prefix if group else None))
+        if group:
+            group.start()
         report = asyncio.run(attacks.attack(url, proc.pid, recipe, attackers, rounds, victims, Path(tmp), raw))
     attacks.print_report(report)
-    return 0 if not report.failures else 1
+    if group:
+        cgroup.print_report(group.report)
+    return 0 if not report.failures and not (group and group.report.oom_kills) else 1
 
 
 def main_class(students: list[int], ramp: float, seconds: float, demo: bool, out: str | None, flood: int) -> int:
@@ -407,6 +419,9 @@ def main() -> int:
     ap.add_argument("--ramp", type=float, default=60.0, help="class: students open the page within this")
     ap.add_argument("--seconds", type=float, default=240.0, help="class: how long the class lasts")
     ap.add_argument("--flood", type=int, default=0, help="class: raw flood sessions of one visitor beside it")
+    ap.add_argument(
+        "--memory-limit", type=int, default=0, metavar="MB", help="recipes: the server in a memory cgroup (root)"
+    )
     args = ap.parse_args()
     if args.scenario == "paste":  # four visitors paste ~7,000 words on SmolLM2 at once, ten times
         failures = hall.paste(args.rounds)
@@ -415,7 +430,9 @@ def main() -> int:
     if args.scenario == "class":
         return main_class(args.students, args.ramp, args.seconds, args.demo, args.out, args.flood)
     if args.scenario in attacks.RECIPES:
-        return main_attack(args.scenario, args.attackers, args.rounds, args.victims, args.demo, args.raw)
+        return main_attack(
+            args.scenario, args.attackers, args.rounds, args.victims, args.demo, args.raw, args.memory_limit
+        )
     if args.scenario == "stall":
         return main_stall(args.rounds)
     if args.scenario == "cold":

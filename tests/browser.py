@@ -259,7 +259,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextlib.contextmanager
 def streamlit_server(
-    env: dict[str, str] | None = None, args: list[str] | None = None
+    env: dict[str, str] | None = None, args: list[str] | None = None, prefix: list[str] | None = None
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`streamlit run app.py` on a free loopback port; yields (base url, process). Test processes
     run side by side (pytest-xdist), so a port found free can be taken before the server binds
@@ -270,6 +270,7 @@ def streamlit_server(
         port = free_port()
         log = ARTIFACTS / f"streamlit-{port}.log"
         cmd = [
+            *(prefix or []),  # e.g. scripts/cgroup.py's: the server started inside a memory cgroup
             sys.executable,
             "-m",
             "streamlit",
