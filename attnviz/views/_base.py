@@ -116,6 +116,16 @@ def panel_title(text: str, x: float, y: float = 1.0) -> Json:
             "showarrow": False}  # fmt: skip
 
 
+def subplot(layout: Json, k: int, xaxis: Json, yaxis: Json, *, square: bool = False) -> Json:
+    """Puts subplot k's axes (k = 0 the first), each anchored on the other, into `layout`, square
+    cells with `square`; returns what a trace drawn in it carries: {"xaxis": "x2", "yaxis": "y2"}
+    for k = 1."""
+    s = "" if k == 0 else str(k + 1)
+    layout[f"xaxis{s}"] = xaxis | {"anchor": f"y{s}"}
+    layout[f"yaxis{s}"] = yaxis | {"anchor": f"x{s}"} | ({"scaleanchor": f"x{s}"} if square else {})
+    return {"xaxis": f"x{s}", "yaxis": f"y{s}"}
+
+
 def map_height(n: int) -> int:
     """A token map's height in px for n tokens (Plotly's and the explorer's canvas)."""
     return int(np.clip(260 + 16 * n, 460, 860))

@@ -11,7 +11,18 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
-from ._base import EDGE_COLOR, Json, escape, figure, head_label, layout_title, one_line, panel_title, token_axis
+from ._base import (
+    EDGE_COLOR,
+    Json,
+    escape,
+    figure,
+    head_label,
+    layout_title,
+    one_line,
+    panel_title,
+    subplot,
+    token_axis,
+)
 from .margins import stand_upright
 
 
@@ -128,23 +139,23 @@ def cost_sweep(
         ("fig.cost_time", (("forward_s", "fig.cost_forward"), ("figures_s", "fig.cost_figures"))),
         ("fig.cost_memory_mb", (("mb", "fig.cost_memory"),)),
     )
-    traces = [
-        trace for col, (_, series) in enumerate(panels, start=1) for trace in _cost_panel(data, col, series, lang)
-    ]
-    layout = _side_by_side([t(label, lang) for label, _ in panels], t("fig.cost_tokens", lang)) | {
-        "title": layout_title(t("fig.cost_title", lang) if title is None else title),
-        "height": 400,
-    }
+    # two log-log panels in one row, each titled above (what make_subplots(1, 2) lays out)
+    layout: Json = {"title": layout_title(t("fig.cost_title", lang) if title is None else title), "height": 400}
+    layout["annotations"] = []
+    traces: list[Json] = []
+    for k, ((label, series), domain) in enumerate(zip(panels, ([0.0, 0.45], [0.55, 1.0]), strict=True)):
+        x_axis = {"domain": domain, "type": "log", "title": {"text": t("fig.cost_tokens", lang)}}
+        axes = subplot(layout, k, x_axis, {"domain": [0.0, 1.0], "type": "log"})
+        layout["annotations"].append(panel_title(t(label, lang), sum(domain) / 2) | {"font": {"size": 16}})
+        traces += [trace | axes for trace in _cost_panel(data, series, k == 0, lang)]
     return figure(traces, layout)
 
 
 def _cost_panel(
-    data: Sequence[Mapping[str, float]], col: int, series: Sequence[tuple[str, str]], lang: str
+    data: Sequence[Mapping[str, float]], series: Sequence[tuple[str, str]], first: bool, lang: str
 ) -> list[Json]:
     """One panel of the cost sweep: a line per measured series (key, catalogue label) and the
-    dotted n^2 line through the largest value at the largest n."""
-    suffix = "" if col == 1 else str(col)
-    axes = {"xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
+    dotted n^2 line through the largest value at the largest n (in the legend of the `first` panel)."""
     n = np.array([r["n"] for r in data], dtype=float)
     traces: list[Json] = []
     anchor = 0.0
@@ -153,7 +164,7 @@ def _cost_panel(
         if np.isnan(y).all():
             continue
         line = {"type": "scatter", "x": n.tolist(), "y": y.tolist(), "mode": "lines+markers", "name": t(label, lang)}
-        traces.append(line | axes)
+        traces.append(line)
         if np.isfinite(y[-1]):
             anchor = max(anchor, float(y[-1]))
     if anchor > 0:
@@ -164,10 +175,10 @@ def _cost_panel(
             "mode": "lines",
             "line": {"dash": "dot", "color": "gray"},
             "name": "∝ n²",
-            "showlegend": col == 1,
+            "showlegend": first,
             "legendgroup": "n2",
         }
-        traces.append(reference | axes)
+        traces.append(reference)
     return traces
 
 
@@ -210,15 +221,3 @@ def captioned(fig: go.Figure, caption: str) -> go.Figure:
         name="attnviz-caption",
     )
     return out
-
-
-def _side_by_side(titles: Sequence[str], x_title: str) -> Json:
-    """Two log-log panels in one row, each titled above (what make_subplots(1, 2) lays out)."""
-    domains = ([0.0, 0.45], [0.55, 1.0])
-    layout: Json = {"annotations": []}
-    for col, (domain, text) in enumerate(zip(domains, titles, strict=True), start=1):
-        suffix = "" if col == 1 else str(col)
-        layout[f"xaxis{suffix}"] = {"domain": domain, "anchor": f"y{suffix}", "type": "log", "title": {"text": x_title}}
-        layout[f"yaxis{suffix}"] = {"domain": [0.0, 1.0], "anchor": f"x{suffix}", "type": "log"}
-        layout["annotations"].append(panel_title(text, sum(domain) / 2) | {"font": {"size": 16}})
-    return layout

@@ -19,6 +19,7 @@ from ._base import (
     escape,
     figure,
     panel_title,
+    subplot,
     token_axis,
     token_map_trace,
 )
@@ -127,46 +128,41 @@ def layer_agreement(board: Scoreboard, *, position: int | None = None, lang: str
     names = [method_label(r.method, lang) for r in rows]
     layers = [str(layer) for layer in range(len(board.loo_layers))]
     panels = (
-        ("x", "y", [r.layer_rolled for r in rows], t("fig.panel_traced", lang)),
-        ("x2", "y2", [r.layer_single for r in rows], t("fig.panel_single", lang)),
+        ([r.layer_rolled for r in rows], t("fig.panel_traced", lang)),
+        ([r.layer_single for r in rows], t("fig.panel_single", lang)),
     )
-    data: list[Json] = []
-    for k, (xa, ya, values, _) in enumerate(panels):
-        z = np.array(values, dtype=np.float64)
-        data.append(
-            {
-                "type": "heatmap",
-                "z": np.where(np.isfinite(z), z, np.nan).round(4).tolist(),
-                "x": layers,
-                "y": names,
-                "xaxis": xa,
-                "yaxis": ya,
-                "colorscale": DIVERGING,
-                "zmin": -1.0,
-                "zmax": 1.0,
-                "showscale": k == 1,
-                "colorbar": colorbar_under("ρ"),  # standing, it took 80 px of a phone's width from the panels
-                "texttemplate": "%{z:.2f}",
-                "hovertemplate": t("fig.hover_layer_agreement", lang, m="%{y}", layer="%{x}", r="%{z:.3f}")
-                + "<extra></extra>",
-            }
-        )
     title, top = top_title(
         t("fig.layer_agreement_title", lang, output=_output_name(board, lang, position)),
         t("fig.note_layer_agreement", lang),
     )
     # a panel is 0.47 of the plot, which a phone's chart shares with the methods' names
     panel_px = 0.47 * (PHONE_CHART_PX - max(label_px(name) for name in names) - 24) - 8
-    labels = [wrapped(label, max(panel_px, 48)) for *_, label in panels]
+    labels = [wrapped(label, max(panel_px, 48)) for _, label in panels]
     top += PANEL_LINE_PX * max(label.count("<br>") + 1 for label in labels)
     bottom = 60 + BAR_ROOM_PX  # the layer numbers and the axis title, then the colour bar
     layout: Json = {"title": title, "height": 40 + top + bottom + 42 * len(rows), "margin": {"t": top, "b": bottom},
                     "annotations": []}  # fmt: skip
-    for k, (domain, label) in enumerate(zip(([0.0, 0.47], [0.53, 1.0]), labels, strict=True)):
-        suffix = "" if k == 0 else "2"
-        layout[f"xaxis{suffix}"] = {"domain": domain, "anchor": f"y{suffix}", "title": {"text": t("fig.layer", lang)}}
-        layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "autorange": "reversed", "showticklabels": k == 0}
+    data: list[Json] = []
+    for k, ((values, _), label, domain) in enumerate(zip(panels, labels, ([0.0, 0.47], [0.53, 1.0]), strict=True)):
+        x_axis = {"domain": domain, "title": {"text": t("fig.layer", lang)}}
+        axes = subplot(layout, k, x_axis, {"autorange": "reversed", "showticklabels": k == 0})
         layout["annotations"].append(panel_title(label, sum(domain) / 2))
+        z = np.array(values, dtype=np.float64)
+        trace = {
+            "type": "heatmap",
+            "z": np.where(np.isfinite(z), z, np.nan).round(4).tolist(),
+            "x": layers,
+            "y": names,
+            "colorscale": DIVERGING,
+            "zmin": -1.0,
+            "zmax": 1.0,
+            "showscale": k == 1,
+            "colorbar": colorbar_under("ρ"),  # standing, it took 80 px of a phone's width from the panels
+            "texttemplate": "%{z:.2f}",
+            "hovertemplate": t("fig.hover_layer_agreement", lang, m="%{y}", layer="%{x}", r="%{z:.3f}")
+            + "<extra></extra>",
+        }
+        data.append(trace | axes)
     return figure(data, layout)
 
 

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..lab.flash import FlashResult
-from ._base import BAR_ROOM_PX, Json, colorbar_under, escape, figure, panel_title
+from ._base import BAR_ROOM_PX, Json, colorbar_under, escape, figure, panel_title, subplot
 from .margins import top_title, wrapped
 
 PANEL_TITLE_PX = 130  # a map's title in the result pair: half of a 390 px phone's plot, less air
@@ -112,11 +112,9 @@ def result_pair(tiled: np.ndarray, plain: np.ndarray, *, lang: str = DEFAULT_LAN
     top += 15 * max(name.count("<br>") + 1 for name in names)  # the maps' own titles: 12 px lines, air
     layout: Json = {"height": 270 + top, "margin": {"t": top, "b": 40}, "annotations": [], "title": heading}
     for k, (z, name) in enumerate(zip((tiled, plain), names, strict=True)):
-        suffix = "" if k == 0 else "2"
-        data.append({"type": "heatmap", "z": np.asarray(z, dtype=np.float64), "xaxis": f"x{suffix}",
-                     "yaxis": f"y{suffix}", "zmin": lo, "zmax": hi, "colorscale": "RdBu", "showscale": k == 1,
-                     "hovertemplate": "%{y}, d%{x}: %{z:.6f}<extra></extra>"})  # fmt: skip
-        layout[f"xaxis{suffix}"] = {"domain": [0.0, 0.46] if k == 0 else [0.54, 1.0], "anchor": f"y{suffix}"}
-        layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "autorange": "reversed"}
+        axes = subplot(layout, k, {"domain": [0.0, 0.46] if k == 0 else [0.54, 1.0]}, {"autorange": "reversed"})
+        data.append({"type": "heatmap", "z": np.asarray(z, dtype=np.float64), "zmin": lo, "zmax": hi,
+                     "colorscale": "RdBu", "showscale": k == 1,
+                     "hovertemplate": "%{y}, d%{x}: %{z:.6f}<extra></extra>"} | axes)  # fmt: skip
         layout["annotations"].append(panel_title(name, 0.23 + 0.54 * k))
     return figure(data, layout)

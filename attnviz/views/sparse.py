@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
-from ._base import HEAD_COLORS, Json, escape, figure, layout_title, panel_title
+from ._base import HEAD_COLORS, Json, escape, figure, layout_title, panel_title, subplot
 from .margins import top_title, wrapped, wrapped_lines
 
 MAX_TICKS = 40  # token labels on a pattern's axes up to this many tokens
@@ -43,24 +43,20 @@ def pattern_maps(
     )
     top = title_px + PANEL_LINE_PX * lines[0]
     layout: Json = {"height": top + 60 + plot_px, "margin": {"t": top, "b": 60}, "annotations": [], "title": title}
+    axis: Json = {"tickfont": {"size": 9}, "constrain": "domain"}
+    if labels is not None:
+        axis |= {"tickmode": "array", "tickvals": list(range(n)), "ticktext": labels}
     for k, name in enumerate(names):
-        suffix = "" if k == 0 else str(k + 1)
         row, col = divmod(k, cols)
-        mask = np.asarray(masks[name], dtype=bool)
         x0, row_top = col * (width + gap_x), 1 - row * (height + gap_y)
-        data.append({"type": "heatmap", "z": mask.astype(np.int8), "xaxis": f"x{suffix}", "yaxis": f"y{suffix}",
-                     "zmin": 0, "zmax": 1, "showscale": False, "colorscale": [[0, "rgba(0,0,0,0)"], [1, HEAD_COLORS[0]]],
-                     "hovertemplate": t("sparse_fig.hover", lang, q="%{y}", k="%{x}") + "<extra></extra>"})  # fmt: skip
-        shown = labels is not None
-        axis: Json = {"tickfont": {"size": 9}}
-        if labels is not None:
-            axis |= {"tickmode": "array", "tickvals": list(range(n)), "ticktext": labels}
-        layout[f"xaxis{suffix}"] = axis | {"domain": [round(x0, 6), round(min(x0 + width, 1.0), 6)],
-                                           "anchor": f"y{suffix}", "constrain": "domain", "tickangle": -90,
-                                           "showticklabels": shown and k + cols >= len(names)}  # fmt: skip
-        layout[f"yaxis{suffix}"] = axis | {"domain": [round(max(row_top - height, 0.0), 6), round(row_top, 6)],
-                                           "anchor": f"x{suffix}", "autorange": "reversed", "scaleanchor": f"x{suffix}",
-                                           "constrain": "domain", "showticklabels": shown and col == 0}  # fmt: skip
+        x_axis = axis | {"domain": [round(x0, 6), round(min(x0 + width, 1.0), 6)], "tickangle": -90,
+                         "showticklabels": labels is not None and k + cols >= len(names)}  # fmt: skip
+        y_axis = axis | {"domain": [round(max(row_top - height, 0.0), 6), round(row_top, 6)], "autorange": "reversed",
+                         "showticklabels": labels is not None and col == 0}  # fmt: skip
+        data.append({"type": "heatmap", "z": np.asarray(masks[name], dtype=bool).astype(np.int8), "zmin": 0, "zmax": 1,
+                     "showscale": False, "colorscale": [[0, "rgba(0,0,0,0)"], [1, HEAD_COLORS[0]]],
+                     "hovertemplate": t("sparse_fig.hover", lang, q="%{y}", k="%{x}") + "<extra></extra>"}
+                    | subplot(layout, k, x_axis, y_axis, square=True))  # fmt: skip
         layout["annotations"].append(panel_title(panels[k], x0 + width / 2, row_top) | {"font": {"size": 11}})
     return figure(data, layout)
 

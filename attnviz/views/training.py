@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
-from ._base import HEAD_COLORS, SEQUENTIAL, Json, escape, figure, head_label, layout_title
+from ._base import HEAD_COLORS, SEQUENTIAL, Json, escape, figure, head_label, layout_title, subplot
 from .grid import block_mean
 
 MAX_CURVE_POINTS = 400  # per-step training curves are averaged down to this many points
@@ -111,16 +111,12 @@ def _grid_axes(n_layers: int, n_heads: int, side: int) -> tuple[list[tuple[str, 
     width, gap, h = width * shrink, gap * shrink, (1 - vgap * (n_layers - 1)) / n_layers
     names: list[tuple[str, str]] = []
     layout: Json = {}
-    for layer in range(n_layers):
-        for head in range(n_heads):
-            k = layer * n_heads + head + 1
-            x, y = ("x", "y") if k == 1 else (f"x{k}", f"y{k}")
-            x0, y1 = head * (width + gap), 1 - layer * (h + vgap)
-            xd, yd = _domain(x0, x0 + width), _domain(y1 - h, y1)
-            layout[f"xaxis{'' if k == 1 else k}"] = {"domain": xd, "anchor": y, "constrain": "domain"}
-            layout[f"yaxis{'' if k == 1 else k}"] = {"domain": yd, "anchor": x, "autorange": "reversed",
-                                                     "scaleanchor": x, "scaleratio": 1, "constrain": "domain"}  # fmt: skip
-            names.append((x, y))
+    for k, (layer, head) in enumerate(np.ndindex(n_layers, n_heads)):
+        x0, y1 = head * (width + gap), 1 - layer * (h + vgap)
+        x_axis = {"domain": _domain(x0, x0 + width), "constrain": "domain"}
+        y_axis = {"domain": _domain(y1 - h, y1), "autorange": "reversed", "scaleratio": 1, "constrain": "domain"}
+        axes = subplot(layout, k, x_axis, y_axis, square=True)
+        names.append((axes["xaxis"], axes["yaxis"]))
     return names, layout, height
 
 
@@ -268,18 +264,16 @@ def head_score_curves(
         values = np.asarray(scores[name], dtype=np.float64)  # (S, L, H)
         if values.ndim != 3 or len(values) != len(x):
             raise ValueError(f"scores[{name!r}] has shape {values.shape}, expected ({len(x)}, layers, heads)")
-        suffix = "" if p == 0 else str(p + 1)
         x0 = p * (width + gap)
-        layout[f"xaxis{suffix}"] = {"domain": _domain(x0, x0 + width), "anchor": f"y{suffix}",
-                                    "title": {"text": t("train_fig.step", lang)}}  # fmt: skip
-        layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "range": [0, 1.02], "title": {"text": t(SCORE_KEYS.get(name, name), lang)}}  # fmt: skip
+        x_axis = {"domain": _domain(x0, x0 + width), "title": {"text": t("train_fig.step", lang)}}
+        axes = subplot(layout, p, x_axis, {"range": [0, 1.02], "title": {"text": t(SCORE_KEYS.get(name, name), lang)}})
         for layer, head in np.ndindex(values.shape[1:]):
             label = head_label(layer, head, lang=lang)
             colour = HEAD_COLORS[(layer * values.shape[2] + head) % len(HEAD_COLORS)]
-            data.append({"type": "scatter", "mode": "lines", "x": x, "y": values[:, layer, head],
-                         "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "name": label, "legendgroup": label,
-                         "showlegend": p == 0, "line": {"color": colour, "dash": "solid" if layer % 2 == 0 else "dash"},
-                         "hovertemplate": t("train_fig.hover_score", lang, head=label, step="%{x}", value="%{y:.3f}")
-                         + "<extra></extra>"})  # fmt: skip
+            data.append(axes | {"type": "scatter", "mode": "lines", "x": x, "y": values[:, layer, head], "name": label,
+                                "legendgroup": label, "showlegend": p == 0,
+                                "line": {"color": colour, "dash": "solid" if layer % 2 == 0 else "dash"},
+                                "hovertemplate": t("train_fig.hover_score", lang, head=label, step="%{x}",
+                                                   value="%{y:.3f}") + "<extra></extra>"})  # fmt: skip
     layout["title"] = layout_title(t("train_fig.scores_title", lang), t("train_fig.scores_note", lang))
     return figure(data, layout)
