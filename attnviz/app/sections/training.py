@@ -28,13 +28,8 @@ HEADS = (1, 2, 4, 8)
 SPARSE_CHOICES = ("", *KINDS)  # "": every earlier key (full causal attention)
 
 
-def _kept(key: str, default: Any) -> None:
-    """A first value for a widget that survives a visit to another page (it is in `state.KEPT`)."""
-    st.session_state.setdefault(key, default)
-
-
 CONTROL_DEFAULTS = {"train_task": "induction", "train_layers": 2, "train_heads": 2, "train_d_model": 64,
-                    "train_seed": 0}  # fmt: skip
+                    "train_seed": 0, "train_plateau": True, "train_sparse": "", "train_window": 2}  # fmt: skip
 
 
 def _value(key: str, default: Any = None) -> Any:
@@ -57,12 +52,9 @@ def controls(context: Ctx) -> None:
     settings = context.settings
     session_state = st.session_state
     session_state["_train_max_steps"] = settings.train_max_steps
-    _kept("train_task", "induction")
-    _kept("train_text", t("train.default_text"))
-    for key, default in (("train_layers", 2), ("train_heads", 2), ("train_d_model", 64), ("train_seed", 0),
-                         ("train_plateau", True), ("train_sparse", ""), ("train_window", 2)):  # fmt: skip
-        _kept(key, default)
-    _kept("train_steps", min(DEFAULT_STEPS[session_state["train_task"]], settings.train_max_steps))
+    for key, default in {**CONTROL_DEFAULTS, "train_text": t("train.default_text")}.items():
+        session_state.setdefault(key, default)  # first values; they survive a visit to another page (state.KEPT)
+    session_state.setdefault("train_steps", min(DEFAULT_STEPS[session_state["train_task"]], settings.train_max_steps))
     session_state["train_steps"] = max(10, min(int(session_state["train_steps"]), settings.train_max_steps))
     with st.container(key="train_controls"):
         task = st.selectbox(t("train.task"), TASKS, key="train_task", format_func=widgets.option_labels("train.task.{}"),
@@ -127,9 +119,10 @@ def _start(context: Ctx) -> None:
     try:
         task = str(_value("train_task"))
         steps = int(_value("train_steps", DEFAULT_STEPS.get(task, DEFAULT_STEPS["induction"])))
-        cfg = TrainConfig(task, min(steps, settings.train_max_steps), int(_value("train_seed")), int(_value("train_layers")),
-                          int(_value("train_heads")), int(_value("train_d_model")), plateau=bool(_value("train_plateau", True)),
-                          sparse=str(_value("train_sparse", "")), window=int(_value("train_window", 2)),
+        cfg = TrainConfig(task, min(steps, settings.train_max_steps), int(_value("train_seed")),
+                          int(_value("train_layers")), int(_value("train_heads")), int(_value("train_d_model")),
+                          plateau=bool(_value("train_plateau")), sparse=str(_value("train_sparse")),
+                          window=int(_value("train_window")),
                           **PRESET_OPTIONS.get(task, {}))  # type: ignore[arg-type]  # fmt: skip
         settings.check_training(cfg.steps, cfg.layers, cfg.heads, cfg.d_model)
         text = str(_value("train_text", "")) if cfg.task == "text" else None
