@@ -29,7 +29,6 @@ def _is_decoder(loaded: Loaded) -> bool:
 
 
 def panel(context: Ctx, focus: Focus) -> None:
-    """The next word, the logit lens and the rotary view; nothing for an encoder."""
     if not _is_decoder(focus.loaded):
         return
     with st.container(key="decoder_next"):
@@ -60,11 +59,9 @@ def _next_word(context: Ctx, focus: Focus) -> None:
         best = views.next_label(found[0], lang=context.lang)
         st.markdown(t("dec.top", token=escape_md(best), p=f"{found[0].probability:.0%}"))
     prob = t("dec.probability")
+    bar = st.column_config.ProgressColumn(prob, min_value=0.0, max_value=1.0, format="%.3f")
     st.dataframe(
-        views.next_rows(found, lang=context.lang),
-        hide_index=True,
-        key="table_next",
-        column_config={prob: st.column_config.ProgressColumn(prob, min_value=0.0, max_value=1.0, format="%.3f")},
+        views.next_rows(found, lang=context.lang), hide_index=True, key="table_next", column_config={prob: bar}
     )
 
 

@@ -42,7 +42,7 @@ def cached_norms(context: Ctx, loaded: Loaded, fitted: str) -> NormWeights:
 
 
 def attempt(s: Subject, compute: Callable[[], T | None]) -> T | None:
-    """Run one explanation of `s` through the app's error wrapper (`widgets.attempt`)."""
+    """`widgets.attempt`, refusing a result that is not as long as `s`."""
     return widgets.attempt(compute, "explanation", length=s.att.n)
 
 
@@ -173,13 +173,8 @@ def agreement_table(s: Subject, occlusion: np.ndarray) -> None:
             if name in (t("explain.occlusion"), t("aware.occlusion_lm")):
                 continue
             agree = explain.agreement(s.per_token(values), s.per_token(occlusion), keep=s.shown)
-            rows.append(
-                {
-                    t("explain.col_method"): name,
-                    t("explain.col_kendall"): round(agree["kendall"], 3),
-                    t("explain.col_spearman"): round(agree["spearman"], 3),
-                }
-            )
+            rows.append({t("explain.col_method"): name, t("explain.col_kendall"): round(agree["kendall"], 3),
+                         t("explain.col_spearman"): round(agree["spearman"], 3)})  # fmt: skip
         st.dataframe(rows, hide_index=True, key="table_agreement")
         st.caption(t("explain.agreement_note"))
 

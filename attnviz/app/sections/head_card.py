@@ -28,12 +28,6 @@ COMPOSE_TOP = 3  # earlier heads named a composition kind
 _HEAD = re.compile(r"L(\d+)H(\d+)")
 
 
-def _kinds(context: Ctx, loaded: Loaded, text: str, raw: Attention) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Every head's kind on this sentence, and the statistics it comes from (cached)."""
-    stats = runners.cached(context, loaded, "why_stats", text, fn=lambda: explain.head_stats(raw))
-    return explain.head_kinds(stats), stats
-
-
 def _named(name: str, kinds: np.ndarray, lang: str) -> str:
     """A part's name as the card writes it: a head with its kind when it has one ("L0H0,
     previous token")."""
@@ -120,7 +114,8 @@ def card(
     layer, head, lang = s.layer, s.head, context.lang
     with st.container(key=key, border=True):
         st.markdown(f"**{t('why.card_title', head=head_label(layer, head, lang=lang))}**")
-        kinds, stats = _kinds(context, loaded, text, raw)
+        stats = runners.cached(context, loaded, "why_stats", text, fn=lambda: explain.head_stats(raw))
+        kinds = explain.head_kinds(stats)  # every head's kind on this sentence
         lines = [
             _kind_line(kinds, stats, layer, head),
             _reads_line(raw, layer, head),

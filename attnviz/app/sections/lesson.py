@@ -111,11 +111,9 @@ def with_referent(run: Lesson, referent: int | None) -> Lesson:
 
 def with_switch(context: Ctx, run: Lesson) -> Lesson:
     """The facts with the picked head switched off (cached under the explorer's key)."""
-    if run.facts is None:
+    if run.facts is None or not has_layers(run.loaded.runner):
         return run
     p = run.facts.pick
-    if not has_layers(run.loaded.runner):
-        return run
     result = widgets.attempt(
         lambda: cached_ablation(context, run.loaded, run.text, ((p.layer, p.head),), "zero"),
         "switching a head off in the lesson",
@@ -130,11 +128,9 @@ def with_switch(context: Ctx, run: Lesson) -> Lesson:
 
 def with_norms(context: Ctx, run: Lesson) -> Lesson:
     """The facts with the picked head's norm-based row (cached under the sinks' key)."""
-    if run.facts is None:
+    if run.facts is None or not has_layers(run.loaded.runner):
         return run
     runner, p = run.loaded.runner, run.facts.pick
-    if not has_layers(runner):
-        return run
     fitted = runner.fit(run.text, context.max_tokens)
     norms = widgets.attempt(lambda: cached_norms(context, run.loaded, fitted), "norm-based weights in the lesson")
     if norms is None or norms.per_head.shape[-1] != run.att.n:
