@@ -85,32 +85,15 @@ def _controls(context: Ctx, focus: Focus, off: Heads) -> None:
         a.caption(t("abl.pick_head"))
     else:
         key = "abl.switch_on" if (focus.layer, focus.head) in off else "abl.switch_off"
-        a.button(
-            t(key, layer=focus.layer, head=focus.head),
-            key="abl_toggle",
-            on_click=heads_off.toggle,
-            args=(model, focus.layer, focus.head),
-        )
-    b.checkbox(
-        t("abl.click_mode"),
-        key=CLICK_WIDGET,
-        on_change=keep,
-        args=(CLICK_WIDGET,),
-        help=t("abl.click_mode_help"),
-    )
+        a.button(t(key, layer=focus.layer, head=focus.head), key="abl_toggle", on_click=heads_off.toggle,
+                 args=(model, focus.layer, focus.head))  # fmt: skip
+    b.checkbox(t("abl.click_mode"), key=CLICK_WIDGET, on_change=keep, args=(CLICK_WIDGET,),
+               help=t("abl.click_mode_help"))  # fmt: skip
     if decoder:
         col.caption(t("abl.mode_decoder"))
     else:
-        col.radio(
-            t("abl.mode"),
-            heads_off.MODES,
-            key=MODE_WIDGET,
-            format_func=widgets.option_labels("abl.mode_{}"),
-            on_change=keep,
-            args=(MODE_WIDGET,),
-            horizontal=True,
-            help=t("abl.mode_help"),
-        )
+        col.radio(t("abl.mode"), heads_off.MODES, key=MODE_WIDGET, format_func=widgets.option_labels("abl.mode_{}"),
+                  on_change=keep, args=(MODE_WIDGET,), horizontal=True, help=t("abl.mode_help"))  # fmt: skip
     d.button(t("abl.all_on"), key="abl_all_on", on_click=heads_off.clear, disabled=not off)
     with st.container(key="abl_off_list"):
         st.caption(t("abl.off_list", k=len(off), heads=_head_list(off, context.lang)) if off else t("abl.none_off"))
@@ -210,12 +193,8 @@ def effect(context: Ctx, focus: Focus) -> None:
             charts.chart(fig, key="chart_abl_tokens")
         with right:
             change = views.attention_change(focus.base, focus.att, off=focus.off, lang=context.lang)
-            charts.chart(
-                change,
-                key="chart_abl_change",
-                on_select=partial(charts.focus_from_chart, "chart_abl_change"),
-                selection_mode="points",
-            )
+            on_select = partial(charts.focus_from_chart, "chart_abl_change")
+            charts.chart(change, key="chart_abl_change", on_select=on_select, selection_mode="points")
 
 
 # --- the Explain page: head importance and the pruning curve ----------------------------------
@@ -281,15 +260,8 @@ def importance(context: Ctx, s: Subject) -> None:
 
 def _ranking_choice(label: str, key: str) -> str:
     """Which ranking of the heads: the measured effect of switching each off, or the gradient estimate."""
-    return str(
-        st.radio(
-            t(label),
-            ("effect", "gradient"),
-            key=key,
-            format_func=widgets.option_labels("abl.which_{}"),
-            horizontal=True,
-        )
-    )
+    options = ("effect", "gradient")
+    return str(st.radio(t(label), options, key=key, format_func=widgets.option_labels("abl.which_{}"), horizontal=True))
 
 
 def _switch_k(s: Subject, imp: HeadImportance) -> None:
@@ -300,13 +272,8 @@ def _switch_k(s: Subject, imp: HeadImportance) -> None:
     with b:
         order = _ranking_choice("abl.k_order", "x_abl_k_order")
     heads = imp.ranking(order)[: int(k)]  # type: ignore[arg-type]
-    col.button(
-        t("abl.apply_k"),
-        key="abl_apply_k",
-        on_click=heads_off.replace_with,
-        args=(s.att.model, heads),
-        help=t("abl.apply_k_help"),
-    )
+    col.button(t("abl.apply_k"), key="abl_apply_k", on_click=heads_off.replace_with, args=(s.att.model, heads),
+               help=t("abl.apply_k_help"))  # fmt: skip
 
 
 def _importance_grid(context: Ctx, s: Subject, imp: HeadImportance) -> None:

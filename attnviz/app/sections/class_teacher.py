@@ -69,13 +69,8 @@ def _sentence_inputs(context: Ctx, lang: str) -> tuple[str, str]:
     text = st.text_area(
         t(f"class.sentence_{lang}"), value=i18n.examples(lang)["default"], height=68, key=f"class_new_sentence_{lang}"
     )
-    model = st.selectbox(
-        t(f"class.model_{lang}"),
-        options,
-        index=options.index(default) if default in options else 0,
-        format_func=model_label,
-        key=f"class_new_model_{lang}",
-    )
+    model = st.selectbox(t(f"class.model_{lang}"), options, index=options.index(default) if default in options else 0,
+                         format_func=model_label, key=f"class_new_model_{lang}")  # fmt: skip
     return text, str(model)
 
 

@@ -30,22 +30,12 @@ LABEL_CHARS = 90  # of a sentence on a button
 def source(context: Ctx) -> str:
     """The corpus to run: a bundled one or an upload (which is checked when the run starts)."""
     st.subheader(t("corpus.source_title"))
-    choice = st.radio(
-        t("corpus.source"),
-        SOURCES,
-        key="corpus_source",
-        horizontal=True,
-        format_func=widgets.option_labels("corpus.src_{}"),
-    )
+    choice = st.radio(t("corpus.source"), SOURCES, key="corpus_source", horizontal=True,
+                      format_func=widgets.option_labels("corpus.src_{}"))  # fmt: skip
     if choice == "upload":
         limit = context.settings.corpus_upload_mb
-        st.file_uploader(
-            t("corpus.upload", mb=limit),
-            type=[ext.lstrip(".") for ext in FORMATS],
-            key="corpus_upload",
-            max_upload_size=limit,
-            help=t("corpus.upload_help"),
-        )
+        st.file_uploader(t("corpus.upload", mb=limit), type=[ext.lstrip(".") for ext in FORMATS], key="corpus_upload",
+                         max_upload_size=limit, help=t("corpus.upload_help"))  # fmt: skip
         st.caption(t("upload.over_limit", mb=limit))  # the browser's own refusal is in English
         received(st.session_state.get("corpus_upload"))
     return str(choice)
@@ -105,14 +95,8 @@ def run_controls(context: Ctx, loaded: Loaded, choice: str) -> None:
         target = wanted if isinstance(wanted, int) and not isinstance(wanted, bool) else corpus.DEFAULT_CORPUS_TOKENS
         session_state["corpus_tokens"] = min(sizes, key=lambda n: abs(n - target))
     a, d, b = st.columns([3, 2, 1])
-    limit = a.number_input(
-        t("corpus.limit"),
-        min_value=1,
-        max_value=cap,
-        step=100,
-        key="corpus_limit",
-        help=t("corpus.limit_help", cap=f"{cap:,}"),
-    )
+    limit = a.number_input(t("corpus.limit"), min_value=1, max_value=cap, step=100, key="corpus_limit",
+                           help=t("corpus.limit_help", cap=f"{cap:,}"))  # fmt: skip
     tokens = d.selectbox(t("corpus.tokens"), sizes, key="corpus_tokens", help=t("corpus.tokens_help"))
     b.write("")
     current = jobs.get(work.session_key())

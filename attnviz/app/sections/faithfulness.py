@@ -91,13 +91,8 @@ def contribution_section(context: Ctx, s: Subject, layer: int) -> None:
         st.caption(t("cx.intro"))
         a, b = st.columns(2)
         method = a.selectbox(t("cx.method"), explain.CONTRIBUTION_METHODS, key="cx_method", format_func=_labels())
-        view = b.radio(
-            t("cx.view"),
-            ("traced", "layer"),
-            key="cx_view",
-            horizontal=True,
-            format_func=widgets.option_labels("cx.view_{}"),
-        )
+        view = b.radio(t("cx.view"), ("traced", "layer"), key="cx_view", horizontal=True,
+                       format_func=widgets.option_labels("cx.view_{}"))  # fmt: skip
         contrib = _contributions(context, s, str(method))
         if contrib is None:
             return
@@ -130,14 +125,8 @@ def _output_choice(s: Subject, query: int, limit: int) -> int | None:
         "sentence": t("aware.fx_output_next") if lm else t("fx.output_sentence"),
         "token": t("aware.fx_output_after") if lm else t("fx.output_token"),
     }
-    choice = st.radio(
-        t("fx.output"),
-        tuple(labels),
-        key="fx_output",
-        horizontal=True,
-        format_func=labels.__getitem__,
-        help=t("aware.fx_output_help_lm") if lm else t("fx.output_help"),
-    )
+    choice = st.radio(t("fx.output"), tuple(labels), key="fx_output", horizontal=True, format_func=labels.__getitem__,
+                      help=t("aware.fx_output_help_lm") if lm else t("fx.output_help"))  # fmt: skip
     if choice == "sentence":
         return None
     if query >= limit:
@@ -171,16 +160,10 @@ def _number(v: object) -> str:
 
 
 def _table(board: Scoreboard) -> list[dict[str, Any]]:
-    r3 = _number
-
+    columns = {"spearman": "fx.col_spearman", "kendall": "fx.col_kendall", "aopc": "fx.col_aopc",
+               "aopc_over_random": "fx.col_over_random"}  # fmt: skip
     return [
-        {
-            t("fx.col_method"): _label(str(row["method"])),
-            t("fx.col_spearman"): r3(float(row["spearman"])),
-            t("fx.col_kendall"): r3(float(row["kendall"])),
-            t("fx.col_aopc"): r3(float(row["aopc"])),
-            t("fx.col_over_random"): r3(float(row["aopc_over_random"])),
-        }
+        {t("fx.col_method"): _label(str(row["method"])), **{t(c): _number(float(row[k])) for k, c in columns.items()}}
         for row in board.table()
     ]
 
@@ -257,12 +240,7 @@ def average_scoreboard(context: Ctx) -> None:
             for r in data["rows"]
         ]
         st.dataframe(rows, hide_index=True, key="table_average")
-        st.caption(
-            t(
-                "fx.average_note",
-                n=data.get("sentences", 0),
-                model=model_label(str(data.get("model", "?"))),
-                output=_output_label(str(data.get("output", "?"))),
-            )
-        )  # how to recompute it (the benchmark's command) is for developers: bench/README.md
+        model, output = model_label(str(data.get("model", "?"))), _output_label(str(data.get("output", "?")))
+        # how to recompute it (the benchmark's command) is for developers: bench/README.md
+        st.caption(t("fx.average_note", n=data.get("sentences", 0), model=model, output=output))
         st.page_link(nav.page("explain", context.lang), label=t("fx.to_explain"), icon="📊")

@@ -103,16 +103,8 @@ def bench() -> None:
              for r in rows]  # fmt: skip
     with st.container(key="flash_bench"):
         st.dataframe(table, hide_index=True)
-        st.caption(
-            t(
-                "flash.bench_setup",
-                heads=setup["heads"],
-                width=setup["width"],
-                threads=setup["threads"],
-                repeat=setup["repeat"],
-                when=setup["measured"],
-            )
-        )
+        st.caption(t("flash.bench_setup", heads=setup["heads"], width=setup["width"], threads=setup["threads"],
+                     repeat=setup["repeat"], when=setup["measured"]))  # fmt: skip
         st.markdown(t("flash.bench_note"))
 
 

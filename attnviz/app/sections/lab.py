@@ -57,13 +57,8 @@ def switches() -> dict[str, Any]:
             t("lab.seed"), min_value=0, max_value=2**31 - 1, step=1, key="lab_seed", disabled=not random
         )
     weights = "random" if random else "pretrained"
-    return {
-        "scale": scale,
-        "positions": positions,
-        "causal": causal,
-        "weights": weights,
-        "seed": int(seed) if random else 0,
-    }
+    return {"scale": scale, "positions": positions, "causal": causal, "weights": weights,
+            "seed": int(seed) if random else 0}  # fmt: skip
 
 
 def analysis(context: Ctx, opts: dict[str, Any]) -> Pair | None:
@@ -90,9 +85,8 @@ def analysis(context: Ctx, opts: dict[str, Any]) -> Pair | None:
 def model_notice(context: Ctx) -> None:
     """The lab's encoder carries MiniLM's weights, so the lab reads with MiniLM whatever the
     sidebar says: said when another model is chosen, with one click to choose MiniLM there."""
-    if context.model in LAB_MODELS:
-        return
-    needs_minilm(context, "aware.lab_needs_minilm", context.model, "lab")
+    if context.model not in LAB_MODELS:
+        needs_minilm(context, "aware.lab_needs_minilm", context.model, "lab")
 
 
 def needs_minilm(context: Ctx, message: str, model: str, key: str) -> None:
@@ -125,10 +119,8 @@ def side_by_side(context: Ctx, p: Pair) -> None:
             st.info(t(key, diff=f"{diff:.3f}"), icon=":material/compare_arrows:")
     with left:
         title = t("lab.pretrained_title", layer=p.layer, head=p.head)
-        charts.chart(
-            views.heatmap(p.pretrained, p.layer, p.head, zmax=1.0, title=title, lang=context.lang),
-            "chart_lab_pretrained",
-        )
+        fig = views.heatmap(p.pretrained, p.layer, p.head, zmax=1.0, title=title, lang=context.lang)
+        charts.chart(fig, "chart_lab_pretrained")
     with right:
         title = t("lab.scratch_title", layer=p.layer, head=p.head)
         fig = views.heatmap(p.mine, p.layer, p.head, zmax=1.0, title=title, lang=context.lang)
@@ -209,6 +201,5 @@ def order_demo(context: Ctx, p: Pair) -> None:
         charts.chart(views.heatmap(att_a, p.layer, p.head, zmax=1.0, title=title, lang=context.lang), "chart_order_a")
     with right:
         title = t("lab.order_b", layer=p.layer, head=p.head)
-        charts.chart(
-            views.heatmap(result.back, p.layer, p.head, zmax=1.0, title=title, lang=context.lang), "chart_order_b"
-        )
+        fig = views.heatmap(result.back, p.layer, p.head, zmax=1.0, title=title, lang=context.lang)
+        charts.chart(fig, "chart_order_b")

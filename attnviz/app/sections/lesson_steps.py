@@ -90,13 +90,9 @@ def _pick_head(facts: Facts, lang: str) -> Widget:
     L, H = facts.column.shape
     names = [lesson.head_name(layer, head, lang) for layer in range(L) for head in range(H)]
     return lambda label, key: st.selectbox(
-        label,
-        list(range(L * H)),
-        index=None,
-        key=key,
-        format_func=names.__getitem__,
+        label, list(range(L * H)), index=None, key=key, format_func=names.__getitem__,
         placeholder=t("lesson.answer_placeholder"),
-    )
+    )  # fmt: skip
 
 
 def _count(label: str, key: str) -> object:
@@ -117,11 +113,10 @@ def _step(
                 _look(step, f)
             with right:
                 picture()
+            _tokens(run.att.tokens)
         else:
             _look(step, f)
             picture()
-        if step == "tokens":
-            _tokens(run.att.tokens)
         _ask(context, run, step, facts, widget)
 
 

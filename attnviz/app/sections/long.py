@@ -58,10 +58,8 @@ def section(context: Ctx, text: str) -> None:
         return
     limit = longest(loaded.runner)
     if limit <= memory:
-        st.info(
-            t("long.model_short", model=loaded.runner.name, limit=f"{limit:,}", n=f"{n_tokens:,}"),
-            icon=":material/info:",
-        )
+        words = {"model": loaded.runner.name, "limit": f"{limit:,}", "n": f"{n_tokens:,}"}
+        st.info(t("long.model_short", **words), icon=":material/info:")
         return
     warmup.warm_up()  # before the long mode's figures (the explorer's loading() leaves it to its views)
     with st.container(key="long_mode"):
@@ -110,17 +108,8 @@ def _mode(context: Ctx, loaded: Loaded, text: str, n_tokens: int, limit: int) ->
     runner = loaded.runner
     n = min(n_tokens, limit)
     est = estimate(runner, n)
-    st.info(
-        t(
-            "long.estimate",
-            n=f"{n_tokens:,}",
-            memory=f"{context.settings.max_tokens:,}",
-            kept=f"{n:,}",
-            full=_size(est.full_bytes),
-            keeps=_size(est.kept_bytes),
-        ),
-        icon=":material/memory:",
-    )
+    st.info(t("long.estimate", n=f"{n_tokens:,}", memory=f"{context.settings.max_tokens:,}", kept=f"{n:,}",
+              full=_size(est.full_bytes), keeps=_size(est.kept_bytes)), icon=":material/memory:")  # fmt: skip
     if n < n_tokens:
         st.warning(t("long.truncated", kept=f"{n:,}", total=f"{n_tokens:,}"), icon=":material/content_cut:")
     held = _result(context, loaded, text, limit)
@@ -196,12 +185,8 @@ def _views(context: Ctx, held: dict[str, Any]) -> None:
     block = int(np.diff(block_edges(long.n, OVERVIEW)).max())
     with st.container(key="long_overview_box"):
         title = t("long.overview_title", which=name, blocks=overview.shape[0], size=block)
-        charts.chart(
-            fig.overview_figure(overview, long.n, OVERVIEW, title, lang),
-            key="long_overview",
-            on_select=_open_tile,
-            selection_mode="points",
-        )
+        figure = fig.overview_figure(overview, long.n, OVERVIEW, title, lang)
+        charts.chart(figure, key="long_overview", on_select=_open_tile, selection_mode="points")
         st.caption(t("long.overview_caption"))
     _tile(context, long, layer, head, name)
     _row(context, long, layer, head, name)
@@ -259,12 +244,9 @@ def _row(context: Ctx, long: LongAttention, layer: int, head: int, name: str) ->
 def _table(long: LongAttention, idx: np.ndarray, values: np.ndarray) -> Any:
     import pandas as pd
 
+    tokens, weights = [long.tokens[int(i)] for i in idx], np.round(values[idx].astype(np.float64), 4)
     return pd.DataFrame(
-        {
-            t("long.col_position"): idx.astype(int),
-            t("long.col_token"): [long.tokens[int(i)] for i in idx],
-            t("long.col_weight"): np.round(values[idx].astype(np.float64), 4),
-        }
+        {t("long.col_position"): idx.astype(int), t("long.col_token"): tokens, t("long.col_weight"): weights}
     )
 
 

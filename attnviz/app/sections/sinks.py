@@ -33,12 +33,9 @@ def _value_norms(context: Ctx, loaded: Loaded, text: str) -> np.ndarray | None:
     layers cannot be taken apart: from the views' own forward (cached by runners.analyse), else
     one cached forward that keeps no maps."""
     try:  # the explorer's own pass put its values in the cache (runners.attend_views); a second forward only without
+        fitted = loaded.runner.fit(text, context.max_tokens)
         got = runners.cached(
-            context,
-            loaded,
-            "value_norms",
-            text,
-            fn=lambda: explain.value_norms(loaded.runner, loaded.runner.fit(text, context.max_tokens)),
+            context, loaded, "value_norms", text, fn=lambda: explain.value_norms(loaded.runner, fitted)
         )
         return got.norms() if isinstance(got, explain.PassValues) else got
     except RuntimeError as exc:  # the accelerator out of memory, say: the caveat goes without the norms
@@ -59,26 +56,15 @@ def _quoted(att: Attention, columns: np.ndarray) -> str:
 def _view(focus: Focus) -> tuple[Any, ...]:
     """What decides the maps the views draw, for the cache keys: the token view and any heads
     switched off (the ablation switch runs before this one, so `f.att` may be the switched model's)."""
-    off = tuple(tuple(h) for h in focus.settings.get("heads_off", ()))
-    return (
-        focus.settings.get("hide_special"),
-        focus.settings.get("merge_words"),
-        off,
-        focus.settings.get("ablation_mode"),
-    )
+    settings, off = focus.settings, tuple(tuple(h) for h in focus.settings.get("heads_off", ()))
+    return settings.get("hide_special"), settings.get("merge_words"), off, settings.get("ablation_mode")
 
 
 def _scores(context: Ctx, focus: Focus) -> SinkScores:
     """Sink scores of what the views show (cached), with value norms when its tokens are the raw ones."""
     usable = _fits(_value_norms(context, focus.loaded, focus.text), focus.att)
-    return runners.cached(
-        context,
-        focus.loaded,
-        "sinks",
-        focus.text,
-        *_view(focus),
-        fn=lambda: explain.sink_scores(focus.att, norms=usable),
-    )
+    return runners.cached(context, focus.loaded, "sinks", focus.text, *_view(focus),
+                          fn=lambda: explain.sink_scores(focus.att, norms=usable))  # fmt: skip
 
 
 def hide_switch(context: Ctx, focus: Focus) -> Focus:
@@ -88,13 +74,8 @@ def hide_switch(context: Ctx, focus: Focus) -> Focus:
     columns = scores.parking()
     with st.container(key="sinks"):
         left, right = st.columns([1, 3])
-        on = left.toggle(
-            t("sinks.toggle"),
-            key=TOGGLE,
-            on_change=state.keep,
-            args=(TOGGLE,),
-            help=t("sinks.toggle_help", eps=scores.threshold),
-        )
+        on = left.toggle(t("sinks.toggle"), key=TOGGLE, on_change=state.keep, args=(TOGGLE,),
+                         help=t("sinks.toggle_help", eps=scores.threshold))  # fmt: skip
         removed = explain.removed_share(focus.att.weights[focus.layer : focus.layer + 1], columns)[0]  # (heads,)
         share = float(removed.mean() if focus.head is None else removed[focus.head])
         heads = int(scores.heads_on_any(columns).sum())  # every head above epsilon on one of them
@@ -131,12 +112,8 @@ def strongest_sink(scores: SinkScores, norms: np.ndarray | None, att: Attention)
         return None
     layer, head = np.unravel_index(int(np.where(scores.is_sink, scores.share, -1).argmax()), scores.share.shape)
     k = int(scores.token[layer, head])
-    found: dict[str, Any] = {
-        "layer": int(layer),
-        "head": int(head),
-        "token": att.tokens[k],
-        "share": float(scores.share[layer, head]),
-    }
+    found: dict[str, Any] = {"layer": int(layer), "head": int(head), "token": att.tokens[k],
+                             "share": float(scores.share[layer, head])}  # fmt: skip
     if _fits(norms, att) is not None:
         assert norms is not None
         found["moved"] = explain.moved_share(att.weights[layer, head], norms[layer, head], k)

@@ -106,10 +106,9 @@ def sources(
         progress(0.0)
         return explain.score_sources(runner, text, layer, head, query, key)
 
+    label = t("why.computing")
     return widgets.attempt(
-        lambda: work.cached_long(
-            context, loaded, "why", text, layer, head, query, key, label=t("why.computing"), fn=compute
-        ),
+        lambda: work.cached_long(context, loaded, "why", text, layer, head, query, key, label=label, fn=compute),
         "why",
         message=t("why.unsupported"),
     )

@@ -23,26 +23,15 @@ from .. import charts, literal, runners, widgets, work
 from ..runners import Loaded
 from ..state import Ctx, t
 
-__all__ = [
-    "DEMO_STEPS",
-    "MOST_STEPS",
-    "PLAY_S",
-    "Written",
-    "body",
-    "can_write",
-    "panel",
-    "probe_start",
-    "trained_panel",
-]
+__all__ = ["DEMO_STEPS", "MOST_STEPS", "PLAY_S", "Written", "body", "can_write", "panel", "probe_start",
+           "trained_panel"]  # fmt: skip
 
 LOG = logging.getLogger("attnviz")
 MOST_STEPS = min(32, MAX_STEPS)  # a step's rows for every head travel with the page: tens of tokens
 DEMO_STEPS = 12  # the public demo's two cores are shared by every visitor
 FIRST_STEPS = 10
 PLAY_S = 1.0  # a step a second: time to read the row before the next one
-PROBE_SHARE = (
-    0.6  # a trained model starts writing after this share of its probe (a copy or induction probe's repeat begun)
-)
+PROBE_SHARE = 0.6  # a trained model writes after this share of its probe (a copy or induction probe's repeat begun)
 
 
 @dataclass(frozen=True)
