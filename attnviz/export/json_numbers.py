@@ -40,10 +40,8 @@ def json_numbers(a: np.ndarray, digits: int = SIGNIFICANT_DIGITS) -> bytes:
         body = np.concatenate([cells, sep], axis=2).reshape(r1 - r0, -1)
         # brackets: a row opens one more "[" for every enclosing axis it starts, closes likewise
         idx = np.unravel_index(np.arange(r0, r1), lead) if lead else ()
-        opens = np.ones(r1 - r0, dtype=np.int64)
-        closes = np.ones(r1 - r0, dtype=np.int64)
-        first = np.ones(r1 - r0, dtype=bool)
-        last = np.ones(r1 - r0, dtype=bool)
+        opens, closes = np.ones((2, r1 - r0), dtype=np.int64)
+        first, last = np.ones((2, r1 - r0), dtype=bool)
         for axis in range(len(lead) - 1, -1, -1):
             first &= idx[axis] == 0
             last &= idx[axis] == lead[axis] - 1
@@ -115,8 +113,6 @@ def _format_flat(v: np.ndarray, p: int) -> np.ndarray:
 
 _POW10_MIN = -170
 _POW10 = 10.0 ** np.arange(_POW10_MIN, -_POW10_MIN + 1, dtype=np.float64)  # 1e-170 .. 1e170
-
-
 _DIGIT_TRIPLES = np.array([[ord(c) - ord("0") for c in f"{i:03d}"] for i in range(1000)], dtype=np.uint8)
 
 

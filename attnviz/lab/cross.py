@@ -18,7 +18,7 @@ import torch
 
 from ..models import Runner, Steps
 from ..result import Attention
-from ..scratch import LayerParts, scaled_dot_product_attention
+from ..scratch import LayerParts, causal_mask, scaled_dot_product_attention
 
 
 def cross_attention(model: Runner, x: str, y: str, max_tokens: int | None = None) -> Attention:
@@ -50,11 +50,9 @@ def cross_attention(model: Runner, x: str, y: str, max_tokens: int | None = None
 
 def _mask(p: LayerParts, n_q: int, n_k: int, like: torch.Tensor) -> torch.Tensor:
     """The additive mask (n_q, n_k): zeros, and for a causal layer key positions after the query's hidden."""
-    mask = torch.zeros(n_q, n_k, dtype=like.dtype, device=like.device)
     if not p.causal:
-        return mask
-    later = torch.ones(n_q, n_k, dtype=torch.bool, device=like.device).triu(1)
-    return mask.masked_fill(later, torch.finfo(like.dtype).min)
+        return torch.zeros(n_q, n_k, dtype=like.dtype, device=like.device)
+    return causal_mask(max(n_q, n_k), like.dtype, like.device)[:n_q, :n_k]
 
 
 def _layer_map(p: LayerParts, hx: torch.Tensor, hy: torch.Tensor) -> torch.Tensor:

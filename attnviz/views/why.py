@@ -48,23 +48,21 @@ def side_rows(s: ScoreSources, side: str, k: int = SIDE_TOP, lang: str = DEFAULT
             for name, value, share in s.top(side, k)]  # fmt: skip
 
 
-def _kept(values: np.ndarray, k: int) -> list[int]:
-    """Indices of the k largest |values|, largest first (stable: `ScoreSources.top`'s order)."""
-    return [int(i) for i in np.argsort(-np.abs(values), kind="stable")[:k]]
+def _grouped(values: np.ndarray, parts: list[str], k: int) -> tuple[list[list[int]], list[str]]:
+    """One side's k parts of largest |value|, largest first (stable: `ScoreSources.top`'s order),
+    then the rest as one group named `OTHER` if any: (index groups, names)."""
+    kept = [int(i) for i in np.argsort(-np.abs(values), kind="stable")[:k]]
+    rest = [i for i in range(len(parts)) if i not in kept]
+    return [[i] for i in kept] + ([rest] if rest else []), [parts[i] for i in kept] + ([OTHER] if rest else [])
 
 
 def top_matrix(s: ScoreSources, k: int = MATRIX_TOP) -> tuple[list[str], list[str], np.ndarray]:
     """(query-side names, key-side names, values): the matrix's k query-side parts that move the
     score most down the side, the k key-side ones across, and where a side has more parts, one
     `OTHER` row or column holding the rest summed. The values still sum to the score."""
-    rows, cols = _kept(s.query_side, k), _kept(s.key_side, k)
-    rest_rows = [i for i in range(len(s.query_parts)) if i not in rows]
-    rest_cols = [j for j in range(len(s.key_parts)) if j not in cols]
-    row_groups = [[i] for i in rows] + ([rest_rows] if rest_rows else [])
-    col_groups = [[j] for j in cols] + ([rest_cols] if rest_cols else [])
+    row_groups, row_names = _grouped(s.query_side, s.query_parts, k)
+    col_groups, col_names = _grouped(s.key_side, s.key_parts, k)
     values = np.array([[s.matrix[np.ix_(r, c)].sum() for c in col_groups] for r in row_groups])
-    row_names = [s.query_parts[i] for i in rows] + ([OTHER] if rest_rows else [])
-    col_names = [s.key_parts[j] for j in cols] + ([OTHER] if rest_cols else [])
     return row_names, col_names, values
 
 
