@@ -118,7 +118,10 @@ def _bare(decoder: TinyDecoder, task: Task, name: str) -> TrainedModel:
 
 
 def _child(conn: multiprocessing.connection.Connection) -> None:
-    """The child's entry: read the config, prepare the run from the seed, train it, send the weights."""
+    """The child's whole life: a session of its own (the module's note), then read the config,
+    prepare the run from the seed, train it, send the weights."""
+    if hasattr(os, "setsid"):
+        os.setsid()
     torch.set_num_threads(1)
     channel = _Channel(conn)
     try:
@@ -241,13 +244,6 @@ _preparation_data = multiprocessing.spawn.get_preparation_data
 multiprocessing.spawn.get_preparation_data = _without_main  # read by every start method's Popen
 
 
-def _child_main(conn: multiprocessing.connection.Connection) -> None:
-    """A child's whole life: a session of its own (the module's note), then the run."""
-    if hasattr(os, "setsid"):
-        os.setsid()
-    _child(conn)
-
-
 def _context() -> ForkServerContext | SpawnContext:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
@@ -261,7 +257,7 @@ def _spawn() -> tuple[multiprocessing.connection.Connection, BaseProcess]:
     imported PRELOAD once (where there is none, not Unix, a fresh interpreter: spawn)."""
     ctx = _context()
     ours, theirs = ctx.Pipe()
-    proc = ctx.Process(target=_child_main, args=(theirs,), name=NAME, daemon=True)
+    proc = ctx.Process(target=_child, args=(theirs,), name=NAME, daemon=True)
     try:
         proc.start()
     except OSError as exc:

@@ -142,16 +142,6 @@ def _attend(model: TinyViT, image: np.ndarray, text: str) -> Attention:
     return Attention(tokens=digit_tokens(), weights=weights, model="digits-vit", special=special, text=text)
 
 
-def _evaluate(model: TinyViT, images: torch.Tensor, labels: torch.Tensor) -> tuple[float, float, np.ndarray]:
-    model.eval()
-    with torch.no_grad():
-        logits, _ = model(images)
-    model.train()
-    predictions = logits.argmax(-1)
-    accuracy = float((predictions == labels).float().mean())
-    return float(F.cross_entropy(logits, labels)), accuracy, predictions.numpy()
-
-
 def _check(steps: int, layers: int, heads: int, d_model: int, snapshots: int) -> None:
     for name, value in (("steps", steps), ("layers", layers), ("heads", heads), ("d_model", d_model),
                         ("snapshots", snapshots)):  # fmt: skip
@@ -212,9 +202,14 @@ def train_digits(
 
 
 def _snapshot(run: DigitsRun, step: int, x_test: torch.Tensor, y_test: torch.Tensor) -> None:
-    loss, accuracy, predictions = _evaluate(run.model, x_test, y_test)
-    run.predictions = predictions
+    """Held-out loss, accuracy and predictions, the weights, and the probe digit's maps."""
+    run.model.eval()
+    with torch.no_grad():
+        logits, _ = run.model(x_test)
+    run.predictions = logits.argmax(-1).numpy()
+    accuracy = float((logits.argmax(-1) == y_test).float().mean())
     run.states.append({k: v.detach().clone() for k, v in run.model.state_dict().items()})
     text = f"digit {int(run.labels[run.probe])}"
-    run.snapshots.append(DigitsSnapshot(step, loss, accuracy, _attend(run.model, run.images[run.probe], text)))
+    attention = _attend(run.model, run.images[run.probe], text)
+    run.snapshots.append(DigitsSnapshot(step, float(F.cross_entropy(logits, y_test)), accuracy, attention))
     run.model.train()

@@ -25,7 +25,7 @@ from .model import DecoderConfig, TinyDecoder
 from .plateau import Plateau, plateau_at, plateau_window
 from .runner import TrainedModel
 from .scores import pattern_score
-from .tasks import IGNORE, TASKS, Batch, Probe, Task, make_task
+from .tasks import IGNORE, SPECIALS, TASKS, Batch, Probe, Task, make_task
 
 LIMITS = {"steps": (1, 100_000), "layers": (1, 8), "heads": (1, 16), "d_model": (8, 512), "batch_size": (1, 1024)}
 EVAL_TOKENS = 4096  # held-out tokens (at most 128 sequences) the accuracy and head scores are measured on
@@ -296,26 +296,16 @@ def _snapshot(run: TrainingRun, held_out: Batch, on_snapshot: Callable[[Training
         loss = float(decoder.loss(logits, held_out.targets))
         accuracy = float(_accuracy(logits, held_out.targets))
         probe = torch.as_tensor(run.probe.ids)[None]
-        probe_maps = torch.stack([m[0] for m in decoder(probe)[1]]).numpy()  # (L, H, n, n)
+        probe_maps = torch.stack([m[0] for m in decoder(probe)[1]]).numpy().astype(np.float32)  # (L, H, n, n)
     scores = {
         name: np.stack([pattern_score(m.numpy(), held_out.patterns[name]) for m in maps])  # (L, H)
         for name in run.task.pattern_names
     }
     run.snapshot_scores.append(scores)
-    run.snapshots.append(Snapshot(run.step, loss, accuracy, _probe_attention(run, probe_maps)))
+    ids = run.probe.ids
+    tokens = [t if t.strip() else "\u2423" for t in (run.task.vocab[i] for i in ids)]  # a space shows as the open box
+    special = np.array([i < len(SPECIALS) for i in ids])
+    att = Attention(tokens, probe_maps, run.model.name, special=special, text=run.probe.text, causal=True)
+    run.snapshots.append(Snapshot(run.step, loss, accuracy, att))
     if on_snapshot is not None:
         on_snapshot(run)
-
-
-def _probe_attention(run: TrainingRun, weights: np.ndarray) -> Attention:
-    vocab, ids = run.task.vocab, run.probe.ids
-    tokens = [t if t.strip() else "\u2423" for t in (vocab[i] for i in ids)]  # a space shows as the open box
-    special = np.array([i < 3 for i in ids])
-    return Attention(
-        tokens=tokens,
-        weights=weights.astype(np.float32),
-        model=run.model.name,
-        special=special,
-        text=run.probe.text,
-        causal=True,
-    )

@@ -129,10 +129,3 @@ class TrainedModel(RunnerBase):
             parts = (block.ln_attention, a.query, a.key, a.value, a.output, torch.nn.Identity(), mlp)
             out.append(PreNormParts(*parts, a.n_heads, a.n_heads, a.head_dim))
         return out
-
-    def logits(self, text: str) -> torch.Tensor:
-        """Next-token logits (n, vocab) for every position of `text` (numpy-free callers: tests, the CLI)."""
-        enc = self.encode(text)
-        with self.gate.interactive(), torch.inference_mode():
-            logits, _ = self.decoder(enc.inputs["input_ids"])
-        return logits[0]

@@ -125,36 +125,22 @@ def train_seq2seq(
     threads: int | None = 1,
     **options: object,
 ) -> Seq2SeqRun:
-    """Train an encoder-decoder on `task` (copy, reverse, sort, date). `options`: the other
-    `Seq2SeqTrainConfig` fields. ValueError for arguments out of range."""
+    """Train an encoder-decoder on `task` (copy, reverse, sort, date), to the last step or until
+    `progress` raises Cancelled. `options`: the other `Seq2SeqTrainConfig` fields. ValueError for
+    arguments out of range."""
     cfg = Seq2SeqTrainConfig(task, steps, seed, **options)  # type: ignore[arg-type]
     cfg.check()
-    return resume_seq2seq(prepare_seq2seq(cfg), progress=progress, on_snapshot=on_snapshot, threads=threads)
-
-
-def prepare_seq2seq(cfg: Seq2SeqTrainConfig) -> Seq2SeqRun:
-    task = make_pair_task(cfg.task, symbols=cfg.symbols, length=cfg.length)
-    mcfg = Seq2SeqConfig(len(task.vocab), task.src_len, task.tgt_len, cfg.d_model, cfg.heads, cfg.enc_layers, cfg.dec_layers)  # fmt: skip
+    pairs = make_pair_task(cfg.task, symbols=cfg.symbols, length=cfg.length)
+    mcfg = Seq2SeqConfig(len(pairs.vocab), pairs.src_len, pairs.tgt_len, cfg.d_model, cfg.heads, cfg.enc_layers, cfg.dec_layers)  # fmt: skip
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
         model = Seq2Seq(mcfg)
-    src, tgt, _ = task.examples(1, np.random.default_rng([cfg.seed, 7]))
-    return Seq2SeqRun(cfg, task, model, (src[0], tgt[0]))
-
-
-def resume_seq2seq(
-    run: Seq2SeqRun,
-    *,
-    progress: Progress | None = None,
-    on_snapshot: Callable[[Seq2SeqRun], None] | None = None,
-    threads: int | None = 1,
-) -> Seq2SeqRun:
-    """Run a prepared run to its last step, or until `progress` raises Cancelled."""
-    cfg, model = run.config, run.model
-    held_out = run.task.batch(HELD_OUT, np.random.default_rng([cfg.seed, 2]))
+    src, tgt, _ = pairs.examples(1, np.random.default_rng([cfg.seed, 7]))
+    run = Seq2SeqRun(cfg, pairs, model, (src[0], tgt[0]))
+    held_out = pairs.batch(HELD_OUT, np.random.default_rng([cfg.seed, 2]))
 
     def loss(rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        batch = run.task.batch(cfg.batch_size, rng)
+        batch = pairs.batch(cfg.batch_size, rng)
         logits, _ = model(batch.src, batch.dec_in)
         return model.loss(logits, batch.tgt), (logits.argmax(-1) == batch.tgt).float().mean()
 

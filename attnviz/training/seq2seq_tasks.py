@@ -16,7 +16,8 @@ so no end token is needed); the encoder reads the source as it is.
 from __future__ import annotations
 
 import calendar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -46,14 +47,10 @@ class PairTask:
     src_len: int
     tgt_len: int
     symbols: int = 32
-    _ids: dict[str, int] = field(default_factory=dict, repr=False)
 
-    def __post_init__(self) -> None:
-        self._ids = {tok: i for i, tok in enumerate(self.vocab)}
-
-    @property
+    @cached_property
     def ids(self) -> dict[str, int]:
-        return self._ids
+        return {tok: i for i, tok in enumerate(self.vocab)}
 
     def examples(self, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(src (B, S), tgt (B, T), align (B, T, S)) as ids."""

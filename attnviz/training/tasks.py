@@ -35,6 +35,7 @@ MIN_TEXT_CHARS = 20
 MAX_TEXT_CHARS = 20_000  # longer pastes are cut: a classroom text, not a corpus
 MAX_CHARS_VOCAB = 1_500  # distinct characters kept (most frequent first); the rest read as <unk>
 PROBE_TEXT_CHARS = 40  # characters of the text task's probe (its maps stay readable)
+Sequences = tuple[np.ndarray, dict[str, np.ndarray]]  # full sequences (B, S), each pattern's columns (B, S)
 
 
 def symbol(i: int) -> str:
@@ -82,9 +83,7 @@ class Task:
         targets[~torch.as_tensor(scored)] = IGNORE
         return Batch(ids, targets, {k: v[:, :-1] for k, v in cols.items()})
 
-    def sequences(
-        self, size: int, rng: np.random.Generator, probe: bool = False
-    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def sequences(self, size: int, rng: np.random.Generator, probe: bool = False) -> Sequences:
         """`size` full sequences (B, S) and each pattern's columns (B, S); `probe`: the one
         fixed sequence whose maps are shown."""
         raise NotImplementedError
@@ -116,9 +115,7 @@ class CopyTask(Task):
         self.symbols, self.length = symbols, length
         self.pattern_names, self.expected = ("diagonal", "previous"), "diagonal"
 
-    def sequences(
-        self, size: int, rng: np.random.Generator, probe: bool = False
-    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def sequences(self, size: int, rng: np.random.Generator, probe: bool = False) -> Sequences:
         m = self.length
         src = rng.integers(0, self.symbols, size=(size, m)) + len(SPECIALS) + 1  # (B, m)
         tgt = src[:, ::-1] if self.name == "reverse" else src
@@ -140,9 +137,7 @@ class InductionTask(Task):
         self.symbols, self.periods = symbols, (lo, hi)
         self.pattern_names, self.expected = ("induction", "previous"), "induction"
 
-    def sequences(
-        self, size: int, rng: np.random.Generator, probe: bool = False
-    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def sequences(self, size: int, rng: np.random.Generator, probe: bool = False) -> Sequences:
         lo, hi = self.periods
         S = self.max_len
         seqs = np.zeros((size, S), dtype=np.int64)
@@ -177,9 +172,7 @@ class TextTask(Task):
     def probe_text(self, ids: list[int]) -> str:
         return self.text[: len(ids) - 1]  # the probe is the text's first window
 
-    def sequences(
-        self, size: int, rng: np.random.Generator, probe: bool = False
-    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def sequences(self, size: int, rng: np.random.Generator, probe: bool = False) -> Sequences:
         width = self.max_len - 1
         starts = np.zeros(1, dtype=np.int64) if probe else rng.integers(0, len(self.data) - width + 1, size=size)
         if probe:
