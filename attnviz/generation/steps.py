@@ -83,11 +83,6 @@ class Generation:
         """The text after the prompt."""
         return self.text[len(self.prompt) :]
 
-    @property
-    def rows_bytes(self) -> int:
-        """Memory the steps' attention rows take."""
-        return sum(int(s.rows.nbytes) for s in self.steps)
-
     def attention(self) -> Attention:
         """The whole sequence's causal attention, one forward as the runner's `attend` runs it."""
         return self._writer().attention(self)

@@ -31,13 +31,6 @@ from .steps import Generation, Step
 __all__ = ["generate"]
 
 
-@dataclass(frozen=True)
-class Sampling:
-    temperature: float = 0.0
-    top_k: int | None = None
-    seed: int = 0
-
-
 def generate(
     model: Any,
     prompt: str | Sequence[int],
@@ -59,7 +52,7 @@ def generate(
     ids = enc.inputs["input_ids"][0].tolist()
     _check_room(model, len(ids), steps)
     logits, _ = engine.feed(ids, rows=False)
-    writer = _Writer(model, enc, logits, Sampling(float(temperature), top_k, int(seed)), steps)
+    writer = _Writer(model, enc, logits, float(temperature), top_k, int(seed), steps)
     return writer.write(engine, logits, [], [], steps)
 
 
@@ -100,13 +93,15 @@ def _eos_ids(model: Any) -> set[int]:
 @dataclass
 class _Writer:
     """What a generation needs to attend and branch: the model, the prompt's encoding and the
-    logits after it, the sampling, the steps asked for; then the engine holding its KV cache
-    and the encoding of its whole sequence."""
+    logits after it, the sampling (temperature, top_k, seed), the steps asked for; then the
+    engine holding its KV cache and the encoding of its whole sequence."""
 
     runner: Any
     prompt: Encoded
     first: torch.Tensor  # logits (vocab,) after the prompt: step 0's
-    sampling: Sampling
+    temperature: float
+    top_k: int | None
+    seed: int
     asked: int
     engine: Engine | None = None
     sequence: Encoded | None = None
@@ -116,13 +111,13 @@ class _Writer:
     ) -> Generation:
         """Steps after `done` until there are `total` (or the end-of-text token): the `forced`
         ids first, then the model's choices. The engine holds the positions before them."""
-        r, s = self.runner, self.sampling
+        r = self.runner
         ids = self.prompt.inputs["input_ids"][0].tolist() + [st.token_id for st in done]
         steps, stop = list(done), _eos_ids(r)
         while len(steps) < total:
             start = time.perf_counter()
             was_forced = bool(forced)
-            tid = forced.pop(0) if forced else choose(logits, s.temperature, s.top_k, s.seed, len(ids))
+            tid = forced.pop(0) if forced else choose(logits, self.temperature, self.top_k, self.seed, len(ids))
             z = logits.numpy()
             alt_ids, alt_p = alternatives(z)
             names = r.vocab_strings([tid, *alt_ids])
@@ -141,7 +136,7 @@ class _Writer:
         mine = replace(self, engine=engine, sequence=seq)
         return Generation(
             model=r.name, prompt=self.prompt.text, text=seq.text, ids=tuple(ids), n_prompt=len(self.prompt.tokens),
-            tokens=list(seq.tokens), steps=steps, temperature=s.temperature, top_k=s.top_k, seed=s.seed,
+            tokens=list(seq.tokens), steps=steps, temperature=self.temperature, top_k=self.top_k, seed=self.seed,
             kv_heads=getattr(r, "kv_heads", None), writer=mine,
         )  # fmt: skip
 

@@ -145,14 +145,11 @@ class LongAttention:
         keep = np.arange(self.n)[cols] if isinstance(cols, slice) else np.asarray(cols, dtype=np.int64)
         return self.rows(layer, head, idx)[:, keep]
 
-    def head_bytes(self) -> int:
-        return self.n * self.n * 4
-
     def head(self, layer: int, head: int) -> np.ndarray:
         """float32 (n, n), the whole map of one head, when it fits under `head_limit_bytes`;
         past it a ValueError naming the size (use rows, tile, overview or received)."""
         self._check(layer, head)
-        need = self.head_bytes()
+        need = self.n * self.n * 4
         if need > self.head_limit_bytes:
             raise ValueError(
                 f"one head's full map at {self.n:,} tokens takes {need / 1e9:.3g} GB, over the limit of "

@@ -8,11 +8,10 @@ padding needs no mask beyond `is_causal`, so no (n, n) mask is built.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,21 +75,17 @@ def _long_attention(
     return out.transpose(1, 2).contiguous(), None  # (B, n, H, d)
 
 
-def _register() -> None:
-    from transformers import AttentionInterface, AttentionMaskInterface
-    from transformers.masking_utils import sdpa_mask
-
-    AttentionInterface.register(_NAME, _long_attention)
-    AttentionMaskInterface.register(_NAME, sdpa_mask)  # None for a batch of one without padding
-
-
 def twin(hf_model: Any) -> Any:
     """The SDPA twin of a shared Hugging Face model: same tensors, its own config and modules."""
     with _TWINS_LOCK:
         found = _TWINS.get(hf_model)
         if found is not None:
             return found
-        _register()
+        from transformers import AttentionInterface, AttentionMaskInterface
+        from transformers.masking_utils import sdpa_mask
+
+        AttentionInterface.register(_NAME, _long_attention)
+        AttentionMaskInterface.register(_NAME, sdpa_mask)  # None for a batch of one without padding
         cfg = copy.deepcopy(hf_model.config)
         cfg._attn_implementation = _NAME
         with torch.device("meta"):
@@ -112,22 +107,17 @@ def twin(hf_model: Any) -> Any:
         return made
 
 
-@contextlib.contextmanager
-def _recording(kept: Kept) -> Iterator[None]:
-    _RECORD.kept = kept
-    try:
-        yield
-    finally:
-        _RECORD.kept = None
-
-
 def run_hf(hf_model: Any, inputs: dict[str, torch.Tensor], check: Check | None = None) -> Kept:
     """One long forward of a Hugging Face model (batch of one)."""
     model = twin(hf_model)
     kept = Kept(check=check)
     extra: dict[str, Any] = {"use_cache": False} if "use_cache" in model.config.to_dict() else {}
-    with _recording(kept), torch.inference_mode():
-        model(**inputs, return_dict=True, **extra)
+    _RECORD.kept = kept
+    try:
+        with torch.inference_mode():
+            model(**inputs, return_dict=True, **extra)
+    finally:
+        _RECORD.kept = None
     return kept
 
 
