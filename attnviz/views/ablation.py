@@ -5,7 +5,7 @@ each token. `measure` is explain.ablation.Measure: "embedding" distance or "next
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import plotly.graph_objects as go
@@ -17,24 +17,11 @@ from .charts import token_bars
 from .decoder import visible
 from .grid import layer_head_grid
 
+if TYPE_CHECKING:  # the views take explain's results but do not need torch to be imported
+    from ..explain import PruningCurve
+
 OFF_COLOR = "#FF6692"  # the cross over a head switched off: a mid-tone on light and dark themes
 CURVE_COLORS = {"gradient": "#636EFA", "effect": "#00CC96", "random": "#AB63FA"}
-
-
-class Curve(Protocol):
-    """What the pruning curve draws of one order (explain.PruningCurve)."""
-
-    @property
-    def k(self) -> np.ndarray: ...
-
-    @property
-    def distance(self) -> np.ndarray: ...
-
-    @property
-    def measure(self) -> str: ...
-
-    @property
-    def next_token(self) -> str: ...
 
 
 def _token(token: str) -> str:
@@ -43,7 +30,9 @@ def _token(token: str) -> str:
     return escape("".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in visible(token)))
 
 
-def pruning_curve(curves: Mapping[str, Curve], *, title: str | None = None, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
+def pruning_curve(
+    curves: Mapping[str, PruningCurve], *, title: str | None = None, lang: str = DEFAULT_LANGUAGE
+) -> go.Figure:
     """The output's change against the number of heads switched off, one line per order."""
     data: list[Json] = []
     first = next(iter(curves.values()), None)

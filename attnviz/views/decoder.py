@@ -45,26 +45,36 @@ def mark_groups(fig: go.Figure, att: Attention, *, lang: str = DEFAULT_LANGUAGE)
     """Outline each key/value group's columns of a `model_view` / `layer_head_grid` figure in
     its own colour, and name each head's key/value head under its number. Unchanged for a model
     whose heads each have their own keys and values."""
-    found = groups(att)
-    if not found:
+    marks = group_marks(att, lang=lang)
+    if not marks["groups"]:
         return fig
-    shapes: list[Json] = []
-    ticks = [""] * att.n_heads
-    for g, heads in enumerate(found):
-        colour = HEAD_COLORS[g % len(HEAD_COLORS)]
-        shapes.append({"type": "rect", "xref": "x", "yref": "y", "x0": min(heads) - 0.48, "x1": max(heads) + 0.48,
-                       "y0": -0.5, "y1": att.n_layers - 0.5, "line": {"color": colour, "width": 2},
-                       "fillcolor": "rgba(0,0,0,0)"})  # fmt: skip
-        for h in heads:
-            ticks[h] = f"{h}<br><span style='color:{colour}'>{t('dec.kv_short', lang, kv=g)}</span>"
-    note = t("dec.grouped", lang, heads=att.n_heads, kv=len(found), per=att.n_heads // len(found))
+    shapes = [{"type": "rect", "xref": "x", "yref": "y", "x0": min(g["heads"]) - 0.48, "x1": max(g["heads"]) + 0.48,
+               "y0": -0.5, "y1": att.n_layers - 0.5, "line": {"color": g["colour"], "width": 2},
+               "fillcolor": "rgba(0,0,0,0)"} for g in marks["groups"]]  # fmt: skip
+    ticks = [f"{h}<br><span style='color:{colour}'>{label}</span>" for h, (label, colour) in enumerate(marks["kv"])]
     title = fig.layout.title.text or ""
     fig.update_layout(
         shapes=[*fig.layout.shapes, *shapes],
         xaxis={"ticktext": ticks, "tickvals": list(range(att.n_heads))},
-        title={"text": f"{title}<br><sup>{note}</sup>"},
+        title={"text": f"{title}<br><sup>{marks['group_note']}</sup>"},
     )
     return fig
+
+
+def group_marks(att: Attention, *, lang: str = DEFAULT_LANGUAGE) -> Json:
+    """The key/value groups as the grid marks them (`mark_groups`, the canvas grid's header):
+    "groups", each {"heads", "colour"}; "kv", each head's [its key/value head's short name,
+    colour] (None without groups); "group_note"."""
+    found = groups(att)
+    kv: list[list[str] | None] = [None] * att.n_heads
+    out = []
+    for g, heads in enumerate(found):
+        colour = HEAD_COLORS[g % len(HEAD_COLORS)]
+        out.append({"heads": [int(h) for h in heads], "colour": colour})
+        for h in heads:
+            kv[h] = [t("dec.kv_short", lang, kv=g), colour]
+    note = t("dec.grouped", lang, heads=att.n_heads, kv=len(found), per=att.n_heads // len(found)) if found else None
+    return {"groups": out, "kv": kv, "group_note": note}
 
 
 def group_note(att: Attention, head: int | None, *, lang: str = DEFAULT_LANGUAGE) -> str | None:

@@ -18,9 +18,9 @@ import numpy as np
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
-from ._base import FOCUS_COLOR, HEAD_COLORS, Json, head_label
+from ._base import FOCUS_COLOR, Json, head_label
 from .ablation import OFF_COLOR
-from .decoder import groups
+from .decoder import group_marks
 from .grid import grid_height, mosaic, top_keys
 from .token_canvas import pack, unpack, waits_for
 
@@ -68,7 +68,7 @@ def grid_payload(
         "palette": palette,
         "hint": hint,
         "after": waits_for(after),
-    } | _groups(att, lang)
+    } | group_marks(att, lang=lang)
     return pack(MAGIC, head, z)
 
 
@@ -82,22 +82,6 @@ def hover_lines(att: Attention, lang: str = DEFAULT_LANGUAGE) -> list[list[str]]
         )
         out.append([line.replace(_TOKEN, str(att.keys[k])) for line in words.split("<br>")])
     return out
-
-
-def _groups(att: Attention, lang: str) -> Json:
-    """A decoder's key/value groups as `decoder.mark_groups` draws them."""
-    found = groups(att)
-    if not found:
-        return {"groups": [], "kv": [None] * att.n_heads, "group_note": None}
-    kv: list[list[str] | None] = [None] * att.n_heads
-    out = []
-    for g, heads in enumerate(found):
-        colour = HEAD_COLORS[g % len(HEAD_COLORS)]
-        out.append({"heads": [int(h) for h in heads], "colour": colour})
-        for h in heads:
-            kv[h] = [t("dec.kv_short", lang, kv=g), colour]
-    note = t("dec.grouped", lang, heads=att.n_heads, kv=len(found), per=att.n_heads // len(found))
-    return {"groups": out, "kv": kv, "group_note": note}
 
 
 def read(data: bytes) -> tuple[dict[str, Any], np.ndarray]:
