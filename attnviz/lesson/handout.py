@@ -213,12 +213,6 @@ def _fields(facts: Facts, lang: str) -> dict[str, str]:
     return {name: _e(value) for name, value in step_fields(facts, lang).items()}
 
 
-def _section(i: int, step: str, facts: Facts, lang: str, body: str) -> str:
-    name = i18n.t(f"lesson.{step}.title", lang, **_fields(facts, lang))
-    title = i18n.t("lesson.step_title", lang, i=i, total=len(STEPS), title=name)
-    return f"<section><h2>{title}</h2>{body}</section>"
-
-
 def _step_body(step: str, facts: Facts, lang: str, answers: Mapping[str, Answer], look: str | None = None) -> str:
     fields = _fields(facts, lang)
     return (
@@ -237,18 +231,19 @@ def handout_html(
     lookf = _fields(look, lang)
     sections = []
     for i, step in enumerate(STEPS, start=1):
-        if step in ("tokens", "one_head", "all_heads"):
-            sections.append(_section(i, step, look, lang, _step_body(step, look, lang, answers)))
-            continue
         body = ""
         if step == "pronoun":
             body = f"<p><b>{i18n.t('lesson.referent.question', lang, **lookf)}</b></p>{_answer(answers.get('referent'), lang)}"
-        if linked is None:
+        if step in ("tokens", "one_head", "all_heads"):
+            body = _step_body(step, look, lang, answers)
+        elif linked is None:
             body += f'<p class="open">{i18n.t("lesson.after_referent", lang, **lookf)}</p>'
         else:
             below = step == "pronoun" and not linked.pick.above_uniform
             body += _step_body(step, linked, lang, answers, "lesson.pronoun.look_below" if below else None)
-        sections.append(_section(i, step, look, lang, body))
+        name = i18n.t(f"lesson.{step}.title", lang, **lookf)
+        title = i18n.t("lesson.step_title", lang, i=i, total=len(STEPS), title=name)
+        sections.append(f"<section><h2>{title}</h2>{body}</section>")
     meta = i18n.t("lesson.handout.meta", lang, model=_e(model), n=look.n)
     return (
         f'<!DOCTYPE html>\n<html lang="{_e(lang)}">\n<head>\n<meta charset="utf-8" />\n'

@@ -36,17 +36,11 @@ FOCUS_COLOR = "#EF553B"
 
 
 def figure(data: list[Json], layout: Json) -> go.Figure:
-    """The Figure of plain trace and layout dicts, without running plotly's validators on them.
-
-    Validating every property of the dicts built here was the largest single cost of the
-    explorer's figures at 128 tokens (bench/results_views.md). `_validate=False` is plotly's own
-    Figure-level switch (plotly/plotly.py#2403; plotly.io loads its built-in templates the same
-    way, `Template(..., _validate=False)`; making it public is plotly/plotly.py#1812): values are
-    stored as given. The switch is turned back on for the figure, its layout and its traces once
-    they exist, so whatever the caller edits later (update_layout, update_traces, ...) is
-    validated as on any Figure. The tests keep our own dicts valid: every view's JSON loads into
-    a validating go.Figure and comes back unchanged.
-    """
+    """The Figure of plain trace and layout dicts, stored as given: validating them is the views'
+    largest cost (bench/results_views.md). `_validate=False` is plotly's own switch
+    (plotly/plotly.py#2403 and #1812; plotly.io loads its templates so); it is turned back on once
+    the figure exists, so the caller's later edits are validated as on any Figure. The tests keep
+    our own dicts valid: every view's JSON loads into a validating go.Figure and comes back unchanged."""
     fig = go.Figure({"data": data, "layout": layout}, _validate=False)
     fig._validate = fig.layout._validate = True
     for trace in fig.data:
@@ -91,9 +85,8 @@ BAR_LEN_PX = 220
 
 def colorbar_under(title: str, x: float = 0.5) -> Json:
     """A colour bar lying along the bottom edge of the figure, centred at `x` (paper) under a
-    square map. A square map (`scaleanchor`, `constrain: "domain"`) is centred in its domain at
-    whatever width the page gives it, which the server does not know: a bar standing at the
-    domain's right edge stood 85-500 px from the map on a wide screen. The figure keeps
+    square map: such a map is centred in its domain at a width the server does not know, so a bar
+    standing at the domain's edge ends up far from it on a wide screen. The figure keeps
     `BAR_ROOM_PX` for it in its bottom margin (`margins.fit_margins(..., below=BAR_ROOM_PX)`)."""
     return {
         "title": {"text": title, "side": "right"},  # plotly.js drew a "top" title over a lying bar

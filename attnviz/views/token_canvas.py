@@ -10,9 +10,7 @@ map needs neither plotly's figures nor pandas (app/coldstart/warmup.py). The for
 
 all little-endian. The header carries the specification's words, tokens (as they are: the canvas
 writes them as text, never as markup), colour scale and range, the hover lines with {q}, {k} and
-{w}, the light and dark colours, what the first draw waits for (`after`), whether a click on a
-cell goes back to Python (`click`) and the cell to outline (`mark`). `read` is the inverse, for
-tests and tools.
+{w}, and `map_payload`'s options. `read` is the inverse, for tests and tools.
 """
 
 from __future__ import annotations
