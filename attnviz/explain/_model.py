@@ -4,9 +4,11 @@ demand, input checks. Models are seen only through the Runner seam."""
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterator
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
+import numpy as np
 import torch
 
 from ..models import Progress, Runner
@@ -66,3 +68,27 @@ def with_gradients(fn: Callable[_P, _T]) -> Callable[_P, _T]:
             return fn(*args, **kwargs)
 
     return wrapper
+
+
+def this_thread(hook: Callable[..., object]) -> Callable[..., None]:
+    """`hook` for passes on the calling thread only: the model is shared, and another visitor's
+    pass meanwhile must not write this record."""
+    owner = threading.get_ident()
+
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        if threading.get_ident() == owner:
+            hook(*args, **kwargs)
+
+    return wrapper
+
+
+@with_gradients
+def input_times_gradient(
+    model: Runner, inputs: dict[str, torch.Tensor], objective: Callable[[torch.Tensor], torch.Tensor]
+) -> np.ndarray:
+    """(n,) float64, s_j = sum_d e[j,d] dF/de[j,d]: F = objective(final hidden states (1, n, d)),
+    e the word embeddings (1, n, d) (before positions, segments and LayerNorm)."""
+    with model.gate.background():
+        e = model.input_embeddings()(inputs["input_ids"]).detach().requires_grad_(True)
+        (grad,) = torch.autograd.grad(objective(model.last_hidden(inputs, inputs_embeds=e)), e)
+    return (e * grad).sum(-1)[0].double().detach().cpu().numpy()

@@ -18,16 +18,14 @@ log-probability, their task loss up to sign.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
 
 from ..models import Encoded, HeadMode, Progress, Runner
 from ..scratch import post_ln_layer
-from ._model import expand, in_batches, with_gradients
+from ._model import expand, in_batches, this_thread, with_gradients
 from .ablation_results import ORDERS, Ablation, Head, HeadImportance, Measure, Order, PruningCurve
 from .agreement import agreement
 from .prenorm import is_prenorm
@@ -67,13 +65,7 @@ def _distances(base: torch.Tensor, switched: torch.Tensor, mask: torch.Tensor | 
 def _attend_final(model: Runner, inputs: dict[str, torch.Tensor]) -> tuple[np.ndarray, torch.Tensor]:
     """One real forward: the weights (L, H, n, n) and the last LayerNorm's output (1, n, d)."""
     caught: list[torch.Tensor] = []
-    owner = threading.get_ident()  # the model is shared: a visitor's pass meanwhile is not ours
-
-    def catch(_m: torch.nn.Module, _a: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
-        if threading.get_ident() == owner:
-            caught.append(out)
-
-    handle = model.layers()[-1].ln_ff.register_forward_hook(catch)
+    handle = model.layers()[-1].ln_ff.register_forward_hook(this_thread(lambda _m, _a, out: caught.append(out)))
     try:
         weights = model.attention_array(inputs)
     finally:
@@ -100,29 +92,20 @@ def ablate(
     enc = model.encode(text, max_tokens)
     inputs, n = enc.inputs, int(enc.inputs["input_ids"].shape[1])
     target = lm_target(model, enc, None, None) if decoder else None
-    out: dict[str, Any] = {}
-
-    def base() -> None:
-        out["base"] = model.last_hidden(inputs)[0]
-
-    def switched() -> None:
-        with model.switch_heads(off, mode):
-            if decoder:  # the final norm is not among a decoder's layer parts: two passes
-                out["weights"], out["final"] = model.attention_array(inputs), model.last_hidden(inputs)
-            else:
-                out["weights"], out["final"] = _attend_final(model, inputs)
-
-    passes: list[Callable[[], None]] = [base, switched]
     with torch.inference_mode():
-        for part in in_batches(model, len(passes), n, progress=progress):
-            for run in passes[part]:
-                run()
-        tokens, pooled = _distances(out["base"], out["final"], inputs.get("attention_mask"))
+        for part in in_batches(model, 2, n, progress=progress):  # the base pass, then the switched one
+            if part.start == 0:
+                base = model.last_hidden(inputs)[0]
+            if part.stop == 2:
+                with model.switch_heads(off, mode):
+                    if decoder:  # the final norm is not among a decoder's layer parts: two passes
+                        weights, final = model.attention_array(inputs), model.last_hidden(inputs)
+                    else:
+                        weights, final = _attend_final(model, inputs)
+        tokens, pooled = _distances(base, final, inputs.get("attention_mask"))
         if target is not None:  # the next token's drop in place of the sentence distance
-            pooled = (
-                (_log_probs(model, out["base"][None], target) - _log_probs(model, out["final"], target)).cpu().numpy()
-            )
-    return Ablation(model.result(enc, out["weights"]), off, mode, tokens[0], float(pooled[0]), *_named(target))
+            pooled = (_log_probs(model, base[None], target) - _log_probs(model, final, target)).cpu().numpy()
+    return Ablation(model.result(enc, weights), off, mode, tokens[0], float(pooled[0]), *_named(target))
 
 
 def _named(target: LmTarget | None) -> tuple[Measure, str]:
@@ -158,17 +141,17 @@ def _run_rows(
 def _sweep(
     model: Runner,
     states: list[torch.Tensor],
-    mask: torch.Tensor | None,
+    inputs: dict[str, torch.Tensor],
     rows: list[list[Head]],
     mode: HeadMode,
     progress: Progress | None,
-    decoder_inputs: dict[str, torch.Tensor] | None = None,
-    target: LmTarget | None = None,
+    target: LmTarget | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-token-mean distances and the output's change (sentence distance, or with `target`
-    its log-probability drop) for each row's heads off; an empty row is 0 without a pass. With
-    `decoder_inputs` (a pre-norm decoder) each row runs the whole model."""
+    """Per-token-mean distances and the output's change (sentence distance, or with `target`, a
+    pre-norm decoder's, its log-probability drop; each row then runs the whole model) for each
+    row's heads off; an empty row is 0 without a pass."""
     L, H, n = model.n_layers, model.n_heads, int(states[0].shape[1])
+    mask = inputs.get("attention_mask")
     token_mean, sentence = np.zeros(len(rows)), np.zeros(len(rows))
     f0 = None if target is None else _log_probs(model, states[-1], target)  # (1,)
     todo = sorted((min(lay for lay, _ in row), r) for r, row in enumerate(rows) if row)
@@ -179,11 +162,11 @@ def _sweep(
         for b, (_, r) in enumerate(chunk):
             for lay, hd in rows[r]:
                 gates[b, lay, hd] = 0.0
-        if decoder_inputs is None:
+        if target is None:
             final = _run_rows(model, states, mask, gates, [s for s, _ in chunk], mode)
         else:
             with model.switch_heads(gates=gates, mode=mode):
-                final = model.last_hidden(expand(decoder_inputs, len(chunk)))
+                final = model.last_hidden(expand(inputs, len(chunk)))
         tokens, pooled = _distances(states[-1][0], final, mask)
         if f0 is not None and target is not None:
             pooled = (f0 - _log_probs(model, final, target)).cpu().numpy()  # (B,) nats
@@ -249,13 +232,11 @@ def head_importance(
     """Each head switched off alone (`Ablation.effect` and the mean per-token distance), Michel
     et al.'s estimate beside it, and their rank agreement over all heads."""
     enc, states, target = _states(model, text, max_tokens, mode)
-    mask = enc.inputs.get("attention_mask")
     L, H = model.n_layers, model.n_heads
     gradient = _gradient(model, enc.inputs, mode, target)
     rows = [[(lay, hd)] for lay in range(L) for hd in range(H)]
     with torch.inference_mode():
-        inputs = None if target is None else enc.inputs
-        token_mean, sentence = _sweep(model, states, mask, rows, mode, progress, inputs, target)
+        token_mean, sentence = _sweep(model, states, enc.inputs, rows, mode, progress, target)
     effect = sentence.reshape(L, H)
     agree = agreement(effect.ravel(), gradient.ravel())
     measure, next_token = _named(target)
@@ -298,17 +279,9 @@ def pruning_curves(
     rankings = {order: importance.ranking(order, seed) for order in orders}
     rows = [ranking[:k] for ranking in rankings.values() for k in ks]
     with torch.inference_mode():
-        mask, inputs = enc.inputs.get("attention_mask"), None if target is None else enc.inputs
-        token_mean, sentence = _sweep(model, states, mask, rows, importance.mode, progress, inputs, target)
-    m = len(ks)
+        token_mean, sentence = _sweep(model, states, enc.inputs, rows, importance.mode, progress, target)
+    by_order = zip(sentence.reshape(-1, len(ks)), token_mean.reshape(-1, len(ks)), strict=True)
     return {
-        order: PruningCurve(
-            order,
-            tuple(rankings[order]),
-            ks,
-            sentence[i * m : (i + 1) * m],
-            token_mean[i * m : (i + 1) * m],
-            *_named(target),
-        )
-        for i, order in enumerate(rankings)
+        order: PruningCurve(order, tuple(rankings[order]), ks, distance, tokens, *_named(target))
+        for order, (distance, tokens) in zip(rankings, by_order, strict=True)
     }

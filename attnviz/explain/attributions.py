@@ -11,6 +11,7 @@ import torch
 
 from ..models import Progress, Runner
 from ._model import check_query, expand, in_batches, with_gradients
+from .removal import gradient_scores
 
 
 def occlusion(model: Runner, text: str, query: int, *, progress: Progress | None = None) -> np.ndarray:
@@ -57,18 +58,13 @@ def _objective(model: Runner, inputs: dict[str, torch.Tensor], query: int) -> Ca
     return objective
 
 
-@with_gradients
 def input_x_gradient(model: Runner, text: str, query: int) -> np.ndarray:
     """Input x gradient for token `query`: (n,) float64, s_j = sum_d e[j,d] dF/de[j,d] with F
     the query's final representation projected on its own direction (see `_objective`).
     Every position is scored, special tokens included."""
     enc = model.encode(text)
     check_query(query, enc.inputs["input_ids"].shape[1])
-    with model.gate.background():
-        objective = _objective(model, enc.inputs, query)
-        e = model.input_embeddings()(enc.inputs["input_ids"]).detach().requires_grad_(True)  # (1, n, d)
-        (grad,) = torch.autograd.grad(objective(e).sum(), e)
-    return (e * grad).sum(-1)[0].double().detach().cpu().numpy()
+    return gradient_scores(model, enc, query, signed=True)
 
 
 @with_gradients

@@ -34,6 +34,7 @@ from torch import nn
 
 from ..models import Runner
 from ..models.prenorm_parts import PreNormParts
+from .decompose import kv_heads
 from .residual_parts import attention_layers
 from .sources import ScoreSources
 
@@ -83,21 +84,20 @@ def _folded(w: torch.Tensor, norm: nn.Module | None) -> torch.Tensor:
     return w - w.mean(-1, keepdim=True) if isinstance(norm, nn.LayerNorm) else w
 
 
-def _split(linear: nn.Linear, heads: int, head_dim: int, norm: nn.Module | None) -> torch.Tensor:
+def _split(linear: nn.Linear, head_dim: int, norm: nn.Module | None) -> torch.Tensor:
     """(heads, hs, d): a projection's rows per head, reading through `norm` (folded in)."""
-    return _folded(linear.weight.detach().double().view(heads, head_dim, -1), norm)
+    w = linear.weight.detach().double()
+    return _folded(w.view(-1, head_dim, w.shape[-1]), norm)
 
 
 def _layer_heads(model: Runner) -> list[_Heads]:
     _, parts = attention_layers(model)
     out = []
     for p in parts:
-        n_kv = p.n_kv_heads if isinstance(p, PreNormParts) else p.n_heads
         norm = p.norm_attention if isinstance(p, PreNormParts) else None
-        kv = [h // (p.n_heads // n_kv) for h in range(p.n_heads)]
-        hs = p.head_dim
-        o = p.output.weight.detach().double().view(-1, p.n_heads, hs).permute(1, 0, 2)  # (H, d, hs)
-        q, k, v = (_split(p.query, p.n_heads, hs, norm), _split(p.key, n_kv, hs, norm), _split(p.value, n_kv, hs, norm))
+        kv = kv_heads(p)
+        o = p.output.weight.detach().double().view(-1, p.n_heads, p.head_dim).permute(1, 0, 2)  # (H, d, hs)
+        q, k, v = (_split(linear, p.head_dim, norm) for linear in (p.query, p.key, p.value))
         out.append(_Heads(q, k[kv], v[kv], o))
     return out
 
@@ -140,9 +140,8 @@ def composing_heads(sources: ScoreSources, k: int = 5) -> list[tuple[str, float,
     """The k earlier heads through whose output most of this score passes, on this sentence:
     (part name, query-side share, key-side share, share through either side), largest |either|
     first; shares of the score (`ScoreSources.through` divided by the score)."""
-    heads = [name for name in sources.query_parts if _HEAD.fullmatch(name)]
     rows = []
-    for name in heads:
+    for name in filter(_HEAD.fullmatch, sources.query_parts):
         q, k_side, either = (sources.share(v) for v in sources.through(name))
         rows.append((name, q, k_side, either))
     rows.sort(key=lambda r: -abs(r[3]) if np.isfinite(r[3]) else 0.0)

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from ..models import Encoded, Runner
+from ..models.prenorm_parts import PreNormParts
 from ..scratch import LayerParts, post_ln_layer
 
 ROW_BLOCK = 32  # query rows per block where an (rows, n, d) tensor is formed (ALTI): ~25 MB at n=512
@@ -68,17 +69,21 @@ class LayerRecord(ByKey):
     out: torch.Tensor  # (n, d) LN2(pre2): the layer's output
 
 
-def transformed(p: LayerParts, values: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """f_h(x_j) = (x_j W_V + b_V)_h W_O^h from values = x W_V + b_V (n, H * hs): (H, n, d), b_O
-    out. `out` may be reused across layers: fresh pages of a large tensor cost time."""
-    v = values.view(values.shape[0], p.n_heads, p.head_dim).transpose(0, 1).contiguous()  # (H, n, hs)
+def kv_heads(p: LayerParts | PreNormParts) -> list[int]:
+    """The key/value head each query head reads (an encoder's heads read their own)."""
+    return p.kv_heads if isinstance(p, PreNormParts) else list(range(p.n_heads))
+
+
+def transformed(p: LayerParts | PreNormParts, values: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """f_h(x_j) = (x_j W_V + b_V)_kv(h) W_O^h from values = x W_V + b_V (n, KV * hs): (H, n, d),
+    b_O out, each query head reading its key/value head (repeat_kv's layout). `out` may be
+    reused across layers: fresh pages of a large tensor cost time."""
+    v = values.view(values.shape[0], -1, p.head_dim)
+    if isinstance(p, PreNormParts):
+        v = v[:, p.kv_heads]
+    v = v.transpose(0, 1).contiguous()  # (H, n, hs)
     w_o = p.output.weight.view(-1, p.n_heads, p.head_dim).permute(1, 2, 0).to(v.dtype).contiguous()  # (H, hs, d)
     return torch.matmul(v, w_o, out=out)  # (H, n, d); contiguous operands: see ByKey
-
-
-def feed_forward(p: LayerParts, mid: torch.Tensor) -> torch.Tensor:
-    """The layer's feed-forward block on (..., d), with the layer's own modules."""
-    return p.ff_out(p.activation(p.ff_in(mid)))
 
 
 def _record(
@@ -87,7 +92,7 @@ def _record(
     """The record of one layer from what its attention produced; the rest is recomputed."""
     pre1 = x + attn_out
     mid = p.ln_attention(pre1)
-    pre2 = mid + feed_forward(p, mid)
+    pre2 = mid + p.ff_out(p.activation(p.ff_in(mid)))
     return LayerRecord(p, x, alpha, transformed(p, values), pre1, mid, pre2, p.ln_ff(pre2))
 
 

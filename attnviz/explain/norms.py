@@ -16,7 +16,6 @@ from ..scratch import LayerParts
 from ._arrays import read_only_view
 from .decompose import transformed
 from .prenorm import is_prenorm, prenorm_trace
-from .prenorm import transformed as prenorm_transformed
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,11 +79,6 @@ def _capture(model: Runner, text: str) -> tuple[Encoded, Parts, np.ndarray, list
     return enc, parts, alphas, records
 
 
-def _transformed(p: LayerParts | PreNormParts, v: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """f_h(x_j), (H, n, d), of an encoder or a decoder layer (decompose/prenorm `transformed`)."""
-    return prenorm_transformed(p, v) if isinstance(p, PreNormParts) else transformed(p, v, out)
-
-
 def norm_weights(model: Runner, text: str) -> NormWeights:
     """Norm-based weights ||alpha f(x)|| of every layer and head (Kobayashi et al. 2020), for
     encoders and Llama-family decoders; other layouts raise ValueError."""
@@ -96,7 +90,7 @@ def norm_weights(model: Runner, text: str) -> NormWeights:
     with torch.inference_mode():
         f = torch.empty(H, n, parts[0].output.weight.shape[0], device=values[0].device)
         for layer, (p, v) in enumerate(zip(parts, values, strict=True)):
-            f = _transformed(p, v.float(), out=f)  # (H, n, d)
+            f = transformed(p, v.float(), out=f)  # (H, n, d)
             fj = f.transpose(0, 1)  # (n, H, d)
             gram = fj @ fj.transpose(1, 2)  # (n, H, H): <f_h(x_j), f_g(x_j)>
             f_norm = torch.diagonal(gram, dim1=1, dim2=2).sqrt()  # (n, H): ||f_h(x_j)||
@@ -106,14 +100,7 @@ def norm_weights(model: Runner, text: str) -> NormWeights:
             value_norms[layer] = f_norm.numpy()
             # in place, alpha becomes alpha ||f|| = ||alpha f|| (alpha >= 0)
             torch.from_numpy(alphas[layer]).mul_(f_norm[:, None, :])
-    return NormWeights(
-        tokens=enc.tokens,
-        per_head=alphas,
-        value_norms=value_norms,
-        head_cosines=head_cosines,
-        special=enc.special,
-        model=model.name,
-    )
+    return NormWeights(enc.tokens, alphas, value_norms, head_cosines, enc.special, model.name)
 
 
 def norm_reconstruction(model: Runner, text: str, layer: int) -> tuple[np.ndarray, np.ndarray]:
@@ -122,7 +109,7 @@ def norm_reconstruction(model: Runner, text: str, layer: int) -> tuple[np.ndarra
     _, parts, alphas, records = _capture(model, text)
     p = parts[layer]
     with torch.inference_mode():
-        f = _transformed(p, records[layer]["values"].double())  # (H, n, d)
+        f = transformed(p, records[layer]["values"].double())  # (H, n, d)
         alpha = torch.from_numpy(alphas[layer]).to(f.device).double()  # (H, n, n)
         mixed = (alpha @ f).sum(dim=0)  # (n, d): sum over heads of alpha f
         if p.output.bias is not None:

@@ -23,7 +23,6 @@ residual x_i, proximity ||mid_i||_1 - ||mid_i - part||_1. The tool clips at 1e-5
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -33,8 +32,8 @@ import torch
 
 from ..models import Encoded, Progress, Runner
 from ..models.prenorm_parts import PreNormParts
-from ._model import in_batches
-from .decompose import ByKey, head_sum_norms
+from ._model import in_batches, this_thread
+from .decompose import ByKey, head_sum_norms, transformed
 from .value_zeroing import cosine_distance
 
 PRENORM_METHODS = ("attention", "norm", "alti", "value_zeroing")
@@ -81,15 +80,6 @@ def is_prenorm(model: Runner) -> bool:
         return True
 
 
-def transformed(p: PreNormParts, values: torch.Tensor) -> torch.Tensor:
-    """f_h(x_j) from values = v_proj(norm(x)) (n, KV * hs): (H, n, d), each query head reading
-    its key/value head (repeat_kv's layout) through its own slice of o_proj."""
-    n = values.shape[0]
-    v = values.view(n, p.n_kv_heads, p.head_dim)[:, p.kv_heads].transpose(0, 1).contiguous()  # (H, n, hs)
-    w_o = p.output.weight.view(-1, p.n_heads, p.head_dim).permute(1, 2, 0).to(v.dtype).contiguous()  # (H, hs, d)
-    return torch.matmul(v, w_o)
-
-
 def rest_of_layer(p: PreNormParts, mid: torch.Tensor) -> torch.Tensor:
     """The feed-forward block with its residual on (..., n, d): mid + mlp(norm_ff(mid))."""
     return mid + p.mlp(p.norm_ff(mid))
@@ -103,14 +93,12 @@ def prenorm_trace(
     the layers to hook when the runner does not hand them out itself (the trained decoder)."""
     parts = model.prenorm_layers() if parts is None else parts
     records: list[dict[str, torch.Tensor]] = [{} for _ in parts]
-    owner = threading.get_ident()
 
     def keep(record: dict[str, torch.Tensor], name: str, from_input: bool) -> Callable[..., None]:
         def hook(_m: torch.nn.Module, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
-            if threading.get_ident() == owner:
-                record[name] = (args[0] if from_input else out)[0]
+            record[name] = (args[0] if from_input else out)[0]
 
-        return hook
+        return this_thread(hook)
 
     with contextlib.ExitStack() as stack:
         for p, rec in zip(parts, records, strict=True):
@@ -127,14 +115,13 @@ def record_prenorm_layers(model: Runner, enc: Encoded) -> Iterator[PreNormRecord
     """One recorded forward of `enc` (background lane), then each layer's record in turn."""
     parts = model.prenorm_layers()
     with model.gate.background(), torch.inference_mode():
-        alphas, traces = prenorm_trace(model, enc.inputs)
+        alphas, traces = prenorm_trace(model, enc.inputs, parts)
     for p, alpha, rec in zip(parts, alphas, traces, strict=True):
         with torch.inference_mode():
             x = rec["x"].float()
             weights = torch.from_numpy(np.ascontiguousarray(alpha)).to(x.device).tril()  # exact zeros
             attn_out = rec["attn_out"].float()
-            mid = x + attn_out
-            yield PreNormRecord(p, x, weights, transformed(p, rec["values"].float()), attn_out, mid)
+            yield PreNormRecord(p, x, weights, transformed(p, rec["values"].float()), attn_out, x + attn_out)
 
 
 @torch.inference_mode()

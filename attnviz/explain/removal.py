@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from ..models import Encoded, Progress, Runner
-from ._model import check_query, expand, in_batches, with_gradients
+from ._model import check_query, expand, in_batches, input_times_gradient, with_gradients
 from .value_zeroing import cosine_distance
 
 
@@ -68,15 +68,12 @@ def masked_states(
 
 
 @with_gradients
-def gradient_scores(model: Runner, enc: Encoded, query: int | None) -> np.ndarray:
-    """|input x gradient| (n,) float64 of F = <output(e), u>, u the unperturbed output's
-    direction (explain.input_x_gradient, here also for the sentence embedding)."""
-    inputs = enc.inputs
-    with model.gate.background():
-        with torch.no_grad():
-            h0 = pool(model.last_hidden(inputs), query)[0]
-        u = h0 / h0.norm()
-        e = model.input_embeddings()(inputs["input_ids"]).detach().requires_grad_(True)  # (1, n, d)
-        f = pool(model.last_hidden(inputs, inputs_embeds=e), query)[0] @ u
-        (grad,) = torch.autograd.grad(f, e)
-    return (e * grad).sum(-1)[0].abs().double().detach().cpu().numpy()
+def gradient_scores(model: Runner, enc: Encoded, query: int | None, signed: bool = False) -> np.ndarray:
+    """|input x gradient| (n,) float64 (with `signed`, input x gradient) of F = <output(e), u>, u
+    the unperturbed output's direction (explain.input_x_gradient, here also for the sentence
+    embedding)."""
+    with torch.no_grad(), model.gate.background():  # not inference mode: u is saved for the backward pass
+        h0 = pool(model.last_hidden(enc.inputs), query)[0]
+    u = h0 / h0.norm()
+    scores = input_times_gradient(model, enc.inputs, lambda h: pool(h, query)[0] @ u)
+    return scores if signed else np.abs(scores)

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ..models import Encoded, Progress, Runner
-from ._model import check_query, with_gradients
+from ._model import check_query, input_times_gradient
 from .prenorm import is_prenorm
 from .removal import masked_states
 from .value_zeroing import cosine_distance
@@ -113,15 +113,9 @@ def lm_occlusion(
     return scores, lm_gradient_scores(model, enc, target), target
 
 
-@with_gradients
 def lm_gradient_scores(model: Runner, enc: Encoded, target: LmTarget) -> np.ndarray:
     """|input x gradient| of the target's log-probability, (n,) float64."""
-    inputs = enc.inputs
-    with model.gate.background():
-        e = model.input_embeddings()(inputs["input_ids"]).detach().requires_grad_(True)  # (1, n, d)
-        f = _log_probs(model, model.last_hidden(inputs, inputs_embeds=e), target)[0]
-        (grad,) = torch.autograd.grad(f, e)
-    return (e * grad).sum(-1)[0].abs().double().detach().cpu().numpy()
+    return np.abs(input_times_gradient(model, enc.inputs, lambda h: _log_probs(model, h, target)[0]))
 
 
 def is_lm(model: Runner) -> bool:

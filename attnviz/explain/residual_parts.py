@@ -3,7 +3,7 @@
 
 Pre-norm decoders (Llama family, the Training lab's decoder): the stream entering layer l is
 literally a sum, x_l = embed + sum_{m<l} (sum_h head_{m,h} + b_O^m + mlp_m), with
-head_{m,h}(i) = sum_j alpha[h,i,j] f_h(x_j) (prenorm.transformed) and mlp_m what the
+head_{m,h}(i) = sum_j alpha[h,i,j] f_h(x_j) (decompose.transformed) and mlp_m what the
 feed-forward added (the next layer's input less this one's and the attention output).
 
 Post-LN encoders (BERT, MiniLM, the scratch encoder): x_{m+1} = LN2(mid + FF(mid)),
@@ -17,7 +17,6 @@ with nothing linearised.
 from __future__ import annotations
 
 import contextlib
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,9 +27,9 @@ from torch import nn
 from ..models import Encoded, Runner
 from ..models.prenorm_parts import NoFeedForward, PreNormParts
 from ..scratch import LayerParts
-from .decompose import record_layers
-from .prenorm import prenorm_trace, transformed
-from .rotary import attention_module, keep_tables
+from .decompose import kv_heads, record_layers, transformed
+from .prenorm import is_prenorm, prenorm_trace
+from .rotary import attention_module, keep_projections, keep_tables
 
 BIAS = "bias"
 
@@ -39,15 +38,13 @@ def attention_layers(model: Runner) -> tuple[str, list[PreNormParts] | list[Laye
     """("prenorm", parts) for a pre-norm decoder (Llama family or the Training lab's), or
     ("postln", parts) for a post-LN encoder; ValueError for any other layout."""
     try:
-        return "postln", model.layers()
+        prenorm = is_prenorm(model)
     except ValueError as not_an_encoder:
-        try:
-            return "prenorm", model.prenorm_layers()
-        except ValueError:
-            raise ValueError(
-                f"model '{model.name}' is neither a pre-norm decoder (Llama family, the Training lab's) nor a "
-                "post-LayerNorm encoder (BERT family): its attention's input cannot be taken apart here"
-            ) from not_an_encoder
+        raise ValueError(
+            f"model '{model.name}' is neither a pre-norm decoder (Llama family, the Training lab's) nor a "
+            "post-LayerNorm encoder (BERT family): its attention's input cannot be taken apart here"
+        ) from not_an_encoder
+    return ("prenorm", model.prenorm_layers()) if prenorm else ("postln", model.layers())
 
 
 def frozen_norm(norm: nn.Module | None, parts: torch.Tensor, actual: torch.Tensor, bias: int | None) -> torch.Tensor:
@@ -175,21 +172,6 @@ def _bias_last(names: list[str], vecs: list[torch.Tensor]) -> tuple[list[str], l
     return [names[i] for i in keep] + [BIAS], [vecs[i] for i in keep] + [total]
 
 
-def _qk_hooks(stack: contextlib.ExitStack, query: nn.Module, key: nn.Module, seen: dict[str, Any]) -> None:
-    """Keep the first q and k projections (n, width) that this thread's pass computes."""
-    owner = threading.get_ident()  # another visitor's pass meanwhile must not write our record
-
-    def keep(name: str) -> Any:
-        def hook(_m: nn.Module, _args: tuple[Any, ...], out: torch.Tensor) -> None:
-            if threading.get_ident() == owner:
-                seen.setdefault(name, out[0])  # a batch of one
-
-        return hook
-
-    stack.callback(query.register_forward_hook(keep("q")).remove)
-    stack.callback(key.register_forward_hook(keep("k")).remove)
-
-
 def record_stream(
     model: Runner, enc: Encoded, layer: int, head: int, query: int, key: int
 ) -> tuple[Stream, LayerReader]:
@@ -200,7 +182,7 @@ def record_stream(
     pos = [query, key]
     seen: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
-        _qk_hooks(stack, p.query, p.key, seen)
+        keep_projections(stack, p.query, p.key, seen)
         attn, rotate = _rotary(model, layer, kind, stack, seen)
         if kind == "prenorm":
             pre = [q for q in parts if isinstance(q, PreNormParts)]
@@ -214,14 +196,14 @@ def record_stream(
             alpha = float(weights[head, query, key])
     if not {"q", "k"} <= seen.keys():
         raise ValueError(f"model '{model.name}' did not run layer {layer}'s projections")
-    n_kv = p.n_kv_heads if isinstance(p, PreNormParts) else p.n_heads
     scale = p.scale if isinstance(p, LayerParts) else True
     reader = LayerReader(
         norm=p.norm_attention if isinstance(p, PreNormParts) else None, query=p.query, key=p.key, head=head,
-        kv_head=head // (p.n_heads // n_kv), head_dim=p.head_dim,
+        kv_head=kv_heads(p)[head], head_dim=p.head_dim,
         scaling=float(getattr(attn, "scaling", p.head_dim**-0.5)) if scale else 1.0,
-        q=seen["q"].double(), k=seen["k"].double(), alpha=alpha, positions=(query, key), q_norm=getattr(attn, "q_norm", None),
-        k_norm=getattr(attn, "k_norm", None), rotate=rotate, cos_sin=seen.get("cos_sin"),
+        q=seen["q"][0].double(), k=seen["k"][0].double(), alpha=alpha, positions=(query, key),
+        q_norm=getattr(attn, "q_norm", None), k_norm=getattr(attn, "k_norm", None), rotate=rotate,
+        cos_sin=seen.get("cos_sin"),
     )  # fmt: skip
     return stream, reader
 

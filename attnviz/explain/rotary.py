@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from ..models import Runner
+from ._model import this_thread
 
 
 @dataclass(frozen=True)
@@ -65,19 +66,9 @@ def rotary_scores(
     hf, attn, rotate = attention_module(model, layer)
     enc = model.encode(text, max_tokens)
     seen: dict[str, Any] = {}
-    owner = threading.get_ident()  # another visitor's pass meanwhile must not write our record
-
-    def keep(name: str) -> Any:
-        def hook(_m: torch.nn.Module, _args: tuple[Any, ...], out: torch.Tensor) -> None:
-            if threading.get_ident() == owner:
-                seen[name] = out
-
-        return hook
-
     with model.gate.interactive(), torch.inference_mode(), contextlib.ExitStack() as stack:
         stack.callback(keep_tables(attn, seen).remove)
-        stack.callback(attn.q_proj.register_forward_hook(keep("q")).remove)
-        stack.callback(attn.k_proj.register_forward_hook(keep("k")).remove)
+        keep_projections(stack, attn.q_proj, attn.k_proj, seen)
         hf(**enc.inputs, return_dict=True)
         if not {"q", "k"} <= seen.keys() or seen.get("cos_sin") is None:
             raise ValueError(f"model '{model.name}' has no rotary positions to show")
@@ -93,13 +84,24 @@ def rotary_scores(
 def keep_tables(attn: Any, seen: dict[str, Any]) -> torch.utils.hooks.RemovableHandle:
     """A pre-hook on the attention module keeping the (cos, sin) tables it is given (each
     (1, n, head_dim)) as seen["cos_sin"], for passes on the calling thread only."""
-    owner = threading.get_ident()
 
     def tables(_m: torch.nn.Module, _args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if threading.get_ident() == owner:
-            seen["cos_sin"] = kwargs.get("position_embeddings")
+        seen["cos_sin"] = kwargs.get("position_embeddings")
 
-    return attn.register_forward_pre_hook(tables, with_kwargs=True)
+    return attn.register_forward_pre_hook(this_thread(tables), with_kwargs=True)
+
+
+def keep_projections(
+    stack: contextlib.ExitStack, query: torch.nn.Module, key: torch.nn.Module, seen: dict[str, Any]
+) -> None:
+    """Keep the first q and k projections (1, n, width) that this thread's pass computes as
+    seen["q"] and seen["k"]; closing the stack removes the hooks."""
+    for name, module in (("q", query), ("k", key)):
+        stack.callback(module.register_forward_hook(_keeper(seen, name)).remove)
+
+
+def _keeper(seen: dict[str, Any], name: str) -> Callable[..., None]:
+    return this_thread(lambda _m, _args, out: seen.setdefault(name, out))
 
 
 def _heads(attn: Any, projected: torch.Tensor, which: str) -> torch.Tensor:

@@ -17,9 +17,8 @@ import torch
 
 from ..models.base import LayerParts, Runner
 from ..result import Attention
-from .norms import _transformed
-
-_Hook = Callable[[torch.nn.Module, tuple[torch.Tensor, ...], torch.Tensor], None]
+from ._model import this_thread
+from .decompose import transformed as _transformed
 
 
 @dataclass
@@ -54,17 +53,14 @@ def _keeping(parts: list[LayerParts], out: dict[int, np.ndarray]) -> contextlib.
     """Hooks on each layer's value projection keeping v (n, H * hs) of the batch's first text in
     `out[layer]`, for passes on this thread only (the model is shared). A layer seen twice marks
     `out[-1]`. Close the stack to remove the hooks."""
-    owner = threading.get_ident()
 
-    def keep(layer: int) -> _Hook:
+    def keep(layer: int) -> Callable[..., None]:
         def hook(_m: torch.nn.Module, _args: tuple[torch.Tensor, ...], v: torch.Tensor) -> None:
-            if threading.get_ident() != owner:
-                return
             if layer in out:  # a layer run twice: not the one pass these values belong to
                 out[-1] = np.empty(0)
             out[layer] = v[0].detach().float().cpu().numpy()
 
-        return hook
+        return this_thread(hook)
 
     stack = contextlib.ExitStack()
     for layer, p in enumerate(parts):
