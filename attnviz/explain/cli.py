@@ -7,8 +7,9 @@ contribution map, and the sink heads of a text.
 
 Without --map, --sinks or --why it prints the scoreboard for the sentence embedding, or for the
 token --query names. --why takes apart one head's score of key token J from query token I
-(explain.score_sources, at most 256 tokens; --max-tokens does not apply). Exit status 0 on success, 2 on bad input or a model that cannot be loaded (one
-line on stderr), as `python -m attnviz`.
+(explain.score_sources, at most 256 tokens; --max-tokens does not apply). Exit status 0 on
+success, 2 on bad input or a model that cannot be loaded (one line on stderr), as `python -m
+attnviz`.
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def _why_spec(raw: str) -> tuple[int, int, int, int]:
     cells = [c.strip() for c in raw.split(",")]
     if len(cells) != 4 or not all(c.isdigit() for c in cells):
         raise ValueError(f"--why takes LAYER,HEAD,I,J, four whole numbers from 0 (got {raw!r})")
-    layer, head, query, key = (int(c) for c in cells)
+    layer, head, query, key = map(int, cells)
     return layer, head, query, key
 
 
@@ -216,22 +217,17 @@ def _print(result: dict[str, Any], kind: str) -> None:
             f"threshold {result['threshold']}; attention parked on: {', '.join(result['parked']) or 'nothing'}"
         )
         for h in result["heads"]:
-            ratio = (
-                "" if h["value_norm_ratio"] is None else f", value length {h['value_norm_ratio']:.2f} x the head's mean"
-            )
+            r = h["value_norm_ratio"]
+            ratio = "" if r is None else f", value length {r:.2f} x the head's mean"
             print(f"  layer {h['layer']}, head {h['head']}: {h['share']:.0%} to {h['token']}{ratio}")
     else:
         target = "sentence embedding" if result["query"] is None else f"token {result['tokens'][result['query']]}"
         print(f"scoreboard for the {target} (best by AOPC: {', '.join(result['leaders'])}):")
         print(f"  {'method':<16}{'spearman':>10}{'kendall':>10}{'aopc':>9}{'-random':>9}")
+        widths = {"spearman": 10, "kendall": 10, "aopc": 9, "aopc_over_random": 9}
         for r in result["rows"]:
-            cells = [r["spearman"], r["kendall"], r["aopc"], r["aopc_over_random"]]
-            print(
-                f"  {r['method']:<16}"
-                + "".join(
-                    f"{'—' if v is None else f'{v:.3f}':>{w}}" for v, w in zip(cells, (10, 10, 9, 9), strict=True)
-                )
-            )
+            cells = "".join(f"{'—' if r[k] is None else f'{r[k]:.3f}':>{w}}" for k, w in widths.items())
+            print(f"  {r['method']:<16}{cells}")
     for note in result.get("notes", []):
         print(f"note: {note}", file=sys.stderr)
 

@@ -162,9 +162,7 @@ def contributions_all(
     chosen = _check(methods)
     if globenc_rollout not in GLOBENC_ROLLOUTS:
         raise ValueError(f"unknown globenc_rollout {globenc_rollout!r}; choose from {', '.join(GLOBENC_ROLLOUTS)}")
-    cap = max_tokens
-    if cap is None and "value_zeroing" in chosen:
-        cap = VALUE_ZEROING_MAX_TOKENS
+    cap = VALUE_ZEROING_MAX_TOKENS if max_tokens is None and "value_zeroing" in chosen else max_tokens
     decoder = is_prenorm(model)  # ValueError before any work for other layouts
     if decoder and set(chosen) - set(PRENORM_METHODS):
         raise ValueError(f"for a decoder choose from {', '.join(PRENORM_METHODS)} (GlobEnc is for post-LN encoders)")

@@ -165,10 +165,8 @@ def _method_scores(
         if "attention_last" in methods:
             out.tokens["attention_last"] = rows(found["attention"].per_layer[-1]).astype(np.float64)
     if "gradient" in methods:
-        found_gradient = (
-            gradient_scores(model, enc, query) if target is None else lm_gradient_scores(model, enc, target)
-        )
-        out.tokens["gradient"] = found_gradient
+        scores = gradient_scores(model, enc, query) if target is None else lm_gradient_scores(model, enc, target)
+        out.tokens["gradient"] = scores
     return out
 
 
@@ -293,24 +291,16 @@ def _add_extra(found: _Scores, extra: Mapping[str, np.ndarray] | None, n: int) -
 def _masks(n: int, keep: np.ndarray, orders: list[np.ndarray], removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct masks (B, n): each ordinary token alone first (leave-one-out), then every
     order's prefixes at each step k > 0; and the row of each step's mask (orders, steps)."""
-    ordinary = np.flatnonzero(keep)
-    rows: list[np.ndarray] = []
-    index: dict[bytes, int] = {}
-    for j in ordinary:
-        m = np.zeros(n, dtype=bool)
-        m[j] = True
-        index.setdefault(m.tobytes(), len(rows))
-        rows.append(m)
+    rows = list(np.eye(n, dtype=bool)[keep])
+    index = {m.tobytes(): i for i, m in enumerate(rows)}
     where = np.zeros((len(orders), len(removed) - 1), dtype=int)
     for o, order in enumerate(orders):
         for s, k in enumerate(removed[1:]):
             m = np.zeros(n, dtype=bool)
             m[order[:k]] = True
-            key = m.tobytes()
-            if key not in index:
-                index[key] = len(rows)
+            where[o, s] = index.setdefault(m.tobytes(), len(rows))
+            if where[o, s] == len(rows):
                 rows.append(m)
-            where[o, s] = index[key]
     return np.array(rows, dtype=bool).reshape(-1, n), where
 
 
@@ -327,17 +317,6 @@ def _row(
     def rho(a: np.ndarray, b: np.ndarray) -> float:
         return spearman_rho(a[keep], b[keep])
 
-    per_layer: dict[str, np.ndarray | None] = {"rolled": None, "single": None}
-    if layer_rows is not None:
-        for name, m in zip(("rolled", "single"), layer_rows, strict=True):
-            per_layer[name] = np.array([rho(m[layer], loo_layers[layer]) for layer in range(loo_layers.shape[0])])
-    return ScoreRow(
-        method=method,
-        spearman=rho(scores, loo),
-        kendall=kendall_tau(scores[keep], loo[keep]),
-        aopc=float(curve.mean()),
-        curve=curve,
-        scores=scores,
-        layer_rolled=per_layer["rolled"],
-        layer_single=per_layer["single"],
-    )
+    per_layer = [np.array([rho(m[layer], at) for layer, at in enumerate(loo_layers)]) for m in layer_rows or ()]
+    rho_all, tau = rho(scores, loo), kendall_tau(scores[keep], loo[keep])
+    return ScoreRow(method, rho_all, tau, float(curve.mean()), curve, scores, *(per_layer or (None, None)))
