@@ -187,8 +187,6 @@ class Source:
                 raise ValueError(_bomb(self.path.name, f"row group {group + 1} declares", size, self.size))
 
     def _check(self, number: int, text: str | None, reason: str | None) -> Record:
-        if reason == "too_long":
-            return Record(number, None, reason)
         if reason is not None or text is None:
             return Record(number, None, reason or "not_text")
         if len(text) > self.max_chars:

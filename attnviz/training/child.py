@@ -1,6 +1,6 @@
 """Train in a child process: the same seeded loop (loop.resume), its snapshots, history and the
-trained weights sent back over a pipe (in a thread of the app server a run went 2.5-10x slower
-than the CLI on a busy 2-core machine: it shared the GIL and the server's CPU share).
+trained weights sent back over a pipe (in a thread of the app server a run shares the GIL and
+the server's CPU share: several times slower than the CLI on a busy machine).
 
     run = prepare(cfg, text)                      # the task, the probe, the untrained model
     resume_in_child(run, text, progress=...)      # `run` fills in as the child trains
@@ -16,11 +16,8 @@ parent's __main__ (_without_main); where there is no forkserver (not Unix) a fre
   is terminated and its weights are not kept (`run.model` keeps the weights it had);
 - at once, terminated, when `abandon()` says so (a closed tab: nothing to keep);
 - by itself when the parent goes away (its end of the pipe closes).
-The child runs in a session of its own: where the kernel groups CPU time by session
-(autogroup, the default on most Linux desktops and servers), a run in the server's session
-shared one group's share with the server's own threads (the page's reruns, the event loop), so
-on a busy machine it got a fraction of what the CLI gets in a session of its own; in its own
-session it gets what the CLI gets.
+The child runs in a session of its own: where the kernel groups CPU time by session (autogroup,
+the Linux default), it then gets what the CLI gets, not a part of the server's group's share.
 Every child is joined (`_end`; the forkserver reaps it), so none is left a zombie. A message is
 at most MAX_MESSAGE_BYTES (the weights of the largest model LIMITS allow, about 100 MB as
 float32, fit): a larger one fails the run with a message.
@@ -86,7 +83,11 @@ class _Channel:
         self.sent = 0  # history entries already sent
 
     def send(self, *message: object) -> None:
-        self.conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+        """Cancelled when the parent has gone (its end of the pipe closed)."""
+        try:
+            self.conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError as exc:
+            raise Cancelled("the parent has gone") from exc
 
     def _tail(self) -> list[tuple[int, float, float]]:
         assert self.run is not None
@@ -99,16 +100,10 @@ class _Channel:
         assert self.run is not None
         if self.conn.poll():
             raise Cancelled("stopped by the parent")
-        try:
-            self.send("chunk", self.run.step, self._tail())
-        except OSError as exc:  # the parent has gone
-            raise Cancelled("the parent has gone") from exc
+        self.send("chunk", self.run.step, self._tail())
 
     def snapshot(self, run: TrainingRun) -> None:
-        try:
-            self.send("snap", run.step, self._tail(), run.snapshot_scores[-1], run.snapshots[-1])
-        except OSError as exc:
-            raise Cancelled("the parent has gone") from exc
+        self.send("snap", run.step, self._tail(), run.snapshot_scores[-1], run.snapshots[-1])
 
 
 def _bare(decoder: TinyDecoder, task: Task, name: str) -> TrainedModel:
@@ -134,7 +129,7 @@ def _child(conn: multiprocessing.connection.Connection) -> None:
     except (Cancelled, OSError):  # the parent has gone: nobody to tell
         pass
     except Exception as exc:  # the parent shows it; no traceback travels
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(Cancelled):
             channel.send("error", f"{type(exc).__name__}: {str(exc)[:300]}")
     finally:
         conn.close()

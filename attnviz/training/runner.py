@@ -1,10 +1,8 @@
 """A trained tiny decoder behind the Runner seam, with a tokenizer over its own vocabulary.
 
-The tokenizer is a `tokenizers` WordLevel model that answers one text at a time itself, as
-transformers' `PreTrainedTokenizerFast` around it would (built on the first need of anything
-else: `build_tokenizer`), so `RunnerBase.encode`, `attend`, `attend_batch` and `fit` work as for
-any model: symbol tasks split on whitespace ("t03 t17 > t03"), the text task reads one
-character a token (Chinese included). `<s>` is added in front, as in training.
+The tokenizer (`build_tokenizer`) makes `RunnerBase.encode`, `attend`, `attend_batch` and `fit`
+work as for any model: symbol tasks split on whitespace ("t03 t17 > t03"), the text task reads
+one character a token (Chinese included). `<s>` is added in front, as in training.
 
 Not a post-LayerNorm encoder: `layers()` says so (ValueError), and the methods that decompose
 a BERT layer (norms, GlobEnc, ALTI, value zeroing, the lab's steps) answer "not available".
