@@ -47,12 +47,8 @@ class Atlas:
 
 def methods() -> list[str]:
     """The projections available here: "pca", and "tsne" / "umap" when their package is installed."""
-    found = ["pca"]
-    if importlib.util.find_spec("sklearn") is not None:
-        found.append("tsne")
-    if importlib.util.find_spec("umap") is not None:
-        found.append("umap")
-    return found
+    optional = (("tsne", "sklearn"), ("umap", "umap"))
+    return ["pca", *(name for name, package in optional if importlib.util.find_spec(package) is not None)]
 
 
 @dataclass

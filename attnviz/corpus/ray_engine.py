@@ -86,7 +86,9 @@ def _start(address: str | None) -> bool:
     if ray.is_initialized():
         return False
     address = address or os.environ.get("RAY_ADDRESS") or None
-    runtime_env = None if address else {"env_vars": {"PYTHONPATH": _pythonpath()}}
+    rest = os.environ.get("PYTHONPATH", "")
+    path = PACKAGE_PARENT + (os.pathsep + rest if rest else "")  # workers started here: this checkout first
+    runtime_env = None if address else {"env_vars": {"PYTHONPATH": path}}
     ray.init(
         address=address,
         runtime_env=runtime_env,
@@ -96,12 +98,6 @@ def _start(address: str | None) -> bool:
         configure_logging=True,
     )
     return True
-
-
-def _pythonpath() -> str:
-    """This checkout's attnviz first, for workers started on this machine."""
-    rest = os.environ.get("PYTHONPATH", "")
-    return PACKAGE_PARENT + (os.pathsep + rest if rest else "")
 
 
 def _workers(device: str, shards: int) -> dict[str, Any]:

@@ -92,7 +92,8 @@ class Store:
                 _fsync_file(tmp)
             self.fs.move(tmp, final)
             if self.local:
-                _fsync_dir(parent)
+                with contextlib.suppress(OSError):  # not every OS lets a directory be fsync'ed
+                    _fsync_file(parent)
         except BaseException:
             with contextlib.suppress(Exception):
                 self.fs.delete_file(tmp)
@@ -119,8 +120,3 @@ def _fsync_file(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _fsync_dir(path: str) -> None:
-    with contextlib.suppress(OSError):  # not every OS lets a directory be fsync'ed
-        _fsync_file(path)

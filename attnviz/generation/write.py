@@ -83,11 +83,10 @@ def _check_room(model: Any, n_prompt: int, steps: int) -> None:
 
 
 def _eos_ids(model: Any) -> set[int]:
-    """The end-of-text ids transformers' generate stops at by default (the model config's)."""
+    """The end-of-text ids transformers' generate stops at by default (the model config's; none
+    when it names none)."""
     eos = getattr(getattr(model, "config", None), "eos_token_id", None)
-    if eos is None:
-        return set()
-    return {int(e) for e in (eos if isinstance(eos, list | tuple) else [eos])}
+    return {int(e) for e in (eos if isinstance(eos, list | tuple) else [eos]) if e is not None}
 
 
 @dataclass

@@ -22,10 +22,7 @@ Queries = int | Sequence[int] | np.ndarray | slice | range
 
 def check_cancel(cancel: Cancel) -> None:
     """Raise `Cancelled` when the event is set or the callable answers True."""
-    if cancel is None:
-        return
-    stop = cancel.is_set() if isinstance(cancel, threading.Event) else cancel()
-    if stop:
+    if cancel is not None and (cancel.is_set() if isinstance(cancel, threading.Event) else cancel()):
         raise Cancelled("cancelled")
 
 

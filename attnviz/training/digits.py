@@ -129,16 +129,17 @@ class DigitsRun:
         """Held-out image `index` through the weights of snapshot `snapshot`."""
         model = TinyViT(self.config)
         model.load_state_dict(self.states[snapshot])
-        return _attend(model, self.images[index], f"digit {int(self.labels[index])}")
+        return _attend(model, self, index)
 
 
-def _attend(model: TinyViT, image: np.ndarray, text: str) -> Attention:
+def _attend(model: TinyViT, run: DigitsRun, index: int) -> Attention:
+    """Held-out image `index` through `model`."""
     model.eval()
     with torch.no_grad():
-        _, maps = model(torch.as_tensor(image, dtype=torch.float32)[None])
+        _, maps = model(torch.as_tensor(run.images[index], dtype=torch.float32)[None])
     weights = torch.stack([m[0] for m in maps]).numpy().astype(np.float32)  # (L, nh, 17, 17)
-    special = np.zeros(N_PATCHES + 1, dtype=bool)
-    special[0] = True
+    special = np.arange(N_PATCHES + 1) == 0  # [CLS]
+    text = f"digit {int(run.labels[index])}"
     return Attention(tokens=digit_tokens(), weights=weights, model="digits-vit", special=special, text=text)
 
 
@@ -209,7 +210,6 @@ def _snapshot(run: DigitsRun, step: int, x_test: torch.Tensor, y_test: torch.Ten
     run.predictions = logits.argmax(-1).numpy()
     accuracy = float((logits.argmax(-1) == y_test).float().mean())
     run.states.append({k: v.detach().clone() for k, v in run.model.state_dict().items()})
-    text = f"digit {int(run.labels[run.probe])}"
-    attention = _attend(run.model, run.images[run.probe], text)
-    run.snapshots.append(DigitsSnapshot(step, float(F.cross_entropy(logits, y_test)), accuracy, attention))
+    loss = float(F.cross_entropy(logits, y_test))
+    run.snapshots.append(DigitsSnapshot(step, loss, accuracy, _attend(run.model, run, run.probe)))
     run.model.train()
