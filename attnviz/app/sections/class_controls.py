@@ -56,26 +56,16 @@ def _handouts(context: Ctx, opened: Opened) -> bytes:
 def _downloads(context: Ctx, opened: Opened) -> None:
     store, code, secret, lang = server.store(context.settings), read_code(opened.info.code), opened.secret, context.lang
     a, b = st.columns(2)
-    a.download_button(
-        t("class.csv"),
-        data=lambda: results_csv(opened.info.code, store.students(code, secret), store.answers(code, secret), lang),
-        file_name=f"attnviz-class-{opened.info.code}.csv",
-        mime="text/csv",
-        key="class_csv",
-        on_click="ignore",
-        icon=":material/download:",
-        width="stretch",
-    )
-    b.download_button(
-        t("class.handouts"),
-        data=lambda: _handouts(context, opened),
-        file_name=f"attnviz-class-{opened.info.code}-handouts.zip",
-        mime="application/zip",
-        key="class_handouts",
-        on_click="ignore",
-        icon=":material/folder_zip:",
-        width="stretch",
-    )
+    name = f"attnviz-class-{opened.info.code}"
+
+    def results() -> str:
+        return results_csv(opened.info.code, store.students(code, secret), store.answers(code, secret), lang)
+
+    a.download_button(t("class.csv"), data=results, file_name=f"{name}.csv", mime="text/csv", key="class_csv",
+                      on_click="ignore", icon=":material/download:", width="stretch")  # fmt: skip
+    b.download_button(t("class.handouts"), data=lambda: _handouts(context, opened), file_name=f"{name}-handouts.zip",
+                      mime="application/zip", key="class_handouts", on_click="ignore", icon=":material/folder_zip:",
+                      width="stretch")  # fmt: skip
 
 
 def controls(context: Ctx, opened: Opened) -> None:

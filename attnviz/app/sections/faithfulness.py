@@ -229,16 +229,10 @@ def average_scoreboard(context: Ctx) -> None:
             st.info(t("fx.average_missing"), icon="ℹ️")
             literal.literal(AVERAGE_COMMAND)
             return
-        rows = [
-            {
-                t("fx.col_method"): _label(str(r["method"])),
-                t("fx.col_spearman"): _number(r.get("spearman")),
-                t("fx.col_aopc"): _number(r.get("aopc")),
-                t("fx.col_over_random"): _number(r.get("aopc_over_random")),
-                t("fx.col_best"): _number(r.get("best_count")),
-            }
-            for r in data["rows"]
-        ]
+        columns = {"spearman": "fx.col_spearman", "aopc": "fx.col_aopc", "aopc_over_random": "fx.col_over_random",
+                   "best_count": "fx.col_best"}  # fmt: skip
+        rows = [{t("fx.col_method"): _label(str(r["method"])), **{t(c): _number(r.get(k)) for k, c in columns.items()}}
+                for r in data["rows"]]  # fmt: skip
         st.dataframe(rows, hide_index=True, key="table_average")
         model, output = model_label(str(data.get("model", "?"))), _output_label(str(data.get("output", "?")))
         # how to recompute it (the benchmark's command) is for developers: bench/README.md

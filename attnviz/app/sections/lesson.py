@@ -172,14 +172,7 @@ def handout(context: Ctx, run: Lesson) -> None:
         model, given = model_label(run.loaded.runner.name), answers(run, lang)
         page = lambda: handout_html(look, lang=lang, text=text, model=model, answers=given, linked=facts)  # noqa: E731
         classroom.keep_handout(context, page)
-        st.download_button(
-            t("lesson.download"),
-            data=page,
-            file_name="attnviz-lesson.html",
-            mime="text/html",
-            key="lesson_handout",
-            on_click="ignore",
-            icon=":material/download:",
-            help=t("lesson.download_help"),
-        )
+        st.download_button(t("lesson.download"), data=page, file_name="attnviz-lesson.html", mime="text/html",
+                           key="lesson_handout", on_click="ignore", icon=":material/download:",
+                           help=t("lesson.download_help"))  # fmt: skip
         st.caption(t("lesson.further"))

@@ -88,12 +88,5 @@ def show(context: Ctx, p: Pair) -> None:
             charts.chart(fig, "chart_sparse_map")
         masked = float(np.abs(weights[..., ~allowed]).max()) if (~allowed).any() else 0.0
         sums = float(np.abs(weights.astype(np.float64).sum(-1) - 1).max())
-        st.caption(
-            t(
-                "sparse.check",
-                masked=f"{masked:.1g}",
-                sums=f"{sums:.1e}",
-                kept=f"{int(allowed.sum()):,}",
-                total=f"{n * n:,}",
-            )
-        )
+        kept = f"{int(allowed.sum()):,}"
+        st.caption(t("sparse.check", masked=f"{masked:.1g}", sums=f"{sums:.1e}", kept=kept, total=f"{n * n:,}"))
