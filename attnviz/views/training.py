@@ -196,16 +196,14 @@ def _label_axes(layout: Json, L: int, H: int, keys: list[Any], labels: list[str]
     """Each subplot labelled by its head, above it; token tick labels (when given, every
     `every`-th) on the outer axes only."""
     notes = []
-    vals, text = (keys[::every], labels[::every]) if labels is not None else ([], [])
+    ticks = {} if labels is None else {"type": "category", "tickmode": "array", "tickvals": keys[::every],
+                                       "ticktext": labels[::every]}  # fmt: skip
     font = {"size": 10}
     for k in range(L * H):
         layer, head = divmod(k, H)
         ax, ay = layout[f"xaxis{'' if k == 0 else k + 1}"], layout[f"yaxis{'' if k == 0 else k + 1}"]
-        ax |= {"showticklabels": labels is not None and layer == L - 1, "tickfont": font, "tickangle": -90}
-        ay |= {"showticklabels": labels is not None and head == 0, "tickfont": font}
-        if labels is not None:
-            ax |= {"type": "category", "tickmode": "array", "tickvals": vals, "ticktext": text}
-            ay |= {"type": "category", "tickmode": "array", "tickvals": vals, "ticktext": text}
+        ax |= {"showticklabels": labels is not None and layer == L - 1, "tickfont": font, "tickangle": -90} | ticks
+        ay |= {"showticklabels": labels is not None and head == 0, "tickfont": font} | ticks
         notes.append({"text": head_label(layer, head, lang=lang), "xref": "paper", "yref": "paper", "showarrow": False,
                       "x": sum(ax["domain"]) / 2, "y": ay["domain"][1], "yanchor": "bottom", "font": {"size": 12}})  # fmt: skip
     layout["annotations"] = notes
