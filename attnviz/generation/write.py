@@ -1,7 +1,5 @@
-"""`generate`: a causal model writes after a prompt one token a step over its KV cache, and each
-step keeps the new token's attention row in every layer and head, its probability, the
-likeliest alternatives and the cache's size; `Generation.branch` writes another token at a step
-and goes on from the cache as it was there.
+"""`generate` (the package docstring says what it keeps), and the writer behind a generation's
+`attention()` and `branch()`, which goes on from the KV cache as it was at the step.
 
 Bounds: at most `MAX_STEPS` steps, and the prompt's tokens plus the steps within the runner's
 token limit (`model.max_tokens`: the model's positions and the deployment's limit, the size of

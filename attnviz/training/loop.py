@@ -125,12 +125,9 @@ class TrainingRun(RunState):
     @property
     def scores(self) -> dict[str, np.ndarray]:
         """name -> (snapshots, layers, heads), measured on the held-out batch."""
-        names = self.task.pattern_names
-        rows = list(self.snapshot_scores)
-        return {
-            k: np.stack([r[k] for r in rows]) if rows else np.zeros((0, self.config.layers, self.config.heads))
-            for k in names
-        }
+        rows = list(self.snapshot_scores)  # one length for every name while the loop appends
+        shape = (0, self.config.layers, self.config.heads)
+        return {k: np.stack([r[k] for r in rows]) if rows else np.zeros(shape) for k in self.task.pattern_names}
 
     @property
     def steps(self) -> np.ndarray:
