@@ -80,28 +80,26 @@ def query_key_vectors(
     sl = slice(head * parts.head_dim, (head + 1) * parts.head_dim)
     limit = token_limit(max_tokens, runner.max_tokens)
     items = encode_all(runner, texts, limit)
-    out = _Vectors([], [], [], [], [], [], [])
-    order: list[int] = []
+    found: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # text index -> its queries, keys (n, head_dim)
     for b, batch in enumerate(batches(items, batch_size, 1)):
         live = [it for i in batch if (it := items[i]) is not None]
         with runner.gate.background(), torch.inference_mode():
             x = runner.hidden_states(padded(runner, live))[layer]  # (B, w, d)
             q, k = parts.query(x)[..., sl].float().cpu().numpy(), parts.key(x)[..., sl].float().cpu().numpy()
         for j, (i, it) in enumerate(zip(batch, live, strict=True)):
-            order.append(i)
-            out.q.append(q[j, : it.n])
-            out.k.append(k[j, : it.n])
-            out.row.append(np.full(it.n, i))
-            out.position.append(np.arange(it.n))
-            out.relative.append(np.arange(it.n, dtype=np.float32) / max(it.n - 1, 1))
-            out.special.append(it.special)
+            found[i] = (q[j, : it.n], k[j, : it.n])
         if progress is not None:
             progress((b + 1) / max(1, len(items)))
-    # back to text order (batches run shortest first)
-    rank = np.argsort(np.array(order, dtype=np.int64), kind="stable")
-    for name in ("q", "k", "row", "position", "relative", "special"):
-        setattr(out, name, [getattr(out, name)[r] for r in rank])
-    out.tokens = [tok for i in sorted(order) for tok in items[i].tokens]  # type: ignore[union-attr]
+    done = [(i, it) for i in sorted(found) if (it := items[i]) is not None]  # text order, not the batches'
+    out = _Vectors(
+        q=[found[i][0] for i, _ in done],
+        k=[found[i][1] for i, _ in done],
+        row=[np.full(it.n, i) for i, it in done],
+        position=[np.arange(it.n) for _, it in done],
+        relative=[np.arange(it.n, dtype=np.float32) / max(it.n - 1, 1) for _, it in done],
+        tokens=[tok for _, it in done for tok in it.tokens],
+        special=[it.special for _, it in done],
+    )
     hs = parts.head_dim
     q_all = np.concatenate(out.q) if out.q else np.zeros((0, hs), np.float32)
     k_all = np.concatenate(out.k) if out.k else np.zeros((0, hs), np.float32)
