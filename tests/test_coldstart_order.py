@@ -169,13 +169,13 @@ def test_the_chart_code_is_the_module_streamlit_loads_lazily() -> None:
     import streamlit
 
     static = Path(streamlit.__file__).parent / "static"
-    name = preload.chart_code_file()
+    name = preload.build_file("chart")
     assert name is not None and preload.CHART_CODE.fullmatch(name)
     index_html = (static / "index.html").read_text(encoding="utf-8")
     entry = next(part.split('"')[0] for part in index_html.split('src="./static/js/')[1:] if "index." in part[:10])
     entry_js = (static / "static" / "js" / entry).read_text(encoding="utf-8")
     assert f"import(`./{name}`)" in entry_js or f'import("./{name}")' in entry_js
-    assert preload.chart_code_file(static / "no-such-folder") is None
+    assert preload.build_file("chart", static / "no-such-folder") is None
 
 
 def _preload_twice() -> None:
@@ -193,7 +193,7 @@ def test_the_chart_code_is_asked_for_once_per_session() -> None:
     body = scripts[0].proto.body
     assert scripts[0].proto.unsafe_allow_javascript
     assert body.startswith("<script>") and body.endswith("</script>")
-    assert f"'./{preload.chart_code_file()}'" in body
+    assert f"'./{preload.build_file('chart')}'" in body
     at.run()  # the session's next run: nothing sent again
     assert at.sidebar.get("html") == []
 
@@ -212,7 +212,7 @@ def test_the_explorer_loads_the_component_code_at_its_box_and_no_other() -> None
     at = AppTest.from_function(_preload_for_the_explorer, default_timeout=60)
     at.run()
     (first,) = (s.proto.body for s in at.sidebar.get("html"))
-    component, code, chart = (preload.chart_code_file(kind=k) for k in ("component", "code", "chart"))
+    component, code, chart = (preload.build_file(k) for k in ("component", "code", "chart"))
     assert component is not None and preload.COMPONENT_CODE.fullmatch(component)
     assert code is not None and preload.CODE_CODE.fullmatch(code)
     box = "document.querySelector('.st-key-sentence_input textarea')"
@@ -229,7 +229,7 @@ def test_the_explorer_loads_the_component_code_at_its_box_and_no_other() -> None
 
 
 def test_the_preload_script_takes_only_a_chart_file_name_and_a_plain_selector() -> None:
-    name = preload.chart_code_file()
+    name = preload.build_file("chart")
     assert name is not None
     script = preload.preload_script(name, ".st-key-sentence_input textarea")
     assert "document.querySelector('.st-key-sentence_input textarea')" in script

@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 import attnviz
 from attnviz import views
 from attnviz.app import plot_theme, redraw
-from attnviz.app.streamlit_adapter import release
+from attnviz.app.streamlit_adapter import release, theme_options_set
 
 # Streamlit's placeholders: streamlit/elements/lib/streamlit_plotly_theme.py, CATEGORY_0 .. BG_MIX.
 PLACEHOLDER = re.compile(r"#0000[0-4][0-9](?![0-9a-f])", re.IGNORECASE)
@@ -170,13 +170,13 @@ def test_the_selection_modes_are_the_ones_streamlits_chart_element_would_set() -
 
 
 def test_a_theme_option_of_the_deployment_hands_the_charts_back_to_streamlits_theme() -> None:
-    assert not plot_theme.streamlit_theme_customised()  # the project's config.toml sets no [theme]
+    assert not theme_options_set()  # the project's config.toml sets no [theme]
     config.set_option("theme.chartCategoricalColors", ["#ff0000", "#00ff00"])
     try:
-        assert plot_theme.streamlit_theme_customised()
+        assert theme_options_set()
     finally:
         config.set_option("theme.chartCategoricalColors", None)
-    assert not plot_theme.streamlit_theme_customised()
+    assert not theme_options_set()
 
 
 def _one_chart() -> None:

@@ -28,7 +28,7 @@ from ..views.margins import square_fit
 from . import copy_link, nav, plot_theme, urls
 from .readers import model_label
 from .state import SENTENCE, Ctx, set_sentence, t
-from .streamlit_adapter import DeltaGenerator, PlotlyState
+from .streamlit_adapter import DeltaGenerator, PlotlyState, theme_options_set
 
 SLIDE_WIDTH = 960  # css px a slide (and the chart in it) is laid out at...
 SLIDE_HEIGHT = 540  # ...and its height: 16:9
@@ -85,7 +85,7 @@ def chart(fig: go.Figure, key: str, *, caption: str | None = None, **kwargs: Any
     (Plotly text) defaults to `page_caption`."""
     name = "attnviz-" + key.removeprefix("chart_").replace("_", "-")
     theme: Literal["streamlit"] | None = None
-    if plot_theme.streamlit_theme_customised():  # a [theme] of the deployment's own: Streamlit's colours
+    if theme_options_set():  # a [theme] of the deployment's own: Streamlit's colours
         shown, theme = fig, "streamlit"
     else:  # drawn once, not twice (plot_theme's doc)
         shown = plot_theme.for_browser(fig, theme_mode(), _selection(kwargs))

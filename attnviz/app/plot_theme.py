@@ -28,7 +28,7 @@ anyone who wants it as one (a notebook, a test).
 
 Views keep their own colour scales: template values only fill what a figure leaves unset.
 A deployment that sets any [theme] option in .streamlit/config.toml gets Streamlit's own chart
-theme instead (`streamlit_theme_customised`): its colours would not be these.
+theme instead (`streamlit_adapter.theme_options_set`): its colours would not be these.
 """
 
 from __future__ import annotations
@@ -264,11 +264,3 @@ def for_browser(fig: go.Figure, mode: Mode, selection: tuple[str, ...] = ()) -> 
     if spec.get("frames"):  # an animation (the training page's snapshots) plays as it was
         out.frames = [go.Frame(frame, _validate=False) for frame in spec["frames"]]
     return out
-
-
-def streamlit_theme_customised() -> bool:
-    """Whether .streamlit/config.toml (or the command line) sets any [theme] option: then the
-    palette here is not the visitor's, and charts keep Streamlit's own chart theme."""
-    from .streamlit_adapter import theme_options_set
-
-    return theme_options_set()

@@ -2,38 +2,11 @@
 
 Streamlit promises none of these; each is listed in `INTERNALS` with what needs it, and
 tests/test_streamlit_adapter.py fails naming the one a release moved. The app runs on
-Streamlit 1.66.1 and 1.67.0 (.ci/run runs the fast lane on both).
-
-- `streamlit.runtime.state.session_state`: `WStates.__getitem__` (with its `states` and
-  `widget_metadata`), `SessionState.set_widgets_from_proto` (with its `_new_widget_state`),
-  `Serialized`, `STREAMLIT_INTERNAL_KEY_PREFIX`; `streamlit.runtime.state.common`:
-  `is_element_id`, `GENERATED_ELEMENT_ID_PREFIX`, `WidgetMetadata.value_type` and
-  `.deserializer`, whose options serdes hold `formatted_option_to_option_index`,
-  `formatted_option_to_index` or `formatted_options`; `streamlit.proto.WidgetStates_pb2`:
-  client_guard's widget-state check (`filter_widget_states`, `widget_metadata`, `option_names`).
-- `sanitize_query_string` of `streamlit.runtime.app_session` and
-  `streamlit.runtime.state.query_params`, and that module's query limits
-  (`CLIENT_STATE_QUERY_STRING_MAX_LENGTH`, `_FIELDS`; underscored up to 1.66): client_guard's
-  link bounds (`filter_query_strings`, `QUERY_MAX`, `FIELDS_MAX`).
-- `streamlit.web.server.starlette.starlette_websocket`'s logger: client_guard's one-line note
-  of a malformed frame (`FRAME_LOGGER`).
-- `streamlit.config`: `server.maxUploadSize` set at run time (`set_upload_limit_mb`; the public
-  `st.set_option` takes client options only) and whether any `theme.*` option is set
-  (`theme_options_set`, plot_theme).
-- `streamlit.runtime.Runtime.exists` and `.instance().is_active_session`: whether a session is
-  still open (`session_alive`, server/sessions.py).
-- `streamlit.runtime.scriptrunner.get_script_run_ctx` and the context's `session_id`, `cursors`,
-  `yield_check` and `_enqueue`: the session of a run (`session_id`), the first map's slot
-  (`run_cursors`), a run's stop check (`stop_check`) and the turn's checkpoint before each
-  message a run sends (`before_each_message`, server/visitor.py).
-- `streamlit.runtime.pages_manager.PagesManager.uses_pages_directory`: `leave_legacy_pages_mode`.
-- types in annotations: `DeltaGenerator`, `StreamlitPage`, `PlotlyState`.
-- the frontend build in `streamlit/static`: its entry module `static/js/index.*.js`
-  (`ENTRY_MODULE`) and lazily loaded chunks `PlotlyChart.*.js`, `BidiComponent.*.js`,
-  `StreamlitSyntaxHighlighter.*.js` (`build_file`, coldstart/preload.py).
-- `streamlit.elements.lib.streamlit_plotly_theme`: the "streamlit" Plotly template whose
-  placeholder colours the browser resolves; plot_theme copies it resolved (`chart_template`),
-  with the page's surface colours of the installed release's frontend (`theme_surfaces`).
+Streamlit 1.66.1 and 1.67.0 (.ci/run runs the fast lane on both). Besides `INTERNALS`: the query
+limits (`QUERY_MAX`, `FIELDS_MAX`; underscored up to 1.66), the frontend build's entry module and
+lazily loaded chunks (`ENTRY_MODULE`, `build_file`), the "streamlit" Plotly template
+(`chart_template`) and the page's surface colours of each frontend (`theme_surfaces`), and the
+types in annotations (`DeltaGenerator`, `StreamlitPage`, `PlotlyState`).
 """
 
 from __future__ import annotations
@@ -316,9 +289,9 @@ def leave_legacy_pages_mode() -> None:
     """Streamlit decides once per process, when the first session starts, whether the app is an
     old-style multipage app: `PagesManager.uses_pages_directory` becomes True when a `pages/`
     folder sits beside the main script, and stays so until some run calls st.navigation. Until
-    then a visitor whose first URL is /lab gets pages/lab.py run on its own, without app.py
-    (seen with eight simultaneous first visits to a cold server). app.py is never an old-style
-    app: it says so at the top of every run, and a page that finds itself run alone reruns."""
+    then a visitor whose first URL is /lab gets pages/lab.py run on its own, without app.py.
+    app.py is never an old-style app: it says so at the top of every run, and a page that finds
+    itself run alone reruns."""
     internal("streamlit.runtime.pages_manager.PagesManager").uses_pages_directory = False
 
 

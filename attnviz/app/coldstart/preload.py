@@ -10,11 +10,10 @@ name gets no script.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from ..streamlit_adapter import ENTRY_MODULE, build_file, chunk_pattern
 
-__all__ = ["MAP_DRAWN", "SAFE_SELECTOR", "chart_code_file", "preload_chart_code", "preload_script"]
+__all__ = ["MAP_DRAWN", "SAFE_SELECTOR", "preload_chart_code", "preload_script"]
 
 # The chunks' names in Streamlit's build: Plotly's, the v2 components' (the canvas map), and
 # st.code's highlighter (no page loads it any more: app/literal.py, copy_link.py; tests watch for it)
@@ -37,12 +36,6 @@ _PRELOAD_JS = """<script>(() => {
 PRELOAD_WAIT_MS = 3000  # no such element by then: the code loads anyway
 MAP_DRAWN = ".attnviz-map-drawn"  # the explorer's canvas map once drawn (app/token_canvas.js)
 SAFE_SELECTOR = re.compile(r"[A-Za-z0-9_ .#>-]*")
-
-
-def chart_code_file(static: Path | None = None, kind: str = "chart") -> str | None:
-    """The file name of one of Streamlit's lazily loaded modules in its static folder, if exactly
-    one: `kind` "chart" (Plotly), "component" (v2 components) or "code" (st.code's highlighter)."""
-    return build_file(kind, static)
 
 
 def preload_script(name: str, after: str = "", wait_ms: int = PRELOAD_WAIT_MS) -> str:
@@ -69,6 +62,6 @@ def preload_chart_code(after: str = "", *, first_map: bool = False) -> None:
     if st.session_state.get(_CHART_CODE_SENT):
         return
     st.session_state[_CHART_CODE_SENT] = True
-    name = chart_code_file(kind="component" if first_map else "chart")
+    name = build_file("component" if first_map else "chart")
     if name is not None:
         st.sidebar.html(preload_script(name, after), unsafe_allow_javascript=True)
