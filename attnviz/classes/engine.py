@@ -66,10 +66,8 @@ def make_engine(url: str) -> Engine:
 def _sqlite_pragmas(dbapi_connection: Any, _record: object) -> None:
     dbapi_connection.isolation_level = None  # BEGIN is ours (make_engine), not the driver's
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=FULL")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=30000")
+    for pragma in ("journal_mode=WAL", "synchronous=FULL", "foreign_keys=ON", "busy_timeout=30000"):
+        cursor.execute(f"PRAGMA {pragma}")
     cursor.close()
 
 

@@ -1,12 +1,6 @@
 """The class store: what a teacher starts and changes, who joins, every checked answer. One store
 a process (the app's server wing keeps it); every method is one short transaction, so a page says
-"saved" only once the database holds the answer.
-
-    store = ClassStore(database_url())
-    started = store.create(ClassSpec("Period 3", "en", {"en": (sentence, "minilm"), "zh": (...)}))
-    student, token = store.join(started.info.code, "Ana", "en")
-    store.record(started.info.code, token, Given("tokens", "14", True, "lesson.why.tokens", {...}, sentence))
-    store.answers(started.info.code, started.secret)          # the teacher's, with the secret only
+"saved" only once the database holds the answer (the package's docstring shows a class's calls).
 
 A teacher action takes the secret (checked against its digest in constant time: codes.matches);
 a student action takes the student's token and reaches only that student's rows.
@@ -111,10 +105,13 @@ class Answer:
     at: datetime
 
 
-def _utc(value: datetime | None) -> datetime | None:
+def step_of(question: str) -> str:
+    """The lesson step a question belongs to (the referent is asked within the pronoun step)."""
+    return "pronoun" if question == "referent" else question
+
+
+def _utc(value: datetime) -> datetime:
     # SQLite gives back naive datetimes: they were written in UTC
-    if value is None:
-        return None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
@@ -131,13 +128,13 @@ def _info(row: ClassRow) -> ClassInfo:
         own_sentence=bool(row.own_sentence),
         open_steps=tuple(s for s in row.open_steps.split(",") if s in STEPS),
         max_students=row.max_students,
-        created_at=_utc(row.created_at) or row.created_at,
-        ended_at=_utc(row.ended_at),
+        created_at=_utc(row.created_at),
+        ended_at=row.ended_at and _utc(row.ended_at),
     )
 
 
 def _student(row: StudentRow) -> Student:
-    return Student(row.number, row.name, row.lang, _utc(row.joined_at) or row.joined_at)
+    return Student(row.number, row.name, row.lang, _utc(row.joined_at))
 
 
 class ClassStore:
@@ -262,7 +259,7 @@ class ClassStore:
             query = query.where(AnswerRow.student_id == student_id)
         return [
             Answer(number, a.step, a.answer, bool(a.right), a.told_key, json.loads(a.told_fields), a.sentence,
-                   _utc(a.at) or a.at)
+                   _utc(a.at))
             for a, number in s.execute(query)
         ]  # fmt: skip
 
@@ -331,8 +328,7 @@ class ClassStore:
             row, me = self._me(s, code, token)
             if row.ended_at is not None:
                 raise Refused("ended")
-            step = "pronoun" if given.step == "referent" else given.step
-            if step not in row.open_steps.split(","):
+            if step_of(given.step) not in row.open_steps.split(","):
                 raise Refused("closed")
             now = self.clock()
             recent = select(func.count()).where(

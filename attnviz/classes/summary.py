@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .. import i18n
 from ..export.csv_cells import csv_cell
-from .store import QUESTIONS, Answer, Student
+from .store import QUESTIONS, Answer, Student, step_of
 
 __all__ = ["CSV_COLUMNS", "Board", "Question", "Row", "results_csv", "student_label", "summarise"]
 
@@ -57,12 +57,8 @@ def student_label(student: Student, lang: str) -> str:
 def _question(step: str, given: Sequence[Answer]) -> Question:
     mine = [a for a in given if a.step == step]
     wrong = [a for a in mine if not a.right]
-    counts = Counter(a.answer for a in wrong)
-    top, n = (None, 0)
-    if counts:
-        most = max(counts.values())
-        top = next(a.answer for a in wrong if counts[a.answer] == most)
-        n = most
+    # most_common orders equal counts by first appearance: ties go to the answer given first
+    top, n = Counter(a.answer for a in wrong).most_common(1)[0] if wrong else (None, 0)
     told = next(((a.told_key, dict(a.told_fields)) for a in reversed(wrong) if a.answer == top), None)
     return Question(
         step,
@@ -74,10 +70,6 @@ def _question(step: str, given: Sequence[Answer]) -> Question:
     )
 
 
-def _step_of(question: str) -> str:
-    return "pronoun" if question == "referent" else question
-
-
 def summarise(students: Sequence[Student], answers: Sequence[Answer], open_steps: Sequence[str]) -> Board:
     questions = tuple(_question(q, answers) for q in QUESTIONS)
     rows = []
@@ -86,7 +78,7 @@ def summarise(students: Sequence[Student], answers: Sequence[Answer], open_steps
         right = {a.step for a in mine if a.right}
         tried = {a.step for a in mine}
         marks = tuple(RIGHT if q in right else WRONG if q in tried else NONE for q in QUESTIONS)
-        at = next((q for q in QUESTIONS if _step_of(q) in open_steps and q not in right), "done")
+        at = next((q for q in QUESTIONS if step_of(q) in open_steps and q not in right), "done")
         rows.append(Row(student, at, marks))
     return Board(questions, tuple(rows), len(answers))
 
