@@ -35,10 +35,6 @@ __all__ = ["Again", "first", "model_of"]
 Step = tuple[Hashable | None, Callable[[Any], Any]]
 
 
-def _gone() -> None:
-    return None
-
-
 @dataclass(frozen=True)
 class Again:
     """`again()`: the value of the last step, the same object while anything else holds it."""
@@ -46,7 +42,7 @@ class Again:
     settings: Settings
     visitor: str
     steps: tuple[Step, ...]
-    held: Callable[[], Any] = _gone  # a weak reference to the last value
+    held: Callable[[], Any] = lambda: None  # a weak reference to the last value
 
     def then(self, key: Hashable | None, make: Callable[[Any], Any], value: Any) -> Again:
         """One more step (`make(previous value)` under `key`), whose value the page has now."""
@@ -83,12 +79,11 @@ def _registry_model(context: Ctx, key: runners.ModelKey, who: str) -> Loaded:
 
 def first(context: Ctx, loaded: Loaded, text: str, att: Attention, view: tuple[bool, bool]) -> Again:
     """The explorer's analysis of `text` (`runners.analyse` with the `view` switches), `att`."""
-    model = model_of(context, loaded)
     key = ("attend", loaded.key, text, context.max_tokens)
-    again = Again(context.settings, visitor.visitor(), ((key, partial(_attend, context, model, text)),))
+    steps: tuple[Step, ...] = ((key, partial(_attend, context, model_of(context, loaded), text)),)
     if any(view):  # runners.analyse's second key
-        again = replace(again, steps=(*again.steps, (("view", *key[1:], *view), partial(runners.viewed, *view))))
-    return again.holding(att)
+        steps += ((("view", *key[1:], *view), partial(runners.viewed, *view)),)
+    return Again(context.settings, visitor.visitor(), steps).holding(att)
 
 
 def _attend(context: Ctx, model: Callable[[], Loaded], text: str, _before: None) -> Attention:

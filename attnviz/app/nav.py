@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -44,26 +45,18 @@ DEFAULT_URL_PATH = "home"
 
 def page(name: str, lang: str = i18n.DEFAULT_LANGUAGE) -> StreamlitPage:
     """The st.Page of one page (equal objects each time: Streamlit matches pages by URL path)."""
-    spec = next(p for p in PAGES if p.name == name)
-    is_default = name == DEFAULT
-    return st.Page(
-        PAGES_DIR / f"{name}.py",
-        title=i18n.t(spec.title_key, lang),
-        icon=spec.icon,
-        url_path=DEFAULT_URL_PATH if is_default else name,
-        default=is_default,
-    )
+    if name == DEFAULT:
+        return _page(name, lang, url_path=DEFAULT_URL_PATH, default=True)
+    return _page(name, lang, url_path=name)
 
 
 def alias(lang: str = i18n.DEFAULT_LANGUAGE) -> StreamlitPage:
-    spec = next(p for p in PAGES if p.name == ALIAS)
-    return st.Page(
-        PAGES_DIR / f"{ALIAS}.py",
-        title=i18n.t(spec.title_key, lang),
-        icon=spec.icon,
-        url_path=ALIAS,
-        visibility="hidden",
-    )
+    return _page(ALIAS, lang, url_path=ALIAS, visibility="hidden")
+
+
+def _page(name: str, lang: str, **options: Any) -> StreamlitPage:
+    spec = next(p for p in PAGES if p.name == name)
+    return st.Page(PAGES_DIR / f"{name}.py", title=i18n.t(spec.title_key, lang), icon=spec.icon, **options)
 
 
 def navigation(lang: str) -> StreamlitPage:

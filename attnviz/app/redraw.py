@@ -37,16 +37,9 @@ def _numbers(values: np.ndarray) -> list[str]:
 def path_of(xs: np.ndarray, ys: np.ndarray) -> str:
     """An SVG path in data coordinates: one subpath ("M x,y L x,y ...") per NaN-free run."""
     ok = ~(np.isnan(xs.astype(np.float64)) | np.isnan(ys.astype(np.float64)))
-    xt, yt = _numbers(xs), _numbers(ys)
-    parts: list[str] = []
-    pen_down = False
-    for i in range(len(xt)):
-        if not ok[i]:
-            pen_down = False
-            continue
-        parts.append(f"{'L' if pen_down else 'M'}{xt[i]},{yt[i]}")
-        pen_down = True
-    return "".join(parts)
+    pen_down = np.concatenate(([False], ok[:-1]))  # the point before was drawn: a line to this one
+    points = zip(_numbers(xs), _numbers(ys), ok, pen_down, strict=True)
+    return "".join(f"{'L' if down else 'M'}{x},{y}" for x, y, drawn, down in points if drawn)
 
 
 def _is_plain_lines(trace: dict[str, Any]) -> bool:

@@ -33,12 +33,7 @@ def load_runner(context: Ctx, name: str | None = None, *, fallback: bool = True,
     name = name or context.model
     if session_models.is_trained(name):  # trained in the Training lab: this session's own model
         runner = session_models.get(name)
-        if runner is not None:
-            return Loaded(runner, (name,))
-        falls_back = fallback and name != EMBEDDED_MODEL
-        show_error(t("err.model_failed_fallback", model=t("model.minilm")) if falls_back else t("err.model_failed"),
-                   t("train.gone"))  # fmt: skip
-        return load_runner(context, EMBEDDED_MODEL, fallback=False) if falls_back else None
+        return Loaded(runner, (name,)) if runner is not None else _failed(context, name, fallback, t("train.gone"))
     if name != "scratch":
         opts = {}
     key: ModelKey = (name, context.device, tuple(sorted(opts.items())))
@@ -77,6 +72,11 @@ def load_runner(context: Ctx, name: str | None = None, *, fallback: bool = True,
         reason = t("err.unexpected_load")
     if remember:
         REGISTRY.remember_failure(key, reason)
+    return _failed(context, name, fallback, reason)
+
+
+def _failed(context: Ctx, name: str, fallback: bool, reason: str) -> Loaded | None:
+    """A model that could not be had: its error, then (with `fallback`) the embedded model."""
     falls_back = fallback and name != EMBEDDED_MODEL
     message = t("err.model_failed_fallback", model=t("model.minilm")) if falls_back else t("err.model_failed")
     show_error(message, reason)

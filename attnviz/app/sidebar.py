@@ -11,9 +11,9 @@ import streamlit as st
 from .. import __version__, i18n
 from ..config import Settings
 from ..models import EMBEDDED_MODEL, MODEL_NAME_MAX
-from ..models.names import E5_MODEL, SMOLLM2_MODEL
 from ..models.tokens import token_limit
 from ..models.unknown_tokens import model_for_language
+from . import readers
 from .server import session_models
 from .state import CUSTOM, SENTENCE, Ctx, keep, lang, model_options, set_sentence, t
 
@@ -69,21 +69,19 @@ def _on_language_change() -> None:
 
 
 def _model_labels(extra: tuple[str, ...]) -> Callable[[str], str]:
-    labels = {EMBEDDED_MODEL: t("model.minilm"), E5_MODEL: t("model.e5"), "scratch": t("model.scratch")}
-    labels[SMOLLM2_MODEL] = t("model.smollm2")
-    labels[CUSTOM] = t("model.custom")
-    labels.update({name: t("model.baked", name=name) for name in extra})
+    labels = {CUSTOM: t("model.custom"), **{name: t("model.baked", name=name) for name in extra}}
     for name in session_models.names():  # models trained in this session (Training lab)
         m = session_models.trained(name)
         if m is not None:
             labels[name] = t(
                 "train.model_label", task=t(f"train.task.{m.task}"), layers=m.layers, heads=m.heads, step=m.step
             )
-    return lambda name: labels.get(name, name)
+    return lambda name: labels.get(name) or readers.model_label(name)
 
 
 def model_label(name: str) -> str:
-    """A model's name as the sidebar shows it, in this run's language (a raw id stays as it is)."""
+    """A model's name as the sidebar shows it, in this run's language (a raw id stays as it is;
+    a model trained in this session by its task and shape)."""
     return _model_labels(())(name)
 
 

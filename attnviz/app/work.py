@@ -26,10 +26,6 @@ T = TypeVar("T")
 BUDGET_WINDOW_S = budget.BUDGET_WINDOW_S
 
 
-class BudgetExceeded(RuntimeError):
-    """A visitor's work would go past their budget (kept for callers; the queue now orders)."""
-
-
 def session_key() -> str:
     return visitor.session_id()
 
@@ -88,18 +84,16 @@ def run_long(context: Ctx, key: Hashable, label: str, fn: Callable[[Progress], T
                 note.caption(t("fair.over_share", minutes=int(BUDGET_WINDOW_S // 60)))
             else:
                 note.empty()
-            result = fn(progress)
+            return fn(progress)
     except Exception as exc:  # a refusal or a failure: its message is not left under a progress line and a Cancel
-        bar.empty()
-        stop.empty()
         note.empty()
         if not isinstance(exc, gate.OutOfMemory):
             raise
         show_error(t("fair.no_memory"))
         return None
-    bar.empty()
-    stop.empty()
-    return result
+    finally:
+        bar.empty()
+        stop.empty()
 
 
 class _NotComputed(Exception):
@@ -117,7 +111,6 @@ def cached_long(
 ) -> T | None:
     """`fn(progress)` through the result cache; on a miss it runs under `run_long`. None when
     it was cancelled (and then nothing is cached)."""
-
     runner = loaded.runner
     size_mb = attention_mb(runner.n_layers, runner.n_heads, text, context.max_tokens)
 

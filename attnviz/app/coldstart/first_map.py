@@ -114,12 +114,6 @@ def draw(context: Ctx, text: str | None) -> bool:
 def clear() -> None:
     """Empty this run's first map, if it drew one."""
     cursors_now = run_cursors()
-    if cursors_now is None:
-        return
-    held: Any = st.session_state.get(SLOT)
-    if held is None:
-        return
-    st.session_state.pop(SLOT, None)
-    cursors, slot = held
-    if cursors is cursors_now:
-        slot.empty()
+    held: Any = None if cursors_now is None else st.session_state.pop(SLOT, None)
+    if held is not None and held[0] is cursors_now:
+        held[1].empty()  # the slot
