@@ -10,10 +10,9 @@ new typed array at each decoding, redrawn even under a datarevision), or click/h
 other than those the element sets on a chart that reports selections (a new `clickmode` redraws).
 So every chart was drawn twice. `for_browser` removes each cause: template null, a constant
 datarevision, 1-D typed arrays as lists, meta as a one-element list, the element's modes set
-(`selection_layout`); the second call then costs a few ms (tests/test_theme_browser.py counts
-`plotly_beforeplot`, bench/breakdown.py's "full draws"). A datarevision that never changes is safe
-here: the element's id hashes the whole spec and Streamlit keys the chart component by that id,
-so new data is a new mount.
+(`selection_layout`); the second call then costs no redraw (tests/test_theme_browser.py counts
+`plotly_beforeplot`). A datarevision that never changes is safe here: the element's id hashes the
+whole spec and Streamlit keys the chart component by that id, so new data is a new mount.
 
 So `for_browser` bakes the theme into the figure's own layout, under the figure's values, as a
 template would apply it (`xaxis` to every x axis, trace defaults by trace type), and sends it with
@@ -23,8 +22,8 @@ over the "streamlit" template of streamlit/elements/lib/streamlit_plotly_theme.p
 are placeholders such as "#000001" until the browser swaps them), read from a chart drawn with
 `theme="streamlit"` in chromium (1.67, and 1.66, whose page surfaces differ:
 `streamlit_adapter.theme_surfaces`); tests/test_streamlit_adapter.py checks the template's shape
-against the installed release's (`streamlit_adapter.chart_template`). `template(mode)` is the same look as a plotly Template, for
-anyone who wants it as one (a notebook, a test).
+against the installed release's (`streamlit_adapter.chart_template`). `template(mode)` is the
+same look as a plotly Template, for anyone who wants it as one (a notebook, a test).
 
 Views keep their own colour scales: template values only fill what a figure leaves unset.
 A deployment that sets any [theme] option in .streamlit/config.toml gets Streamlit's own chart
