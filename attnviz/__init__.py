@@ -43,36 +43,25 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-_MODELS = ("ModelLoadError", "PretrainedModel", "Runner", "ScratchModel", "load_model", "resolve_device")
+# name -> module that defines it. Everything that imports torch (the models) or plotly and more of
+# torch loads on first use: `import attnviz`, `attnviz.config` and `attnviz.views` stay light
+# (tests/test_imports.py), and the command line starts fast.
+_LAZY = {
+    **dict.fromkeys(
+        ("ModelLoadError", "PretrainedModel", "Runner", "ScratchModel", "load_model", "resolve_device"), ".models"
+    ),
+    "embed": ".explain.removal",
+    "predict": ".nextword",
+    "generate": ".generation",  # a causal model writing token by token
+    **dict.fromkeys(("attend_long", "LongAttention"), ".long"),  # attention at any length
+}
 _SUBPACKAGES = ("views", "explain", "i18n", "corpus", "training", "lab", "generation")
 
 
 def __getattr__(name: str) -> object:
-    # Everything that imports torch (the models) or plotly and more of torch (`attnviz.views`,
-    # `attnviz.explain`) loads on first use: `import attnviz`, `attnviz.config` and
-    # `attnviz.views` stay light (tests/test_imports.py), and the command line starts fast.
-    if name in _MODELS:
-        value = getattr(importlib.import_module(".models", __name__), name)
-        globals()[name] = value
-        return value
-    if name == "embed":
-        from .explain.removal import embed
-
-        globals()[name] = embed
-        return embed
-    if name == "predict":
-        from .nextword import predict
-
-        globals()[name] = predict
-        return predict
-    if name == "generate":  # a causal model writing token by token (attnviz.generation)
-        from .generation import generate
-
-        globals()[name] = generate
-        return generate
-    if name in ("attend_long", "LongAttention"):  # attention at any length
-        value = getattr(importlib.import_module(".long", __name__), name)
-        globals()[name] = value
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # once: later lookups skip this function
         return value
     if name in _SUBPACKAGES:
         return importlib.import_module(f".{name}", __name__)

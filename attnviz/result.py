@@ -95,13 +95,9 @@ class Attention:
         if special.size == 0:
             special = np.zeros(n, dtype=bool)
         object.__setattr__(self, "special", special)
-        if not self.word_ids:
-            word_ids = []
-            word = 0
-            for s in special:
-                word_ids.append(-1 if s else word)
-                word += 0 if s else 1
-            object.__setattr__(self, "word_ids", word_ids)
+        if not self.word_ids:  # each ordinary token a word of its own, counted from 0
+            words = np.cumsum(~special) - 1
+            object.__setattr__(self, "word_ids", [-1 if s else int(w) for s, w in zip(special, words, strict=True)])
         if self.kv_heads is not None:
             kv = np.asarray(self.kv_heads, dtype=np.int64)
             if kv.shape != (w.shape[1],):
@@ -192,19 +188,7 @@ class Attention:
         if len(groups) == self.n:
             return self
         self.require_square("merging word pieces")
-        w = merge_word_matrix(self.weights, groups)
-        tokens = [self._word_text(g) for g in groups]
-        special = np.array([bool(self.special[g[0]]) for g in groups])
-        word_ids = [self.word_ids[g[0]] for g in groups]
-        return replace(
-            self,
-            tokens=tokens,
-            weights=w,
-            special=special,
-            word_ids=word_ids,
-            spans=self._group_spans(groups),
-            segments=self._group_segments(groups),
-        )
+        return self._merged(groups, [self._word_text(g) for g in groups])
 
     def merge_characters(self) -> Attention:
         """Merge the tokens that share a character into one, by their offsets: a byte-level
@@ -216,14 +200,18 @@ class Attention:
         if len(groups) == self.n:
             return self
         self.require_square("merging characters")
+        return self._merged(groups, self.character_tokens(groups))
+
+    def _merged(self, groups: list[list[int]], tokens: list[str]) -> Attention:
+        """One token a group, named `tokens`; each group takes its first token's flags."""
         return replace(
             self,
-            tokens=self.character_tokens(groups),
+            tokens=tokens,
             weights=merge_word_matrix(self.weights, groups),
             special=np.array([bool(self.special[g[0]]) for g in groups]),
             word_ids=[self.word_ids[g[0]] for g in groups],
             spans=self._group_spans(groups),
-            segments=self._group_segments(groups),
+            segments=tuple(self.segments[g[0]] for g in groups) if self.segments else (),
         )
 
     def character_groups(self) -> list[list[int]]:
@@ -248,10 +236,7 @@ class Attention:
         if known and len(char_groups([self.spans[i] for i in group], self.special[group])) < len(group):
             a, b = self.spans[group[0]][0], self.spans[group[-1]][1]
             return self.text[a:b].strip() or "\u2423"
-        return _join_pieces([self.tokens[i] for i in group])
-
-    def _group_segments(self, groups: list[list[int]]) -> tuple[int, ...]:
-        return tuple(self.segments[g[0]] for g in groups) if self.segments else ()
+        return "".join(self.tokens[i] for i in group)
 
     def _group_spans(self, groups: list[list[int]]) -> list[tuple[int, int]]:
         if len(self.spans) != self.n:
@@ -295,7 +280,3 @@ def merge_word_matrix(weights: np.ndarray, groups: list[list[int]]) -> np.ndarra
     to_words = weights @ onehot  # (..., n, g): sum over a word's pieces
     mean_rows = onehot / onehot.sum(0, keepdims=True)  # (n, g) averaging weights
     return np.einsum("ng,...nk->...gk", mean_rows, to_words).astype(np.float32)
-
-
-def _join_pieces(pieces: list[str]) -> str:
-    return "".join(pieces) if len(pieces) > 1 else pieces[0]
