@@ -53,8 +53,7 @@ def scaled_dot_product_attention(
     _keep(steps, "masked", w)
     if in_place:  # softmax in place: no (..., n, n) temporaries at 512 tokens. torch's own kernel
         # (one pass a row, written over its input) is bit for bit transformers' eager softmax, and
-        # twice as fast as max, subtract, exp, sum and divide as five in-place passes (3.1-3.5 ->
-        # 1.5-1.9 ms for 12 heads at 512 tokens, median of 30): about 5 % of MiniLM's forward
+        # twice as fast as max, subtract, exp, sum and divide as five in-place passes
         w = torch.softmax(w, dim=-1, out=w)
     else:
         e = (w - w.amax(dim=-1, keepdim=True)).exp()
@@ -209,6 +208,21 @@ class LayerParts:
     allowed: torch.Tensor | None = None  # (n, n) bool sparse pattern (attnviz/sparse.py); None: every key
 
 
+# Where each part of LayerParts lives in a Hugging Face BertLayer (BERT, RoBERTa, ELECTRA, MiniLM):
+# field -> attribute path; the same names, with ".weight" and ".bias", are its checkpoint's keys.
+BERT_LAYER_PATHS = {
+    "query": "attention.self.query",
+    "key": "attention.self.key",
+    "value": "attention.self.value",
+    "output": "attention.output.dense",
+    "ln_attention": "attention.output.LayerNorm",
+    "ff_in": "intermediate.dense",
+    "ff_out": "output.dense",
+    "ln_ff": "output.LayerNorm",
+    "activation": "intermediate.intermediate_act_fn",
+}
+
+
 def post_ln_layer(
     p: LayerParts,
     x: torch.Tensor,
@@ -337,20 +351,11 @@ class ScratchEncoder(nn.Module):
             "ln_embeddings.bias": "embeddings.LayerNorm.bias",
         }
         for i in range(cfg.n_layers):
-            src = f"encoder.layer.{i}."
-            dst = f"layers.{i}."
-            for ours, theirs in [
-                ("attention.query", "attention.self.query"),
-                ("attention.key", "attention.self.key"),
-                ("attention.value", "attention.self.value"),
-                ("attention.output", "attention.output.dense"),
-                ("ln_attention", "attention.output.LayerNorm"),
-                ("ff_in", "intermediate.dense"),
-                ("ff_out", "output.dense"),
-                ("ln_ff", "output.LayerNorm"),
-            ]:
-                for p in ("weight", "bias"):
-                    mapping[f"{dst}{ours}.{p}"] = f"{src}{theirs}.{p}"
+            for part, theirs in BERT_LAYER_PATHS.items():
+                ours = f"attention.{part}" if part in ("query", "key", "value", "output") else part
+                if part != "activation":  # a function, no weights
+                    for p in ("weight", "bias"):
+                        mapping[f"layers.{i}.{ours}.{p}"] = f"encoder.layer.{i}.{theirs}.{p}"
         missing = [theirs for theirs in mapping.values() if theirs not in state]
         if missing:
             raise ValueError(f"not a BERT checkpoint: missing {missing[:3]}")

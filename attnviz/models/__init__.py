@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from .errors import ModelLoadError
     from .gate import Cancelled, ForwardGate, Progress, gate_for
     from .huggingface import PretrainedModel
-    from .loading import embedded_model_dir, load_model, resolve_device
+    from .loading import load_model, resolve_device
+    from .minilm_numpy import embedded_model_dir
     from .scratch_runner import ScratchModel
 
 __all__ = [
@@ -49,7 +50,8 @@ _LAZY = {
     "ModelLoadError": "errors",
     **dict.fromkeys(("Cancelled", "ForwardGate", "Progress", "gate_for"), "gate"),
     "PretrainedModel": "huggingface",
-    **dict.fromkeys(("embedded_model_dir", "load_model", "resolve_device"), "loading"),
+    "embedded_model_dir": "minilm_numpy",
+    **dict.fromkeys(("load_model", "resolve_device"), "loading"),
     "ScratchModel": "scratch_runner",
 }
 

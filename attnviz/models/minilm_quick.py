@@ -1,7 +1,6 @@
 """The embedded MiniLM's first answers without transformers.
 
-Importing transformers' BERT code costs more than torch itself: a fresh interpreter's first
-answer took 1.6 CPU-s this way against 4.3 through transformers (bench/results_coldstart.md).
+Importing transformers' BERT code costs more than torch itself (bench/results_coldstart.md).
 A cold server's first chart needs only `attend`: the tokens, their offsets and every layer's
 attention; a corpus run only `attention_maps` of padded batches (`quick_maps`); the norm-based
 weights (`trace`) and occlusion (`last_hidden` without gradients) run through it too, so the
@@ -39,10 +38,14 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel as HFModel
 
 
-def quick_attention(encoder: ScratchEncoder, inputs: Inputs, out: np.ndarray) -> np.ndarray:
-    """Every layer's attention of a batch of one, computed in `out` (L, H, n, n) float32: the
-    embedding, then per layer Q, K, V, the weights written in place, the output projection, the
-    LayerNorms and the feed-forward, as transformers' BertModel runs them in eval mode."""
+def quick_attention(encoder: ScratchEncoder, inputs: Inputs, out: np.ndarray | None = None) -> np.ndarray:
+    """Every layer's attention of a batch of one, computed in `out` (L, H, n, n) float32 (a new
+    array when None): the embedding, then per layer Q, K, V, the weights written in place, the
+    output projection, the LayerNorms and the feed-forward, as transformers' BertModel runs them
+    in eval mode."""
+    if out is None:
+        n, p = int(inputs["input_ids"].shape[1]), cast(EncoderLayer, encoder.layers[0]).parts()
+        out = np.empty((len(encoder.layers), p.n_heads, n, n), dtype=np.float32)
     _run(encoder, inputs, torch.from_numpy(out).unsqueeze(1).unbind(0))  # L views of (1, H, n, n)
     return out
 
@@ -184,15 +187,11 @@ class QuickMiniLM(PretrainedModel):
         quick = self.quick
         if quick is None or int(inputs["input_ids"].shape[0]) != 1:
             return super().trace(inputs)
-        n = int(inputs["input_ids"].shape[1])
-        out = np.empty((self.n_layers, self.n_heads, n, n), dtype=np.float32)
         parts = [cast(EncoderLayer, layer).parts() for layer in quick.layers]
-        return traced(self.name, parts, lambda: quick_attention(quick, inputs, out))
+        return traced(self.name, parts, lambda: quick_attention(quick, inputs))
 
     def attention_array(self, inputs: Inputs) -> np.ndarray:
         quick = self.quick
         if quick is None or int(inputs["input_ids"].shape[0]) != 1:
             return super().attention_array(inputs)
-        n = int(inputs["input_ids"].shape[1])
-        out = np.empty((self.n_layers, self.n_heads, n, n), dtype=np.float32)
-        return quick_attention(quick, inputs, out)
+        return quick_attention(quick, inputs)

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from ..result import Attention
-from .base import Encoded, RunnerBase, oom_note
+from .base import Encoded, RunnerBase
 from .tokens import clean_text, count_tokens, readable_tokens, token_limit, token_spans, tokenize
 
 PAIR_JOIN = "\n"  # between A and B in the result's `text`
@@ -74,15 +74,7 @@ def _word_ids(word_ids: list[int | None], segments: list[int]) -> list[int]:
 def attend_pair(model: RunnerBase, a: str, b: str, max_tokens: int | None = None) -> Attention:
     """A and B in one forward pass: an `Attention` over "[CLS] A [SEP] B [SEP]" with `segments`."""
     enc = encode_pair(model, a, b, max_tokens)
-    try:
-        with model.gate.interactive(), torch.inference_mode():
-            weights = model.attention_array(enc.inputs)
-    except torch.OutOfMemoryError:
-        if model.device.type == "cpu":
-            raise
-        cpu = model._on_cpu()
-        att = cpu.attend(a, max_tokens, pair=b)  # type: ignore[call-arg]
-        return replace(att, notes=(*att.notes, oom_note(model.device)))
+    att = model.attend_encoded(enc, lambda cpu: cpu.attend(a, max_tokens, pair=b))  # type: ignore[call-arg]
     segments = enc.extra["segments"]
     assert isinstance(segments, tuple)
-    return replace(model.result(enc, weights), segments=segments)
+    return replace(att, segments=segments)

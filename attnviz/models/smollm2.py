@@ -16,10 +16,10 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
 
 import torch
 
+from . import hub
 from .base import ModelLoadError
 from .huggingface import PretrainedModel
 
@@ -60,11 +60,6 @@ def _key(gguf: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def cached_folder(gguf: Path | None = None) -> Path:
-    gguf = gguf or gguf_path()
-    return cache_root() / f"{NAME}-{_key(gguf)}"
-
-
 def is_complete(folder: Path) -> bool:
     """The marker is there, names this format, and every file it lists has its size."""
     try:
@@ -80,7 +75,7 @@ def is_complete(folder: Path) -> bool:
 def ensure_cache(gguf: Path | None = None) -> Path:
     """The float32 folder of this GGUF file, converted now if missing, half-written or stale."""
     gguf = gguf or gguf_path()
-    folder = cached_folder(gguf)
+    folder = cache_root() / f"{NAME}-{_key(gguf)}"
     if is_complete(folder):
         return folder
     with _CONVERTING:  # two visitors choosing the model at once convert it once
@@ -111,8 +106,6 @@ def _convert(gguf: Path, out: Path) -> None:
     """Dequantise the GGUF file into `out`: model.safetensors (float32), config, tokenizer, marker."""
     from safetensors.torch import save_file
 
-    from . import hub
-
     with hub.prepare(str(gguf.parent)):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -134,10 +127,9 @@ def _convert(gguf: Path, out: Path) -> None:
     (out / MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
 
 
-def load_causal_lm(device: torch.device) -> tuple[Any, Any]:
-    """(causal LM, tokenizer) from the cache folder, float32, eager attention, eval mode."""
-    from . import hub
-
+def load_smollm2(device: torch.device, max_tokens: int) -> PretrainedModel:
+    """The runner over the cache folder's causal LM (float32, eager attention, eval mode): its
+    base model for attention, its head for the next word."""
     try:
         folder = ensure_cache()
         with hub.prepare(str(folder)):
@@ -156,12 +148,4 @@ def load_causal_lm(device: torch.device) -> tuple[Any, Any]:
             public=f"could not load model '{NAME}' on this server",
         ) from exc
     model.eval().to(device)
-    return model, tokenizer
-
-
-def load_smollm2(device: torch.device, max_tokens: int) -> PretrainedModel:
-    """The runner: the causal LM's base model for attention, its head for the next word."""
-    model, tokenizer = load_causal_lm(device)
-    if getattr(tokenizer, "pad_token", None) is None and getattr(tokenizer, "eos_token", None) is not None:
-        tokenizer.pad_token = tokenizer.eos_token  # only needed for batching
     return PretrainedModel(NAME, model.model, tokenizer, device, max_tokens, lm_head=model.lm_head)
