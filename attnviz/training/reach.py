@@ -37,19 +37,14 @@ def needed_reach(task: Task) -> tuple[int, int]:
     return 1, 1  # text: the character before already says much
 
 
-def reach(cfg: TrainConfig) -> int:
-    """Tokens back a model of `cfg` can read (the window pattern; 0 otherwise)."""
-    return cfg.layers * cfg.window if cfg.sparse == "window" else 0
-
-
 def verdict(cfg: TrainConfig, task: Task) -> Verdict:
     """Whether the pattern lets the task be learned at all: "ok" (every answer within reach),
     "partial" (only the nearer ones), "fail" (none), "unknown" (the other patterns)."""
     need = needed_reach(task)
     if not cfg.sparse:
         return Verdict("", 0, need)
-    r = reach(cfg)
     if cfg.sparse != "window":
         return Verdict("unknown", 0, need)
+    r = cfg.layers * cfg.window  # L layers of a window w reach L * w back
     kind = "ok" if r >= need[1] else "partial" if r >= need[0] else "fail"
     return Verdict(kind, r, need)
