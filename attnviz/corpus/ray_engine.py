@@ -50,21 +50,12 @@ class ShardWorker:
         return out
 
 
-def _records_table(records: list[Record]) -> Any:
-    import pyarrow as pa
-
-    return pa.table(
-        {
-            "id": pa.array([r.id for r in records], pa.int64()),
-            "text": pa.array([r.text for r in records], pa.string()),
-            "skip": pa.array([r.skip for r in records], pa.string()),
-        }
-    )
-
-
 def _plan(source: Source, store: Store, settings: dict[str, Any], meter: Meter) -> tuple[int, list[tuple[int, int]]]:
     """Read the input once: the number of shards, and (shard, records) of each still to do,
     whose records are written for the workers to read."""
+    import pyarrow as pa
+
+    schema = pa.schema([("id", pa.int64()), ("text", pa.string()), ("skip", pa.string())])
     pending: list[tuple[int, int]] = []
     n_shards = 0
     for shard, records in shards_of(source, settings["shard_size"], settings["limit"]):
@@ -73,7 +64,8 @@ def _plan(source: Source, store: Store, settings: dict[str, Any], meter: Meter) 
             meter.records += len(records)
             meter.resumed += len(records)
             continue
-        store.write_table(input_name(shard), _records_table(records))
+        columns = {"id": [r.id for r in records], "text": [r.text for r in records], "skip": [r.skip for r in records]}
+        store.write_table(input_name(shard), pa.table(columns, schema=schema))
         pending.append((shard, len(records)))
     return n_shards, pending
 

@@ -44,13 +44,6 @@ def _say(message: str) -> None:
     print(f"attnviz long: {message}", file=sys.stderr, flush=True)
 
 
-def _read(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    with open(path, encoding="utf-8", errors="strict") as fh:
-        return fh.read()
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
@@ -59,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.size < 1:
             raise ValueError("--size must be at least 1")
         try:
-            text = check_text(_read(args.file), settings_from_env().max_chars)
+            raw = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+            text = check_text(raw, settings_from_env().max_chars)
         except UnicodeDecodeError:
             raise ValueError(f"{args.file} is not UTF-8 text") from None
         limit = args.max_tokens if args.max_tokens is not None else long_settings().max_tokens
