@@ -239,18 +239,13 @@ _preparation_data = multiprocessing.spawn.get_preparation_data
 multiprocessing.spawn.get_preparation_data = _without_main  # read by every start method's Popen
 
 
-def _context() -> ForkServerContext | SpawnContext:
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)  # read when the forkserver starts, at the first child
-    return ctx
-
-
 def _spawn() -> tuple[multiprocessing.connection.Connection, BaseProcess]:
     """A child joined to us by a socket pair (Pipe), forked by multiprocessing's forkserver, which
     imported PRELOAD once (where there is none, not Unix, a fresh interpreter: spawn)."""
-    ctx = _context()
+    ctx: ForkServerContext | SpawnContext = multiprocessing.get_context("spawn")
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(PRELOAD)  # read when the forkserver starts, at the first child
     ours, theirs = ctx.Pipe()
     proc = ctx.Process(target=_child, args=(theirs,), name=NAME, daemon=True)
     try:
