@@ -143,14 +143,6 @@ def _attend(model: TinyViT, run: DigitsRun, index: int) -> Attention:
     return Attention(tokens=digit_tokens(), weights=weights, model="digits-vit", special=special, text=text)
 
 
-def _check(steps: int, layers: int, heads: int, d_model: int, snapshots: int) -> None:
-    for name, value in (("steps", steps), ("layers", layers), ("heads", heads), ("d_model", d_model),
-                        ("snapshots", snapshots)):  # fmt: skip
-        low, high = DIGITS_LIMITS[name]
-        if not low <= value <= high:
-            raise ValueError(f"{name} must be between {low} and {high} (got {value})")
-
-
 def train_digits(
     steps: int = 400,
     seed: int = 0,
@@ -170,7 +162,10 @@ def train_digits(
     held-out accuracy and of the probe digit's maps; progress(step, steps) after each snapshot."""
     if task != "digits":
         raise ValueError(f"train_digits trains task='digits' (got {task!r})")
-    _check(steps, layers, heads, d_model, snapshots)
+    values = (steps, layers, heads, d_model, snapshots)  # in DIGITS_LIMITS' order
+    for (name, (low, high)), value in zip(DIGITS_LIMITS.items(), values, strict=True):
+        if not low <= value <= high:
+            raise ValueError(f"{name} must be between {low} and {high} (got {value})")
     images, labels = load_digits()
     train_idx, test_idx = held_out_split(len(labels))
     if not 0 <= probe < len(test_idx):
