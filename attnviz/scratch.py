@@ -67,16 +67,19 @@ def _keep(steps: dict[str, torch.Tensor] | None, name: str, value: torch.Tensor)
         steps[name] = value.detach().clone()
 
 
+def _additive(blocked: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The additive mask of a bool tensor: the dtype's most negative finite value where True, else 0."""
+    return torch.zeros(blocked.shape, dtype=dtype, device=blocked.device).masked_fill(blocked, torch.finfo(dtype).min)
+
+
 def causal_mask(n: int, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu") -> torch.Tensor:
     """(n, n) additive mask: token i may look at j <= i only."""
-    upper = torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
-    return torch.zeros(n, n, dtype=dtype, device=device).masked_fill(upper, torch.finfo(dtype).min)
+    return _additive(torch.ones(n, n, dtype=torch.bool, device=device).triu(1), dtype)
 
 
 def padding_mask(attention_mask: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """(B, n) with 1 = real token, 0 = padding  ->  (B, 1, 1, n) additive mask over keys."""
-    keep = attention_mask.to(torch.bool)[:, None, None, :]
-    return torch.zeros(keep.shape, dtype=dtype, device=attention_mask.device).masked_fill(~keep, torch.finfo(dtype).min)
+    return _additive(~attention_mask.to(torch.bool)[:, None, None, :], dtype)
 
 
 def sinusoidal_positions(n: int, d_model: int) -> torch.Tensor:
@@ -103,11 +106,7 @@ def combined_mask(
     mask = None if attention_mask is None else padding_mask(attention_mask, dtype)  # (B, 1, 1, n)
     parts = [causal_mask(n, dtype, device)] if causal else []  # (n, n)
     if allowed is not None:
-        parts.append(
-            torch.zeros(n, n, dtype=dtype, device=device).masked_fill(
-                ~allowed[:n, :n].to(device), torch.finfo(dtype).min
-            )
-        )
+        parts.append(_additive(~allowed[:n, :n].to(device), dtype))
     for c in parts:
         mask = c if mask is None else (mask + c).clamp(min=torch.finfo(dtype).min)
     return mask

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -25,15 +25,7 @@ from .gate import ForwardGate, gate_for
 from .prenorm_parts import PreNormParts
 from .switching import HeadMode, head_switch, heads_by_layer, projection_parts
 from .threads import cpu_threads_for
-from .tokens import (
-    checked_text,
-    encode_counted,
-    model_inputs,
-    readable_tokens,
-    require_known,
-    token_limit,
-    token_spans,
-)
+from .tokens import Encoded, encode_counted, encoded, model_inputs, token_limit
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -46,21 +38,6 @@ OOM_NOTE = "{device} ran out of memory: this result was computed on the CPU."
 def oom_note(device: object) -> Note:
     """The note on a result the CPU computed after `device` ran out of memory (key `OOM_CPU`)."""
     return Note(OOM_NOTE.format(device=device), key=OOM_CPU)
-
-
-@dataclass
-class Encoded:
-    """A tokenised text, ready for a forward pass (batch of one)."""
-
-    inputs: Inputs  # input_ids, attention_mask, maybe token_type_ids: (1, n)
-    tokens: list[str]
-    special: np.ndarray
-    word_ids: list[int]
-    truncated: bool
-    n_input_tokens: int
-    text: str = ""
-    extra: dict[str, object] = field(default_factory=dict)
-    spans: list[tuple[int, int]] = field(default_factory=list)  # each token's character offsets in text
 
 
 @runtime_checkable
@@ -216,27 +193,12 @@ class RunnerBase(DecoderDefaults):
 
     def encode(self, text: str, max_tokens: int | None = None) -> Encoded:
         """Tokenise, truncating to the model's limit (or `max_tokens`) and flagging it."""
-        text = checked_text(text)
-        limit = token_limit(max_tokens, self.max_tokens)
-        tok = self.tokenizer
-        enc, n_input = encode_counted(tok, text, limit)  # one tokenization: the cut and the count
-        offsets = [list(span) for span in enc.offsets]
-        ids = list(enc.ids)
-        special = np.array(enc.special_tokens_mask, dtype=bool)
-        require_known(ids, special)
-        word_ids = [-1 if w is None else int(w) for w in enc.word_ids]
-        tokens = readable_tokens(tok, ids, special, text, offsets)
-        inputs = {k: torch.tensor([v], dtype=torch.long, device=self.device) for k, v in model_inputs(tok, enc).items()}
-        return Encoded(
-            inputs=inputs,
-            tokens=tokens,
-            special=special,
-            word_ids=word_ids,
-            truncated=n_input > len(ids),
-            n_input_tokens=max(n_input, len(ids)),
-            text=text,
-            spans=token_spans(tok, ids, text, offsets),
-        )
+        raw, enc = encoded(self.tokenizer, text, token_limit(max_tokens, self.max_tokens))
+        enc.inputs = {
+            k: torch.tensor([v], dtype=torch.long, device=self.device)
+            for k, v in model_inputs(self.tokenizer, raw).items()
+        }
+        return enc
 
     def fit(self, text: str, max_tokens: int | None = None) -> str:
         """The prefix of `text` that `encode` keeps within `max_tokens` tokens, so a method that
@@ -263,20 +225,7 @@ class RunnerBase(DecoderDefaults):
         return self.result(enc, weights)
 
     def result(self, enc: Encoded, weights: np.ndarray) -> Attention:
-        return Attention(
-            tokens=enc.tokens,
-            weights=weights,
-            model=self.name,
-            device=str(self.device),
-            truncated=enc.truncated,
-            special=enc.special,
-            word_ids=enc.word_ids,
-            text=enc.text,
-            causal=self.causal,
-            kv_heads=self.kv_heads,
-            spans=enc.spans,
-            n_input_tokens=enc.n_input_tokens,
-        )
+        return enc.attention(weights, self.name, str(self.device), self.causal, self.kv_heads)
 
     def _on_cpu(self) -> RunnerBase:
         """The same model on the CPU, loaded once, on first need."""

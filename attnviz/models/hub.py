@@ -2,12 +2,8 @@
 
 Without a network, `from_pretrained("some/id")` retries five times with backoff and logs two
 warnings a try (`huggingface_hub.utils._http`) before it gives up; a classroom without internet,
-or a typo in the model box, should get one line at once.
-
-    with hub.prepare(source):          # around the from_pretrained calls of one model
-        ...
-    except Exception as exc:
-        raise ModelLoadError(hub.load_failure(name, is_dir, exc)) from exc
+or a typo in the model box, should get one line at once: `prepare` goes around the
+from_pretrained calls of one model, and `load_failure` says why one failed.
 
 For a hub id `prepare` asks, once a minute at most, whether the hub answers (`reachable`: an
 HTTP HEAD to HF_ENDPOINT, 1.5 s at most); when it does not, or HF_HUB_OFFLINE is set, the load

@@ -28,15 +28,7 @@ import numpy as np
 from ..result import Attention
 from .errors import ModelLoadError
 from .names import EMBEDDED_MODEL
-from .tokens import (
-    checked_text,
-    encode_counted,
-    model_inputs,
-    readable_tokens,
-    require_known,
-    token_limit,
-    tokenizer_lock,
-)
+from .tokens import encode_counted, encoded, model_inputs, token_limit, tokenizer_lock
 
 # the keyword arguments the quick tokenizer answers itself; any other call goes to transformers'
 _QUICK_KWARGS = {
@@ -269,29 +261,11 @@ class NumpyMiniLM:
         """`RunnerBase.attend`'s answer for one text (models/base.py `encode` and `result`, the
         same helpers), without torch: the tokens, special tokens, word ids, offsets and every
         layer's attention. `limit`: the runner's own token limit (the deployment's)."""
-        text = checked_text(text)
-        tok = self.tokenizer
-        most = min(tok.model_max_length, self.max_positions)
-        enc, n_input = encode_counted(tok, text, token_limit(max_tokens, most if limit is None else min(limit, most)))
-        ids, offsets = list(enc.ids), [list(span) for span in enc.offsets]
-        special = np.array(enc.special_tokens_mask, dtype=bool)
-        require_known(ids, special)
+        most = min(self.tokenizer.model_max_length, self.max_positions)
+        raw, enc = encoded(self.tokenizer, text, token_limit(max_tokens, most if limit is None else min(limit, most)))
         with one_blas_thread():
-            weights = self.attention(np.asarray(ids), np.asarray(enc.type_ids))
-        return Attention(
-            tokens=readable_tokens(tok, ids, special, text, offsets),
-            weights=weights,
-            model=EMBEDDED_MODEL,
-            device="cpu",
-            truncated=n_input > len(ids),
-            special=special,
-            word_ids=[-1 if w is None else int(w) for w in enc.word_ids],
-            text=text,
-            causal=False,
-            kv_heads=np.arange(self.n_heads),
-            spans=[(int(a), int(b)) for a, b in offsets],
-            n_input_tokens=max(n_input, len(ids)),
-        )
+            weights = self.attention(np.asarray(raw.ids), np.asarray(raw.type_ids))
+        return enc.attention(weights, EMBEDDED_MODEL, "cpu", False, np.arange(self.n_heads))
 
     def attention(
         self,

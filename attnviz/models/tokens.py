@@ -7,17 +7,70 @@ import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .. import i18n
-from ..result import char_groups
+from ..result import Attention, char_groups
 
 DEFAULT_MAX_TOKENS = 512
 
 # C0/C1 control characters other than tab and newline, and NUL: tokenizers drop or choke on them.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@dataclass
+class Encoded:
+    """A tokenised text, ready for a forward pass (batch of one)."""
+
+    inputs: dict[str, Any]  # torch tensors input_ids, attention_mask, maybe token_type_ids: (1, n)
+    tokens: list[str]
+    special: np.ndarray
+    word_ids: list[int]
+    truncated: bool
+    n_input_tokens: int
+    text: str = ""
+    extra: dict[str, object] = field(default_factory=dict)
+    spans: list[tuple[int, int]] = field(default_factory=list)  # each token's character offsets in text
+
+    def attention(self, weights: np.ndarray, model: str, device: str, causal: bool, kv_heads: Any) -> Attention:
+        """The `Attention` of these tokens with `weights` (L, H, n, n)."""
+        return Attention(
+            tokens=self.tokens,
+            weights=weights,
+            model=model,
+            device=device,
+            truncated=self.truncated,
+            special=self.special,
+            word_ids=self.word_ids,
+            text=self.text,
+            causal=causal,
+            kv_heads=kv_heads,
+            spans=self.spans,
+            n_input_tokens=self.n_input_tokens,
+        )
+
+
+def encoded(tokenizer: Any, text: object, limit: int) -> tuple[Any, Encoded]:
+    """`text` checked (`checked_text`) and cut to `limit` tokens: the backend's encoding
+    (`encode_counted`) and its `Encoded`, whose `inputs` the caller fills (torch or numpy)."""
+    text = checked_text(text)
+    enc, n_input = encode_counted(tokenizer, text, limit)  # one tokenization: the cut and the count
+    ids, offsets = list(enc.ids), [list(span) for span in enc.offsets]
+    special = np.array(enc.special_tokens_mask, dtype=bool)
+    require_known(ids, special)
+    return enc, Encoded(
+        inputs={},
+        tokens=readable_tokens(tokenizer, ids, special, text, offsets),
+        special=special,
+        word_ids=[-1 if w is None else int(w) for w in enc.word_ids],
+        truncated=n_input > len(ids),
+        n_input_tokens=max(n_input, len(ids)),
+        text=text,
+        spans=token_spans(tokenizer, ids, text, offsets),
+    )
 
 
 def token_limit(asked: int | None, limit: int) -> int:
@@ -75,12 +128,10 @@ def require_known(ids: list[int], special: np.ndarray) -> None:
 
 # A fast tokenizer keeps truncation and padding as state on its Rust backend: each transformers
 # __call__ sets them (`set_truncation_and_padding`), then encodes. Two threads calling one
-# tokenizer at once, one counting a whole text and one cutting it to 512, could hand the cut one
-# the whole text (7,008 tokens into a 512-position model). So every call in the package holds its
-# backend's lock (`tokenize`, `count_tokens`, `encode_counted`), and the runners' encode calls the
-# backend with the call's own limit under it: of a lock around transformers' two calls (cut and
-# count), a copy per thread (0.2-0.4 s a copy; e5-small's backend is about 230 MB) and explicit
-# limits, this costs least (bench/bench_tokenizer_race.py; bench/README.md).
+# tokenizer at once, one counting a whole text and one cutting it, could hand the cut one the
+# whole text. So every call in the package holds its backend's lock (`tokenize`, `count_tokens`,
+# `encode_counted`), and the runners' encode calls the backend with the call's own limit under
+# it: cheaper than a copy per thread (e5-small's backend is about 230 MB; bench/README.md).
 _LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
 
@@ -165,17 +216,13 @@ def count_tokens(tokenizer: Any, text: str, pair: str | None = None) -> int:
 
 def model_limit(tokenizer: Any, cfg: Any) -> int:
     """The most tokens the model takes: the tokenizer's limit and the position table's."""
-    limits = []
     tl = getattr(tokenizer, "model_max_length", None)
-    if isinstance(tl, int) and 0 < tl < 1_000_000:
-        limits.append(tl)
-    for attr in ("max_position_embeddings", "n_positions"):
-        v = getattr(cfg, attr, None)
-        if isinstance(v, int) and v > 0:
-            # RoBERTa reserves padding_idx + 1 positions
-            roberta = getattr(cfg, "model_type", "") in ("roberta", "xlm-roberta", "camembert")
-            limits.append(v - (getattr(cfg, "pad_token_id", 0) or 0) - 1 if roberta else v)
-            break
+    limits = [tl] if isinstance(tl, int) and 0 < tl < 1_000_000 else []
+    sizes = (getattr(cfg, a, None) for a in ("max_position_embeddings", "n_positions"))
+    v = next((size for size in sizes if isinstance(size, int) and size > 0), 0)
+    if v > 0:  # RoBERTa reserves padding_idx + 1 positions
+        roberta = getattr(cfg, "model_type", "") in ("roberta", "xlm-roberta", "camembert")
+        limits.append(v - (getattr(cfg, "pad_token_id", 0) or 0) - 1 if roberta else v)
     return min(limits) if limits else DEFAULT_MAX_TOKENS
 
 
