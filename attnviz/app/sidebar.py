@@ -11,6 +11,7 @@ import streamlit as st
 from .. import __version__, i18n
 from ..config import Settings
 from ..models import EMBEDDED_MODEL, MODEL_NAME_MAX
+from ..models.names import E5_MODEL, SMOLLM2_MODEL
 from ..models.tokens import token_limit
 from ..models.unknown_tokens import model_for_language
 from . import readers
@@ -69,14 +70,16 @@ def _on_language_change() -> None:
 
 
 def _model_labels(extra: tuple[str, ...]) -> Callable[[str], str]:
-    labels = {CUSTOM: t("model.custom"), **{name: t("model.baked", name=name) for name in extra}}
+    # every label made now, in this run's language: the widget formats its value again later
+    labels = {name: readers.model_label(name) for name in (EMBEDDED_MODEL, E5_MODEL, "scratch", SMOLLM2_MODEL)}
+    labels.update({CUSTOM: t("model.custom"), **{name: t("model.baked", name=name) for name in extra}})
     for name in session_models.names():  # models trained in this session (Training lab)
         m = session_models.trained(name)
         if m is not None:
             labels[name] = t(
                 "train.model_label", task=t(f"train.task.{m.task}"), layers=m.layers, heads=m.heads, step=m.step
             )
-    return lambda name: labels.get(name) or readers.model_label(name)
+    return lambda name: labels.get(name, name)
 
 
 def model_label(name: str) -> str:
