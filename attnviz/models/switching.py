@@ -1,6 +1,6 @@
 """Switching attention heads off (Michel et al. 2019), for every runner: which heads, checked;
-the hook on a layer's output projection that changes the heads' slices for one thread only;
-and the change of the slices itself, shared with the trained decoder (training/runner.py)."""
+the hook on a layer's output projection that changes the heads' slices for one thread only
+(the trained decoder's too: training/runner.py goes through RunnerBase.switch_heads)."""
 
 from __future__ import annotations
 
