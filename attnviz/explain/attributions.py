@@ -11,7 +11,7 @@ import torch
 
 from ..models import Progress, Runner
 from ._model import check_query, expand, in_batches, with_gradients
-from .removal import gradient_scores
+from .removal import gradient_scores, masked_states
 
 
 def occlusion(model: Runner, text: str, query: int, *, progress: Progress | None = None) -> np.ndarray:
@@ -22,23 +22,16 @@ def occlusion(model: Runner, text: str, query: int, *, progress: Progress | None
     if mask_id is None:
         raise ValueError(f"model '{model.name}' has no [MASK] token to occlude with")
     enc = model.encode(text)
-    ids = enc.inputs["input_ids"]  # (1, n)
-    n = ids.shape[1]
+    n = int(enc.inputs["input_ids"].shape[1])
     check_query(query, n)
     targets = np.flatnonzero(~enc.special)
+    masks = np.eye(n, dtype=bool)[targets]  # one masked token a variant
     scores = np.zeros(n)
     with torch.inference_mode():
         with model.gate.background():
             h0 = model.last_hidden(enc.inputs)[0, query]  # (d,)
-        for part in in_batches(model, len(targets), n, progress=progress):
-            chunk = torch.as_tensor(targets[part], device=ids.device)
-            b = len(chunk)
-            batch = expand(enc.inputs, b)
-            batch_ids = ids.expand(b, -1).clone()  # (b, n)
-            batch_ids[torch.arange(b), chunk] = mask_id
-            batch["input_ids"] = batch_ids
-            h = model.last_hidden(batch)[:, query]  # (b, d)
-            cos = torch.nn.functional.cosine_similarity(h, h0[None], dim=-1)
+        for part, (h,) in masked_states(model, enc, masks, mask_id, progress, last_only=True):
+            cos = torch.nn.functional.cosine_similarity(h[:, query], h0[None], dim=-1)
             scores[targets[part]] = (1 - cos).double().cpu().numpy()
     return scores
 
@@ -58,6 +51,7 @@ def _objective(model: Runner, inputs: dict[str, torch.Tensor], query: int) -> Ca
     return objective
 
 
+@with_gradients  # encode outside inference mode too: the embedding lookup saves the ids for backward
 def input_x_gradient(model: Runner, text: str, query: int) -> np.ndarray:
     """Input x gradient for token `query`: (n,) float64, s_j = sum_d e[j,d] dF/de[j,d] with F
     the query's final representation projected on its own direction (see `_objective`).

@@ -105,8 +105,7 @@ def lm_occlusion(
     check_query(query, n)
     target = lm_target(model, enc, query, None)
     ordinary = np.flatnonzero(~enc.special[: query + 1])  # later tokens cannot move row `query`
-    masks = np.zeros((len(ordinary), n), dtype=bool)
-    masks[np.arange(len(ordinary)), ordinary] = True
+    masks = np.eye(n, dtype=bool)[ordinary]  # one removed token a variant
     scores = np.zeros(n)
     if len(ordinary):
         scores[ordinary] = lm_removal_effects(model, enc, masks, target, progress=progress)[1]
