@@ -49,7 +49,11 @@ class MemoryCgroup:
         self.path = (V1 if self.v1 else V2) / f"attnviz-recipe-{os.getpid()}"
         self.path.mkdir()  # PermissionError without root: the caller says so
         self.report = CgroupReport(limit_mb)
-        (self.path / ("memory.limit_in_bytes" if self.v1 else "memory.max")).write_text(str(limit_mb * 2**20))
+        try:  # v2 without memory in the parent's subtree_control has no memory.max
+            (self.path / ("memory.limit_in_bytes" if self.v1 else "memory.max")).write_text(str(limit_mb * 2**20))
+        except OSError:
+            self.path.rmdir()
+            raise
         self.report.caches_dropped = drop_caches and _drop_caches()
         self._done = threading.Event()
         self._watch = threading.Thread(target=self._sample, daemon=True)
