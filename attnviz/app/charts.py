@@ -23,6 +23,7 @@ import streamlit as st
 from .. import views
 from ..export import script_json
 from ..models import EMBEDDED_MODEL
+from ..views._base import one_line
 from ..views.charts import CAPTION_CHARS
 from ..views.margins import square_fit
 from . import copy_link, nav, plot_theme, urls
@@ -146,11 +147,6 @@ def caption_switches(settings: dict[str, Any]) -> None:
     st.session_state[SWITCHES] = (st.session_state.get(PAGE), heads, bool(settings.get("hide_sinks")))
 
 
-def _cut(text: str, most: int = CAPTION_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= most else flat[: most - 1] + "…"
-
-
 def page_caption() -> list[str]:
     """The plain-text lines under this page's images: the model and the sentence, then the
     switches that change the picture (heads off, sinks hidden)."""
@@ -158,9 +154,11 @@ def page_caption() -> list[str]:
     context = session.get("_ctx")
     model = model_label(context.model) if isinstance(context, Ctx) else None
     if session.get(PAGE) in NO_SENTENCE_PAGES:
-        return [" · ".join(["attnviz", _cut(model, 80)] if model else ["attnviz"])]
+        return [" · ".join(["attnviz", one_line(model, 80)] if model else ["attnviz"])]
     sentence = str(session.get(SENTENCE, "")).strip()
-    first = " · ".join(([_cut(model, 80)] if model else []) + ([f"“{_cut(sentence)}”"] if sentence else []))
+    first = " · ".join(
+        ([one_line(model, 80)] if model else []) + ([f"“{one_line(sentence, CAPTION_CHARS)}”"] if sentence else [])
+    )
     page, heads, sinks = session.get(SWITCHES, (None, [], False))
     switched = []
     if page == session.get(PAGE) and heads:
