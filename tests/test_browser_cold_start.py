@@ -42,7 +42,9 @@ ORDER_JS = """
   const check = () => {
     for (const [name, probe] of Object.entries(probes)) if (!seen.includes(name) && probe()) seen.push(name);
   };
-  new MutationObserver(check).observe(document, {childList: true, subtree: true});
+  // a canvas map is marked drawn by an attribute, after its element came: watch that too
+  new MutationObserver(check).observe(
+    document, {childList: true, subtree: true, attributes: true, attributeFilter: ['data-drawn']});
   check();
 })();
 """
