@@ -175,3 +175,22 @@ def test_a_run_whose_heavy_work_failed_is_back_under_way_and_goes_on() -> None:
         turn.asked = (-1, 0.0)  # ask now, whatever was asked before
         turn.checkpoint()
         assert turn.pauses == 0
+
+
+def test_heavy_runs_of_visitors_who_spent_alike_do_not_pause_each_other() -> None:
+    """Two heavy visitors (3 CPU-s a run) who have cost 8 s and 5 s: 2 s apart but not less than
+    half, so both go and neither pauses for the other (a margin alone would swap them back and
+    forth as their costs cross)."""
+    runs = Runs()
+    for name, cost in (("eight", 8.0), ("five", 5.0)):
+        visitor = "c:" + name[0] * 32
+        budget.charge(visitor, cost)
+        spending._ran(visitor, 3.0)
+        runs.start(name, visitor)
+        _until(lambda name=name: runs.has(f"go {name}"), f"the {name}-second visitor's run goes")
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline:
+        assert budget.PAGE_RUNS.counts() == (2, 0, 0)
+        time.sleep(0.01)
+    assert not runs.has("resumed eight")
+    runs.finish()

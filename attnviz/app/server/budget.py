@@ -187,13 +187,14 @@ class _PageRuns(fair.FairQueue[PageRun]):
         return sum(not view.light(r) for r in going) < PAGE_SLOTS
 
     def _outranked(self, run: PageRun, eligible: list[PageRun], view: _View) -> bool:
-        """A heavy run gives way to a visitor who has cost the server YIELD_MARGIN_S less and whose
-        run waits or goes; a light run gives and takes no way."""
+        """A heavy run gives way to a visitor who has cost the server less than half as much, and
+        YIELD_MARGIN_S less, and whose run waits or goes: a flood gives way to a class, students who
+        spent alike never hold each other up; a light run gives and takes no way."""
         if view.light(run):
             return False
         mine = view.costs[run.visitor]
         others = {r.visitor for r in [*eligible, *self.under_way] if r.going or r in eligible} - {run.visitor}
-        return any(view.costs[v] + YIELD_MARGIN_S < mine for v in others)
+        return any(view.costs[v] + YIELD_MARGIN_S < mine and 2 * view.costs[v] < mine for v in others)
 
     def _may_go(self, run: PageRun) -> bool:
         """Newcomers at once (eight first visits to a cold server all draw their frames); the
