@@ -33,10 +33,9 @@ def _value_norms(context: Ctx, loaded: Loaded, text: str) -> np.ndarray | None:
     layers cannot be taken apart: from the views' own forward (cached by runners.analyse), else
     one cached forward that keeps no maps."""
     try:  # the explorer's own pass put its values in the cache (runners.attend_views); a second forward only without
-        fitted = loaded.runner.fit(text, context.max_tokens)
-        got = runners.cached(
-            context, loaded, "value_norms", text, fn=lambda: explain.value_norms(loaded.runner, fitted)
-        )
+        runner = loaded.runner  # the text fitted only on a miss: a hit costs no tokenization
+        got = runners.cached(context, loaded, "value_norms", text,
+                             fn=lambda: explain.value_norms(runner, runner.fit(text, context.max_tokens)))  # fmt: skip
         return got.norms() if isinstance(got, explain.PassValues) else got
     except RuntimeError as exc:  # the accelerator out of memory, say: the caveat goes without the norms
         LOG.warning("attnviz: value norms failed: %s: %.300s", type(exc).__name__, exc)
@@ -144,10 +143,9 @@ def sink_caveat(context: Ctx, focus: Focus) -> None:
 def sink_heads(context: Ctx, s: Subject) -> None:
     """Caveats page: every token some head sinks on, how many heads, how much weight, and how
     long its value vectors are there next to the heads' average."""
+    fitted = s.loaded.runner.fit(s.att.text or s.fitted, context.max_tokens)  # a tokenizer's error goes up
     try:
-        norms: NormWeights | None = cached_norms(
-            context, s.loaded, s.loaded.runner.fit(s.att.text or s.fitted, context.max_tokens)
-        )
+        norms: NormWeights | None = cached_norms(context, s.loaded, fitted)
     except ValueError:
         norms = None
     usable = norms if norms is not None and norms.per_head.shape == s.att.weights.shape else None
