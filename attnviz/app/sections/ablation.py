@@ -119,9 +119,8 @@ def _derived(context: Ctx, focus: Focus, result: explain.Ablation) -> tuple[Atte
 
 
 def _switched_view(hide: bool, merge: bool, attention: Attention) -> Attention:
-    out = attention.without_special() if hide else attention
-    out = out.merge_words() if merge else out
-    return out.merge_characters()  # byte pieces as whole characters, as the explorer shows them
+    # byte pieces as whole characters, as the explorer shows them
+    return runners.viewed(hide, merge, attention).merge_characters()
 
 
 def _ablate(

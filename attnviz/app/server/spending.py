@@ -9,6 +9,7 @@ bounded module state (never st.cache_*, which any client can clear). No Streamli
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 import time
 from collections import OrderedDict, deque
@@ -109,8 +110,8 @@ _RUN_CPU: OrderedDict[str, deque[float]] = OrderedDict()  # visitor -> their las
 def expected_cpu(visitor: str) -> float | None:
     """The CPU seconds `visitor`'s next page run is expected to take (None: never measured)."""
     with _LOCK:
-        runs = sorted(_RUN_CPU.get(visitor) or ())
-        return runs[(len(runs) - 1) // 2] if runs else None
+        runs = _RUN_CPU.get(visitor)
+        return statistics.median_low(runs) if runs else None
 
 
 def _ran(visitor: str, cpu_s: float) -> None:
