@@ -4,14 +4,14 @@ demand, input checks. Models are seen only through the Runner seam."""
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable, Iterator
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import numpy as np
 import torch
 
 from ..models import Progress, Runner
+from ..models.threads import this_thread as this_thread  # the explain methods' hooks import it here
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -66,18 +66,6 @@ def with_gradients(fn: Callable[_P, _T]) -> Callable[_P, _T]:
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _T:
         with torch.inference_mode(False), torch.enable_grad():
             return fn(*args, **kwargs)
-
-    return wrapper
-
-
-def this_thread(hook: Callable[..., object]) -> Callable[..., None]:
-    """`hook` for passes on the calling thread only: the model is shared, and another visitor's
-    pass meanwhile must not write this record."""
-    owner = threading.get_ident()
-
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        if threading.get_ident() == owner:
-            hook(*args, **kwargs)
 
     return wrapper
 

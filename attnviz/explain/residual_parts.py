@@ -28,7 +28,7 @@ from ..models import Encoded, Runner
 from ..models.prenorm_parts import NoFeedForward, PreNormParts
 from ..scratch import LayerParts
 from .decompose import kv_heads, record_layers, transformed
-from .prenorm import is_prenorm, prenorm_trace
+from .prenorm import prenorm_trace
 from .rotary import attention_module, keep_projections, keep_tables
 
 BIAS = "bias"
@@ -37,14 +37,16 @@ BIAS = "bias"
 def attention_layers(model: Runner) -> tuple[str, list[PreNormParts] | list[LayerParts]]:
     """("prenorm", parts) for a pre-norm decoder (Llama family or the Training lab's), or
     ("postln", parts) for a post-LN encoder; ValueError for any other layout."""
-    try:
-        prenorm = is_prenorm(model)
+    try:  # each layout asked once: is_prenorm would ask again for the parts it found
+        return "postln", model.layers()
     except ValueError as not_an_encoder:
-        raise ValueError(
-            f"model '{model.name}' is neither a pre-norm decoder (Llama family, the Training lab's) nor a "
-            "post-LayerNorm encoder (BERT family): its attention's input cannot be taken apart here"
-        ) from not_an_encoder
-    return ("prenorm", model.prenorm_layers()) if prenorm else ("postln", model.layers())
+        try:
+            return "prenorm", model.prenorm_layers()
+        except ValueError:
+            raise ValueError(
+                f"model '{model.name}' is neither a pre-norm decoder (Llama family, the Training lab's) nor a "
+                "post-LayerNorm encoder (BERT family): its attention's input cannot be taken apart here"
+            ) from not_an_encoder
 
 
 def frozen_norm(norm: nn.Module | None, parts: torch.Tensor, actual: torch.Tensor, bias: int | None) -> torch.Tensor:

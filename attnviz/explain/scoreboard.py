@@ -298,9 +298,11 @@ def _masks(n: int, keep: np.ndarray, orders: list[np.ndarray], removed: np.ndarr
         for s, k in enumerate(removed[1:]):
             m = np.zeros(n, dtype=bool)
             m[order[:k]] = True
-            where[o, s] = index.setdefault(m.tobytes(), len(rows))
-            if where[o, s] == len(rows):
+            key = m.tobytes()
+            if key not in index:
+                index[key] = len(rows)
                 rows.append(m)
+            where[o, s] = index[key]
     return np.array(rows, dtype=bool).reshape(-1, n), where
 
 
@@ -318,5 +320,14 @@ def _row(
         return spearman_rho(a[keep], b[keep])
 
     per_layer = [np.array([rho(m[layer], at) for layer, at in enumerate(loo_layers)]) for m in layer_rows or ()]
-    rho_all, tau = rho(scores, loo), kendall_tau(scores[keep], loo[keep])
-    return ScoreRow(method, rho_all, tau, float(curve.mean()), curve, scores, *(per_layer or (None, None)))
+    rolled, single = per_layer or (None, None)
+    return ScoreRow(
+        method=method,
+        spearman=rho(scores, loo),
+        kendall=kendall_tau(scores[keep], loo[keep]),
+        aopc=float(curve.mean()),
+        curve=curve,
+        scores=scores,
+        layer_rolled=rolled,
+        layer_single=single,
+    )

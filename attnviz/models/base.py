@@ -24,7 +24,7 @@ from .errors import ModelLoadError
 from .gate import ForwardGate, gate_for
 from .prenorm_parts import PreNormParts
 from .switching import HeadMode, head_switch, heads_by_layer, projection_parts
-from .threads import cpu_threads_for
+from .threads import cpu_threads_for, this_thread
 from .tokens import Encoded, encode_counted, encoded, model_inputs, token_limit
 
 if TYPE_CHECKING:
@@ -105,19 +105,14 @@ def traced(
     layers `parts`: hooks on each value and output projection record "x", "values" and
     "attn_out", for passes on this thread only."""
     records: list[dict[str, torch.Tensor]] = [{} for _ in parts]
-    owner = threading.get_ident()  # another visitor's pass meanwhile must not write our records
 
-    def keep(
-        record: dict[str, torch.Tensor], out_name: str, in_name: str | None = None
-    ) -> Callable[[torch.nn.Module, tuple[torch.Tensor, ...], torch.Tensor], None]:
+    def keep(record: dict[str, torch.Tensor], out_name: str, in_name: str | None = None) -> Callable[..., None]:
         def hook(_m: torch.nn.Module, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
-            if threading.get_ident() != owner:
-                return
             record[out_name] = out[0]  # batch of one
             if in_name is not None:
                 record[in_name] = args[0][0]
 
-        return hook
+        return this_thread(hook)
 
     with contextlib.ExitStack() as stack:
         for p, record in zip(parts, records, strict=True):

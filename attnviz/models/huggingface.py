@@ -20,6 +20,7 @@ from ..result import Attention
 from ..scratch import BERT_LAYER_PATHS, LayerParts, scaled_dot_product_attention
 from .base import Encoded, Inputs, ModelLoadError, RunnerBase
 from .prenorm_parts import PreNormParts
+from .threads import this_thread
 from .tokens import model_limit
 
 if TYPE_CHECKING:
@@ -107,12 +108,11 @@ class PretrainedModel(RunnerBase):
         if not -n <= position < n:
             raise IndexError(f"position {position} out of range for {n} tokens")
         pos = position % n
-        owner = threading.get_ident()
         rows: list[torch.Tensor] = []
 
+        @this_thread
         def keep(_m: torch.nn.Module, _args: tuple[Any, ...], out: Any) -> None:
-            if threading.get_ident() == owner:
-                rows.append((out[0] if isinstance(out, tuple) else out)[0, pos])
+            rows.append((out[0] if isinstance(out, tuple) else out)[0, pos])
 
         with self.gate.interactive(), torch.inference_mode(), contextlib.ExitStack() as stack:
             for block in blocks:

@@ -258,14 +258,14 @@ class NumpyMiniLM:
         self.w: dict[str, np.ndarray] = {k: v for k, v in state.items() if v.dtype == np.float32}
 
     def attend(self, text: str, max_tokens: int | None = None, limit: int | None = None) -> Attention:
-        """`RunnerBase.attend`'s answer for one text (models/base.py `encode` and `result`, the
-        same helpers), without torch: the tokens, special tokens, word ids, offsets and every
+        """`RunnerBase.attend`'s answer for one text (the same helpers: models/tokens.py `encoded`
+        and `Encoded.attention`), without torch: the tokens, special tokens, word ids, offsets and every
         layer's attention. `limit`: the runner's own token limit (the deployment's)."""
         most = min(self.tokenizer.model_max_length, self.max_positions)
         raw, enc = encoded(self.tokenizer, text, token_limit(max_tokens, most if limit is None else min(limit, most)))
         with one_blas_thread():
             weights = self.attention(np.asarray(raw.ids), np.asarray(raw.type_ids))
-        return enc.attention(weights, EMBEDDED_MODEL, "cpu", False, np.arange(self.n_heads))
+        return enc.attention(weights, EMBEDDED_MODEL, "cpu", causal=False, kv_heads=np.arange(self.n_heads))
 
     def attention(
         self,

@@ -58,7 +58,7 @@ def head_switch(
     """A forward pre-hook on layer p's output projection that switches `heads` off (or scales
     every head by `gate`), for the calling thread only."""
     hs = p.head_dim
-    owner = threading.get_ident()
+    owner = threading.get_ident()  # not threads.this_thread: this hook's value is the changed input
 
     def hook(_module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...] | None:
         if threading.get_ident() != owner:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -34,3 +36,16 @@ def torch_threads(n: int | None) -> Iterator[None]:
     finally:
         if n is not None:
             torch.set_num_threads(before)
+
+
+def this_thread(hook: Callable[..., object]) -> Callable[..., None]:
+    """`hook` for passes on the calling thread only: the model is shared, and another visitor's
+    pass meanwhile must not write this record. The wrapper returns None whatever `hook` returns
+    (a forward hook's value would replace the module's output)."""
+    owner = threading.get_ident()
+
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        if threading.get_ident() == owner:
+            hook(*args, **kwargs)
+
+    return wrapper
