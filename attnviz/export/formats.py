@@ -162,8 +162,9 @@ def _page_title(text: object, model: object) -> str:
     if model:
         parts.append(" ".join(str(model).split()))
     if text:
-        flat = " ".join(str(text).split())
-        parts.append(flat if len(flat) <= TITLE_CHARS else flat[: TITLE_CHARS - 1] + "…")
+        from ..views._base import one_line  # as figure_html imports views: --json and CSV need none
+
+        parts.append(one_line(text, TITLE_CHARS))
     return " · ".join(parts)
 
 

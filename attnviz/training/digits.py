@@ -202,8 +202,9 @@ def _snapshot(run: DigitsRun, step: int, x_test: torch.Tensor, y_test: torch.Ten
     run.model.eval()
     with torch.no_grad():
         logits, _ = run.model(x_test)
-    run.predictions = logits.argmax(-1).numpy()
-    accuracy = float((logits.argmax(-1) == y_test).float().mean())
+    predictions = logits.argmax(-1)
+    run.predictions = predictions.numpy()
+    accuracy = float((predictions == y_test).float().mean())
     run.states.append({k: v.detach().clone() for k, v in run.model.state_dict().items()})
     loss = float(F.cross_entropy(logits, y_test))
     run.snapshots.append(DigitsSnapshot(step, loss, accuracy, _attend(run.model, run, run.probe)))

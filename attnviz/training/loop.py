@@ -21,7 +21,7 @@ from ..models import Cancelled, Progress
 from ..models.gate import background_lane
 from ..models.threads import torch_threads
 from ..result import Attention
-from .model import DecoderConfig, TinyDecoder
+from .model import DecoderConfig, TinyDecoder, check_heads
 from .plateau import Plateau, plateau_at, plateau_window
 from .runner import TrainedModel
 from .scores import pattern_score
@@ -88,8 +88,7 @@ def check_shared(cfg: Any, limits: dict[str, tuple[int, int]]) -> None:
         value = getattr(cfg, name)
         if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
             raise ValueError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}")
-    if cfg.d_model % cfg.heads:
-        raise ValueError(f"d_model ({cfg.d_model}) must be a multiple of heads ({cfg.heads})")
+    check_heads(cfg.d_model, cfg.heads)
     if not (math.isfinite(cfg.lr) and 0 < cfg.lr <= 1):
         raise ValueError("lr must be in (0, 1]")
     if not isinstance(cfg.snapshot_every, int) or cfg.snapshot_every < 0:

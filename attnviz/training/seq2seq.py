@@ -23,7 +23,6 @@ import numpy as np
 import torch
 
 from ..models import Progress
-from ..models.gate import background_lane
 from ..result import Attention
 from .loop import RunState, check_shared, drive, torch_threads
 from .seq2seq_model import Maps, Seq2Seq, Seq2SeqConfig
@@ -152,7 +151,7 @@ def train_seq2seq(
 def _snapshot(run: Seq2SeqRun, held: PairBatch, on_snapshot: Callable[[Seq2SeqRun], None] | None) -> None:
     model = run.model
     model.eval()
-    with background_lane(), torch.no_grad():
+    with torch.no_grad():  # in the background lane: loop.drive takes every snapshot there
         logits, maps = model(held.src, held.dec_in)
         loss = float(model.loss(logits, held.tgt))
         accuracy = float((logits.argmax(-1) == held.tgt).float().mean())
