@@ -193,4 +193,4 @@ def test_heavy_runs_of_visitors_who_spent_alike_do_not_pause_each_other() -> Non
         assert budget.PAGE_RUNS.counts() == (2, 0, 0)
         time.sleep(0.01)
     assert not runs.has("resumed eight")
-    runs.finish()
+    runs.join()
