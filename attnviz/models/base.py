@@ -19,7 +19,6 @@ import torch
 
 from ..result import OOM_CPU, Attention, Note
 from ..scratch import LayerParts, causal_mask, post_ln_layer, scaled_dot_product_attention
-from .decoder_runner import DecoderDefaults
 from .errors import ModelLoadError
 from .gate import ForwardGate, gate_for
 from .prenorm_parts import PreNormParts
@@ -124,7 +123,7 @@ def traced(
     return weights, records
 
 
-class RunnerBase(DecoderDefaults):
+class RunnerBase:
     """What the pretrained and the scratch runner share."""
 
     name: str
@@ -175,6 +174,11 @@ class RunnerBase(DecoderDefaults):
         model's own logits there. ValueError without an LM head."""
         raise ValueError(f"model '{self.name}' has no language-model head: the logit lens needs a decoder")
 
+    def unembed(self, hidden: torch.Tensor) -> torch.Tensor:
+        """A causal LM's logits (..., vocab) from final hidden states (..., d), as `last_hidden`
+        returns them (after the final norm). ValueError without a language-model head."""
+        raise ValueError(f"model '{self.name}' has no language-model head: the next word needs a decoder")
+
     def vocab_strings(self, ids: list[int]) -> list[str]:
         """Vocabulary entries as text, for predictions."""
         return [str(self.tokenizer.decode([int(i)])) for i in ids]
@@ -183,6 +187,10 @@ class RunnerBase(DecoderDefaults):
         """Each layer's parts, for methods that decompose or recompute a layer. ValueError when
         the architecture is not a post-LayerNorm encoder (GPT-2, for example)."""
         raise ValueError(f"model '{self.name}' does not expose its layers (a BERT-family encoder does)")
+
+    def prenorm_layers(self) -> list[PreNormParts]:
+        """Each layer's parts of a pre-norm decoder (Llama family). ValueError for other layouts."""
+        raise ValueError(f"model '{self.name}' is not a pre-norm decoder of the Llama family (Llama, Qwen2, SmolLM2)")
 
     # --- tokenising and attention -----------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 Every model is loaded with `attn_implementation="eager"` (transformers 5 picks SDPA by
 default, which returns no weights), put in `eval()` and run under `torch.inference_mode()`.
-This is the only module that knows a Hugging Face model's module tree (`layers()`).
+This is the only module that knows a Hugging Face model's module tree (`layers()`,
+`prenorm_layers()`).
 """
 
 from __future__ import annotations
@@ -155,9 +156,7 @@ class PretrainedModel(RunnerBase):
         return self._layers
 
     def prenorm_layers(self) -> list[PreNormParts]:
-        from .decoder_layers import prenorm_parts  # the Llama-family module tree lives there
-
-        return prenorm_parts(self.hf_model, self.name)
+        return _prenorm_parts(self.hf_model, self.name)
 
 
 _NO_HEAD = "model '{name}' has no language-model head: the next word needs a decoder such as 'smollm2'"
@@ -214,6 +213,33 @@ def _layer_parts(hf: Any, name: str) -> list[LayerParts]:
         f"this needs a BERT-family encoder (BERT, RoBERTa, ELECTRA, MiniLM, DistilBERT) or the scratch "
         f"encoder; model '{name}' ({kind}) has another layout"
     )
+
+
+# model types whose decoder layer is exactly x + attn(norm(x)), then + mlp(norm(.)); Gemma 2/3
+# add norms after each block and are not listed
+PRENORM_TYPES = {"llama", "mistral", "qwen2", "qwen3", "smollm3"}
+
+
+def _prenorm_parts(hf: Any, name: str) -> list[PreNormParts]:
+    """A Llama-family model's layers (`model.layers[i]`: input_layernorm, self_attn.{q,k,v,o}_proj,
+    post_attention_layernorm, mlp) as PreNormParts."""
+    cfg: Any = getattr(hf, "config", None)
+    kind = getattr(cfg, "model_type", type(hf).__name__)
+    layers = getattr(getattr(hf, "base_model", hf), "layers", None)
+    if kind not in PRENORM_TYPES or layers is None:
+        raise ValueError(
+            f"this needs a pre-norm decoder of the Llama family (Llama, Mistral, Qwen2, SmolLM2); "
+            f"model '{name}' ({kind}) has another layout"
+        )
+    n_heads = int(cfg.num_attention_heads)
+    n_kv = int(getattr(cfg, "num_key_value_heads", None) or n_heads)
+    out = []
+    for layer in layers[: int(cfg.num_hidden_layers)]:
+        a = layer.self_attn
+        head_dim = a.q_proj.weight.shape[0] // n_heads
+        parts = (layer.input_layernorm, a.q_proj, a.k_proj, a.v_proj, a.o_proj, layer.post_attention_layernorm)
+        out.append(PreNormParts(*parts, layer.mlp, n_heads, n_kv, head_dim))
+    return out
 
 
 # Where each part of a post-LN layer lives in DistilBERT: LayerParts field -> attribute path
