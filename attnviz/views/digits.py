@@ -10,18 +10,14 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
-from ._base import Json, figure, layout_title
-
-
-def upsample(row: np.ndarray) -> np.ndarray:
-    """16 patch values (row-major 4 x 4) -> 8 x 8 pixels."""
-    return np.kron(np.asarray(row, dtype=np.float64).reshape(4, 4), np.ones((2, 2)))
+from ._base import Json, figure, layout_title, panel_title
 
 
 def class_token_maps(weights: np.ndarray, rollout: np.ndarray, layer: int) -> list[np.ndarray]:
-    """Each head of `layer`'s class-token row over the patches, then the rollout's, each 8 x 8."""
-    rows = [upsample(weights[layer, h, 0, 1:]) for h in range(weights.shape[1])]
-    return [*rows, upsample(rollout[0, 1:])]
+    """Each head of `layer`'s class-token row over the 16 patches (row-major 4 x 4), then the
+    rollout's, each upsampled to 8 x 8 pixels."""
+    rows = [*weights[layer, :, 0, 1:], rollout[0, 1:]]
+    return [np.kron(np.asarray(row, dtype=np.float64).reshape(4, 4), np.ones((2, 2))) for row in rows]
 
 
 def digit_panels(
@@ -35,23 +31,17 @@ def digit_panels(
     data: list[Json] = []
     layout: Json = {"title": layout_title(title), "height": 300, "margin": {"l": 10, "r": 10, "t": 70, "b": 10},
                     "annotations": []}  # fmt: skip
-    for k, (z, name) in enumerate(zip(panels, ["", *titles], strict=True)):
+    for k, (z, name) in enumerate(zip(panels, [t("digits.image", lang), *titles], strict=True)):
         suffix = "" if k == 0 else str(k + 1)
         start = k * (width + gap)
         hover = t("digits.hover_pixel", lang) if k == 0 else t("digits.hover_share", lang)
         data.append({"type": "heatmap", "z": z.tolist(), "xaxis": f"x{suffix}", "yaxis": f"y{suffix}",
                      "colorscale": "Greys" if k == 0 else "Viridis", "showscale": False,
                      "zmin": 0, "zmax": 16 if k == 0 else max(float(z.max()), 1e-9),
-                     "hovertemplate": hover + "<extra>" + (name or t("digits.image", lang)) + "</extra>"})  # fmt: skip
-        bare = {"showticklabels": False, "showgrid": False, "zeroline": False, "ticks": "", "showline": False}
-        axis = {**bare, "domain": [start, start + width]}
-        layout[f"xaxis{suffix}"] = {**axis, "scaleanchor": f"y{suffix}", "constrain": "domain"}
-        layout[f"yaxis{suffix}"] = {
-            "showticklabels": False,
-            "showgrid": False,
-            "zeroline": False,
-            "autorange": "reversed",
-        }
-        layout["annotations"].append({"text": name or t("digits.image", lang), "x": start + width / 2, "y": 1.0,
-                                      "xref": "paper", "yref": "paper", "yanchor": "bottom", "showarrow": False})  # fmt: skip
+                     "hovertemplate": hover + "<extra>" + name + "</extra>"})  # fmt: skip
+        bare = {"showticklabels": False, "showgrid": False, "zeroline": False}
+        x_axis = bare | {"ticks": "", "showline": False, "domain": [start, start + width]}
+        layout[f"xaxis{suffix}"] = x_axis | {"scaleanchor": f"y{suffix}", "constrain": "domain"}
+        layout[f"yaxis{suffix}"] = bare | {"autorange": "reversed"}
+        layout["annotations"].append(panel_title(name, start + width / 2))
     return figure(data, layout)

@@ -110,12 +110,13 @@ def layer_head_grid(
     if text is not None and text.shape != z.shape:
         raise ValueError(f"labels have shape {text.shape}, values {z.shape}")
     trace = grid_trace(z)
+    cells: list[str | None] = [None] * z.size if text is None else text.ravel().tolist()
     if text is not None:
         trace |= {"text": text.tolist(), "texttemplate": "%{text}"}
-    notes: list[str | None] = [None] * z.size if text is None else text.ravel().tolist()
+    key = "fig.hover_value" if text is None else "fig.hover_value_note"
     hover = [
-        _grid_hover(head_label(layer, head, lang=lang), f"{value:.4g}", note, lang)
-        for (layer, head), value, note in zip(np.ndindex(z.shape), z.ravel().tolist(), notes, strict=True)
+        t(key, lang, label=head_label(layer, head, lang=lang), value=f"{value:.4g}", note=note)
+        for (layer, head), value, note in zip(np.ndindex(z.shape), z.ravel().tolist(), cells, strict=True)
     ]
     data = [trace | colour(z, zmin, zmax), pick_markers(n_layers, n_heads, hover, lang)]
     layout = _grid_layout(n_layers, n_heads, lang, square=False) | {
@@ -131,41 +132,21 @@ def grid_trace(z: np.ndarray) -> Json:
 
 
 def block_mean(weights: np.ndarray, size: int) -> np.ndarray:
-    """(..., n, n) -> (..., t, t) with t = min(n, size): each cell the mean of its block, blocks
-    as equal as n allows ((..., n_q, n_k) for a cross-attention map). Row blocks summed in
-    float32 (a few rows each), column blocks in float64; float32 out, equal to 1e-6.
+    """(..., n_q, n_k) -> (..., min(n_q, size), min(n_k, size)): each cell the mean of its block,
+    blocks as equal as n allows. Row blocks summed in float32 (a few rows each), column blocks in
+    float64; float32 out, equal to 1e-6.
     """
-    nq, n = weights.shape[-2:]
-    if nq != n:  # a cross-attention map (n_q, n_k): each axis into at most `size` blocks
-        return _block_mean_rect(weights, size)
-    if n <= size:
-        return weights.astype(np.float32, copy=False)
-    starts = (np.arange(size) * n) // size
-    counts = np.diff(np.append(starts, n)).astype(np.float64)
-    maps = weights.reshape(-1, n, n)
-    if n % size == 0:  # equal blocks (512 tokens into 32): contiguous sums, 10x faster than reduceat
-        rows = maps.reshape(len(maps), size, n // size, n).sum(axis=2)  # (maps, t, n)
-    else:
-        rows = np.add.reduceat(maps, starts, axis=1)
-    out = (np.add.reduceat(rows, starts, axis=2, dtype=np.float64) / np.outer(counts, counts)).astype(np.float32)
-    return out.reshape(*weights.shape[:-2], size, size)
-
-
-def _block_mean_rect(weights: np.ndarray, size: int) -> np.ndarray:
-    """(..., n_q, n_k) -> (..., min(n_q, size), min(n_k, size)), each cell the mean of its block."""
     nq, nk = weights.shape[-2:]
+    if nq <= size and nk <= size:
+        return weights.astype(np.float32, copy=False)
     tq, tk = min(nq, size), min(nk, size)
     rs, cs = (np.arange(tq) * nq) // tq, (np.arange(tk) * nk) // tk
-    rc = np.diff(np.append(rs, nq)).astype(np.float64)
-    cc = np.diff(np.append(cs, nk)).astype(np.float64)
-    sums = np.add.reduceat(np.add.reduceat(weights, rs, axis=-2, dtype=np.float64), cs, axis=-1)
-    return (sums / np.outer(rc, cc)).astype(np.float32)
-
-
-def _grid_hover(label: str, value: str, note: str | None, lang: str) -> str:
-    if note is None:
-        return t("fig.hover_value", lang, label=label, value=value)
-    return t("fig.hover_value_note", lang, label=label, value=value, note=note)
+    maps = weights.reshape(-1, nq, nk)
+    # rows (maps, t_q, n_k); equal blocks (512 tokens into 32) as contiguous sums, 10x faster than reduceat
+    rows = maps.reshape(len(maps), tq, nq // tq, nk).sum(axis=2) if nq % tq == 0 else np.add.reduceat(maps, rs, axis=1)
+    counts = np.outer(np.diff(np.append(rs, nq)), np.diff(np.append(cs, nk))).astype(np.float64)
+    out = (np.add.reduceat(rows, cs, axis=2, dtype=np.float64) / counts).astype(np.float32)
+    return out.reshape(*weights.shape[:-2], tq, tk)
 
 
 def _mosaic_trace(thumbs: np.ndarray, gap: int, lang: str) -> Json:
