@@ -1,14 +1,8 @@
-"""The guided lesson: six steps on the visitor's own sentence (tokens, one head, all heads, what
-the pronoun refers to and the heads that link the two, a head switched off, what the picture does
-not tell), each with a question checked against the sentence's own numbers, and a printable
-handout (lesson/handout.py).
-
-The lesson follows the textbook chapter. What the pronoun refers to is never read off the
-attention (that would be the circle the Caveats page warns against): the student says it
-(`check_referent`), and the lesson's own example sentences carry the answer (`known_referent`).
-Only then does the lesson look for the heads that link the two (`find_head`) and say how far
-above 1/n (a head that looks everywhere equally) they are, and how many heads are not. Steps 2
-and 3 show a head chosen without any referent (`look_head`).
+"""The guided lesson: six steps on the visitor's own sentence, each with a question checked against
+the sentence's own numbers, and a printable handout (lesson/handout.py). What the pronoun refers to
+is never read off the attention (the circle the Caveats page warns against): the student says it
+(`check_referent`) or the lesson's own example knows it (`known_referent`); only then does the
+lesson look for the heads that link the two (`find_head`).
 
     att = model.attend("动物没有过马路，因为它太累了。")
     q, found = lesson_query(att, "zh")     # the token holding 它

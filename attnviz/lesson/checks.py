@@ -61,7 +61,7 @@ def check(step: str, answer: object, facts: Facts, lang: str = i18n.DEFAULT_LANG
             right, "lesson.why.tokens", {"n": str(f.n), "special": str(specials), "text": str(f.n - specials)}
         )
     if step == "one_head":
-        top = f.row_top
+        top = int(np.argmax(f.row))
         right = isinstance(answer, (int, np.integer)) and _near_top(f.row, int(answer))
         fields = {"q": q, "top": f.tokens[top], "w": _pct(f.row[top]), "head": head_name(p.layer, p.head, lang)}
         return Verdict(right, "lesson.why.one_head", fields)
@@ -82,9 +82,9 @@ def check(step: str, answer: object, facts: Facts, lang: str = i18n.DEFAULT_LANG
         }
         return Verdict(right, "lesson.why.pronoun" if p.above_uniform else "lesson.why.pronoun_below", fields)
     if step == "switch_off":
-        if f.distances is None or f.moved_most is None:
+        if f.distances is None:
             return Verdict(False, "lesson.why.switch_off_none", {})
-        top = f.moved_most
+        top = int(np.argmax(f.distances))
         right = isinstance(answer, (int, np.integer)) and _near_top(f.distances, int(answer))
         fields = {
             "head": head_name(p.layer, p.head, lang),

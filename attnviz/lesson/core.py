@@ -105,31 +105,31 @@ class HeadPick:
         return self.weight > self.uniform
 
 
+def _pick(att: Attention, query: int, keys: list[int]) -> HeadPick:
+    """The head whose row for `query` puts the most weight on one of `keys`, and that key (the
+    first such head, layer by layer, on a tie)."""
+    if not (0 <= query < att.n and all(0 <= k < att.n for k in keys)):
+        raise IndexError(f"query {query} / keys {keys} outside 0..{att.n - 1}")
+    rows = np.asarray(att.weights[:, :, query, :], dtype=np.float64)[:, :, keys]  # (L, H, m)
+    layer, head = divmod(int(np.argmax(rows.max(axis=-1))), att.n_heads)
+    best = int(np.argmax(rows[layer, head]))
+    return HeadPick(int(layer), int(head), query, keys[best], float(rows[layer, head, best]), att.n)
+
+
 def find_head(att: Attention, query: int, key: int) -> HeadPick:
-    """The (layer, head) whose row for `query` puts the most weight on `key` (the first such
-    head, layer by layer, on a tie)."""
-    if not (0 <= query < att.n and 0 <= key < att.n):
-        raise IndexError(f"query {query} / key {key} outside 0..{att.n - 1}")
-    column = np.asarray(att.weights[:, :, query, key], dtype=np.float64)  # (L, H)
-    layer, head = divmod(int(np.argmax(column)), att.n_heads)
-    return HeadPick(int(layer), int(head), query, key, float(column[layer, head]), att.n)
+    """The (layer, head) whose row for `query` puts the most weight on `key`."""
+    return _pick(att, query, [key])
 
 
 def look_head(att: Attention, query: int) -> HeadPick:
     """The head steps 2 and 3 show, without any referent: the largest single weight of `query`'s
     row on an ordinary token other than itself; its `key` is that token."""
-    if not 0 <= query < att.n:
-        raise IndexError(f"query {query} outside 0..{att.n - 1}")
     others = (
         [i for i in range(att.n) if i != query and not att.special[i]]
         or [i for i in range(att.n) if i != query]
         or [query]
     )
-    rows = np.asarray(att.weights[:, :, query, :], dtype=np.float64)[:, :, others]  # (L, H, m)
-    best = rows.max(axis=-1)  # (L, H)
-    layer, head = divmod(int(np.argmax(best)), att.n_heads)
-    key = others[int(np.argmax(rows[layer, head]))]
-    return HeadPick(int(layer), int(head), query, key, float(att.weights[layer, head, query, key]), att.n)
+    return _pick(att, query, others)
 
 
 def head_name(layer: int, head: int, lang: str) -> str:
@@ -191,10 +191,6 @@ class Facts:
         return self.tokens[self.pick.key]
 
     @property
-    def row_top(self) -> int:
-        return int(np.argmax(self.row))
-
-    @property
     def distinct_tops(self) -> int:
         return len(set(self.tops.ravel().tolist()))
 
@@ -202,7 +198,3 @@ class Facts:
     def heads_above(self) -> int:
         """How many heads give the key more than the uniform 1/n from the query."""
         return int(np.count_nonzero(self.column > self.pick.uniform))
-
-    @property
-    def moved_most(self) -> int | None:
-        return None if self.distances is None else int(np.argmax(self.distances))
