@@ -84,14 +84,14 @@ def image_title(fig: go.Figure) -> str | None:
 def chart(fig: go.Figure, key: str, *, caption: str | None = None, **kwargs: Any) -> PlotlyState | DeltaGenerator:
     """A figure across the column's width and the row that saves it as a slide; `caption`
     (Plotly text) defaults to `page_caption`."""
-    name = "attnviz-" + key.removeprefix("chart_").replace("_", "-")
     theme: Literal["streamlit"] | None = None
     if theme_options_set():  # a [theme] of the deployment's own: Streamlit's colours
         shown, theme = fig, "streamlit"
     else:  # drawn once, not twice (plot_theme's doc)
         shown = plot_theme.for_browser(fig, theme_mode(), _selection(kwargs))
-    out = st.plotly_chart(shown, width="stretch", key=key, config=image_config(fig, name), theme=theme, **kwargs)
-    image_buttons(fig, key, name, page_caption() if caption is None else caption, style=fit_style(fig, shown, key))
+    config = image_config(fig, _image_name(key))
+    out = st.plotly_chart(shown, width="stretch", key=key, config=config, theme=theme, **kwargs)
+    image_buttons(fig, key, caption, style=fit_style(fig, shown, key))
     return out
 
 
@@ -169,14 +169,21 @@ def page_caption() -> list[str]:
     return [line for line in (first, " · ".join(switched)) if line]
 
 
-def image_buttons(fig: go.Figure | int, key: str, name: str, caption: str | list[str], style: str = "") -> None:
+def _image_name(key: str) -> str:
+    return "attnviz-" + key.removeprefix("chart_").replace("_", "-")
+
+
+def image_buttons(fig: go.Figure | int, key: str, caption: str | list[str] | None = None, style: str = "") -> None:
     """PNG and SVG slides of the chart `key` just drawn; `fig`: the figure, or a canvas's height in
-    px; `caption`: plain-text lines or one line of Plotly text. The caption's JSON escapes markup
-    characters: Streamlit's sanitiser drops an attribute whose value holds "</script>"."""
+    px; `caption`: plain-text lines or one line of Plotly text (`page_caption` by default). The
+    caption's JSON escapes markup characters: Streamlit's sanitiser drops an attribute whose value
+    holds "</script>"."""
     height = fig if isinstance(fig, int) else _height(fig)
+    caption = page_caption() if caption is None else caption
     lines = [_plain(caption)] if isinstance(caption, str) else list(caption)
-    attrs = {"data-chart": key, "data-name": name, "data-caption": script_json(lines), "data-width": str(SLIDE_WIDTH),
-             "data-height": str(height), "data-slide-height": str(SLIDE_HEIGHT), "data-scale": str(SLIDE_SCALE)}  # fmt: skip
+    attrs = {"data-chart": key, "data-name": _image_name(key), "data-caption": script_json(lines),
+             "data-width": str(SLIDE_WIDTH), "data-height": str(height), "data-slide-height": str(SLIDE_HEIGHT),
+             "data-scale": str(SLIDE_SCALE)}  # fmt: skip
     title = None if isinstance(fig, int) else image_title(fig)
     if title is not None:
         attrs["data-title"] = title

@@ -47,13 +47,10 @@ def unknown_notice(context: Ctx, runner: Runner, text: str, *, offer_reader: boo
         share=f"{found.share:.0%}",
         characters=escape_md(shown) if shown else "?",
     )
-    reader = None
     if found.share > MAX_UNKNOWN_SHARE and offer_reader:
         offered = [m for m in model_options(context.settings) if m != CUSTOM]
         reader = reader_for(text, offered, runner.name, context.max_tokens)
-    if reader is not None:
-        message += "\n\n" + t("unknown.reader", model=model_label(reader))
-    elif found.share > MAX_UNKNOWN_SHARE and offer_reader:
-        message += "\n\n" + t("unknown.no_reader")
+        said = t("unknown.no_reader") if reader is None else t("unknown.reader", model=model_label(reader))
+        message += "\n\n" + said
     st.warning(message, icon=":material/help:")
     return found.share

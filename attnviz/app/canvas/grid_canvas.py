@@ -51,5 +51,4 @@ def head_grid(
         after=waiting(after),
     )
     _component()(key=key, data=data, on_click_change=partial(heads_off.grid_pick, key, att.n_layers, att.n_heads))
-    name = "attnviz-" + key.removeprefix("chart_").replace("_", "-")
-    charts.image_buttons(grid_canvas.grid_height(att.n_layers), key, name, charts.page_caption())
+    charts.image_buttons(grid_canvas.grid_height(att.n_layers), key)

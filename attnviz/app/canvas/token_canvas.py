@@ -91,9 +91,5 @@ def token_map(
     data = token_canvas.map_payload(
         spec, palette=palette(), hint=words, after=waiting(after), click=on_click is not None, mark=mark
     )
-    if on_click is None:
-        _component()(key=key, data=data)
-    else:
-        _component()(key=key, data=data, on_click_change=on_click)
-    name = "attnviz-" + key.removeprefix("chart_").replace("_", "-")
-    charts.image_buttons(spec.height, key, name, charts.page_caption())
+    _component()(key=key, data=data, on_click_change=on_click)  # None: no trigger registered
+    charts.image_buttons(spec.height, key)
