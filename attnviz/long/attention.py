@@ -173,10 +173,7 @@ class LongAttention:
 
     def received(self, layer: int, head: int, cancel: Cancel = None) -> np.ndarray:
         """float32 (n,): the weight each token receives, summed over every query (column sums)."""
-        total = np.zeros(self.n, dtype=np.float64)
-        for _, w in self._tiles(layer, head, cancel):
-            total[: w.shape[1]] += w.sum(axis=0, dtype=np.float64)
-        return total.astype(np.float32)
+        return self.summary(layer, head, 1, cancel)[1]
 
     def summary(self, layer: int, head: int, size: int = 256, cancel: Cancel = None) -> tuple[np.ndarray, np.ndarray]:
         """(overview, received) of one head in one pass over its tiles."""
