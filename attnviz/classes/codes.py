@@ -89,9 +89,5 @@ def clean_name(raw: object, limit: int = NAME_MAX) -> str:
     if not isinstance(raw, str):
         return ""
     text = clean_text(raw[: limit * 4])
-    text = "".join(c for c in text if not _format_char(c))
+    text = "".join(c for c in text if unicodedata.category(c) not in ("Cf", "Cc", "Co", "Cs"))
     return " ".join(text.split())[:limit]
-
-
-def _format_char(c: str) -> bool:
-    return unicodedata.category(c) in ("Cf", "Cc", "Co", "Cs")

@@ -1,14 +1,9 @@
 """The class database: its URL from the settings, the engine, and the migrations run on opening.
-
-SQLite by default: one file, `classes.sqlite3`, in ATTNVIZ_DATA_DIR (default
-$XDG_DATA_HOME/attnviz, else ~/.local/share/attnviz; the Docker image's volume /data). Written
-with a write-ahead log and `synchronous=FULL`, so an answer the page called saved survives the
-process being killed, and the machine losing power. ATTNVIZ_DATABASE_URL (postgresql://...) puts
-the classes in PostgreSQL instead (psycopg 3), so several replicas behind a load balancer serve
-one class.
-
-Migrations (Alembic, migrations/versions/) run when a store opens, under a lock: PostgreSQL's
-advisory lock, SQLite's write lock (BEGIN IMMEDIATE), so replicas starting together migrate once.
+SQLite by default (`classes.sqlite3` in ATTNVIZ_DATA_DIR), written with a write-ahead log and
+`synchronous=FULL`, so an answer the page called saved survives the process being killed and the
+machine losing power; ATTNVIZ_DATABASE_URL (postgresql://..., psycopg 3) lets several replicas
+serve one class. Migrations (Alembic, migrations/versions/) run under a lock, PostgreSQL's advisory
+lock or SQLite's write lock (BEGIN IMMEDIATE), so replicas starting together migrate once.
 """
 
 from __future__ import annotations
@@ -26,9 +21,8 @@ FILE_NAME = "classes.sqlite3"
 _LOCK_ID = 0x41_54_54_4E  # "ATTN": the advisory lock the migrations take on PostgreSQL
 
 
-def default_data_dir(env: dict[str, str] | None = None) -> Path:
-    env = dict(os.environ) if env is None else env
-    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "attnviz"
 
 

@@ -1,12 +1,7 @@
-"""The class tables (SQLAlchemy 2 declarative). Their history is the migrations in
-migrations/versions/: a change here comes with a new revision there, and a test compares the two
-(tests/test_classes_store.py: the migrated database's tables equal these).
-
-    classes   one a class: its code, the teacher secret's digest, the lesson's sentences and models,
-              which steps are open, when it ended
-    students  one a student of a class: their token's digest, number and display name
-    answers   one a checked answer: the step, the answer as the student saw it, right or wrong, and
-              what the page told them (a catalogue key and its fields, so it reads in either language)
+"""The class tables (SQLAlchemy 2 declarative): classes, their students, and every checked answer
+(what the page told it kept as a catalogue key and fields, so it reads in either language).
+Their history is the migrations in migrations/versions/: a change here comes with a new revision
+there (tests/test_classes_store.py holds the migrated database's tables equal to these).
 """
 
 from __future__ import annotations
