@@ -1,14 +1,10 @@
 """What the Write panel shows of a generation (`attnviz.generate`): each step's token and
-alternatives as a reader reads them (a byte piece as the character it is part of), the text
-written so far in whole characters, the new token's attention row for one head as bars over the
-context, and every head's row of one layer in one heatmap. Data in (numpy, the `Generation`),
-figure out; no torch.
+alternatives as a reader reads them, the text written so far in whole characters, and the new
+token's attention row (one head as bars, every head of a layer as a heatmap). No torch.
 
-A byte-level tokenizer (SmolLM2) writes 你 as two or three byte pieces, one a step. A piece is
-labelled as the decoder panel labels one (`views.decoder.next_label`, "part of 你 (2 of its 3
-bytes)"): the character comes from the bytes before it (pieces written at the steps before) and,
-for the token the model chose, the pieces it wrote after; an alternative that neither completes
-nor is completed reads "part of a character"."""
+A byte-level tokenizer (SmolLM2) writes 你 as two or three byte pieces, one a step; a piece is
+labelled by the character its neighbouring steps complete ("part of 你 (2 of its 3 bytes)",
+`views.decoder.next_label`), else "part of a character"."""
 
 from __future__ import annotations
 
@@ -24,7 +20,7 @@ from ..nextword import NextToken, missing_bytes, piece_bytes
 from ..result import char_groups
 from ._base import FOCUS_COLOR, HEAD_COLORS, SEQUENTIAL, Json, escape, figure, head_label, tick_step, token_axis
 from .decoder import next_label
-from .margins import SIDE_BY_SIDE_PX, label_px, top_title
+from .margins import SIDE_BY_SIDE_PX, stand_upright, top_title
 
 if TYPE_CHECKING:
     from ..generation import Generation
@@ -89,12 +85,10 @@ def step_label(gen: Generation, k: int, *, lang: str = DEFAULT_LANGUAGE) -> str:
 def choices(gen: Generation, k: int, *, lang: str = DEFAULT_LANGUAGE) -> list[Choice]:
     """Step k's likeliest tokens, best first, each labelled as `step_label` labels the chosen one."""
     step = gen.steps[k]
-    ids = step.alternative_ids or (None,) * len(step.alternatives)
-    out = []
-    for (token, p), tid in zip(step.alternatives, ids, strict=True):
-        chosen = token == step.token if tid is None else tid == step.token_id
-        out.append(Choice(_label(gen, k, token, p, chosen, lang), float(p), -1 if tid is None else int(tid), chosen))
-    return out
+    return [
+        Choice(_label(gen, k, token, p, tid == step.token_id, lang), float(p), int(tid), tid == step.token_id)
+        for (token, p), tid in zip(step.alternatives, step.alternative_ids, strict=True)
+    ]
 
 
 def written_until(text: str, spans: Sequence[tuple[int, int]], special: Sequence[bool], position: int) -> str:
@@ -136,8 +130,7 @@ def _x_axis(tokens: Sequence[str], room_px: float = SIDE_BY_SIDE_PX) -> tuple[li
     step = tick_step(len(keys), MAX_X_LABELS)
     shown = [escape(tok) for tok in tokens][::-1][::step][::-1]
     axis |= {"tickvals": keys[::-1][::step][::-1], "ticktext": shown}
-    upright = sum(label_px(label) + 6 for label in shown) > room_px
-    return keys, axis | {"tickangle": -90 if upright else 0, "automargin": True}
+    return keys, axis | {"tickangle": -90 if stand_upright(shown, room_px) else 0, "automargin": True}
 
 
 def row_figure(gen: Generation, k: int, layer: int, head: int | None, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:

@@ -98,10 +98,10 @@ def _shortened(text: str, max_px: float) -> str:
     return escape("".join(kept)) + "…"
 
 
-def stand_upright(labels: list[str]) -> bool:
-    """Whether an axis's labels stand upright: they would not fit side by side in a narrow
-    column (`SIDE_BY_SIDE_PX`). Decided here: plotly.js measures before the page's font loads."""
-    return sum(label_px(label) + 6 for label in labels) > SIDE_BY_SIDE_PX
+def stand_upright(labels: list[str], room_px: float = SIDE_BY_SIDE_PX) -> bool:
+    """Whether an axis's labels stand upright: they would not fit side by side in `room_px` (a
+    narrow column's). Decided here: plotly.js measures before the page's font loads."""
+    return sum(label_px(label) + 6 for label in labels) > room_px
 
 
 def _labels(axis: Json) -> list[str]:
