@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from ..config import Settings
 from ..models import gate
@@ -29,8 +29,9 @@ from .server import visitor
 from .server.registry import results
 from .state import Ctx
 
-__all__ = ["Again", "first", "model_of"]
+__all__ = ["Again", "first", "model_of", "step"]
 
+T = TypeVar("T")
 # A result cache key (None: not kept, only made) and how to make its value from the step before's.
 Step = tuple[Hashable | None, Callable[[Any], Any]]
 
@@ -43,10 +44,6 @@ class Again:
     visitor: str
     steps: tuple[Step, ...]
     held: Callable[[], Any] = lambda: None  # a weak reference to the last value
-
-    def then(self, key: Hashable | None, make: Callable[[Any], Any], value: Any) -> Again:
-        """One more step (`make(previous value)` under `key`), whose value the page has now."""
-        return replace(self, steps=(*self.steps, (key, make)), held=weakref.ref(value))
 
     def holding(self, value: Any) -> Again:
         """The same steps, `value` (their result, which the page has now) held weakly."""
@@ -79,11 +76,18 @@ def _registry_model(context: Ctx, key: runners.ModelKey, who: str) -> Loaded:
 
 def first(context: Ctx, loaded: Loaded, text: str, att: Attention, view: tuple[bool, bool]) -> Again:
     """The explorer's analysis of `text` (`runners.analyse` with the `view` switches), `att`."""
-    key = ("attend", loaded.key, text, context.max_tokens)
+    key = runners.result_key(context, loaded, "attend", text)
     steps: tuple[Step, ...] = ((key, partial(_attend, context, model_of(context, loaded), text)),)
     if any(view):  # runners.analyse's second key
-        steps += ((("view", *key[1:], *view), partial(runners.viewed, *view)),)
+        steps += ((runners.result_key(context, loaded, "view", text, *view), partial(runners.viewed, *view)),)
     return Again(context.settings, visitor.visitor(), steps).holding(att)
+
+
+def step(context: Ctx, back: Again, key: Hashable, make: Callable[[Any], T], before: Any) -> tuple[T, Again]:
+    """`make(before)` through the result cache under `key` (`runners.result_key`), and `back`
+    with it as one more step, its value held."""
+    value = results(context.settings).get_or_compute(key, partial(make, before))
+    return value, replace(back, steps=(*back.steps, (key, make)), held=weakref.ref(value))
 
 
 def _attend(context: Ctx, model: Callable[[], Loaded], text: str, _before: None) -> Attention:

@@ -126,14 +126,19 @@ def refused(exc: ValueError) -> None:
         show_error(t("err.bad_input"), str(exc))
 
 
+def result_key(context: Ctx, loaded: Loaded, kind: str, text: str, *parts: Hashable) -> tuple[Hashable, ...]:
+    """The result cache's key of what `kind` made of `text` through the model (`parts`: its switches)."""
+    return (kind, loaded.key, text, context.max_tokens, *parts)
+
+
 def cached(context: Ctx, loaded: Loaded, kind: str, text: str, *parts: Hashable, fn: Callable[[], T]) -> T:
     """`fn()` through the result cache, keyed by what produced it."""
-    return results(context.settings).get_or_compute((kind, loaded.key, text, context.max_tokens, *parts), fn)
+    return results(context.settings).get_or_compute(result_key(context, loaded, kind, text, *parts), fn)
 
 
 def peek(context: Ctx, loaded: Loaded, kind: str, text: str, *parts: Hashable) -> Any | None:
     """What `cached` would return without computing anything; None on a miss."""
-    return results(context.settings).get((kind, loaded.key, text, context.max_tokens, *parts))
+    return results(context.settings).get(result_key(context, loaded, kind, text, *parts))
 
 
 def attend_views(context: Ctx, loaded: Loaded, text: str) -> Attention:
@@ -143,7 +148,7 @@ def attend_views(context: Ctx, loaded: Loaded, text: str) -> Attention:
 
     att, values = attend_keeping_values(loaded.runner, text, context.max_tokens)
     if values is not None:  # their norms are made when the switch asks, after the views are sent
-        results(context.settings).put(("value_norms", loaded.key, text, context.max_tokens), values)
+        results(context.settings).put(result_key(context, loaded, "value_norms", text), values)
     return att
 
 

@@ -4,9 +4,8 @@ list); what the explorer looks at (`Focus`) and what the explanations read (`Sub
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -16,7 +15,7 @@ from ..models.names import SMOLLM2_MODEL
 from ..nextword import piece_bytes
 from ..result import Attention
 from . import runners, widgets
-from .again import Again, first
+from .again import Again, first, step
 from .readers import model_label, unknown_notice
 from .runners import Loaded
 from .state import Ctx, t
@@ -32,8 +31,8 @@ class Analysis:
     text: str
     att: Attention
     shown: Attention
+    again: Again  # how a download gets `shown` again without holding it (app/again.py)
     unknown: float = 0.0
-    again: Again | None = None  # how a download gets `shown` again without holding it (app/again.py)
 
 
 @dataclass(frozen=True)
@@ -47,18 +46,9 @@ class Focus:
     head: int | None  # None: the mean over heads
     color_range: str
     settings: dict[str, Any]
+    again: Again  # what a download keeps to get `att` again on a click, not `att` itself (app/again.py)
     off: tuple[tuple[int, int], ...] = ()  # heads switched off (sections/ablation.py): att is then the switched model's
     base: Attention | None = None  # with heads off, the whole model's attention
-    again: Again | None = None  # how a download gets `att` again without holding it (app/again.py)
-
-    def getter(self) -> Callable[[], Attention]:
-        """What a download keeps to get `att` on a click: `again`, else (no way to make it
-        again) the result itself."""
-        return self.again if self.again is not None else partial(_same, self.att)
-
-
-def _same(att: Attention) -> Attention:
-    return att
 
 
 @dataclass
@@ -130,7 +120,10 @@ def analysis(
     att = runners.analyse(context, loaded, clean, hide_special=hide, merge_words=merge)
     if att is None:
         return None
-    shown = whole_characters(context, loaded, clean, att, hide, merge)
+    shown, again = att, first(context, loaded, clean, att, view)
+    if has_byte_pieces(att):  # each character's byte pieces merged into the character
+        key = runners.result_key(context, loaded, "characters", clean, *view)
+        shown, again = step(context, again, key, Attention.merge_characters, att)
     unknown = 0.0
     if notices:
         if loaded.runner.name == SMOLLM2_MODEL:  # trained mostly on English
@@ -141,12 +134,7 @@ def analysis(
         unknown = unknown_notice(context, loaded.runner, clean, offer_reader=offer_reader)
         if tokens:
             widgets.show_tokens(shown.tokens, titles=piece_titles(context, loaded, clean, shown))  # pieces on hover
-    again = first(context, loaded, clean, att, view)
-    if shown is not att:  # whole_characters' key
-        again = again.then(
-            ("characters", loaded.key, clean, context.max_tokens, *view), Attention.merge_characters, shown
-        )
-    return Analysis(loaded, clean, att, shown, unknown, again)
+    return Analysis(loaded, clean, att, shown, again, unknown)
 
 
 def truncation_notice(att: Attention, context: Ctx, runner: Any) -> None:
@@ -169,14 +157,6 @@ def truncation_notice(att: Attention, context: Ctx, runner: Any) -> None:
 def has_byte_pieces(att: Attention) -> bool:
     """Some tokens are byte pieces of one character (a byte-level tokenizer on 我 or 😀)."""
     return len(att.character_groups()) < att.n
-
-
-def whole_characters(context: Ctx, loaded: Loaded, text: str, att: Attention, *view: object) -> Attention:
-    """`att` with the byte pieces of each character merged into the character (cached; `view`:
-    the switches that made `att`, part of the cache key). The same object when there are none."""
-    if not has_byte_pieces(att):
-        return att
-    return runners.cached(context, loaded, "characters", text, *view, fn=att.merge_characters)
 
 
 def piece_titles(context: Ctx, loaded: Loaded, text: str, att: Attention) -> dict[int, str]:

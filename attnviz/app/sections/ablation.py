@@ -103,19 +103,14 @@ def _derived(context: Ctx, focus: Focus, result: explain.Ablation) -> tuple[Atte
     """The switched attention as the views draw it: specials hidden and words merged as asked;
     and how a download gets it again (app/again.py)."""
     hide, merge = bool(focus.settings.get("hide_special")), bool(focus.settings.get("merge_words"))
-    model = again.model_of(context, focus.loaded)
-    key = (focus.loaded.key, focus.text, context.max_tokens)
-    steps = ((("ablate", *key, result.heads, result.mode), partial(_ablate, context, model, focus.text, result.heads, result.mode)),
-             (None, attrgetter("attention")))  # fmt: skip
-    back = Again(context.settings, visitor.visitor(), steps)
+    loaded, text, off, mode = focus.loaded, focus.text, result.heads, result.mode
+    rerun = partial(_ablate, context, again.model_of(context, loaded), text, off, mode)
+    steps = ((runners.result_key(context, loaded, "ablate", text, off, mode), rerun), (None, attrgetter("attention")))
+    back = Again(context.settings, visitor.visitor(), steps).holding(result.attention)
     if not (hide or merge or has_byte_pieces(result.attention)):
-        return result.attention, back.holding(result.attention)
-    view_key = ("ablate_view", *key, result.heads, result.mode, hide, merge)
-    view = runners.cached(
-        context, focus.loaded, "ablate_view", focus.text, result.heads, result.mode, hide, merge,
-        fn=partial(_switched_view, hide, merge, result.attention),
-    )  # fmt: skip
-    return view, back.then(view_key, partial(_switched_view, hide, merge), view)
+        return result.attention, back
+    key = runners.result_key(context, loaded, "ablate_view", text, off, mode, hide, merge)
+    return again.step(context, back, key, partial(_switched_view, hide, merge), result.attention)
 
 
 def _switched_view(hide: bool, merge: bool, attention: Attention) -> Attention:

@@ -122,7 +122,7 @@ def grid_view(context: Ctx, focus: Focus) -> None:
         # a canvas: no Plotly (24.1); like the map, drawn once the sentence box above it is
         grid_canvas.head_grid(focus.att, in_focus, thumb, focus.off, "chart_grid", after=SENTENCE_TEXT_AREA)
         widgets.caveat("aware.caveat_grid_decoder" if focus.att.causal else "caveat.grid")  # no [CLS] in a decoder
-        make = partial(grid_figure, focus.getter(), in_focus, thumb, focus.off, context.lang)
+        make = partial(grid_figure, focus.again, in_focus, thumb, focus.off, context.lang)
         downloads.figure_downloads(make, "grid", focus.settings)  # its HTML page: the Plotly figure
 
 
@@ -234,5 +234,5 @@ def numbers_section(focus: Focus) -> None:
     with st.container(key="numbers"):
         st.subheader(t("export.title"))
         st.caption(t("export.intro"))
-        downloads.number_downloads(focus.getter(), focus.layer, focus.head, focus.settings)
+        downloads.number_downloads(focus.again, focus.layer, focus.head, focus.settings)
         downloads.image_export_note()

@@ -16,7 +16,7 @@ import streamlit as st
 from ... import explain
 from ...explain import NormWeights, SinkScores
 from ...result import Attention
-from .. import nav, runners, state
+from .. import again, nav, runners, state
 from ..runners import Loaded
 from ..state import Ctx, t
 from ..subject import Focus, Subject
@@ -88,14 +88,8 @@ def hide_switch(context: Ctx, focus: Focus) -> Focus:
     if not (on and columns.size):
         return focus
     parked = tuple(int(k) for k in columns.tolist())
-    hide = partial(_hidden, parked)
-    hidden = runners.cached(
-        context, focus.loaded, "hidden_sinks", focus.text, *_view(focus), parked, fn=partial(hide, focus.att)
-    )
-    back = None
-    if focus.again is not None:  # a download gets it again through the same key (app/again.py)
-        key = ("hidden_sinks", focus.loaded.key, focus.text, context.max_tokens, *_view(focus), parked)
-        back = focus.again.then(key, hide, hidden)
+    key = runners.result_key(context, focus.loaded, "hidden_sinks", focus.text, *_view(focus), parked)
+    hidden, back = again.step(context, focus.again, key, partial(_hidden, parked), focus.att)
     return dataclasses.replace(focus, att=hidden, settings={**focus.settings, "hide_sinks": True}, again=back)
 
 
