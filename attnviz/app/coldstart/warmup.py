@@ -20,7 +20,7 @@ import importlib
 import logging
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from . import heap
@@ -45,11 +45,7 @@ FIRST_SCREEN_WAIT_S = 6.0  # at the latest; app.py hands it over after any page 
 def warm_up() -> None:
     """Idempotent and thread-safe; the first call does the work, the others wait for it. Also
     empties this run's first map (called right after the explorer's own map)."""
-    # first_map may be half imported by another session's thread (`clear` not defined yet);
-    # then this run drew no first map.
-    clear = getattr(sys.modules.get("attnviz.app.coldstart.first_map"), "clear", None)
-    if clear is not None:
-        clear()
+    _first_map("clear")()
     if _DONE.is_set():
         return
     with _LOCK:
@@ -109,11 +105,8 @@ def loading(model: str, text: str | None = None, context: Ctx | None = None) -> 
         first_map.draw(context, text)
     first_screen()
     thread = started()
-    if thread is None or not thread.is_alive():
-        yield
-        return
-
-    with st.spinner(t("spinner.loading", name=escape_md(model))):
+    alive = thread is not None and thread.is_alive()
+    with st.spinner(t("spinner.loading", name=escape_md(model))) if alive else contextlib.nullcontext():
         yield
 
 
@@ -133,15 +126,16 @@ def _load_first_model(settings: Settings, after_first_screen: bool = False) -> N
         settings.check_model(name)
         key = (name, "auto", ())
         runner = REGISTRY.get(key, lambda: load(name, "auto", settings.max_tokens, {}))
-        _drop_first_map()
+        _first_map("drop")()
         runner.attend("warm up", 8)  # torch's first pass pays its one-time set-up here
         heap.settle("the first model")
     except Exception as exc:  # a thread must not die with a traceback in the log
         LOG.warning("attnviz: warm-up load failed: %s: %.300s", type(exc).__name__, exc)
     finally:
-        _drop_first_map()
+        _first_map("drop")()
 
 
-def _drop_first_map() -> None:
-    if "attnviz.app.coldstart.first_map" in sys.modules:
-        sys.modules["attnviz.app.coldstart.first_map"].drop()
+def _first_map(name: str) -> Callable[[], None]:
+    """first_map's function `name` when it is imported, else one that does nothing: no import of
+    it from here (it may be half imported by another session's thread: then nothing either)."""
+    return getattr(sys.modules.get("attnviz.app.coldstart.first_map"), name, lambda: None)
