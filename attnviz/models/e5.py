@@ -11,6 +11,7 @@ each product and this model does not, so embeddings differ by that rounding.
 
 from __future__ import annotations
 
+import operator
 import struct
 from functools import lru_cache
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..scratch import BERT_LAYER_PATHS
 from .base import ModelLoadError
 from .e5_file import BLOCK, E5File, dequantise, read_file
 from .e5_tokenizer import build_tokenizer
@@ -56,18 +58,28 @@ def _floats(f: E5File, name: str, width: int | None = None) -> torch.Tensor:
     return torch.from_numpy(values if width is None else values.reshape(-1, width))
 
 
-def _linear(f: E5File, layer: torch.nn.Linear, name: str) -> None:
-    out_features, in_features = layer.weight.shape
-    w = dequantise(f.tensors[f"{name}.w"], in_features)
-    if w.shape != (out_features, in_features):
-        raise ValueError(f"{name}: {w.shape} in the file, {tuple(layer.weight.shape)} in the model")
-    layer.weight.copy_(torch.from_numpy(w))
-    layer.bias.copy_(_floats(f, f"{name}.b"))
+def _load(f: E5File, module: torch.nn.Linear | torch.nn.LayerNorm, name: str) -> None:
+    """The file's `name`.w and `name`.b into `module`: a q4_0 weight dequantised, a float32 one copied."""
+    w = f.tensors[f"{name}.w"]
+    if w.dtype == np.uint8:  # q4_0 blocks
+        w = dequantise(w, module.weight.shape[-1])
+    if w.shape != module.weight.shape:
+        raise ValueError(f"{name}: {w.shape} in the file, {tuple(module.weight.shape)} in the model")
+    module.weight.copy_(torch.from_numpy(np.array(w)))
+    module.bias.copy_(_floats(f, f"{name}.b"))
 
 
-def _norm(f: E5File, norm: torch.nn.LayerNorm, name: str) -> None:
-    norm.weight.copy_(_floats(f, f"{name}.w"))
-    norm.bias.copy_(_floats(f, f"{name}.b"))
+# each layer's tensors in the file, by LayerParts field (their places in a BertLayer: BERT_LAYER_PATHS)
+_LAYER_NAMES = {
+    "query": "q",
+    "key": "k",
+    "value": "v",
+    "output": "ao",
+    "ln_attention": "aln",
+    "ff_in": "fi",
+    "ff_out": "fo",
+    "ln_ff": "oln",
+}
 
 
 def _config(f: E5File) -> Any:
@@ -106,21 +118,11 @@ def build_bert(f: E5File) -> Any:
         emb.word_embeddings = Q4Embedding(f.tensors["emb.word"], f.vocab_rows, f.hidden, padding_idx=f.pad)
         emb.position_embeddings.weight.copy_(_floats(f, "emb.pos", f.hidden))
         emb.token_type_embeddings.weight.copy_(_floats(f, "emb.type", f.hidden))
-        _norm(f, emb.LayerNorm, "emb.ln")
+        _load(f, emb.LayerNorm, "emb.ln")
         for i, layer in enumerate(model.encoder.layer):
-            _load_layer(f, i, layer)
+            for part, short in _LAYER_NAMES.items():
+                _load(f, operator.attrgetter(BERT_LAYER_PATHS[part])(layer), f"l{i}.{short}")
     return model.eval()
-
-
-def _load_layer(f: E5File, i: int, layer: Any) -> None:
-    att = layer.attention
-    for part, name in ((att.self.query, "q"), (att.self.key, "k"), (att.self.value, "v")):
-        _linear(f, part, f"l{i}.{name}")
-    _linear(f, att.output.dense, f"l{i}.ao")
-    _norm(f, att.output.LayerNorm, f"l{i}.aln")
-    _linear(f, layer.intermediate.dense, f"l{i}.fi")
-    _linear(f, layer.output.dense, f"l{i}.fo")
-    _norm(f, layer.output.LayerNorm, f"l{i}.oln")
 
 
 @lru_cache(maxsize=1)
