@@ -80,20 +80,15 @@ def head_view(
 def _select(
     att: Attention, layer: int, heads: Sequence[int] | None, highlight: int | None, max_links: int | None
 ) -> _Selection:
-    n, n_heads = att.n, att.n_heads
-    if not 0 <= layer < att.n_layers:
-        raise IndexError(f"layer {layer} out of range 0..{att.n_layers - 1}")
-    chosen = list(range(n_heads)) if heads is None else [int(h) for h in heads]
-    for h in chosen:
-        if not 0 <= h < n_heads:
-            raise IndexError(f"head {h} out of range 0..{n_heads - 1}")
+    n = att.n
+    chosen = list(range(att.n_heads)) if heads is None else [int(h) for h in heads]
+    for h in chosen or [0]:
+        att.head(layer, h)  # IndexError for a layer or head out of range
     if highlight is not None and not 0 <= highlight < n:
         raise IndexError(f"highlight {highlight} out of range 0..{n - 1}")
     queries = np.arange(n) if highlight is None else np.array([highlight])
     budget = DEFAULT_MAX_LINKS if max_links is None else max(1, int(max_links))
-    per_query = n
-    if len(chosen) * len(queries) * n > budget:
-        per_query = max(1, budget // max(1, len(chosen) * len(queries)))
+    per_query = min(n, max(1, budget // max(1, len(chosen) * len(queries))))
     return _Selection(layer, chosen, queries, per_query, highlight)
 
 
