@@ -48,17 +48,16 @@ def switches() -> dict[str, Any]:
     for key, default in DEFAULTS:
         st.session_state.setdefault(key, default)
     with st.container(key="lab_switches"):
-        a, b, col, d, e = st.columns(5)
-        scale = a.toggle(t("lab.scale"), key="lab_scale", help=t("lab.scale_help"))
-        positions = b.toggle(t("lab.positions"), key="lab_positions", help=t("lab.positions_help"))
-        causal = col.toggle(t("lab.causal"), key="lab_causal", help=t("lab.causal_help"))
-        random = d.toggle(t("lab.random"), key="lab_random", help=t("lab.random_help"))
-        seed = e.number_input(
-            t("lab.seed"), min_value=0, max_value=2**31 - 1, step=1, key="lab_seed", disabled=not random
+        *boxes, seed_col = st.columns(5)
+        on = {
+            name: box.toggle(t(f"lab.{name}"), key=f"lab_{name}", help=t(f"lab.{name}_help"))
+            for box, name in zip(boxes, ("scale", "positions", "causal", "random"), strict=True)
+        }
+        seed = seed_col.number_input(
+            t("lab.seed"), min_value=0, max_value=2**31 - 1, step=1, key="lab_seed", disabled=not on["random"]
         )
-    weights = "random" if random else "pretrained"
-    return {"scale": scale, "positions": positions, "causal": causal, "weights": weights,
-            "seed": int(seed) if random else 0}  # fmt: skip
+    random = on.pop("random")
+    return {**on, "weights": "random" if random else "pretrained", "seed": int(seed) if random else 0}
 
 
 def analysis(context: Ctx, opts: dict[str, Any]) -> Pair | None:

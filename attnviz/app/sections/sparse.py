@@ -14,31 +14,30 @@ from ...lab.sparse import KINDS, encoder_maps, sparse_count, sparse_mask
 from ...views.sparse import pattern_growth, pattern_maps
 from .. import charts, runners, widgets
 from ..state import Ctx, t
-from ..streamlit_adapter import DeltaGenerator
 from .lab import Pair
 
 GROWTH_SIZES = (16, 64, 256, 1024, 4096)
-
-
-def _number(column: DeltaGenerator, label: str, lo: int, hi: int, default: int, key: str) -> int:
-    """An integer box whose value is clamped to [lo, hi] whatever a client sent."""
-    value = column.number_input(label, lo, hi, default, key=key)
-    try:
-        return min(max(int(value), lo), hi)
-    except (TypeError, ValueError, OverflowError):
-        return default
+# sparse_mask's options: (its name, the box's catalogue and key suffix, lowest, highest, default)
+OPTIONS = (
+    ("window", "window", 0, 64, 2),
+    ("global_tokens", "global", 0, 16, 1),
+    ("dilation", "dilation", 1, 8, 2),
+    ("random_keys", "random", 0, 16, 2),
+    ("seed", "seed", 0, 2**31 - 1, 0),
+)
 
 
 def _options() -> dict[str, int]:
+    """The pattern's options, each clamped to its bounds whatever a client sent."""
+    chosen = {}
     with st.container(key="sparse_options"):
-        window, globals_, dilation, random_keys, seed = st.columns(5)
-        return {
-            "window": _number(window, t("sparse.window"), 0, 64, 2, "sparse_window"),
-            "global_tokens": _number(globals_, t("sparse.global"), 0, 16, 1, "sparse_global"),
-            "dilation": _number(dilation, t("sparse.dilation"), 1, 8, 2, "sparse_dilation"),
-            "random_keys": _number(random_keys, t("sparse.random"), 0, 16, 2, "sparse_random"),
-            "seed": _number(seed, t("sparse.seed"), 0, 2**31 - 1, 0, "sparse_seed"),
-        }
+        for column, (name, box, lo, hi, default) in zip(st.columns(len(OPTIONS)), OPTIONS, strict=True):
+            value = column.number_input(t(f"sparse.{box}"), lo, hi, default, key=f"sparse_{box}")
+            try:
+                chosen[name] = min(max(int(value), lo), hi)
+            except (TypeError, ValueError, OverflowError):
+                chosen[name] = default
+    return chosen
 
 
 def show(context: Ctx, p: Pair) -> None:
