@@ -45,7 +45,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from .cache import DEFAULT_CACHE_ENTRIES, DEFAULT_CACHE_MB
 from .models.names import E5_MODEL, EMBEDDED_MODEL, SMOLLM2_MODEL, check_model_name
@@ -60,34 +61,40 @@ DEFAULT_MAX_CHARS = 50_000
 BUILTIN_MODELS = (EMBEDDED_MODEL, E5_MODEL, "scratch", SMOLLM2_MODEL)
 
 
+def _env(default: int, minimum: int, demo: int | None = None) -> Any:
+    """A number read from ATTNVIZ_<FIELD NAME>: at least `minimum`; `demo`: its default in demo mode."""
+    defaults = {"default": default, "demo": default if demo is None else demo}
+    return field(default=default, metadata={"minimum": minimum, **defaults})
+
+
 @dataclass(frozen=True)
 class Settings:
     demo: bool = False
     allowed_models: tuple[str, ...] = ()  # empty: anything (local use)
     extra_models: tuple[str, ...] = ()  # offered as choices next to minilm and scratch
-    max_chars: int = DEFAULT_MAX_CHARS
-    max_tokens: int = DEFAULT_MAX_TOKENS
-    decoder_tokens: int = DEFAULT_MAX_TOKENS
-    cache_mb: int = DEFAULT_CACHE_MB
-    cache_entries: int = DEFAULT_CACHE_ENTRIES
-    explain_tokens: int = DEFAULT_MAX_TOKENS
-    budget_s: int = 600
-    corpus_upload_mb: int = 50
-    corpus_sentences: int = 20_000
-    train_max_steps: int = 20_000
-    train_max_d_model: int = 256
-    train_max_layers: int = 4
-    train_max_heads: int = 8
-    memory_mb: int = 0
-    models_mb: int = 0
+    max_chars: int = _env(DEFAULT_MAX_CHARS, 1)
+    max_tokens: int = _env(DEFAULT_MAX_TOKENS, 2)
+    decoder_tokens: int = _env(DEFAULT_MAX_TOKENS, 2, demo=256)
+    cache_mb: int = _env(DEFAULT_CACHE_MB, 0)
+    cache_entries: int = _env(DEFAULT_CACHE_ENTRIES, 0)
+    explain_tokens: int = _env(DEFAULT_MAX_TOKENS, 2, demo=128)
+    budget_s: int = _env(600, 0, demo=120)
+    corpus_upload_mb: int = _env(50, 1, demo=2)
+    corpus_sentences: int = _env(20_000, 1, demo=500)
+    train_max_steps: int = _env(20_000, 1, demo=2_000)
+    train_max_d_model: int = _env(256, 8, demo=64)
+    train_max_layers: int = _env(4, 1, demo=2)
+    train_max_heads: int = _env(8, 1, demo=4)
+    memory_mb: int = _env(0, 0, demo=1500)
+    models_mb: int = _env(0, 0, demo=1024)
     trust_proxy: bool = False
     classes: bool = True
     data_dir: str = ""  # empty: classes.engine.default_data_dir()
     database_url: str = ""
     public_url: str = ""
-    class_retention_days: int = 30
-    class_max_students: int = 200
-    class_answers_per_minute: int = 30
+    class_retention_days: int = _env(30, 1)
+    class_max_students: int = _env(200, 1, demo=40)
+    class_answers_per_minute: int = _env(30, 1)
 
     @property
     def model_choices(self) -> tuple[str, ...]:
@@ -132,33 +139,21 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     allowed = _names(env.get("ATTNVIZ_ALLOWED_MODELS", ""))
     if demo and not allowed:
         allowed = BUILTIN_MODELS
+    numbers = {
+        f.name: _int(env, f"ATTNVIZ_{f.name.upper()}", f.metadata["demo" if demo else "default"], f.metadata["minimum"])
+        for f in fields(Settings)
+        if f.metadata
+    }
     return Settings(
         demo=demo,
         allowed_models=allowed,
         extra_models=_names(env.get("ATTNVIZ_EXTRA_MODELS", "")),
-        max_chars=_int(env, "ATTNVIZ_MAX_CHARS", DEFAULT_MAX_CHARS, 1),
-        max_tokens=_int(env, "ATTNVIZ_MAX_TOKENS", DEFAULT_MAX_TOKENS, 2),
-        decoder_tokens=_int(env, "ATTNVIZ_DECODER_TOKENS", 256 if demo else DEFAULT_MAX_TOKENS, 2),
-        cache_mb=_int(env, "ATTNVIZ_CACHE_MB", DEFAULT_CACHE_MB, 0),
-        cache_entries=_int(env, "ATTNVIZ_CACHE_ENTRIES", DEFAULT_CACHE_ENTRIES, 0),
-        explain_tokens=_int(env, "ATTNVIZ_EXPLAIN_TOKENS", 128 if demo else DEFAULT_MAX_TOKENS, 2),
-        budget_s=_int(env, "ATTNVIZ_BUDGET_S", 120 if demo else 600, 0),
-        corpus_upload_mb=_int(env, "ATTNVIZ_CORPUS_UPLOAD_MB", 2 if demo else 50, 1),
-        corpus_sentences=_int(env, "ATTNVIZ_CORPUS_SENTENCES", 500 if demo else 20_000, 1),
-        train_max_steps=_int(env, "ATTNVIZ_TRAIN_MAX_STEPS", 2_000 if demo else 20_000, 1),
-        train_max_d_model=_int(env, "ATTNVIZ_TRAIN_MAX_D_MODEL", 64 if demo else 256, 8),
-        train_max_layers=_int(env, "ATTNVIZ_TRAIN_MAX_LAYERS", 2 if demo else 4, 1),
-        train_max_heads=_int(env, "ATTNVIZ_TRAIN_MAX_HEADS", 4 if demo else 8, 1),
-        memory_mb=_int(env, "ATTNVIZ_MEMORY_MB", 1500 if demo else 0, 0),
-        models_mb=_int(env, "ATTNVIZ_MODELS_MB", 1024 if demo else 0, 0),
         trust_proxy=env.get("ATTNVIZ_TRUST_PROXY", "").strip().lower() in ("1", "true", "yes", "on"),
         classes=env.get("ATTNVIZ_CLASSES", "1").strip().lower() not in ("0", "false", "no", "off"),
         data_dir=env.get("ATTNVIZ_DATA_DIR", "").strip(),
         database_url=env.get("ATTNVIZ_DATABASE_URL", "").strip(),
         public_url=env.get("ATTNVIZ_PUBLIC_URL", "").strip().rstrip("/"),
-        class_retention_days=_int(env, "ATTNVIZ_CLASS_RETENTION_DAYS", 30, 1),
-        class_max_students=_int(env, "ATTNVIZ_CLASS_MAX_STUDENTS", 40 if demo else 200, 1),
-        class_answers_per_minute=_int(env, "ATTNVIZ_CLASS_ANSWERS_PER_MINUTE", 30, 1),
+        **numbers,
     )
 
 
