@@ -1,17 +1,10 @@
-"""Plotly figure builders, one module per family of views: data in, `plotly.graph_objects.Figure`
-out. A module is never named like the function it exports (heatmaps.py, not heatmap.py): the
-re-export would hide the module from imports and mock.patch paths.
+"""Plotly figure builders, one module per family of views: data in, `go.Figure` out. A module is
+never named like the function it exports (heatmaps.py, not heatmap.py): the re-export would hide it.
 
-Conventions every view shares:
-- Layers and heads are 0-indexed everywhere, in labels too ("layer 2, head 5"): the same numbers
-  as `Attention.head(layer, head)` and the app's widgets.
-- Token axes use unique category keys ("the (5)") with the bare token as tick text, since
-  Plotly merges equal category labels. Tokens are escaped (& < >) wherever they land, tick and
-  hover text included: Plotly reads "<s>" as markup, and a visitor may type anything.
-- No background, font or text colours are set: Streamlit's theme (light or dark) or the
-  notebook's template decides. Line and marker colours are mid-tones readable on both.
-- Numpy float32 arrays go to Plotly as they are: plotly >= 6 serialises them as base64 typed
-  arrays ({"dtype": "f4", "bdata": ..., "shape": "n, n"}), 4 bytes a number (plotly/plotly.py#4470).
+Conventions: layers and heads are 0-indexed everywhere, labels included. Token axes use unique
+category keys ("the (5)") with the bare token as tick text; tokens are escaped (& < >) wherever
+they land, since Plotly reads "<s>" as markup. No background or text colours are set (the theme
+decides). Float32 arrays go to Plotly as they are: plotly >= 6 sends them as base64 typed arrays.
 """
 
 from __future__ import annotations

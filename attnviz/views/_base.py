@@ -1,10 +1,7 @@
-"""What every view shares: the figure constructor, token axes and escaping, colours, titles and
-the head label, and the NaN-broken polylines the head and graph views draw their lines with.
-
-Words: every word a view puts on a figure (titles, notes, axis, colour-bar and legend titles,
-trace names, annotations, hover text and hovertemplates) comes from `attnviz.i18n.t(key, lang)`,
-keys in attnviz/locales/<lang>/views.json. Hovertemplates are catalogue sentences whose
-{placeholders} receive Plotly's %{...} fields, so word order stays the translator's.
+"""What every view shares: the figure constructor, token axes and escaping, colours, titles, the
+head label, and NaN-broken polylines. Every word a view puts on a figure comes from
+`attnviz.i18n.t(key, lang)`; hovertemplates are catalogue sentences whose {placeholders} receive
+Plotly's %{...} fields, so word order stays the translator's.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""Attention as a directed graph: tokens on a circle, an edge i -> j wherever query i gives key j
-more than a threshold.
-
-Tokens sit clockwise from the top, in order. Edge width grows with the weight (binned into
-EDGE_WIDTHS, one trace a bin); an arrow head near the key end shows the direction; a token's
-self-attention is a small loop just inside its node. Node size grows with the attention the
-token receives.
+"""Attention as a directed graph: tokens clockwise on a circle from the top, an edge i -> j wherever
+query i gives key j more than a threshold, its width binned by weight (EDGE_WIDTHS, a trace a bin),
+an arrow head near the key end; self-attention is a small loop inside the node, whose size grows
+with the attention the token receives.
 """
 
 from __future__ import annotations

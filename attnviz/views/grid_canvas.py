@@ -1,12 +1,7 @@
-"""The explorer's all-heads grid as the bytes the app's canvas draws from, so its first screen
-loads no Plotly. `grid_payload` makes the canvas message (attnviz/app/canvas/grid_canvas.js) of
-the picture `model_view` + `ablation.mark_off` + `decoder.mark_groups` draw: `grid.mosaic`, its
-words, the head in focus, the heads switched off and the key/value groups. Little-endian:
-
-    b"AVG1" | uint32 header length | UTF-8 JSON header | zero padding to 4 | float32 rows x cols
-
-The header carries every hover line as plain text (tokens as they are: the canvas writes them
-as text, never as markup). `read` is the inverse, for tests and tools.
+"""The explorer's all-heads grid as the bytes the app's canvas (app/canvas/grid_canvas.js) draws
+from, so its first screen loads no Plotly: the picture `model_view` + `ablation.mark_off` +
+`decoder.mark_groups` draw, in `token_canvas.pack`'s format under b"AVG1". Hover lines are plain
+text (tokens as they are: the canvas writes them as text, never as markup).
 """
 
 from __future__ import annotations
@@ -39,9 +34,8 @@ def grid_payload(
     lang: str = DEFAULT_LANGUAGE,
     after: tuple[str, int] | None = None,
 ) -> bytes:
-    """The canvas message for every layer x head of `att` (module docstring); `palette`: light
-    and dark colours ({"light": {"heading", "label", "background"}, "dark": ...}); `hint`: what
-    a click does, for screen readers; `after`: what the first draw waits for."""
+    """The canvas message for every layer x head of `att`; `palette`, `after`: as
+    `token_canvas.map_payload`'s; `hint`: what a click does, for screen readers."""
     n_layers, n_heads = att.n_layers, att.n_heads
     trace, size, gap, title = mosaic(att, focus, thumb, lang)
     z = np.asarray(trace["z"], dtype=np.float32)

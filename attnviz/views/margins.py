@@ -1,10 +1,7 @@
-"""Margins made room for on the server, so plotly.js draws a token map once.
-
-With `automargin` on, plotly.js draws, measures its tick labels in the page, widens the margins
-and draws again, often more than once (bench/ has the cost). So the maps here turn it off, set
-the left and bottom margins from labels and titles estimated generously (`label_px`), and fix
-the x labels' angle. A label wider than `MAX_LABEL_PX` is shortened with an ellipsis on the
-axis; hover still names the whole token.
+"""Margins made room for on the server, so plotly.js draws a token map once: with `automargin` on
+it draws, measures its labels, widens the margins and draws again. So the maps here turn it off,
+set margins from generous estimates of labels and titles (`label_px`) and fix the x labels'
+angle; a label wider than `MAX_LABEL_PX` is shortened on the axis (hover names the whole token).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""Clicks: the markers that make the all-heads views clickable, and reading a selection back.
-
-Streamlit reports clicks as the selected points of `st.plotly_chart(fig, on_select="rerun",
-selection_mode="points")`. Every clickable point carries its meaning in customdata: [layer, head]
-for a cell of `model_view` or `layer_head_grid` (and the bars of `token_focus`), [i] for a token
-of `head_view` or `graph_view`.
+"""Clicks: the markers that make the all-heads views clickable, and reading back the selected
+points `st.plotly_chart(fig, on_select="rerun")` reports. A clickable point carries customdata
+[layer, head] (a cell of `model_view` or `layer_head_grid`, a bar of `token_focus`) or [i] (a
+token of `head_view` or `graph_view`).
 """
 
 from __future__ import annotations

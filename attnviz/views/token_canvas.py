@@ -1,16 +1,11 @@
-"""A one-head token map as the bytes the app's canvas draws from.
-
-A Plotly heatmap at 512 tokens is a 1.5 MB figure the browser parses, Streamlit copies through
-JSON twice and plotly.js draws; the canvas (attnviz/app/canvas/token_canvas.js) takes the float32
-weights as they are, one pixel a cell, and reads its hover from the same array. `map_payload`
-writes a map's specification (views/spec.py) without any plotly figure, so a cold server's first
-map needs neither plotly's figures nor pandas (app/coldstart/warmup.py). The format:
+"""A one-head token map (views/spec.py) as the bytes the app's canvas (app/canvas/token_canvas.js)
+draws from, one pixel a cell, with no plotly figure: a cold server's first map needs neither plotly
+nor pandas. Little-endian:
 
     b"AVM1" | uint32 header length | UTF-8 JSON header | zero padding to 4 | float32 rows x cols
 
-all little-endian. The header carries the specification's words, tokens (as they are: the canvas
-writes them as text, never as markup), colour scale and range, the hover lines with {q}, {k} and
-{w}, and `map_payload`'s options. `read` is the inverse, for tests and tools.
+The header carries the spec's words, tokens as they are (the canvas writes them as text, never as
+markup), colour scale and range, the hover lines with {q}, {k} and {w}, and `map_payload`'s options.
 """
 
 from __future__ import annotations
@@ -36,12 +31,10 @@ def map_payload(
     click: bool = False,
     mark: tuple[int, int] | None = None,
 ) -> bytes:
-    """The canvas message for one map (`spec.heatmap_spec`); `palette`: the light and dark
-    colours ({"light": {"heading", "label", "background"}, "dark": ...}); `hint`: how to zoom, for
-    screen readers; `after` (a CSS selector, milliseconds): the canvas waits for that element of
-    the page, at most that long, before its first draw (app/coldstart/first_map.py: the sentence
-    box comes first); `click`: a click on a cell is sent back (the app's "why"); `mark`: the
-    (row, column) cell outlined."""
+    """The canvas message for one map; `palette`: the light and dark colours ({"light": {"heading",
+    "label", "background"}, "dark": ...}); `hint`: how to zoom, for screen readers; `after`: see
+    `waits_for`; `click`: a click on a cell is sent back (the app's "why"); `mark`: the (row,
+    column) cell outlined."""
     z = np.ascontiguousarray(spec.z, dtype="<f4")
     words = ("title", "note", "xtitle", "ytitle", "bar", "zmin", "zmax", "height")
     head_: Json = {name: getattr(spec, name) for name in words} | {
@@ -60,7 +53,7 @@ def map_payload(
 
 
 def read(data: bytes) -> tuple[dict[str, Any], np.ndarray]:
-    """The header and the (rows, cols) float32 map of a `payload`."""
+    """The header and the (rows, cols) float32 map of a `map_payload`."""
     return unpack(data, MAGIC, "token map")
 
 
