@@ -1,26 +1,17 @@
 """Train in a child process: the same seeded loop (loop.resume), its snapshots, history and the
-trained weights sent back over a pipe (in a thread of the app server a run shares the GIL and
-the server's CPU share: several times slower than the CLI on a busy machine).
+trained weights sent back over a pipe (a thread of the app server would share the GIL and the
+server's CPU share).
 
     run = prepare(cfg, text)                      # the task, the probe, the untrained model
     resume_in_child(run, text, progress=...)      # `run` fills in as the child trains
 
-The child is forked by multiprocessing's forkserver, which imported torch, this loop and what a
-run's first step imports (PRELOAD) once per server: a fork starts in tens of milliseconds where a
-fresh interpreter paid torch's import, 2.5-3 CPU-s, at every run (bench/results_zygote.md). Never
-a fork of the server itself (it has torch threads and a web server), never a rerun of the
-parent's __main__ (_without_main); where there is no forkserver (not Unix) a fresh interpreter
-(spawn). It trains on one torch thread, and ends:
-- at its next chunk of steps when the parent asks (`progress` raised Cancelled), with a last
-  snapshot and its weights, as `loop.resume` stops; one that has not answered within `grace_s`
-  is terminated and its weights are not kept (`run.model` keeps the weights it had);
-- at once, terminated, when `abandon()` says so (a closed tab: nothing to keep);
-- by itself when the parent goes away (its end of the pipe closes).
-The child runs in a session of its own: where the kernel groups CPU time by session (autogroup,
-the Linux default), it then gets what the CLI gets, not a part of the server's group's share.
-Every child is joined (`_end`; the forkserver reaps it), so none is left a zombie. A message is
-at most MAX_MESSAGE_BYTES (the weights of the largest model LIMITS allow, about 100 MB as
-float32, fit): a larger one fails the run with a message.
+The child is forked by multiprocessing's forkserver, which imported PRELOAD once per server (spawn
+where there is none): never a fork of the server itself (torch threads, a web server), never a
+rerun of the parent's __main__ (_without_main). It trains on one torch thread, in a session of its
+own (the kernel's autogroup then gives it what the CLI gets), and ends when the parent asks (a
+last snapshot and its weights; terminated past GRACE_S, weights not kept), when `abandon()` says
+so, or when the parent's end of the pipe closes. Every child is joined (`_end`). A message is at
+most MAX_MESSAGE_BYTES: the weights of the largest model LIMITS allow fit.
 """
 
 from __future__ import annotations
@@ -53,8 +44,7 @@ GRACE_S = 10.0  # a stopped child that has not sent its weights by then is termi
 MAX_MESSAGE_BYTES = 512 * 2**20
 POLL_S = 0.1  # how often the parent looks at `progress` and `abandon` while it waits
 # What the forkserver imports before its first fork: this module (torch, the training loop) and
-# torch._dynamo, which making a run's torch.optim optimizer imports (about 1 CPU-s, and as many
-# seconds before each child's first step, were it not imported once here).
+# torch._dynamo, which a run's torch.optim optimizer imports.
 PRELOAD = ["attnviz.training.child", "torch._dynamo"]
 NAME = "attnviz-training"  # the children's process name (multiprocessing's, not the command line)
 _CHILDREN: set[int] = set()  # pids started here and not yet joined
@@ -108,7 +98,7 @@ class _Channel:
 
 def _bare(decoder: TinyDecoder, task: Task, name: str) -> TrainedModel:
     """What the loop reads of a run's model (its decoder and name), without the tokenizer the
-    parent's model has (it would import transformers: about 0.7 s of CPU before the first step)."""
+    parent's model has (it would import transformers before the first step)."""
     return cast("TrainedModel", SimpleNamespace(decoder=decoder, task=task, name=name))
 
 
@@ -144,13 +134,12 @@ def resume_in_child(
     *,
     progress: Progress | None = None,
     abandon: Callable[[], bool] | None = None,
-    grace_s: float = GRACE_S,
 ) -> TrainingRun:
     """Train a prepared, not yet trained `run` (from `prepare(run.config, text)`) in a child
     process. `run` fills in as the child sends (history, step, snapshots, scores) and, once it
     ends, holds the trained weights, as `resume` would leave it. `progress(fraction)` is called
     in this thread about every POLL_S and may raise Cancelled to stop (what was learned is kept
-    when the child answers within `grace_s`); `abandon()` True ends the child at once.
+    when the child answers within GRACE_S); `abandon()` True ends the child at once.
     TrainingFailed when the child fails or dies."""
     if run.step or run.snapshots:
         raise ValueError("a child trains a run from its first step (this one has started)")
@@ -159,12 +148,12 @@ def resume_in_child(
     try:
         with contextlib.suppress(OSError):  # a child that died at once: _follow says so
             conn.send_bytes(pickle.dumps((run.config, text), protocol=pickle.HIGHEST_PROTOCOL))
-        done = _follow(run, conn, progress, abandon, grace_s)
+        done = _follow(run, conn, progress, abandon)
     finally:
         conn.close()
         _end(proc, wait_s=2.0 if done else 0.0)
     if not done and not (abandon is not None and abandon()):
-        raise TrainingFailed(f"the training process did not stop within {grace_s:.0f} s; its model was not kept")
+        raise TrainingFailed(f"the training process did not stop within {GRACE_S:.0f} s; its model was not kept")
     return run
 
 
@@ -173,14 +162,13 @@ def _follow(
     conn: multiprocessing.connection.Connection,
     progress: Progress | None,
     abandon: Callable[[], bool] | None,
-    grace_s: float,
 ) -> bool:
     """Apply the child's messages to `run` until it is done (True), or stopped past its grace or
     abandoned (False: the child is still going, the caller ends it)."""
     asked: float | None = None  # when the child was asked to stop
     while True:
-        if abandon is not None and abandon():
-            run.stopped = run.step < run.config.steps
+        if (abandon is not None and abandon()) or (asked is not None and time.monotonic() - asked > GRACE_S):
+            run.stopped = run.step < run.config.steps  # ended here: the weights are not kept
             return False
         if asked is None and progress is not None:
             try:
@@ -189,9 +177,6 @@ def _follow(
                 asked = time.monotonic()
                 with contextlib.suppress(OSError):
                     conn.send_bytes(b"stop")
-        if asked is not None and time.monotonic() - asked > grace_s:
-            run.stopped = run.step < run.config.steps  # terminated: the weights are not kept
-            return False
         if not conn.poll(POLL_S):
             continue
         try:

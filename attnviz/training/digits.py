@@ -127,14 +127,13 @@ class DigitsRun:
 
     def attention(self, index: int, snapshot: int = -1) -> Attention:
         """Held-out image `index` through the weights of snapshot `snapshot`."""
-        model = TinyViT(self.config)
+        model = TinyViT(self.config).eval()
         model.load_state_dict(self.states[snapshot])
         return _attend(model, self, index)
 
 
 def _attend(model: TinyViT, run: DigitsRun, index: int) -> Attention:
     """Held-out image `index` through `model`."""
-    model.eval()
     with torch.no_grad():
         _, maps = model(torch.as_tensor(run.images[index], dtype=torch.float32)[None])
     weights = torch.stack([m[0] for m in maps]).numpy().astype(np.float32)  # (L, nh, 17, 17)
@@ -198,8 +197,8 @@ def train_digits(
 
 
 def _snapshot(run: DigitsRun, step: int, x_test: torch.Tensor, y_test: torch.Tensor) -> None:
-    """Held-out loss, accuracy and predictions, the weights, and the probe digit's maps."""
-    run.model.eval()
+    """Held-out loss, accuracy and predictions, the weights, and the probe digit's maps (no dropout
+    anywhere: train and eval modes compute the same function)."""
     with torch.no_grad():
         logits, _ = run.model(x_test)
     predictions = logits.argmax(-1)
@@ -208,4 +207,3 @@ def _snapshot(run: DigitsRun, step: int, x_test: torch.Tensor, y_test: torch.Ten
     run.states.append({k: v.detach().clone() for k, v in run.model.state_dict().items()})
     loss = float(F.cross_entropy(logits, y_test))
     run.snapshots.append(DigitsSnapshot(step, loss, accuracy, _attend(run.model, run, run.probe)))
-    run.model.train()

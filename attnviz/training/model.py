@@ -1,13 +1,8 @@
-"""A tiny decoder built from the project's own attention (attnviz/scratch.py), causal mask on.
-
-Token and learned position embeddings (PyTorch's N(0, 1) initialisation), `n_layers` residual
-blocks x = x + Attn(x) (optionally x = x + MLP(x) after each), a final LayerNorm and an
-unembedding. Attention-only and without LayerNorm inside the blocks, like the toy models of
-Elhage et al. (2021) where Olsson et al. (2022) watch induction heads form: the residual stream
-is then a plain sum of what each head wrote, which is what K-composition reads.
-
-Built GPT-2 style instead (pre-LN, N(0, 0.02) embeddings) the model still solves induction but
-with smeared heads; built as here it forms the textbook circuit (bench/results_training.md).
+"""A tiny decoder built from the project's own attention (attnviz/scratch.py), causal mask on:
+embeddings (N(0, 1)), blocks x = x + Attn(x) (then x + MLP(x) if asked), a final LayerNorm, an
+unembedding. Attention-only without LayerNorm in the blocks, like the toy models where Olsson et
+al. (2022) watch induction heads form (the residual stream is a plain sum of what each head
+wrote); built GPT-2 style it still learns induction, with smeared heads (bench/results_training.md).
 """
 
 from __future__ import annotations
@@ -49,7 +44,6 @@ def check_heads(d_model: int, n_heads: int) -> None:
 
 
 def mlp(d: int, width: int = 4) -> nn.Sequential:
-    """d -> width * d -> d with a GELU between."""
     return nn.Sequential(nn.Linear(d, width * d), nn.GELU(), nn.Linear(width * d, d))
 
 

@@ -1,13 +1,8 @@
-"""A trained tiny decoder behind the Runner seam, with a tokenizer over its own vocabulary.
-
-The tokenizer (`build_tokenizer`) makes `RunnerBase.encode`, `attend`, `attend_batch` and `fit`
-work as for any model: symbol tasks split on whitespace ("t03 t17 > t03"), the text task reads
-one character a token (Chinese included). `<s>` is added in front, as in training.
-
-Not a post-LayerNorm encoder: `layers()` says so (ValueError), and the methods that decompose
-a BERT layer (norms, GlobEnc, ALTI, value zeroing, the lab's steps) answer "not available".
-Attention maps, hidden states, gradients and head switches (`RunnerBase.switch_heads` through
-`prenorm_layers`) work.
+"""A trained tiny decoder behind the Runner seam, with a tokenizer over its own vocabulary:
+symbol tasks split on whitespace ("t03 t17 > t03"), the text task reads one character a token,
+`<s>` in front as in training. Not a post-LayerNorm encoder: `layers()` raises ValueError, so the
+methods that decompose a BERT layer answer "not available"; maps, hidden states, gradients and
+head switches (through `prenorm_layers`) work.
 """
 
 from __future__ import annotations
@@ -28,12 +23,9 @@ if TYPE_CHECKING:
 
 
 def build_tokenizer(vocab: list[str], char_level: bool, max_len: int) -> PreTrainedTokenizerFast:
-    """A fast tokenizer whose ids are the positions in `vocab` (specials first), `<s>` prepended.
-
-    It answers one text at a time (what `attend` and the scores ask) through the quick tokenizer
-    (models/minilm_numpy.py) on the same `tokenizers` object, and anything else through
-    transformers' `PreTrainedTokenizerFast` around it, built on that first need: `attnviz train`
-    and a server's first trained model no longer import transformers (3-4 CPU-s) for a tokenizer."""
+    """A fast tokenizer whose ids are the positions in `vocab` (specials first), `<s>` prepended:
+    the quick tokenizer (models/minilm_numpy.py) for one text at a time, transformers'
+    `PreTrainedTokenizerFast` built on the first other need (so training never imports transformers)."""
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, processors
 
     from ..models.minilm_numpy import QuickTokenizer
@@ -42,10 +34,8 @@ def build_tokenizer(vocab: list[str], char_level: bool, max_len: int) -> PreTrai
         raise ValueError(f"a vocabulary starts with {SPECIALS}")
     ids = {tok: i for i, tok in enumerate(vocab)}
     tok = Tokenizer(models.WordLevel(ids, unk_token=UNK))
-    # one token a character (a code point), whitespace included; or one a whitespace-separated word
-    split = Regex(r"[\s\S]")
-    tok.pre_tokenizer = (
-        pre_tokenizers.Split(split, behavior="isolated") if char_level else pre_tokenizers.WhitespaceSplit()
+    tok.pre_tokenizer = (  # one token a code point, whitespace included; or a whitespace-separated word
+        pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated") if char_level else pre_tokenizers.WhitespaceSplit()
     )
     tok.post_processor = processors.TemplateProcessing(single=f"{BOS} $A", special_tokens=[(BOS, ids[BOS])])
     real: list[PreTrainedTokenizerFast] = []

@@ -150,7 +150,6 @@ def train_seq2seq(
 
 def _snapshot(run: Seq2SeqRun, held: PairBatch, on_snapshot: Callable[[Seq2SeqRun], None] | None) -> None:
     model = run.model
-    model.eval()
     with torch.no_grad():  # in the background lane: loop.drive takes every snapshot there
         logits, maps = model(held.src, held.dec_in)
         loss = float(model.loss(logits, held.tgt))
@@ -168,7 +167,6 @@ def _snapshot(run: Seq2SeqRun, held: PairBatch, on_snapshot: Callable[[Seq2SeqRu
     best = float(np.nanmax(heads)) if np.isfinite(heads).any() else float("nan")
     seconds = run.seconds + time.perf_counter() - run._started
     run.snapshots.append(Seq2SeqSnapshot(run.step, loss, accuracy, exact, best, enc, dec, cross, heads, seconds))
-    model.train()
     if on_snapshot is not None:
         on_snapshot(run)
 
