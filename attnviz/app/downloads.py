@@ -5,7 +5,6 @@ with the settings and switches that produced it; bytes are built only when a but
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import plotly.graph_objects as go
@@ -63,15 +62,11 @@ def number_downloads(got: Callable[[], Attention], layer: int, head: int | None,
     next run or its end), and what they hold stays in memory that long (app/again.py)."""
     settings = with_switches(settings)
     files: tuple[tuple[str, Callable[[], str | bytes], str, str, str], ...] = (
-        ("export.csv", partial(_made, export.head_csv, got, layer, head, settings), "attnviz-head.csv", "text/csv", "dl_csv"),
-        ("export.npz", partial(_made, export.attention_npz, got, settings), "attnviz-attention.npz", "application/octet-stream", "dl_npz"),
-        ("export.json", partial(_made, export.attention_json, got, settings), "attnviz-attention.json", "application/json", "dl_json"),
+        ("export.csv", lambda: export.head_csv(got(), layer, head, settings), "attnviz-head.csv", "text/csv", "dl_csv"),
+        ("export.npz", lambda: export.attention_npz(got(), settings), "attnviz-attention.npz", "application/octet-stream", "dl_npz"),
+        ("export.json", lambda: export.attention_json(got(), settings), "attnviz-attention.json", "application/json", "dl_json"),
     )  # fmt: skip
     for col, (label, data, file_name, mime, key) in zip(st.columns(len(files)), files, strict=True):
         col.download_button(
             t(label), data=data, file_name=file_name, mime=mime, key=key, on_click="ignore", icon=":material/download:"
         )
-
-
-def _made(make: Callable[..., str | bytes], got: Callable[[], Attention], *args: Any) -> str | bytes:
-    return make(got(), *args)

@@ -146,8 +146,7 @@ def sentence_box(context: Ctx) -> str:
     return str(st.session_state.get(SENTENCE, ""))
 
 
-def fmt_layer(layer: int) -> str:
-    return str(layer)
+fmt_layer = str  # a layer's option label
 
 
 def fmt_head(head: int) -> str:
@@ -163,7 +162,7 @@ def layer_head(
         session[layer_key] = min(max(int(session.get(layer_key, 0) or 0), 0), n_layers - 1)
     heads = ([MEAN] if allow_mean else []) + list(range(n_heads))
     if session.get(head_key) not in heads:
-        session[head_key] = heads[0] if not allow_mean else 0
+        session[head_key] = 0
     a, b = st.columns(2)
     layer = a.selectbox(t("ctl.layer"), range(n_layers), key=layer_key, format_func=fmt_layer, help=t("ctl.layer_help"))
     head = b.selectbox(t("ctl.head"), heads, key=head_key, format_func=fmt_head, help=t("ctl.head_help"))
