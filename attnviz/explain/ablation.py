@@ -8,7 +8,7 @@ sentence embeddings (as the embedded sentence-transformers model pools).
 Michel et al.'s estimate is I_h = |dL / d xi_h| at xi = 1, with a gate xi_h per head. An encoder
 has no task loss, and a loss smallest at the unswitched output has zero gradient there, so we
 take F(xi) = <p(xi), u>, p the pooled final states and u = p(1) / ||p(1)|| fixed (the objective
-of attributions._objective); comparing its ranking with the real effect is their section 4.2.
+of removal.along_output); comparing its ranking with the real effect is their section 4.2.
 
 A pre-norm decoder (Llama family) switches each query head alone, runs the whole model per
 variant, takes "zero" only (a mean over positions reaches later tokens), and measures the drop
@@ -19,6 +19,7 @@ log-probability, their task loss up to sign.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import partial
 
 import numpy as np
 import torch
@@ -29,6 +30,7 @@ from ._model import expand, in_batches, this_thread, with_gradients
 from .ablation_results import ORDERS, Ablation, Head, HeadImportance, Measure, Order, PruningCurve
 from .agreement import agreement
 from .prenorm import is_prenorm
+from .removal import along_output, pool
 from .removal_lm import LmTarget, _log_probs, lm_target
 
 # head_importance and pruning_curves run one variant per head or point: longer texts are cut (`capped`).
@@ -46,19 +48,11 @@ def _heads(model: Runner, heads: Iterable[Sequence[int]]) -> tuple[Head, ...]:
     return tuple(sorted(out))
 
 
-def _pool(hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """Mean over the positions the mask keeps: (B, n, d) -> (B, d)."""
-    if mask is None:
-        return hidden.mean(dim=1)
-    m = mask.to(hidden.dtype)[..., None]  # (B or 1, n, 1)
-    return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)
-
-
-def _distances(base: torch.Tensor, switched: torch.Tensor, mask: torch.Tensor | None) -> tuple[np.ndarray, np.ndarray]:
+def _distances(base: torch.Tensor, switched: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """base (n, d), switched (B, n, d) -> per-token (B, n) and sentence (B,) cosine distances."""
     cos = torch.nn.functional.cosine_similarity
     tokens = 1.0 - cos(switched.double(), base.double()[None], dim=-1)  # (B, n)
-    pooled = 1.0 - cos(_pool(switched.double(), mask), _pool(base.double()[None], mask), dim=-1)  # (B,)
+    pooled = 1.0 - cos(pool(switched.double(), None), pool(base.double()[None], None), dim=-1)  # (B,)
     return tokens.clamp(min=0.0).cpu().numpy(), pooled.clamp(min=0.0).cpu().numpy()
 
 
@@ -102,7 +96,7 @@ def ablate(
                         weights, final = model.attention_array(inputs), model.last_hidden(inputs)
                     else:
                         weights, final = _attend_final(model, inputs)
-        tokens, pooled = _distances(base, final, inputs.get("attention_mask"))
+        tokens, pooled = _distances(base, final)
         if target is not None:  # the next token's drop in place of the sentence distance
             pooled = (_log_probs(model, base[None], target) - _log_probs(model, final, target)).cpu().numpy()
     return Ablation(model.result(enc, weights), off, mode, tokens[0], float(pooled[0]), *_named(target))
@@ -167,7 +161,7 @@ def _sweep(
         else:
             with model.switch_heads(gates=gates, mode=mode):
                 final = model.last_hidden(expand(inputs, len(chunk)))
-        tokens, pooled = _distances(states[-1][0], final, mask)
+        tokens, pooled = _distances(states[-1][0], final)
         if f0 is not None and target is not None:
             pooled = (f0 - _log_probs(model, final, target)).cpu().numpy()  # (B,) nats
         for b, (_, r) in enumerate(chunk):
@@ -180,19 +174,11 @@ def _gradient(
     model: Runner, inputs: dict[str, torch.Tensor], mode: HeadMode, target: LmTarget | None = None
 ) -> np.ndarray:
     """|dF/d xi| at xi = 1 (module docstring): one forward and backward pass."""
-    mask = inputs.get("attention_mask")
-    device = inputs["input_ids"].device
+    objective = along_output(model, inputs, None) if target is None else partial(_log_probs, model, target=target)
     with model.gate.background():
-        gates = torch.ones(model.n_layers, model.n_heads, device=device, requires_grad=True)
-        if target is not None:
-            with model.switch_heads(gates=gates, mode=mode):
-                f = _log_probs(model, model.last_hidden(inputs), target)[0]
-        else:
-            with torch.no_grad():
-                p0 = _pool(model.last_hidden(inputs), mask)[0]
-            u = p0 / p0.norm()
-            with model.switch_heads(gates=gates, mode=mode):
-                f = _pool(model.last_hidden(inputs), mask)[0] @ u
+        gates = torch.ones(model.n_layers, model.n_heads, device=inputs["input_ids"].device, requires_grad=True)
+        with model.switch_heads(gates=gates, mode=mode):
+            f = objective(model.last_hidden(inputs))[0]
         (grad,) = torch.autograd.grad(f, gates)
     return grad.abs().double().cpu().numpy()
 

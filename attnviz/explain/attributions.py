@@ -3,7 +3,6 @@ input x gradient and integrated gradients (Sundararajan et al. 2017)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -11,7 +10,7 @@ import torch
 
 from ..models import Progress, Runner
 from ._model import check_query, expand, in_batches, with_gradients
-from .removal import gradient_scores, masked_states
+from .removal import along_output, gradient_scores, masked_states
 
 
 def occlusion(model: Runner, text: str, query: int, *, progress: Progress | None = None) -> np.ndarray:
@@ -36,25 +35,10 @@ def occlusion(model: Runner, text: str, query: int, *, progress: Progress | None
     return scores
 
 
-def _objective(model: Runner, inputs: dict[str, torch.Tensor], query: int) -> Callable[[torch.Tensor], torch.Tensor]:
-    """F(e) = <h_query(e), u>, u = h_query(e0) / ||h_query(e0)||: the length of the query's final
-    representation along its unperturbed direction; F(e0) = ||h_query(e0)||. e: (b, n, d)
-    word embeddings (before positions, segments and LayerNorm)."""
-    with torch.no_grad():  # not inference mode: u is saved for the backward pass
-        h0 = model.last_hidden(inputs)[0, query]
-    u = h0 / h0.norm()
-
-    def objective(e: torch.Tensor) -> torch.Tensor:  # (b, n, d) -> (b,)
-        h = model.last_hidden(expand(inputs, e.shape[0]), inputs_embeds=e)[:, query]
-        return h @ u
-
-    return objective
-
-
 @with_gradients  # encode outside inference mode too: the embedding lookup saves the ids for backward
 def input_x_gradient(model: Runner, text: str, query: int) -> np.ndarray:
     """Input x gradient for token `query`: (n,) float64, s_j = sum_d e[j,d] dF/de[j,d] with F
-    the query's final representation projected on its own direction (see `_objective`).
+    the query's final representation projected on its own direction (`removal.along_output`).
     Every position is scored, special tokens included."""
     enc = model.encode(text)
     check_query(query, enc.inputs["input_ids"].shape[1])
@@ -81,8 +65,11 @@ def _integrated(
     ids = enc.inputs["input_ids"]
     n = ids.shape[1]
     check_query(query, n)
-    with model.gate.background():
-        objective = _objective(model, enc.inputs, query)
+    f = along_output(model, enc.inputs, query)
+
+    def objective(e: torch.Tensor) -> torch.Tensor:  # word embeddings (b, n, d) -> F (b,)
+        return f(model.last_hidden(expand(enc.inputs, e.shape[0]), inputs_embeds=e))
+
     table = model.input_embeddings()
     keep = torch.as_tensor(enc.special, device=ids.device)[None, :, None]  # (1, n, 1)
     e = table(ids).detach()  # (1, n, d)

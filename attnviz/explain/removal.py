@@ -9,7 +9,7 @@ publish theirs; it adds no "query: "/"passage: " prefix that multilingual-e5 exp
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import torch
@@ -67,13 +67,21 @@ def masked_states(
         yield part, [model.last_hidden(batch)] if last_only else model.hidden_states(batch)[1:]
 
 
+def along_output(
+    model: Runner, inputs: dict[str, torch.Tensor], query: int | None
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """F(h) = <pool(h, query), u> (B,) of final hidden states h (B, n, d), u the unperturbed
+    output's unit direction: the output's length along where it points, F(h0) = ||pool(h0)||."""
+    with torch.no_grad(), model.gate.background():  # not inference mode: u is saved for the backward pass
+        h0 = pool(model.last_hidden(inputs), query)[0]
+    u = h0 / h0.norm()
+    return lambda h: pool(h, query) @ u
+
+
 @with_gradients
 def gradient_scores(model: Runner, enc: Encoded, query: int | None, signed: bool = False) -> np.ndarray:
-    """|input x gradient| (n,) float64 (with `signed`, input x gradient) of F = <output(e), u>, u
-    the unperturbed output's direction (explain.input_x_gradient, here also for the sentence
-    embedding)."""
-    with torch.no_grad(), model.gate.background():  # not inference mode: u is saved for the backward pass
-        h0 = pool(model.last_hidden(enc.inputs), query)[0]
-    u = h0 / h0.norm()
-    scores = input_times_gradient(model, enc.inputs, lambda h: pool(h, query)[0] @ u)
+    """|input x gradient| (n,) float64 (with `signed`, input x gradient) of F = `along_output`
+    (explain.input_x_gradient, here also for the sentence embedding)."""
+    f = along_output(model, enc.inputs, query)
+    scores = input_times_gradient(model, enc.inputs, lambda h: f(h)[0])
     return scores if signed else np.abs(scores)
