@@ -185,16 +185,14 @@ def _cut_part(part: str) -> str:
     return key[:QUERY_KEY_MAX] + "=" + quote(CUT + str(len(typed) if length is None else length))
 
 
-class _OneLine(logging.Filter):
+def _one_line(record: logging.LogRecord) -> bool:
     """A frame that is not a BackMsg: one warning line, no traceback."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and record.exc_info[1] is not None:
-            record.msg = f"{record.getMessage()} ({type(record.exc_info[1]).__name__}; socket closed)"
-            record.args = None
-            record.exc_info = None
-            record.exc_text = None
-        return True
+    if record.exc_info and record.exc_info[1] is not None:
+        record.msg = f"{record.getMessage()} ({type(record.exc_info[1]).__name__}; socket closed)"
+        record.args = None
+        record.exc_info = None
+        record.exc_text = None
+    return True
 
 
 def install(settings: Settings) -> None:
@@ -204,7 +202,7 @@ def install(settings: Settings) -> None:
         _MAX_CHARS[-1] = settings.max_chars
         if not _DONE:
             filter_widget_states(_well_formed, fits)
-            logging.getLogger(FRAME_LOGGER).addFilter(_OneLine())
+            logging.getLogger(FRAME_LOGGER).addFilter(_one_line)
             filter_query_strings(bounded_query)
             _DONE.append(True)
         _allow_long_links(settings.max_chars)
