@@ -53,7 +53,8 @@ class Focus:
 
 @dataclass
 class Subject:
-    """The sentence as the explanation methods see it (`fitted`: cut to the same tokens).
+    """The sentence as the explanation methods see it (`text` as checked, `fitted`: cut to the
+    same tokens).
 
     `att` holds the model's own tokens: every method runs on them and returns one score a
     position. `shown` is the one token list the page shows: `att` with a character's byte pieces
@@ -61,6 +62,7 @@ class Subject:
     model's positions of shown token j."""
 
     loaded: Loaded
+    text: str
     fitted: str
     att: Attention
     shown: Attention

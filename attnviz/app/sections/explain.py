@@ -31,7 +31,7 @@ def analysis(context: Ctx) -> Subject | None:
     got = subject.analysis(context, widgets.sentence_box(context))
     if got is None:
         return None
-    return Subject(got.loaded, got.loaded.runner.fit(got.text, context.max_tokens), got.att, got.shown)
+    return Subject(got.loaded, got.text, got.loaded.runner.fit(got.text, context.max_tokens), got.att, got.shown)
 
 
 def cached_norms(context: Ctx, loaded: Loaded, fitted: str) -> NormWeights:
@@ -182,7 +182,7 @@ def agreement_table(s: Subject, occlusion: np.ndarray) -> None:
 def head_statistics(context: Ctx, s: Subject) -> None:
     st.subheader(t("stats.title"))
     st.caption(t("stats.intro"))
-    stats = runners.cached(context, s.loaded, "stats", s.fitted, fn=lambda: explain.head_stats(s.att))
+    stats = runners.cached(context, s.loaded, "stats", s.text, fn=lambda: explain.head_stats(s.att))
     names = {stat: t(f"stats.{stat}") for stat in STATS}
     short_names = {kind: t(f"stats.l_{kind}") for kind in explain.HEAD_KINDS}
     if s.att.causal:  # a decoder has no [CLS] or [SEP]: its sink is the first token, whatever it is

@@ -114,7 +114,7 @@ def card(
     layer, head, lang = s.layer, s.head, context.lang
     with st.container(key=key, border=True):
         st.markdown(f"**{t('why.card_title', head=head_label(layer, head, lang=lang))}**")
-        stats = runners.cached(context, loaded, "why_stats", text, fn=lambda: explain.head_stats(raw))
+        stats = runners.cached(context, loaded, "stats", text, fn=lambda: explain.head_stats(raw))
         kinds = explain.head_kinds(stats)  # every head's kind on this sentence
         lines = [
             _kind_line(kinds, stats, layer, head),

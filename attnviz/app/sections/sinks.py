@@ -137,9 +137,8 @@ def sink_caveat(context: Ctx, focus: Focus) -> None:
 def sink_heads(context: Ctx, s: Subject) -> None:
     """Caveats page: every token some head sinks on, how many heads, how much weight, and how
     long its value vectors are there next to the heads' average."""
-    fitted = s.loaded.runner.fit(s.att.text or s.fitted, context.max_tokens)  # a tokenizer's error goes up
     try:
-        norms: NormWeights | None = cached_norms(context, s.loaded, fitted)
+        norms: NormWeights | None = cached_norms(context, s.loaded, s.fitted)
     except ValueError:
         norms = None
     usable = norms if norms is not None and norms.per_head.shape == s.att.weights.shape else None
