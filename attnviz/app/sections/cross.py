@@ -10,15 +10,16 @@ import numpy as np
 import streamlit as st
 
 from ... import explain, lab, views
-from ...models import EMBEDDED_MODEL
+from ...models import EMBEDDED_MODEL, Progress
 from ...result import Attention
 from ...views._base import head_label
 from ...views.cross import alignment_curves
-from .. import charts, runners, subject, widgets, work
+from .. import charts, runners, subject, widgets
 from ..readers import model_label, unknown_notice
 from ..runners import Loaded
 from ..state import Ctx, lang, t
 from .ablation import has_layers
+from .digits import train_box
 from .lab import LAB_MODELS, SAME, SHOW_TOKENS, Pair, needs_minilm
 
 Y_DEFAULT = "The cat sat on the mat because it was tired."
@@ -27,8 +28,8 @@ PAIR_EXAMPLES = {  # model inputs: MiniLM reads English
     "nli": ("A man is playing a guitar on a busy street.", "Someone is making music outdoors."),
     "translation": ("The weather is nice today.", "今天天气很好。"),
 }
-S2S_TASKS = ("reverse", "copy", "sort", "date")
-S2S_STEPS = {"reverse": 100, "copy": 100, "sort": 1000, "date": 200}  # enough for each on a shared 2-core machine
+# the encoder-decoder's tasks, the first the default, each with steps enough on a shared 2-core machine
+S2S_STEPS = {"reverse": 100, "copy": 100, "sort": 1000, "date": 200}
 S2S_MAX_STEPS = 2000
 
 
@@ -185,45 +186,15 @@ def _pair_views(context: Ctx, att: Attention, special: str) -> None:
 
 def seq2seq(context: Ctx) -> None:
     """Train the encoder-decoder here (seconds) and step through its cross-attention snapshots."""
-    st.subheader(t("s2s.title"))
-    st.caption(t("s2s.intro"))
-    limit = max(10, min(S2S_MAX_STEPS, context.settings.train_max_steps))
-    st.session_state["_s2s_limit"] = limit
-    st.session_state.setdefault("s2s_steps", min(S2S_STEPS["reverse"], limit))
-    with st.container(key="s2s_controls"):
-        task_col, steps_col, seed_col = st.columns(3)
-        task_col.selectbox(t("s2s.task"), S2S_TASKS, key="s2s_task", format_func=widgets.option_labels("s2s.task.{}"),
-                           on_change=_on_s2s_task)  # fmt: skip
-        steps_col.number_input(t("s2s.steps"), min_value=10, max_value=limit, step=50, key="s2s_steps")
-        seed_col.number_input(t("s2s.seed"), min_value=0, max_value=2**31 - 1, step=1, key="s2s_seed")
-        start = st.button(t("s2s.start"), key="s2s_start")
-    if start:
-        _train_now(context, limit)
-    run = st.session_state.get("_s2s_run")
-    if run is not None:
-        _s2s_views(context, run)
-
-
-def _on_s2s_task() -> None:
-    steps = S2S_STEPS.get(str(st.session_state.get("s2s_task", "reverse")), 100)
-    st.session_state["s2s_steps"] = min(steps, int(st.session_state.get("_s2s_limit", S2S_MAX_STEPS)))
-
-
-def _train_now(context: Ctx, limit: int) -> None:
     from ...training import train
 
-    task, seed = str(st.session_state.get("s2s_task", "reverse")), int(st.session_state.get("s2s_seed", 0))
-    steps = min(int(st.session_state.get("s2s_steps", S2S_STEPS["reverse"])), limit)
-    # through the server-wide heavy-work queue, its place shown, with Cancel (app/work.py)
-    run = widgets.attempt(
-        lambda: work.run_long(context, ("s2s", task, steps, seed), t("s2s.training"),
-                              lambda progress: train(task=task, arch="seq2seq", steps=steps, seed=seed,
-                                                     progress=progress)),
-        "seq2seq training", message=t("s2s.failed"),
-    )  # fmt: skip
+    def fit(steps: int, seed: int, progress: Progress) -> Any:
+        task = str(st.session_state.get("s2s_task", "reverse"))
+        return train(task=task, arch="seq2seq", steps=steps, seed=seed, progress=progress)
+
+    run = train_box(context, "s2s", S2S_MAX_STEPS, S2S_STEPS, "s2s.start", fit)
     if run is not None:
-        st.session_state["_s2s_run"] = run
-        st.session_state["s2s_snapshot"] = len(run.snapshots) - 1
+        _s2s_views(context, run)
 
 
 def _s2s_views(context: Ctx, run: Any) -> None:

@@ -4,11 +4,13 @@ class token over its patches, the rollout, and a slider over the training snapsh
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import streamlit as st
 
 from ...explain import rollout
+from ...models import Progress
 from ...views.digits import class_token_maps, digit_panels
 from .. import charts, widgets, work
 from ..state import Ctx, t
@@ -16,42 +18,58 @@ from ..state import Ctx, t
 MAX_STEPS = 1000  # the page's bound: about a minute on two loaded cores
 DEFAULT_STEPS = 400  # ~97 % held-out in about 25 s on two shared cores
 CORRECT_SHOWN, WRONG_SHOWN = 6, 6  # the digits offered: a few read right, then up to this many read wrong
+Fit = Callable[[int, int, Progress], Any]  # (steps, seed, progress) -> a run with .snapshots
+
+
+def train_box(context: Ctx, name: str, most: int, steps: Mapping[str, int], start: str, fit: Fit) -> Any | None:
+    """The title, the task box (where `steps` names more than one task, each with its default
+    steps), the steps and seed boxes, and the `start` button, which runs `fit(steps, seed, progress)`
+    here through the server-wide heavy-work queue, its place shown, with Cancel (app/work.py). This
+    session's last run; widget keys and catalogue entries start with `name`."""
+    st.subheader(t(f"{name}.title"))
+    st.caption(t(f"{name}.intro"))
+    session = st.session_state
+    limit = max(10, min(most, context.settings.train_max_steps))
+    first = min(next(iter(steps.values())), limit)
+    session.setdefault(f"{name}_steps", first)
+
+    def on_task() -> None:
+        session[f"{name}_steps"] = min(steps.get(str(session.get(f"{name}_task")), first), limit)
+
+    with st.container(key=f"{name}_controls"):
+        *task_col, steps_col, seed_col = st.columns(3 if len(steps) > 1 else 2)
+        if task_col:
+            labels = widgets.option_labels(f"{name}.task.{{}}")
+            task_col[0].selectbox(
+                t(f"{name}.task"), list(steps), key=f"{name}_task", format_func=labels, on_change=on_task
+            )
+        steps_col.number_input(t(f"{name}.steps"), min_value=10, max_value=limit, step=50, key=f"{name}_steps")
+        seed_col.number_input(t(f"{name}.seed"), min_value=0, max_value=2**31 - 1, step=1, key=f"{name}_seed")
+        clicked = st.button(t(start), key=f"{name}_start")
+    if clicked:
+        n, seed = min(int(session.get(f"{name}_steps", first)), limit), int(session.get(f"{name}_seed", 0))
+        key = (name, session.get(f"{name}_task"), n, seed)
+        run = widgets.attempt(
+            lambda: work.run_long(context, key, t(f"{name}.training"), lambda progress: fit(n, seed, progress)),
+            f"{name} training",
+            message=t(f"{name}.failed"),
+        )
+        if run is not None:
+            session[f"_{name}_run"], session[f"{name}_snapshot"] = run, len(run.snapshots) - 1
+            session.pop(f"{name}_pick", None)
+    return session.get(f"_{name}_run")
 
 
 def digits(context: Ctx) -> None:
     """Steps, seed and the Train button; the maps once a run exists in this session."""
-    st.subheader(t("digits.title"))
-    st.caption(t("digits.intro"))
-    limit = max(10, min(MAX_STEPS, context.settings.train_max_steps))
-    st.session_state.setdefault("digits_steps", min(DEFAULT_STEPS, limit))
-    with st.container(key="digits_controls"):
-        steps_col, seed_col = st.columns(2)
-        steps_col.number_input(t("digits.steps"), min_value=10, max_value=limit, step=50, key="digits_steps")
-        seed_col.number_input(t("digits.seed"), min_value=0, max_value=2**31 - 1, step=1, key="digits_seed")
-        start = st.button(t("digits.train"), key="digits_start")
-    if start:
-        _train_now(context, limit)
-    run = st.session_state.get("_digits_run")
-    if run is not None:
-        _views(context, run)
-
-
-def _train_now(context: Ctx, limit: int) -> None:
     from ...training import train
 
-    steps = min(int(st.session_state.get("digits_steps", DEFAULT_STEPS)), limit)
-    seed = int(st.session_state.get("digits_seed", 0))
-    # through the server-wide heavy-work queue, its place shown, with Cancel (app/work.py)
-    run = widgets.attempt(
-        lambda: work.run_long(context, ("digits", steps, seed), t("digits.training"),
-                              lambda progress: train(task="digits", steps=steps, seed=seed,
-                                                     progress=lambda done, total: progress(done / max(total, 1)))),
-        "digits training", message=t("digits.failed"),
-    )  # fmt: skip
+    def fit(steps: int, seed: int, progress: Progress) -> Any:
+        return train(task="digits", steps=steps, seed=seed, progress=lambda done, total: progress(done / max(total, 1)))
+
+    run = train_box(context, "digits", MAX_STEPS, {"digits": DEFAULT_STEPS}, "digits.train", fit)
     if run is not None:
-        st.session_state["_digits_run"] = run
-        st.session_state["digits_snapshot"] = len(run.snapshots) - 1
-        st.session_state.pop("digits_pick", None)
+        _views(context, run)
 
 
 def _choices(run: Any) -> list[int]:
