@@ -1,12 +1,10 @@
-"""Plotly charts in the page, what a click on one does, and the link that keeps the view.
-
-Slides are made in the browser, nothing installed on the server: the modebar's camera saves a
-16:9 PNG, and the row under each chart (`image_buttons`) a PNG (1920 x 1080) or SVG (960 x 540)
-slide with a plain-text caption (`page_caption`).
+"""Plotly charts in the page, what a click on one does, and the link that keeps the view. Each
+chart has a row of PNG (1920 x 1080) and SVG (960 x 540) slide buttons, made in the browser.
 
 Callbacks live here, not in a page: Streamlit keeps a chart widget's callback for the rest of
 the session, and one defined in a page script would pin that run's globals (a 512-token
-attention is 75 MB) for every figure drawn in the session."""
+attention is 75 MB).
+"""
 
 from __future__ import annotations
 

@@ -1,33 +1,14 @@
-"""Streamlit's look for the app's charts, sent so that the browser draws each chart once.
+"""Streamlit's chart look baked into each figure, so that the browser draws every chart once.
 
-Why not Streamlit's own chart theme: Streamlit 1.67's chart element, once mounted, copies the
-figure through JSON in an effect (`JSON.parse(JSON.stringify(spec))`, placeholder colours
-replaced) and hands the copy to `Plotly.react` a second time, with any theme. plotly.js answers
-that copy with a full redraw (`_doPlot`) when it holds any of: a `layout.template` object or an
-object in `layout.meta` (both compared by identity: their attributes are `valType: "any"`), data
-arrays without a `layout.datarevision` (compared by identity), one-dimensional typed arrays (a
-new typed array at each decoding, redrawn even under a datarevision), or click/hover/drag modes
-other than those the element sets on a chart that reports selections (a new `clickmode` redraws).
-So every chart was drawn twice. `for_browser` removes each cause: template null, a constant
-datarevision, 1-D typed arrays as lists, meta as a one-element list, the element's modes set
-(`selection_layout`); the second call then costs no redraw (tests/test_theme_browser.py counts
-`plotly_beforeplot`). A datarevision that never changes is safe here: the element's id hashes the
-whole spec and Streamlit keys the chart component by that id, so new data is a new mount.
-
-So `for_browser` bakes the theme into the figure's own layout, under the figure's values, as a
-template would apply it (`xaxis` to every x axis, trace defaults by trace type), and sends it with
-`theme=None`. The values are the ones Streamlit's frontend resolves for its light and dark
-themes (frontend CustomTheme.tsx `applyStreamlitThemeTemplateLayout` and `replaceTemporaryColors`
-over the "streamlit" template of streamlit/elements/lib/streamlit_plotly_theme.py, whose colours
-are placeholders such as "#000001" until the browser swaps them), read from a chart drawn with
-`theme="streamlit"` in chromium (1.67, and 1.66, whose page surfaces differ:
-`streamlit_adapter.theme_surfaces`); tests/test_streamlit_adapter.py checks the template's shape
-against the installed release's (`streamlit_adapter.chart_template`). `template(mode)` is the
-same look as a plotly Template, for anyone who wants it as one (a notebook, a test).
-
-Views keep their own colour scales: template values only fill what a figure leaves unset.
-A deployment that sets any [theme] option in .streamlit/config.toml gets Streamlit's own chart
-theme instead (`streamlit_adapter.theme_options_set`): its colours would not be these.
+Streamlit's chart element, once mounted, hands a JSON copy of the figure to `Plotly.react` a
+second time, and plotly.js redraws in full when the copy holds a `layout.template` or an object in
+`layout.meta` (compared by identity), data without a `layout.datarevision`, one-dimensional typed
+arrays, or click/hover/drag modes other than the element's. `for_browser` removes each cause
+(tests/test_theme_browser.py counts the redraws); a constant datarevision is safe, as new data
+makes a new chart element. The colours are those Streamlit's frontend resolves for its light and
+dark themes (CustomTheme.tsx over streamlit_plotly_theme.py; tests/test_streamlit_adapter.py
+compares the shapes). Views keep their own colour scales: the look fills only what a figure leaves
+unset. A deployment with a [theme] option of its own gets Streamlit's chart theme (charts.chart).
 """
 
 from __future__ import annotations

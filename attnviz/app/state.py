@@ -1,14 +1,9 @@
 """Session state: the context every page runs in, what a shared link sets on first load, and
-what survives a page switch.
-
-State that outlives a page is kept one way: `KEPT`, a list of `Kept(home, widget)`. The value
-lives in `home`; at the top of every run `start_run` sets each widget from its home, before any
-page draws it. Streamlit drops a widget's state at the end of a run that does not draw it, unless
-the key is assigned during that run: the assignment is what keeps it.
-A widget is either its own home (`Kept("layer")`: other code, a chart click, sets that key
-too), or has a home of its own that `keep` (`on_change=state.keep, args=(widget,)`) copies to at
-the very start of the run that receives the change, so a page switch during that run cannot
-lose it (the sentence: docs/RELIABILITY.md, hole 8).
+what survives a page switch: `KEPT`. A kept value lives in its home; `start_run` assigns each
+widget from its home at the top of every run (Streamlit drops a widget's state at the end of a
+run that does not draw it, unless its key was assigned in that run). A widget is its own home
+(`Kept("layer")`), or `keep` (its on_change) copies it home at the start of the run that
+receives the change, so a page switch in that run cannot lose it (docs/RELIABILITY.md, hole 8).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""A cold server's first map without torch: the focused head's map from the embedded MiniLM
-in numpy (models/minilm_numpy.py, every weight within 1e-5 of the torch path's), shown right
-after the sentence box while nothing has imported torch, so the first chart does not wait for
-the explorer's sections to import it (bench/results_coldstart.md). `clear` empties it once the
-explorer's own map is handed to Streamlit in the same run; a slot of an earlier run is never
-touched. The numpy weights go once the torch model is in the registry (`drop`).
+"""A cold server's first map without torch: the focused head's map from the embedded MiniLM in
+numpy (models/minilm_numpy.py), drawn right after the sentence box, so the first chart does not
+wait for the explorer's sections to import torch. `clear` empties it once the explorer's own map
+is drawn in the same run; `drop` frees the numpy weights once the torch model is loaded.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""The server's long-lived heap, kept out of every run's garbage collection.
-
-Streamlit runs `gc.collect(2)` after each script run; with torch, the model, plotly and pandas
-imported that walks about 255,000 objects, nearly all modules, classes and functions that live
-as long as the process, while holding the GIL (bench/README.md). `settle()` collects once and
-then `gc.freeze()`s what is left, so later collections walk only newer objects. It runs once
-each after the two big imports (app/coldstart/warmup.py). The cost: a reference cycle alive at
-a freeze and dead later is never collected; at those points only the first visitors' first
-runs exist.
+"""The server's long-lived heap, kept out of every run's garbage collection: Streamlit runs
+`gc.collect(2)` after each script run, which would walk every module, class and function of
+torch, plotly and pandas while holding the GIL. `settle()` collects once and `gc.freeze()`s what
+is left, after each of the two big imports (warmup.py). A cycle frozen alive and dead later is
+never collected; at those points only the first visitors' first runs exist.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """A cold server's start: what the first page needs, made ready while the page frame is drawn.
 
-- `start`, at the top of app.py: a thread imports torch, loads the first model of the list (the
-  embedded MiniLM) into the registry (app/server/registry.py) and runs one small pass. It waits
-  for `first_screen()` (at most FIRST_SCREEN_WAIT_S): two cores and one GIL, so a torch import
-  beside the script thread would delay the sentence box and gain the first chart nothing. The
-  page's `load_runner` waits on the same registry entry, so the model loads once.
-- `warm_up()`, on a script thread before anything that makes a figure or a table: imports
-  pandas and what plotly imports lazily, and serialises one small figure, under one lock. Two
-  script threads importing pandas at once, while plotly and Streamlit read
-  `sys.modules["pandas"]`, fail with "partially initialized module" (tests/test_load.py opens a
-  cold server's pages eight times at once). Never from the background thread, for the same
-  reason.
+- `start` (app.py): a thread imports torch and loads the embedded MiniLM into the registry, once
+  `first_screen()` is called (at most FIRST_SCREEN_WAIT_S): with two cores and one GIL, a torch
+  import beside the script thread would delay the sentence box. The page's load waits on the
+  same registry entry.
+- `warm_up()`, on a script thread before any figure or table: imports pandas and what plotly
+  imports lazily, under one lock (two threads importing pandas at once fail with "partially
+  initialized module"; tests/test_load.py); never from the background thread, for that reason.
 """
 
 from __future__ import annotations

@@ -63,11 +63,7 @@ CHECK_EVERY_S = 0.25  # while nothing else changes, a going run asks whether to 
 MAX_PAUSE_S = 15.0  # a paused run goes on after this long whatever waits (nothing can hold it for good)
 MAX_UNDER_WAY = 4  # heavy page runs under way at once (going or paused: each holds its results in
 # memory), server-wide, newcomers included, so cookie-less tabs that all look new cannot start a
-# 512-token run each (ten chromium tabs of one flooder: peak 1,643 MB with ten under way); a run
-# that waits shows its line under the sidebar, drawn before the turn. Once one more run could take
-# the server past its memory budget (ATTNVIZ_MEMORY_MB; RUN_HEADROOM_MB a run) no new heavy run
-# starts while PAGE_SLOTS are under way, but a newcomer's, until the budget itself; past the budget
-# no cheap one either. A run that may not start outranks nobody.
+# 512-token run each; near the memory budget, fewer (`_PageRuns._may_start`)
 
 
 @dataclass(eq=False)
@@ -87,9 +83,8 @@ class PageRun:
         return self.cpu_s is not None and self.cpu_s <= CHEAP_RUN_S
 
 
-RUN_HEADROOM_MB = 250.0  # what one more page run may add at its peak: a 512-token explorer run of
-# MiniLM holds its attention (75 MB), the figures made from it and the cache's copy (ten chromium tabs
-# of one flooder with four runs under way: 497 -> 1,565 MB, about 250 MB a run)
+RUN_HEADROOM_MB = 250.0  # what one more page run may add at its peak: a 512-token MiniLM explorer
+# run holds its attention (75 MB), the figures made from it and the cache's copy
 
 
 def _memory() -> tuple[bool, bool]:
@@ -356,14 +351,11 @@ _TURN: contextvars.ContextVar[Turn | None] = contextvars.ContextVar("attnviz_pag
 @contextlib.contextmanager
 def aside(poll: Callable[[], None] | None = None) -> Iterator[None]:
     """Heavy work inside this thread's page run (an explanation, a model build): the run steps
-    out of the page runs while the work waits in its own queue (gate.heavy: HEAVY_SLOTS at once,
-    the memory budget) and while it goes (its batches yield to interactive passes in the
-    background lane), so queued heavy work never holds the MAX_UNDER_WAY runs that a new
-    visitor's first page needs; after it the run waits its turn again to draw the rest (`poll()`
-    every poll_s meanwhile, where a rerun request may stop it), for MAX_PAUSE_S at most, as a
-    pause: the heavy work may have run inside a cache's lock that runs under way wait for, which
-    must not wait for it in turn. Nested or outside a page run: nothing. A run whose heavy work
-    raised (cancelled, a rerun, a method the model cannot do) is back under way without waiting."""
+    out of the page runs while the work waits in its own queue (gate.heavy) and goes, so queued
+    heavy work never holds the MAX_UNDER_WAY runs a new visitor's first page needs. After it the
+    run waits its turn again (`poll()` every poll_s, where a rerun request may stop it) for
+    MAX_PAUSE_S at most: the work may have run inside a cache's lock that runs under way wait for.
+    Nested or outside a page run: nothing. A run whose heavy work raised is back at once."""
     held = _TURN.get()
     if held is None or held.aside:
         yield

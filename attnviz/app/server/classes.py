@@ -1,13 +1,6 @@
-"""The class store of this server process, and the bound on wrong class codes (no Streamlit
-here: the pages are app/sections/classroom*.py).
-
-One store a process, opened on first use (its migrations run then) and kept in module state, as
-the models are (registry.py): nothing a visitor sends can drop it. Classes past the retention
-period are deleted when it opens and at most once an hour after.
-
-Wrong codes and wrong teacher secrets are bounded per visitor (visitor.py tells visitors apart):
-FREE_TRIES, then a wait that doubles with each further wrong one, up to WAIT_MAX_S. The table of
-visitors is bounded too (VISITORS_MAX, oldest first out), so a flood of new visitors cannot grow it.
+"""The class store of this server process (opened and migrated on first use, old classes purged
+then and at most hourly after), and the bound on wrong class codes and teacher secrets per
+visitor: FREE_TRIES, then a wait that doubles with each wrong one, up to WAIT_MAX_S.
 """
 
 from __future__ import annotations

@@ -1,32 +1,13 @@
-"""What any client may send, made harmless before Streamlit or a page reads it.
+"""What any client may send, made harmless before Streamlit or a page reads it. `install`, called
+by app.py on every run, patches once per process through app/streamlit_adapter.py.
 
-A browser sends each widget's value in the field its widget was registered with; a raw websocket
-client can send anything: a radio's value as text, a chart selection that is not JSON, an index
-past the end of a list. Streamlit takes the field it is given (`WStates.__getitem__` even
-rewrites the widget's registered field to the one received), hands it to the widget's
-deserializer, and a TypeError, IndexError or JSONDecodeError ends the run with a traceback in the
-server log, on every later run of that session too, as the state is kept. `install` makes a
-value that does not fit its widget count as never sent: the widget shows its default or its last
-good value, and the run goes on. A frame that is not a BackMsg is logged in one line (Streamlit
-closes that socket, as before) instead of with a traceback. And it derives Streamlit's upload
-limit (`server.maxUploadSize`, read at each upload request) from the app's one setting,
-`ATTNVIZ_CORPUS_UPLOAD_MB` (`Settings.corpus_upload_mb`): the uploader's words, its check in the
-browser (`max_upload_size`) and the app's check use that number; the server's cap is one MB
-above it, room for the multipart framing, so no file the uploader takes meets a raw 413.
-
-A link's parameter longer than QUERY_PARAM_MAX is measured on what the visitor typed
-(`bounded_query`): percent-decoded, a text of at most ATTNVIZ_MAX_CHARS characters (any other
-value, urls.VALUE_MAX) reaches Streamlit re-encoded with only `%`, `&` and `+` escaped, so a
-49,000-character text is kept however the browser encoded it (`%20` for a space, nine
-characters for a Chinese one, twelve for an emoji). A longer one reaches it as its name and
-urls.CUT with its length, so neither the session nor a closed tab's session keeps it, and the
-page says how long it was and removes it from the link (urls.refusal, urls.unused_params). The
-HTTP server reads a request whose head holds such a link (`head_max`; uvicorn's h11 stops at 16 KiB).
-
-`install` is called by app.py on every run; it patches once per process, through the hooks of
-app/streamlit_adapter.py. A fresh server's very first run starts before app.py has been
-imported: that one run is unguarded (the pages' widgets have no registered metadata in a new
-session yet, so it can only break that session's first run).
+A raw websocket client can send a widget any value in any field; Streamlit hands it to the
+widget's deserializer, and an error there ends that run, and every later run of the session (the
+state is kept), in a traceback. Here a value that does not fit its widget counts as never sent:
+the widget shows its default or last good value. A frame that is not a BackMsg is logged in one
+line. A link's parameter is bounded by what the visitor typed (`bounded_query`), and the HTTP
+server reads a request head that holds the longest link (`head_max`). A fresh server's very first
+run, before app.py is imported, is unguarded (no widget has registered metadata yet).
 """
 
 from __future__ import annotations
@@ -65,25 +46,17 @@ __all__ = [
 ]
 
 # Streamlit refuses an upload whose Content-Length (the file plus its multipart framing) exceeds
-# server.maxUploadSize: at exactly the limit, a file the uploader accepts would get a raw 413.
+# server.maxUploadSize: its cap is this far above ATTNVIZ_CORPUS_UPLOAD_MB, so no file the uploader
+# takes meets a raw 413.
 UPLOAD_FRAMING_MB = 1
 MAX_ID_CHARS = 400
-# A link's query as Streamlit keeps it for the session (its ScriptRunContext holds the string the
-# sanitiser returns, and a closed tab's session lives 120 s more). A parameter up to this long
-# passes as it is (the page measures it after decoding); a longer one is decoded and kept only if
-# what the visitor typed fits its limit (urls.value_max), re-encoded compactly: at most 3 x
-# ATTNVIZ_MAX_CHARS characters (every character a `%`), where raw it could be 12 x (an emoji is
-# four UTF-8 bytes, `%F0%9F%98%80`). Our own links write at most 500 characters (urls.URL_TEXT_MAX).
+# Streamlit keeps a session's query (and a closed tab's for 120 s more): a parameter up to this
+# long passes as it is; a longer one is kept, re-encoded compactly, only if what the visitor typed
+# fits urls.value_max: at most 3 x ATTNVIZ_MAX_CHARS characters, where raw it could be 12 x (an
+# emoji is `%F0%9F%98%80`). Our own links write at most 500 characters (urls.URL_TEXT_MAX).
 QUERY_PARAM_MAX = 64 * 1024
-# Streamlit ignores a whole query longer than QUERY_MAX (every parameter, the text too): the
-# longest parts are cut to their length first, so what fits is kept and the rest is named. Past
-# FIELDS_MAX parameters, each key's last value is kept (the one the page reads), the link's own
-# keys first, so the text survives and the rest are counted on the page.
-# uvicorn's HTTP parser (h11, where httptools is not installed) answers "400 Invalid HTTP request"
-# to a request whose head (request line and headers) is over 16 KiB, so a link with a text over
-# about 16,000 characters never reached the page. The head may hold the longest text this server
-# takes at its worst encoding (12 characters a character) and the rest of the link and headers
-# (QUERY_PARAM_MAX); h11 holds at most this much of a request that never completes.
+# uvicorn's h11 answers 400 to a request head over 16 KiB: the head may hold the longest text this
+# server takes at its worst encoding (12 characters a character) and QUERY_PARAM_MAX of the rest.
 HEAD_PER_CHAR = 12
 
 
@@ -95,8 +68,7 @@ def head_max(max_chars: int) -> int:
 QUERY_KEY_MAX = 64  # "$$ID-" + a 32-digit hash + "-" + the widget's key (ours are short)
 _LOCK = threading.Lock()
 # Streamlit registers every number_input as "double_value", while its browser sends an integer
-# input's value as "int_value" (frontend NumberInput: setIntValue for DataType.INT); its serde
-# takes either. Without this every integer number input was dropped as a misfit.
+# input's value as "int_value" (frontend NumberInput: setIntValue); its serde takes either.
 _SAME_FIELD = frozenset({("int_value", "double_value")})
 _DONE: list[bool] = []
 _MAX_CHARS = [DEFAULT_MAX_CHARS]  # the text a link may carry: Settings.max_chars, set by install

@@ -1,14 +1,10 @@
 """Corpus runs that outlive a page: one background job per session, in a job table (jobs.py).
 
-A run of the Corpus page goes on in a thread owned by this module, not by the script run that
-started it, so the visitor may switch pages and come back to its progress. Each job has its own
-temporary folder (the uploaded file, the run's shards and outputs) under one folder for the
-process, removed when the job is replaced or dropped, or the process ends: at most MAX_JOBS are
-kept, and a finished job not looked at for JOB_TTL_S goes. At most MAX_ACTIVE runs go or wait at
-once (more are refused with a message); each run's passes go through the model's background lane
-one batch at a time (attnviz.corpus.batch), behind visitors' interactive passes, and it stops when
-the visitor's budget is spent; a cancelled, over-budget or crashed run keeps its shards, and
-starting it again resumes from them.
+A run goes on in a thread of this module, so the visitor may switch pages and come back to its
+progress, in a temporary folder of its own (the upload, the shards, the outputs) removed when the
+job is replaced or dropped. At most MAX_ACTIVE runs go or wait (more are refused). Their passes go
+one batch at a time through the model's background lane, behind interactive passes, until the
+visitor's budget is spent; a stopped or crashed run keeps its shards and resumes from them.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """Work that outlives a page run (a corpus run, a training run): one job a session, in a table.
 
-No Streamlit here (the pages are app/sections/corpus.py and training.py). A job belongs to the
-session (tab) that started it and spends its visitor's budget (app/server/budget.py); it waits
-its turn in the server's one heavy-work queue (attnviz/models/gate.py), where `place` says where
-it stands, and a Stop or a closed tab (app/server/sessions.py watches) ends that wait at once.
-A table is module state (never st.cache_*, which any client can clear), bounded: at most `limit`
-jobs going or waiting, and beyond `max_jobs` sessions the oldest idle jobs are dropped.
+A job belongs to the tab that started it and spends its visitor's budget; it waits in the
+server's heavy-work queue (attnviz/models/gate.py), where `place` says where it stands, and a Stop
+or a closed tab ends that wait at once. A table is module state (never st.cache_*, which any
+client can clear), bounded: at most `limit` jobs going or waiting, and beyond `max_jobs` sessions
+the oldest idle jobs are dropped.
 """
 
 from __future__ import annotations

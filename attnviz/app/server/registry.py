@@ -1,18 +1,9 @@
-"""Models and results for every visitor of one server process (no Streamlit here: the display
-of loading and its errors is app/runners.py).
-
-Models, results and failed loads live in module state, bounded, never in a Streamlit cache:
-any client can send `clear_cache` on the websocket, and what guards memory and concurrency
-(the forward-pass gates of attnviz.models.gate, the models that carry them) must not be
-something a visitor can drop. A cleared Streamlit cache now clears nothing of ours.
-
-The Lab's random-weight encoders (a new seed each run) are models like the others, with a
-tighter bound: at most MAX_RANDOM of them are kept, so a visitor stepping through seeds evicts
-their own last seed rather than the models everyone uses.
-
-A memory setting (ATTNVIZ_MODELS_MB, `Settings.models_mb`) bounds them too: past it the least
-recently used models are dropped (SmolLM2's float32 weights are 540 MB, MiniLM's 90 MB), the
-model just loaded always kept. A model is loaded only when someone chooses it.
+"""Models and results for every visitor of one server process (no Streamlit here: app/runners.py
+shows loading and its errors). They live in module state, bounded, never in a Streamlit cache:
+any client can send `clear_cache`, and what guards memory (the models that carry the gates of
+attnviz.models.gate) must not be something a visitor can drop. At most MAX_MODELS models, of them
+MAX_RANDOM random-weight Lab encoders (a visitor stepping through seeds evicts their own last
+seed), within ATTNVIZ_MODELS_MB when set; the least recently used go first, never the one just loaded.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Models trained in the Training lab, for the session that trained them.
-
-A trained model is offered in the sidebar's model list under a reserved name ("trained:...")
-for its own session only, and `runners.load_runner` returns it like any other model. The table
-is module state (never st.cache_*), bounded: a few models a session, a few dozen in all, the
-least recently used out first. Another session that sees the name (in a shared link, say) gets
-"no longer available", never the model.
+"""Models trained in the Training lab, offered in the sidebar under a reserved name ("trained:...")
+to the session that trained them only; another session that sees the name gets "no longer
+available". Module state (never st.cache_*), bounded: PER_SESSION a session, MAX_MODELS in all.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Work that must stop when its session has gone: a watchdog over Streamlit's live sessions.
 
-A background job (a training run, a corpus run) registers a stop callback for its session with
-`watch`. One daemon thread looks every `CHECK_S` at which sessions Streamlit's runtime still
-has (`streamlit_adapter.session_alive`: a closed tab leaves at once, a reconnecting one comes
-back with the same id); a session absent for `GRACE_S` has
-gone, and its callbacks run. The thread exits when nothing is watched, so an idle server holds
-no thread of ours. Explanations in a page stop by themselves: Streamlit asks the script run of a
-closed session to stop, which happens at its next progress call (app/work.py).
+A background job registers a stop callback for its session (`watch`). One daemon thread looks
+every CHECK_S at the sessions Streamlit still has; one absent for GRACE_S (a reconnecting tab
+comes back with the same id) has gone, and its callbacks run. The thread ends when nothing is
+watched. Explanations in a page need none: Streamlit stops a closed session's script run.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Who is spending what, for every session of one server process: visitors' recent model time
-(every interactive pass and every batch of heavy work, charged by attnviz/models/gate.py) and page
-time, what their page runs cost in CPU, and which visitor each websocket session belongs to
-(app/server/visitor.py tells them apart: a cookie, or the client address behind a proxy). The
-gate asks `spent(visitor)` to put the least-spent visitor first in every queue. Every table is
-bounded module state (never st.cache_*, which any client can clear). No Streamlit here.
+(charged by attnviz/models/gate.py, which puts the least-spent visitor first in every queue), page
+time, what their page runs cost in CPU, and which visitor each session belongs to (visitor.py).
+Every table is bounded module state (never st.cache_*, which any client can clear).
 """
 
 from __future__ import annotations

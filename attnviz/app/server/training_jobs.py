@@ -1,16 +1,12 @@
 """Training runs of the Training lab, in a job table (jobs.py): one run a visitor, whichever of
-their tabs started it.
+their tabs started it. No Streamlit here (the page is app/sections/training.py).
 
-No Streamlit here (the page is app/sections/training.py). A Train click puts the run in the
-server's heavy-work queue (attnviz/models/gate.py), the one queue it waits in (at most MAX_QUEUED);
-at most MAX_RUNNING worker threads take the runs it lets in, and one with nothing to do ends
-after IDLE_S, so Start/Stop spam never adds threads. A worker does not train: it starts a child
-process that does (training/child.py, one torch thread, no GIL shared with the server's threads)
-and copies what the child sends into the job's run, which the page reads; the run's time is
-charged to its visitor. A Stop ends the child at its next chunk (what it learned is kept), or
-terminates it after child.GRACE_S; a closed tab's run is terminated and forgotten with the
-session's trained models; a visitor past their budget keeps training while nobody else waits for
-heavy work, and stops (keeping what it learned) at the next chunk once someone does.
+A run waits in the server's heavy-work queue (attnviz/models/gate.py); at most MAX_RUNNING worker
+threads take the runs it lets in, and an idle one ends after IDLE_S, so Start/Stop spam adds no
+threads. A worker starts a child process that trains (training/child.py: no GIL shared with the
+server) and copies what it sends into the job's run, charging the time to its visitor. A Stop
+ends the child at its next chunk, keeping what it learned; a closed tab's run is terminated and
+forgotten; past their budget a visitor trains on until someone else waits for heavy work.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Telling visitors apart, so that a visitor's sessions share one budget and one fair share.
 
-A visitor is, in order:
-- behind a trusted proxy (`ATTNVIZ_TRUST_PROXY=1`), the client address the proxy appended last to
-  `X-Forwarded-For` (or `X-Real-Ip`), else the websocket's own address;
-- else the random token in the `attnviz_visitor` cookie, which the app sets on a session's first
-  run with a one-line same-origin script (`st.html(..., unsafe_allow_javascript=True)`, Streamlit
-  1.67 runs it in the page itself, not an iframe); Streamlit hands the browser's cookies of the
-  websocket's opening request to `st.context.cookies`, so every later tab of that browser
-  arrives with it. The first session already counts under the token it is about to set;
-- a client that keeps no cookies gets a new token every session: it is told apart from nobody,
-  which the fair queues (attnviz/models/gate.py) bound, since a new visitor's pass goes ahead
-  of anyone who has spent more.
+A visitor is, behind a trusted proxy (`ATTNVIZ_TRUST_PROXY=1`), the client address the proxy
+appended last to `X-Forwarded-For` (or `X-Real-Ip`); else the random token in the
+`attnviz_visitor` cookie, which a session's first run sets with a one-line same-origin script,
+and which Streamlit hands to `st.context.cookies` in every later tab. A client that keeps no
+cookies is a new visitor each session, which the fair queues bound: a new visitor goes ahead
+only of those who have spent more.
 """
 
 from __future__ import annotations
