@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
 __all__ = ["FairQueue", "Waiter", "arrival"]
@@ -43,15 +43,14 @@ class FairQueue(Generic[W]):
         self.waiting: list[W] = []
         self.cond = threading.Condition()
 
-    def order(self, among: Iterable[W] | None = None) -> list[W]:
-        """Under cond: `among` (by default the waiting), least-spent visitor first, then arrival."""
-        items = list(self.waiting if among is None else among)
-        spent = {visitor: self.spent(visitor) for visitor in {w.visitor for w in items}}
-        return sorted(items, key=lambda w: (spent[w.visitor], w.seq))
+    def order(self) -> list[W]:
+        """Under cond: the waiting, least-spent visitor first, then arrival."""
+        spent = {visitor: self.spent(visitor) for visitor in {w.visitor for w in self.waiting}}
+        return sorted(self.waiting, key=lambda w: (spent[w.visitor], w.seq))
 
-    def first(self, among: Iterable[W] | None = None) -> W | None:
-        """Under cond: whose turn it is among `among` (by default the waiting)."""
-        order = self.order(among)
+    def first(self) -> W | None:
+        """Under cond: whose turn it is."""
+        order = self.order()
         return order[0] if order else None
 
     def place(self, waiter: W) -> int:

@@ -265,7 +265,6 @@ class ForwardGate:
     `background()` around each batch of an explanation."""
 
     def __init__(self, slots: int = INTERACTIVE_SLOTS):
-        self.slots = slots
         self._slots = _FairSlots(slots)
 
     @contextlib.contextmanager

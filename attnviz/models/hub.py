@@ -23,7 +23,6 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-DEFAULT_ENDPOINT = "https://huggingface.co"
 PROBE_TIMEOUT_S = 1.5  # DNS, connect and the first response byte together
 PROBE_TTL_S = 60.0  # how long an answer (either way) is believed
 # huggingface_hub/utils/_http.py (`_http_backoff_base`) logs these as warnings on its own logger
@@ -42,11 +41,9 @@ class NotCachedError(OSError):
 
 
 def endpoint() -> str:
-    """The hub the client talks to: HF_ENDPOINT, as huggingface_hub read it, else huggingface.co."""
-    try:
-        from huggingface_hub import constants
-    except ImportError:  # pragma: no cover - transformers depends on it
-        return os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT).rstrip("/")
+    """The hub the client talks to: HF_ENDPOINT as huggingface_hub read it (default huggingface.co)."""
+    from huggingface_hub import constants
+
     return str(constants.ENDPOINT).rstrip("/")
 
 
@@ -54,10 +51,8 @@ def is_offline() -> bool:
     """Whether offline mode was asked for: HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE, or `offline()`."""
     if any(os.environ.get(k, "").strip().lower() in _TRUE for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
         return True
-    try:
-        from huggingface_hub import constants
-    except ImportError:  # pragma: no cover
-        return False
+    from huggingface_hub import constants
+
     with _state_lock:  # while `offline()` holds the switch, what it was before is what was asked for
         return _offline_before if _offline_users else bool(constants.HF_HUB_OFFLINE)
 

@@ -272,16 +272,14 @@ class NumpyMiniLM:
         ids: np.ndarray,
         segments: np.ndarray | None = None,
         keep: np.ndarray | None = None,
-        out: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Every layer's attention (L, H, n, n) float32 of one text's `ids` (n,), in `out` if given."""
+        """Every layer's attention (L, H, n, n) float32 of one text's `ids` (n,); `keep` (n,) 0 on padding."""
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
         n, w = len(ids), self.w
         if n > self.max_positions:
             raise ValueError(f"{n:,} tokens; the model reads at most {self.max_positions:,}")
         segments = np.zeros_like(ids) if segments is None else np.asarray(segments, dtype=np.int64).reshape(-1)
-        if out is None:
-            out = np.empty((self.n_layers, self.n_heads, n, n), dtype=np.float32)
+        out = np.empty((self.n_layers, self.n_heads, n, n), dtype=np.float32)
         mask = None
         if keep is not None and not np.all(keep):
             mask = np.where(np.asarray(keep).reshape(1, 1, n) > 0, 0.0, np.finfo(np.float32).min).astype(np.float32)

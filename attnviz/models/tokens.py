@@ -60,7 +60,8 @@ def encoded(tokenizer: Any, text: object, limit: int) -> tuple[Any, Encoded]:
     enc, n_input = encode_counted(tokenizer, text, limit)  # one tokenization: the cut and the count
     ids, offsets = list(enc.ids), [list(span) for span in enc.offsets]
     special = np.array(enc.special_tokens_mask, dtype=bool)
-    require_known(ids, special)
+    if len(ids) == int(special.sum()):  # special tokens only: nothing the model knows
+        raise TextRefused("no_tokens")
     return enc, Encoded(
         inputs={},
         tokens=readable_tokens(tokenizer, ids, special, text, offsets),
@@ -118,12 +119,6 @@ def checked_text(text: object) -> str:
     """A text to encode, cleaned (`clean_text`) once `check_text` accepts it. Every runner's
     `encode` (and the numpy first answer) checks here."""
     return clean_text(check_text(text))
-
-
-def require_known(ids: list[int], special: np.ndarray) -> None:
-    """Refuse an encoding of special tokens only (nothing the model knows)."""
-    if len(ids) == int(special.sum()):
-        raise TextRefused("no_tokens")
 
 
 # A fast tokenizer keeps truncation and padding as state on its Rust backend: each transformers

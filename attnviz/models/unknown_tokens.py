@@ -62,15 +62,11 @@ def tokenizer_of(name: str) -> Any | None:
     """The tokenizer of a built-in model, without loading its weights; None for any other
     name (a Hugging Face id or a folder would have to be fetched or read to know)."""
     from .e5 import E5_MODEL, e5_tokenizer
-    from .loading import EMBEDDED_MODEL, embedded_model_dir
+    from .loading import EMBEDDED_MODEL, _hf_tokenizer
 
     if name == E5_MODEL:
         return e5_tokenizer()
-    if name in (EMBEDDED_MODEL, "scratch"):
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(str(embedded_model_dir()))
-    return None
+    return _hf_tokenizer() if name in (EMBEDDED_MODEL, "scratch") else None
 
 
 def reader_for(text: str, offered: Iterable[str], current: str, max_tokens: int | None = None) -> str | None:
