@@ -135,18 +135,22 @@ def _gamma(ln: torch.nn.Module, like: torch.Tensor) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def head_sum_norms(alpha: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """||sum_h alpha[h,i,j] g_h(x_j)|| for every (i, j): (n, n). alpha (H, n, n), g (H, n, d).
-    With C_j the heads' (H, H) Gram matrix at j, the square is alpha_ij^T C_j alpha_ij."""
-    gj = g.transpose(0, 1).contiguous()  # (n_j, H, d)
-    gram = gj @ gj.transpose(1, 2)  # (n_j, H, H)
-    by_key = alpha.permute(2, 1, 0).contiguous()  # (n_j, n_i, H): see ByKey
+def quadratic_norms(alpha: torch.Tensor, gram: torch.Tensor) -> torch.Tensor:
+    """sqrt(alpha_ij^T C_j alpha_ij) for every (i, j): (n, n). alpha (H, n, n), C = gram (n_j, H, H)."""
     n = alpha.shape[-1]
-    out = torch.empty(n, n, dtype=g.dtype, device=g.device)
+    out = torch.empty(n, n, dtype=gram.dtype, device=gram.device)
     for i0 in range(0, n, 4 * ROW_BLOCK):
-        a = by_key[:, i0 : i0 + 4 * ROW_BLOCK]  # (n_j, b_i, H)
+        a = alpha[:, i0 : i0 + 4 * ROW_BLOCK].permute(2, 1, 0).contiguous()  # (n_j, b_i, H): see ByKey
         out[i0 : i0 + 4 * ROW_BLOCK] = ((a @ gram) * a).sum(-1).clamp_min_(0).sqrt_().T
     return out
+
+
+@torch.inference_mode()
+def head_sum_norms(alpha: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """||sum_h alpha[h,i,j] g_h(x_j)|| for every (i, j): (n, n). alpha (H, n, n), g (H, n, d):
+    the square is alpha_ij^T C_j alpha_ij with C_j the heads' (H, H) Gram matrix at j."""
+    gj = g.transpose(0, 1).contiguous()  # (n_j, H, d)
+    return quadratic_norms(alpha, gj @ gj.transpose(1, 2))
 
 
 @torch.inference_mode()

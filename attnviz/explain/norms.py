@@ -14,7 +14,7 @@ from ..models.prenorm_parts import PreNormParts
 from ..result import Attention
 from ..scratch import LayerParts
 from ._arrays import read_only_view
-from .decompose import transformed
+from .decompose import quadratic_norms, transformed
 from .prenorm import is_prenorm, prenorm_trace
 
 
@@ -43,25 +43,13 @@ class NormWeights:
 
     def layer_norms(self, layer: int) -> np.ndarray:
         """|| sum_h alpha[h,i,j] f_h(x_j) || of one layer, (n, n) float32: with p_h = alpha[h,i,j]
-        ||f_h(x_j)|| and C_j the heads' cosines at j, the square is p^T C_j p (row blocks)."""
-        ph = read_only_view(self.per_head[layer])  # (H, n, n)
-        cos = read_only_view(self.head_cosines[layer])  # (n_j, H, H)
-        n = ph.shape[-1]
-        out = torch.empty(n, n)
-        with torch.inference_mode():
-            for i0 in range(0, n, _NORM_BLOCK):
-                p = ph[:, i0 : i0 + _NORM_BLOCK].permute(2, 1, 0).contiguous()  # (n_j, b_i, H)
-                sq = ((p @ cos) * p).sum(-1)  # (n_j, b_i)
-                out[i0 : i0 + _NORM_BLOCK] = sq.clamp_min_(0).sqrt_().T
-        return out.numpy()
+        ||f_h(x_j)|| and C_j the heads' cosines at j, the square is p^T C_j p."""
+        return quadratic_norms(read_only_view(self.per_head[layer]), read_only_view(self.head_cosines[layer])).numpy()
 
     def as_attention(self) -> Attention:
         """per_head with each row scaled to sum to 1, as an Attention for the views and rollout."""
         w = self.per_head / np.maximum(self.per_head.sum(-1, keepdims=True), np.finfo(np.float32).tiny)
         return Attention(tokens=self.tokens, weights=w, model=f"{self.model} (norm-based)", special=self.special)
-
-
-_NORM_BLOCK = 64  # query rows per block in NormWeights.layer_norms (fastest at n=512)
 
 
 Parts = list[LayerParts | PreNormParts]
