@@ -1,15 +1,9 @@
-"""The embedded MiniLM's attention in numpy, without torch: a cold server's first map.
+"""The embedded MiniLM's attention in numpy, without torch: a cold server's first map
+(`import torch` is over a second under the GIL: bench/results_coldstart.md).
 
-`import torch` is over a second of Python under the GIL on a 2-core server, and the explorer
-imports it before its own map (bench/results_coldstart.md). `NumpyMiniLM` answers what a first
-chart needs, every layer's attention, from the package's own files: the `tokenizers` library on
-tokenizer.json (`QuickTokenizer`, shared with models/minilm_quick.py) and model.safetensors read
-by `safetensors.numpy`. The forward is BertModel's in eval mode, in float32, in the order of the
-sums `minilm_quick.quick_attention` uses (word + segment, then position; LayerNorm after each
-residual), with the exact (erf) GELU. numpy has no erf and scipy is not a runtime dependency:
-`erf` is Abramowitz & Stegun 7.1.26 in float64, absolute error at most 1.5e-7.
-tests/test_minilm_numpy.py holds the attention equal to the torch quick path's within 1e-5 and
-this module's import and first answer free of torch.
+BertModel's eval forward in float32, summed in `minilm_quick`'s order, with the exact GELU
+(erf by Abramowitz & Stegun 7.1.26: numpy has no erf and scipy is no runtime dependency).
+tests/test_minilm_numpy.py holds it equal to the torch quick path within 1e-5.
 """
 
 from __future__ import annotations
@@ -63,10 +57,8 @@ class QuickEncoding(dict[str, Any]):
 
 
 class QuickTokenizer:
-    """MiniLM's fast tokenizer (tokenizer.json) for one text at a time, as transformers calls
-    it: the same ids, special-token mask, offsets and word ids. Whatever else is asked of it
-    (a pair of texts, a batch, `decode`, `save_pretrained`, ...) is transformers' tokenizer's,
-    loaded on that first need by `real()`. torch is imported only for `return_tensors="pt"`."""
+    """MiniLM's fast tokenizer (tokenizer.json) for one text at a time, answering as transformers'
+    does; anything else (a pair, a batch, `decode`, ...) goes to `real()`, transformers' tokenizer."""
 
     is_fast = True
     split_special_tokens = False  # transformers' defaults, read without loading it
@@ -88,9 +80,8 @@ class QuickTokenizer:
 
     @classmethod
     def of(cls, backend: Any, real: Callable[[], Any], model_max_length: int, unk: str, pad: str) -> QuickTokenizer:
-        """One over a `tokenizers.Tokenizer` built in code (the training lab's vocabularies:
-        attnviz/training/runner.py), `real()` the transformers tokenizer wrapping the same
-        (a PreTrainedTokenizerFast: input ids and attention mask, no token types, no mask token)."""
+        """One over a `tokenizers.Tokenizer` built in code (the training lab's), `real()` the
+        PreTrainedTokenizerFast wrapping it (no token types, no mask token)."""
         self = cls.__new__(cls)
         self._setup(backend, real, model_max_length, unk, pad, None, ["input_ids", "attention_mask"])
         return self
@@ -117,8 +108,7 @@ class QuickTokenizer:
 
     @property
     def backend_tokenizer(self) -> Any:
-        """The `tokenizers.Tokenizer` whose truncation a call sets (`tokens.tokenizer_lock`'s key;
-        the training lab's transformers tokenizer wraps the same one)."""
+        """The `tokenizers.Tokenizer` whose truncation a call sets (`tokens.tokenizer_lock`'s key)."""
         return self._backend
 
     def __call__(self, text: Any, *args: Any, **kwargs: Any) -> Any:
@@ -148,7 +138,7 @@ class QuickTokenizer:
         return QuickEncoding(data, list(enc.word_ids))
 
     def _handed_on(self, *args: Any, **kwargs: Any) -> Any:
-        """The call by transformers' tokenizer, under its backend's lock (shared with other users)."""
+        """The call by transformers' tokenizer, under its backend's lock."""
         real = self._real()
         with tokenizer_lock(real):
             return real(*args, **kwargs)
@@ -185,10 +175,9 @@ def _blas_setter() -> Callable[[int], int] | None:
 
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[None]:
-    """numpy's matrix products on one thread meanwhile: this forward's products are small, and
-    OpenBLAS's second thread, spinning beside a busy 2-core server (the GIL holder, the event
-    loop), slowed a pass many times over. One pass at a time (the setting is the process's);
-    the count before is restored."""
+    """numpy's matrix products on one thread meanwhile (OpenBLAS's second thread, spinning beside a
+    busy 2-core server, slowed these small products many times over); one pass at a time, as the
+    setting is the process's."""
     setter = _blas_setter()
     with _BLAS_LOCK:
         before = setter(1) if setter is not None else 0
@@ -258,9 +247,7 @@ class NumpyMiniLM:
         self.w: dict[str, np.ndarray] = {k: v for k, v in state.items() if v.dtype == np.float32}
 
     def attend(self, text: str, max_tokens: int | None = None, limit: int | None = None) -> Attention:
-        """`RunnerBase.attend`'s answer for one text (the same helpers: models/tokens.py `encoded`
-        and `Encoded.attention`), without torch: the tokens, special tokens, word ids, offsets and every
-        layer's attention. `limit`: the runner's own token limit (the deployment's)."""
+        """`RunnerBase.attend`'s answer for one text, without torch. `limit`: the deployment's token limit."""
         most = min(self.tokenizer.model_max_length, self.max_positions)
         raw, enc = encoded(self.tokenizer, text, token_limit(max_tokens, most if limit is None else min(limit, most)))
         with one_blas_thread():

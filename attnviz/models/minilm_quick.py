@@ -1,20 +1,11 @@
-"""The embedded MiniLM's first answers without transformers.
+"""The embedded MiniLM without transformers until something needs it (importing transformers'
+BERT code costs more than torch itself: bench/results_coldstart.md).
 
-Importing transformers' BERT code costs more than torch itself (bench/results_coldstart.md).
-A cold server's first chart needs only `attend`: the tokens, their offsets and every layer's
-attention; a corpus run only `attention_maps` of padded batches (`quick_maps`); the norm-based
-weights (`trace`) and occlusion (`last_hidden` without gradients) run through it too, so the
-Caveats page and the sink heads need no transformers.
-`QuickMiniLM` answers that from the package's own files, with the `tokenizers` library on
-tokenizer.json and the scratch encoder (attnviz/scratch.py) carrying model.safetensors' weights,
-writing each layer's weights straight into the result array as the Hugging Face runner does.
-
-Everything else is the Hugging Face runner as before: the first use of anything that needs it
-(the module tree through `layers()`, `hf_model`, `config`, a tokenizer call outside the few
-below) loads transformers and the model once, after which every method, `attend` included,
-is `PretrainedModel`'s own and the quick encoder is dropped (its 90 MB freed).
-tests/test_coldstart_quick.py holds the two paths equal (1e-5) and the first answer free of
-transformers.
+`QuickMiniLM` answers `attend`, padded batches, `trace` and gradient-free `last_hidden` with the
+scratch encoder (attnviz/scratch.py) carrying model.safetensors' weights, writing each layer's
+weights straight into the result array. The first need of anything else loads the Hugging Face
+runner, which answers everything from then on (the quick encoder is freed).
+tests/test_coldstart_quick.py holds the two paths equal (1e-5).
 """
 
 from __future__ import annotations
@@ -40,9 +31,7 @@ if TYPE_CHECKING:
 
 def quick_attention(encoder: ScratchEncoder, inputs: Inputs, out: np.ndarray | None = None) -> np.ndarray:
     """Every layer's attention of a batch of one, computed in `out` (L, H, n, n) float32 (a new
-    array when None): the embedding, then per layer Q, K, V, the weights written in place, the
-    output projection, the LayerNorms and the feed-forward, as transformers' BertModel runs them
-    in eval mode."""
+    array when None), as transformers' BertModel computes it in eval mode."""
     if out is None:
         n, p = int(inputs["input_ids"].shape[1]), cast(EncoderLayer, encoder.layers[0]).parts()
         out = np.empty((len(encoder.layers), p.n_heads, n, n), dtype=np.float32)
@@ -61,8 +50,8 @@ def quick_maps(encoder: ScratchEncoder, inputs: Inputs) -> list[torch.Tensor]:
 
 
 def _run(encoder: ScratchEncoder, inputs: Inputs, slots: Sequence[torch.Tensor | None]) -> torch.Tensor:
-    """The forward pass of `quick_attention`, each layer's weights written into its slot (None:
-    a tensor of its own); the last layer's output (B, n, d)."""
+    """The forward pass, each layer's weights written into its slot (None: a tensor of its own);
+    the last layer's output (B, n, d)."""
     ids = inputs["input_ids"]
     segments = inputs.get("token_type_ids")
     if segments is None:
@@ -87,8 +76,7 @@ def _run(encoder: ScratchEncoder, inputs: Inputs, slots: Sequence[torch.Tensor |
 
 
 def scratch_config(folder: Path, **switches: bool) -> EncoderConfig:
-    """A BERT config.json as the scratch encoder's config (`switches`: its extra fields); the one
-    reader of it (models/loading.py and long/run.py call it too)."""
+    """A BERT config.json as the scratch encoder's config (`switches`: its extra fields)."""
     c = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     return EncoderConfig(
         vocab_size=c["vocab_size"],
@@ -131,7 +119,7 @@ class QuickMiniLM(PretrainedModel):
         self.quick: ScratchEncoder | None = encoder.eval().to(device)
 
     def loaded(self) -> PretrainedModel:
-        """The Hugging Face runner, loaded once on first need; from then on this runner is it."""
+        """The Hugging Face runner, loaded once on first need."""
         with self._full_lock:
             if self._full is None:
                 # often first needed inside a pass (inference mode): its weights must still be
@@ -156,34 +144,30 @@ class QuickMiniLM(PretrainedModel):
         return self.loaded().writes_in_place
 
     def attend_layers(self) -> list[LayerParts]:
-        """The layers `attend` runs through now: the quick encoder's until the full model is
-        loaded (no load for this), then the Hugging Face model's (explain/value_norms.py hooks
-        them to take the value norms from the views' own pass)."""
+        """The layers `attend` runs through now (no load for this): the quick encoder's, or once the
+        full model is loaded, the Hugging Face model's (explain/value_norms.py hooks them)."""
         quick = self.quick
         if quick is None:
             return self.layers()
         return [cast(EncoderLayer, layer).parts() for layer in quick.layers]
 
     def attention_maps(self, inputs: Inputs) -> list[torch.Tensor]:
-        """A padded batch's attention (the corpus analysis, attnviz/corpus/batch.py) through the
-        quick encoder until the full model is loaded: a corpus run needs no transformers."""
+        """A padded batch's attention (a corpus run) through the quick encoder while there is one."""
         quick = self.quick
         if quick is None:
             return super().attention_maps(inputs)
         return quick_maps(quick, inputs)
 
     def last_hidden(self, inputs: Inputs, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
-        """Through the quick encoder while there is one and no gradient is asked for (occlusion's
-        masked copies, the caveats' agreement); gradients go through transformers' model."""
+        """Through the quick encoder while there is one and no gradient is asked for."""
         quick = self.quick
         if quick is None or inputs_embeds is not None or torch.is_grad_enabled():
             return super().last_hidden(inputs, inputs_embeds)
         return _run(quick, inputs, [None] * len(quick.layers))
 
     def trace(self, inputs: Inputs) -> tuple[np.ndarray, list[dict[str, torch.Tensor]]]:
-        """`Runner.trace` through the quick encoder until the full model is loaded (the norm-based
-        weights of the caveats and the sink heads need no transformers); its layers and its
-        pass are taken together, so a full load meanwhile cannot part them."""
+        """`Runner.trace` through the quick encoder while there is one; its layers and its pass are
+        taken together, so a full load meanwhile cannot part them."""
         quick = self.quick
         if quick is None or int(inputs["input_ids"].shape[0]) != 1:
             return super().trace(inputs)
