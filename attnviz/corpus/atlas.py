@@ -17,7 +17,7 @@ import torch
 
 from ..models import Runner
 from ..models.tokens import count_tokens, token_limit
-from .batch import batches, encode_all, padded
+from .batch import Item, batches, encode_all, padded
 
 DEFAULT_MAX_POINTS = 20_000  # queries + keys; Scattergl stays fluid at this size in a browser
 METHOD_LIMITS = {"pca": 200_000, "tsne": 5_000, "umap": 50_000}  # points each method is given at most
@@ -51,15 +51,15 @@ def methods() -> list[str]:
     return ["pca", *(name for name, package in optional if importlib.util.find_spec(package) is not None)]
 
 
-@dataclass
-class _Vectors:
-    q: list[np.ndarray]
-    k: list[np.ndarray]
-    row: list[np.ndarray]
-    position: list[np.ndarray]
-    relative: list[np.ndarray]
+@dataclass(frozen=True)
+class _Where:
+    """Where each of the m tokens comes from, as the fields of `Atlas` say (one copy, not two)."""
+
+    row: np.ndarray
+    position: np.ndarray
+    relative: np.ndarray
     tokens: list[str]
-    special: list[np.ndarray]
+    special: np.ndarray
 
 
 def query_key_vectors(
@@ -71,7 +71,7 @@ def query_key_vectors(
     max_tokens: int = 128,
     batch_size: int = 32,
     progress: Callable[[float], None] | None = None,
-) -> tuple[np.ndarray, np.ndarray, _Vectors]:
+) -> tuple[np.ndarray, np.ndarray, _Where]:
     """Queries and keys (m, head_dim) float32 of every token of `texts` at (layer, head), in
     text order, and where each comes from."""
     if not (0 <= layer < runner.n_layers and 0 <= head < runner.n_heads):
@@ -80,30 +80,29 @@ def query_key_vectors(
     sl = slice(head * parts.head_dim, (head + 1) * parts.head_dim)
     limit = token_limit(max_tokens, runner.max_tokens)
     items = encode_all(runner, texts, limit)
-    found: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # text index -> its queries, keys (n, head_dim)
+    found: dict[int, tuple[np.ndarray, np.ndarray, Item]] = {}  # text index -> its queries, keys (n, head_dim)
     for b, batch in enumerate(batches(items, batch_size, 1)):
         live = [it for i in batch if (it := items[i]) is not None]
         with runner.gate.background(), torch.inference_mode():
             x = runner.hidden_states(padded(runner, live))[layer]  # (B, w, d)
             q, k = parts.query(x)[..., sl].float().cpu().numpy(), parts.key(x)[..., sl].float().cpu().numpy()
         for j, (i, it) in enumerate(zip(batch, live, strict=True)):
-            found[i] = (q[j, : it.n], k[j, : it.n])
+            found[i] = (q[j, : it.n], k[j, : it.n], it)
         if progress is not None:
             progress((b + 1) / max(1, len(items)))
-    done = [(i, it) for i in sorted(found) if (it := items[i]) is not None]  # text order, not the batches'
-    out = _Vectors(
-        q=[found[i][0] for i, _ in done],
-        k=[found[i][1] for i, _ in done],
-        row=[np.full(it.n, i) for i, it in done],
-        position=[np.arange(it.n) for _, it in done],
-        relative=[np.arange(it.n, dtype=np.float32) / max(it.n - 1, 1) for _, it in done],
-        tokens=[tok for _, it in done for tok in it.tokens],
-        special=[it.special for _, it in done],
+    texts_done = sorted(found)  # text order, not the batches'
+    kept = [found[i] for i in texts_done]
+    sizes = [it.n for _, _, it in kept]
+    where = _Where(
+        row=np.repeat(np.array(texts_done, dtype=np.int64), sizes),
+        position=np.concatenate([np.arange(n) for n in [0, *sizes]]),
+        relative=np.concatenate([np.arange(n, dtype=np.float32) / max(n - 1, 1) for n in [0, *sizes]]),
+        tokens=[tok for _, _, it in kept for tok in it.tokens],
+        special=np.concatenate([np.zeros(0, bool), *(it.special for _, _, it in kept)]),
     )
-    hs = parts.head_dim
-    q_all = np.concatenate(out.q) if out.q else np.zeros((0, hs), np.float32)
-    k_all = np.concatenate(out.k) if out.k else np.zeros((0, hs), np.float32)
-    return q_all, k_all, out
+    empty = np.zeros((0, parts.head_dim), np.float32)
+    queries = np.concatenate([empty, *(q for q, _, _ in kept)])
+    return queries, np.concatenate([empty, *(k for _, k, _ in kept)]), where
 
 
 def align(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -173,19 +172,17 @@ def atlas(
     )
     q, k = align(q, k)
     xy = project(np.concatenate([q, k]), method)
-    m = len(q)
-    twice = [np.concatenate(v.row), np.concatenate(v.position), np.concatenate(v.relative)] if m else [np.zeros(0)] * 3
     return Atlas(
         layer=layer,
         head=head,
         method=method,
         xy=xy,
-        is_key=np.repeat([False, True], m),
-        row=np.tile(twice[0], 2).astype(np.int64),
-        position=np.tile(twice[1], 2).astype(np.int64),
-        relative=np.tile(twice[2], 2).astype(np.float32),
+        is_key=np.repeat([False, True], len(q)),
+        row=np.tile(v.row, 2),
+        position=np.tile(v.position, 2),
+        relative=np.tile(v.relative, 2),
         tokens=v.tokens,
-        special=np.concatenate(v.special) if m else np.zeros(0, dtype=bool),
+        special=v.special,
         texts=list(kept),
         capped=len(kept) < len(texts),
     )

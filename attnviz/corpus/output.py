@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .batch import STATS
-from .shards import FORMAT, SHARDS, part_name, shard_meta
+from .shards import FORMAT, SHARDS, part_name, shard_meta, shard_schema
 from .store import Store
 
 SENTENCE_COLUMNS = ["id", "text", "tokens", "n_tokens", "truncated", *STATS]
@@ -78,8 +78,6 @@ def finish(store: Store, settings: dict[str, Any], n_shards: int, engine: str) -
                 writer = store.parquet_writer(tmp, kept.schema)
             writer.write_table(kept)
         if writer is None:  # an empty input: an empty table of the same columns
-            from .shards import shard_schema
-
             schema = pa.schema([shard_schema(L, H).field(c) for c in SENTENCE_COLUMNS], metadata=shard_meta(L, H))
             writer = store.parquet_writer(tmp, schema)
         writer.close()

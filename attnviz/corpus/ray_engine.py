@@ -126,10 +126,10 @@ def run_ray(
     except ImportError as exc:
         raise ValueError("the Ray engine needs Ray: pip install 'attnviz[ray]' (or -r requirements-ray.txt)") from exc
     n_shards, pending = _plan(source, store, settings, meter)
-    meter.start_fraction = meter.records / max(1, meter.records + sum(n for _, n in pending))
+    total = meter.records + sum(n for _, n in pending)
+    meter.start_fraction = meter.records / max(1, total)
     if not pending:
         return n_shards
-    total = meter.records + sum(n for _, n in pending)
     started = _start(address)
     try:
         context = ray.data.DataContext.get_current()

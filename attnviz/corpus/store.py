@@ -61,15 +61,8 @@ class Store:
         return pq.read_table(self.path(name), columns=columns, filesystem=self.fs)
 
     def write_bytes(self, name: str, data: bytes) -> None:
-        with self.writing(name) as tmp:
-            if self.local:
-                with open(tmp, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            else:
-                with self.fs.open_output_stream(tmp) as out:
-                    out.write(data)
+        with self.writing(name) as tmp, self.fs.open_output_stream(tmp) as out:
+            out.write(data)
 
     def write_table(self, name: str, table: pa.Table) -> None:
         import pyarrow as pa
