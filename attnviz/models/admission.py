@@ -1,18 +1,11 @@
 """Heavy work admitted as a whole, process-wide (gate.heavy): at most `slots` pieces at once, the
-first always, more only while the process is under its memory budget; the waiting in the fair
-queue's order (fair.py), where `Ticket.place` says where each stands.
+first always, more only while the process is under its memory budget; the rest wait in the fair
+queue's order (fair.py).
 
-Past the budget a queue only postpones: the memory is held by what runs and what is loaded. So
-while the process stays past it with work waiting, the server first gives back what it can (the
-`relieve` hook: app/server/registry.py empties the result caches and drops the least recently
-used models), and if it is still past its budget after that, the largest waiting piece of at
-least REFUSE_MIN_MB is refused (`OutOfMemory`, shown to its visitor as a sentence that says
-why): one piece every REFUSE_EVERY_S while it stays past; the smaller ones keep waiting and go
-once the memory is back or nothing else runs. A piece's size is its caller's estimate in MB
-(`size_mb`: app/work.py, app/runners.py); work that gives none (0: training and corpus runs, a
-model never loaded yet) is never refused.
-
-No Streamlit and no other attnviz module but fair.py: gate.py builds the one queue with its hooks.
+Past the budget a queue only postpones, so while the process stays past it with work waiting,
+the server first gives back what it can (the `relieve` hook), and if that is not enough, the
+largest waiting piece of at least REFUSE_MIN_MB is refused (`OutOfMemory`), one every
+REFUSE_EVERY_S. A piece's size is its caller's estimate (`size_mb`); work without one is never refused.
 """
 
 from __future__ import annotations

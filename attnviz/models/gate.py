@@ -1,29 +1,19 @@
-"""How many forward passes run at once, which go first, and whose turn it is.
+"""How many forward passes run at once, which go first, and whose turn it is (two CPU cores
+shared by every visitor of a public demo):
 
-A public demo shares two CPU cores among every visitor. Interactive passes (a visitor's new
-sentence) are short; heavy work (explanations, attention flow, the cost measurement, a training
-run, a corpus run, a model build) is many passes in a row. The rules:
+- at most `INTERACTIVE_SLOTS` interactive passes (a visitor's new sentence) per model, and one at
+  a time across all models while the process is within PASS_HEADROOM_MB of its memory budget,
+  after the server has given back what it can (`relieve`);
+- heavy work (explanations, training, corpus runs, model builds) is admitted as a whole through
+  one process-wide queue (`heavy()`, admission.py), and inside it each batch goes through one
+  process-wide lane (`background_lane()`) that waits while any interactive pass runs or waits;
+- every wait is a fair queue (fair.py): the visitor who has spent least (the `priority` hook)
+  goes first, equal spenders in arrival order;
+- every pass and batch is charged (the `charge` hook) to the visitor of this thread
+  (`visiting()`), else the `resolver` hook's, else "anonymous".
 
-- at most `INTERACTIVE_SLOTS` interactive passes per model at once (a predictable memory peak),
-  and, while the process is within PASS_HEADROOM_MB of its memory budget, one at a time across
-  all models (the first always goes), after the server has given back what it can (`relieve`);
-- heavy work is admitted as a whole through one process-wide queue (`heavy()`, admission.py):
-  at most `HEAVY_SLOTS` pieces at once, and none past the first while the process is over its
-  memory budget (`configure(memory_mb=...)`): the rest wait in the queue, where `Ticket.place`
-  says where they stand; still over it after a relief (`configure(relieve=...)`), the largest
-  waiting piece is refused (`OutOfMemory`);
-- inside heavy work, each batch goes through one process-wide lane (`background_lane()`), one
-  batch at a time, and a batch waits while any interactive pass is running or waiting;
-- every wait is a fair queue (fair.py): whoever has spent least (the `priority` hook, seconds of
-  model time in the visitor's window) goes first, so a visitor past their share waits behind
-  others instead of hitting a wall; equal spenders go in arrival order;
-- every pass and every batch is charged to the visitor it runs for (the `charge` hook): the
-  visitor of this thread (`visiting()`), else whatever the `resolver` hook says (the app: the
-  visitor of the script run), else "anonymous".
-
-The gates live in module state keyed by model, not in a Streamlit cache: a cleared cache
-(any client can send `clear_cache`) costs a model reload, never a broken limit. Nothing here
-imports Streamlit; the app plugs its visitor table in through `configure`.
+The gates live in module state keyed by model, not in a Streamlit cache: a cleared cache costs a
+model reload, never a broken limit. The app plugs its visitor table in through `configure`.
 """
 
 from __future__ import annotations
@@ -119,7 +109,7 @@ def current_visitor() -> str:
 
 @contextlib.contextmanager
 def visiting(visitor: str) -> Iterator[None]:
-    """Passes in this block (this thread) run for, and are charged to, `visitor`."""
+    """Passes in this block (this thread) are charged to `visitor`."""
     token = _VISITOR.set(visitor)
     try:
         yield
@@ -261,8 +251,7 @@ def charged(visitor: str) -> Iterator[None]:
 
 
 class ForwardGate:
-    """The forward-pass bound of one model: `interactive()` around a visitor's pass,
-    `background()` around each batch of an explanation."""
+    """One model's bound: `interactive()` around a visitor's pass, `background()` around a batch."""
 
     def __init__(self, slots: int = INTERACTIVE_SLOTS):
         self._slots = _FairSlots(slots)
@@ -314,7 +303,7 @@ def background_lane() -> Iterator[None]:
 
 
 def interactive_waiting() -> int:
-    """Interactive passes running or waiting now (tests and the load test read it)."""
+    """Interactive passes running or waiting now."""
     return _ACTIVITY.count
 
 
