@@ -14,6 +14,7 @@ from collections.abc import Callable
 from ...classes import ClassStore, database_url
 from ...classes.engine import shown_url
 from ...config import Settings
+from .spending import newest
 
 __all__ = ["FREE_TRIES", "WAIT_MAX_S", "Throttle", "store", "throttle"]
 
@@ -65,12 +66,9 @@ class Throttle:
     def wrong(self, visitor: str) -> float:
         """Count a wrong try; the wait it brings (seconds)."""
         with self._lock:
-            n, _until = self._book.pop(visitor, (0, 0.0))
-            n += 1
+            n = self._book.get(visitor, (0, 0.0))[0] + 1
             delay = 0.0 if n < self.free else min(self.most, 2.0 ** (n - self.free))
-            self._book[visitor] = (n, self.clock() + delay)
-            while len(self._book) > VISITORS_MAX:
-                self._book.popitem(last=False)
+            newest(self._book, visitor, (n, self.clock() + delay), VISITORS_MAX)
         return delay
 
     def right(self, visitor: str) -> None:

@@ -23,6 +23,7 @@ import torch
 from ...cache import ResultCache
 from ...config import Settings
 from ...models import Runner, gate, load_model
+from .spending import newest
 
 __all__ = [
     "FAILED_LOAD_TTL_S",
@@ -103,10 +104,7 @@ class _Registry:
                 self.loads += 1
                 self.models[key] = runner
                 self.sizes[key] = size
-                self.measured[key[0]] = size / 2**20
-                self.measured.move_to_end(key[0])
-                while len(self.measured) > MAX_FAILURES:
-                    self.measured.popitem(last=False)
+                newest(self.measured, key[0], size / 2**20, MAX_FAILURES)
                 self._bound(key, limit_bytes)
                 self.loading.pop(key, None)
             return runner
@@ -144,10 +142,7 @@ class _Registry:
 
     def remember_failure(self, key: ModelKey, message: str) -> None:
         with self.lock:
-            self.failures[key] = (time.monotonic(), message[:500])
-            self.failures.move_to_end(key)
-            while len(self.failures) > MAX_FAILURES:
-                self.failures.popitem(last=False)
+            newest(self.failures, key, (time.monotonic(), message[:500]), MAX_FAILURES)
 
 
 REGISTRY = _Registry()

@@ -11,6 +11,7 @@ import statistics
 import threading
 import time
 from collections import OrderedDict, deque
+from typing import TypeVar
 
 from ...models import gate
 
@@ -22,15 +23,22 @@ _SPENT: OrderedDict[str, deque[tuple[float, float]]] = OrderedDict()  # visitor 
 _SESSIONS: OrderedDict[str, str] = OrderedDict()  # session id -> visitor
 _LOCK = threading.Lock()
 _PAGE_SPENT: OrderedDict[str, deque[tuple[float, float]]] = OrderedDict()  # visitor -> page seconds
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def newest(table: OrderedDict[K, V], key: K, value: V, most: int) -> None:
+    """`value` becomes `table`'s newest entry, at `key`; the oldest beyond `most` entries go."""
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > most:
+        table.popitem(last=False)
 
 
 def bind(session: str, visitor: str) -> None:
     """Session `session` belongs to `visitor` from now on."""
     with _LOCK:
-        _SESSIONS[session] = visitor
-        _SESSIONS.move_to_end(session)
-        while len(_SESSIONS) > MAX_SESSIONS:
-            _SESSIONS.popitem(last=False)
+        newest(_SESSIONS, session, visitor, MAX_SESSIONS)
 
 
 def visitor_of(session: str) -> str:
@@ -68,18 +76,12 @@ def _charge(visitor: str, seconds: float, table: OrderedDict[str, deque[tuple[fl
         return
     now = time.monotonic()
     with _LOCK:
-        entries = table.get(visitor)
-        if entries is None:
-            entries = table[visitor] = deque()
+        entries = table.get(visitor) or deque(maxlen=int(BUDGET_WINDOW_S))
         if entries and now - entries[-1][0] < 1.0:  # one entry a second: a flood of passes stays small
             entries[-1] = (entries[-1][0], entries[-1][1] + seconds)
         else:
             entries.append((now, seconds))
-        while len(entries) > BUDGET_WINDOW_S:
-            entries.popleft()
-        table.move_to_end(visitor)
-        while len(table) > MAX_VISITORS:
-            table.popitem(last=False)
+        newest(table, visitor, entries, MAX_VISITORS)
 
 
 def clear() -> None:
@@ -114,11 +116,9 @@ def expected_cpu(visitor: str) -> float | None:
 
 def _ran(visitor: str, cpu_s: float) -> None:
     with _LOCK:
-        runs = _RUN_CPU.setdefault(visitor, deque(maxlen=RECENT_RUNS))
+        runs = _RUN_CPU.get(visitor) or deque(maxlen=RECENT_RUNS)
         runs.append(cpu_s)
-        _RUN_CPU.move_to_end(visitor)
-        while len(_RUN_CPU) > MAX_VISITORS:
-            _RUN_CPU.popitem(last=False)
+        newest(_RUN_CPU, visitor, runs, MAX_VISITORS)
 
 
 gate.configure(priority=spent, charge=charge)
