@@ -177,8 +177,8 @@ def settings_from_html(html: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def figure_image(fig: go.Figure, fmt: str = "png", scale: float = 2.0) -> bytes:
-    """PNG or SVG bytes through kaleido; ExportUnavailable with a readable reason if absent."""
+def figure_image(fig: go.Figure, fmt: str = "png") -> bytes:
+    """PNG or SVG bytes through kaleido at twice the figure's size; ExportUnavailable with a readable reason if absent."""
     if fmt not in ("png", "svg"):
         raise ValueError("image format must be 'png' or 'svg'")
     try:
@@ -189,7 +189,7 @@ def figure_image(fig: go.Figure, fmt: str = "png", scale: float = 2.0) -> bytes:
             "the HTML export works everywhere"
         ) from exc
     try:
-        return bytes(fig.to_image(format=fmt, scale=scale))
+        return bytes(fig.to_image(format=fmt, scale=2.0))
     except Exception as exc:  # kaleido present but no browser it can drive
         raise ExportUnavailable(f"static image export failed here ({str(exc).splitlines()[0][:160]})") from exc
 

@@ -30,9 +30,7 @@ def _token(token: str) -> str:
     return escape("".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in visible(token)))
 
 
-def pruning_curve(
-    curves: Mapping[str, PruningCurve], *, title: str | None = None, lang: str = DEFAULT_LANGUAGE
-) -> go.Figure:
+def pruning_curve(curves: Mapping[str, PruningCurve], *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
     """The output's change against the number of heads switched off, one line per order."""
     data: list[Json] = []
     first = next(iter(curves.values()), None)
@@ -52,7 +50,7 @@ def pruning_curve(
             }
         )
     layout = {
-        "title": layout_title(title or t("abl.fig.curve_title", lang), note or t("abl.fig.curve_note", lang)),
+        "title": layout_title(t("abl.fig.curve_title", lang), note or t("abl.fig.curve_note", lang)),
         "height": 420,
         "legend": {"orientation": "h", "y": -0.25},
         "xaxis": {"title": {"text": t("abl.fig.heads_off", lang)}, "rangemode": "tozero"},

@@ -187,14 +187,14 @@ CAPTION_FONT = {"size": 13, "color": "#555555"}
 CAPTION_ROOM = 36  # px added under the figure for the caption line
 
 
-def slide_caption(text: str | None, model: str | None, max_chars: int = CAPTION_CHARS) -> str:
+def slide_caption(text: str | None, model: str | None) -> str:
     """ "model · “sentence”" as Plotly text (escaped: a sentence is whatever a visitor typed),
-    whitespace collapsed, cut to `max_chars` characters."""
+    whitespace collapsed, cut to `CAPTION_CHARS` characters."""
     parts = []
     if model:
-        parts.append(escape(" ".join(str(model).split())[:max_chars]))
+        parts.append(escape(" ".join(str(model).split())[:CAPTION_CHARS]))
     if text:
-        parts.append(f"“{escape(one_line(text, max_chars))}”")
+        parts.append(f"“{escape(one_line(text, CAPTION_CHARS))}”")
     return " · ".join(parts)
 
 

@@ -81,13 +81,6 @@ def training_curves(
     return figure(data, layout)
 
 
-def _frames_shown(count: int, most: int = MAX_FRAMES) -> list[int]:
-    """Indices of the snapshots sent: all of them, or `most` spread evenly with the last kept."""
-    if count <= most:
-        return list(range(count))
-    return sorted({round(i * (count - 1) / (most - 1)) for i in range(most)})
-
-
 def _domain(a: float, b: float) -> list[float]:
     """An axis domain inside [0, 1] (sums of floats land at -3e-17, which Plotly refuses)."""
     return [min(max(round(a, 6), 0.0), 1.0), min(max(round(b, 6), 0.0), 1.0)]
@@ -125,7 +118,6 @@ def snapshot_grid(
     steps: Sequence[int],
     *,
     active: int | None = None,
-    title: str | None = None,
     animate: bool = True,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
@@ -137,9 +129,9 @@ def snapshot_grid(
     active = _checked(snapshots, steps, active)
     first = snapshots[0]
     L, H, n = first.n_layers, first.n_heads, first.n
-    shown = _frames_shown(len(snapshots)) if animate else [active]
-    if active not in shown:
-        shown = sorted({*shown[:-1], active} | {shown[-1]})
+    most = min(len(snapshots), MAX_FRAMES)  # the frames sent: spread evenly, the first and last kept
+    spread = {round(i * (len(snapshots) - 1) / max(most - 1, 1)) for i in range(most)}
+    shown = sorted({*spread, active}) if animate else [active]
     size = n if L * H * n * n <= MAX_CELLS else max(2, math.isqrt(MAX_CELLS // (L * H)))
     shrunk = size < n
     side = min(panel_px(H), MAX_GRID_PX // L)
@@ -159,7 +151,7 @@ def snapshot_grid(
     position = shown.index(active)
     note = t("train_fig.grid_note", lang) if animate else t("train_fig.grid_live", lang, step=f"{int(steps[active]):,}")
     layout |= {
-        "title": layout_title(title or t("train_fig.grid_title", lang, n=n), note),
+        "title": layout_title(t("train_fig.grid_title", lang, n=n), note),
         "height": height if animate else height - BOTTOM_PX + LIVE_BOTTOM_PX,
         "coloraxis": {"colorscale": SEQUENTIAL, "cmin": 0.0, "cmax": 1.0}
         | {"colorbar": {"title": {"text": t("train_fig.weight", lang)}, "len": min(1.0, 2 * side / height)}},

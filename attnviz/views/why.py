@@ -40,12 +40,12 @@ def share_text(share: float) -> str:
     return "–" if not np.isfinite(share) else f"{share:.1%}"
 
 
-def side_rows(s: ScoreSources, side: str, k: int = SIDE_TOP, lang: str = DEFAULT_LANGUAGE) -> list[dict[str, str]]:
-    """The k parts of one side ("query" or "key") that move the score most, as table rows:
+def side_rows(s: ScoreSources, side: str, lang: str = DEFAULT_LANGUAGE) -> list[dict[str, str]]:
+    """The `SIDE_TOP` parts of one side ("query" or "key") that move the score most, as table rows:
     the part's name, its value and its share of the score (`ScoreSources.top`)."""
     head = (t("why.col_part", lang), t("why.col_value", lang), t("why.col_share", lang))
     return [dict(zip(head, (part_label(name, lang), f"{value:+.3f}", share_text(share)), strict=True))
-            for name, value, share in s.top(side, k)]  # fmt: skip
+            for name, value, share in s.top(side, SIDE_TOP)]  # fmt: skip
 
 
 def _grouped(values: np.ndarray, parts: list[str], k: int) -> tuple[list[list[int]], list[str]]:
@@ -66,11 +66,11 @@ def top_matrix(s: ScoreSources, k: int = MATRIX_TOP) -> tuple[list[str], list[st
     return row_names, col_names, values
 
 
-def why_matrix(s: ScoreSources, k: int = MATRIX_TOP, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
+def why_matrix(s: ScoreSources, *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
     """The part-by-part matrix (`top_matrix`) with its numbers in the cells: query-side parts
     down the side, key-side parts across (labelled under it, so the title above has its own
     room); the cells sum to the score."""
-    rows, cols, values = top_matrix(s, k)
+    rows, cols, values = top_matrix(s)
     names = [part_label(c, lang) for c in cols]
     fig = matrix(values, [part_label(r, lang) for r in rows], names, None, ".2f", lang=lang)
     heading, top = top_title(t("why.fig_matrix", lang, score=f"{s.score:.3f}"))
@@ -86,12 +86,12 @@ def why_matrix(s: ScoreSources, k: int = MATRIX_TOP, *, lang: str = DEFAULT_LANG
     return fig
 
 
-def reads_most(att: Attention, layer: int, head: int, k: int = 3) -> list[tuple[int, float]]:
-    """The k tokens head (layer, head) reads most on this sentence: (token, the mean over its
+def reads_most(att: Attention, layer: int, head: int) -> list[tuple[int, float]]:
+    """The 3 tokens head (layer, head) reads most on this sentence: (token, the mean over its
     query rows of the weight on it), largest first. A causal head's early tokens are seen by
     more rows, so they gather more of this mean."""
     received = att.head(layer, head).astype(np.float64).mean(0)  # (n,) rows sum to 1: so does this
-    order = np.argsort(-received, kind="stable")[:k]
+    order = np.argsort(-received, kind="stable")[:3]
     return [(int(j), float(received[j])) for j in order]
 
 
