@@ -10,7 +10,7 @@ import zipfile
 
 import streamlit as st
 
-from ...classes import Refused, read_code, results_csv
+from ...classes import Refused, results_csv
 from ...lesson import STEPS
 from ..server import classes as server
 from ..state import Ctx, t
@@ -25,7 +25,7 @@ def projector_switch() -> None:
 
 
 def _steps(context: Ctx, opened: Opened) -> None:
-    store, code, secret = server.store(context.settings), read_code(opened.info.code), opened.secret
+    store, code, secret = server.store(context.settings), opened.info.code, opened.secret
     fmt = lambda s: t(f"class.q.{s}")  # noqa: E731
     with st.container(key="class_steps", border=True):
         st.markdown(f"**{t('class.steps_title')}**")
@@ -43,23 +43,23 @@ def _steps(context: Ctx, opened: Opened) -> None:
 
 def _handouts(context: Ctx, opened: Opened) -> bytes:
     """Every student's latest handout in one ZIP; files named by number only (names are visitor text)."""
-    store, code = server.store(context.settings), read_code(opened.info.code)
+    store, code = server.store(context.settings), opened.info.code
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
         for student in store.students(code, opened.secret):
             page = store.handout(code, opened.secret, student.number)
             if page:
-                z.writestr(f"attnviz-{opened.info.code}-student-{student.number:03d}.html", page)
+                z.writestr(f"attnviz-{code}-student-{student.number:03d}.html", page)
     return out.getvalue()
 
 
 def _downloads(context: Ctx, opened: Opened) -> None:
-    store, code, secret, lang = server.store(context.settings), read_code(opened.info.code), opened.secret, context.lang
+    store, code, secret, lang = server.store(context.settings), opened.info.code, opened.secret, context.lang
     a, b = st.columns(2)
-    name = f"attnviz-class-{opened.info.code}"
+    name = f"attnviz-class-{code}"
 
     def results() -> str:
-        return results_csv(opened.info.code, store.students(code, secret), store.answers(code, secret), lang)
+        return results_csv(code, store.students(code, secret), store.answers(code, secret), lang)
 
     a.download_button(t("class.csv"), data=results, file_name=f"{name}.csv", mime="text/csv", key="class_csv",
                       on_click="ignore", icon=":material/download:", width="stretch")  # fmt: skip
@@ -69,7 +69,7 @@ def _downloads(context: Ctx, opened: Opened) -> None:
 
 
 def controls(context: Ctx, opened: Opened) -> None:
-    store, code, secret = server.store(context.settings), read_code(opened.info.code), opened.secret
+    store, code, secret = server.store(context.settings), opened.info.code, opened.secret
     if not opened.info.ended:
         _steps(context, opened)
     _downloads(context, opened)

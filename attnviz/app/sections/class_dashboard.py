@@ -1,11 +1,8 @@
-"""The teacher's dashboard of a class (the teacher link opens it): the code, the join link and
-its QR code; live every REFRESH_S seconds, who has joined and where each is, each question's
-counts with its most common wrong answer beside what the page told it, and a grid of students by
-questions; then the teacher's controls (app/sections/class_controls.py). In projector mode the
-type is large and nothing private is on the screen: no teacher link, no controls, no names.
-
-Every name and answer is a student's text: escaped for Markdown (widgets.escape_md) in the
-tables, which render Markdown."""
+"""The teacher's dashboard of a class: the code, the join link and its QR code; live every
+REFRESH_S seconds, where each student is, each question's counts with its most common wrong answer
+and what the page told it, and a grid of students by questions. In projector mode the type is large
+and nothing private is on the screen: no teacher link, no controls, no names. Names and answers are
+students' text: escaped for Markdown (widgets.escape_md) in the tables, which render it."""
 
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ import urllib.parse
 import pandas as pd
 import streamlit as st
 
-from ...classes import QUESTIONS, Board, read_code, student_label, summarise
+from ...classes import QUESTIONS, Board, student_label, summarise
 from ...lesson import Verdict
 from .. import copy_link
 from ..server import classes as server
@@ -23,7 +20,7 @@ from ..state import Ctx, t
 from ..widgets import escape_md
 from .class_teacher import Opened
 
-__all__ = ["REFRESH_S", "board", "invite", "join_link", "projector"]
+__all__ = ["REFRESH_S", "board", "invite", "projector"]
 
 REFRESH_S = 3
 _URL = re.compile(r"https?://[^\s\"'<>\\]{1,300}")
@@ -49,14 +46,6 @@ def _base(context: Ctx) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def join_link(context: Ctx, code: str) -> str:
-    return f"{_base(context)}/lesson?join={code}"
-
-
-def teacher_link(context: Ctx, opened: Opened) -> str:
-    return f"{_base(context)}/class?class={opened.info.code}&teacher={opened.secret}"
-
-
 def _qr_svg(link: str) -> str:
     import segno
 
@@ -71,7 +60,8 @@ def invite(context: Ctx, opened: Opened) -> None:
         st.html(
             "<style>.stMainBlockContainer{font-size:1.6rem} .st-key-class_code p{font-size:4rem !important}</style>"
         )
-    link = join_link(context, info.code)
+    base = _base(context)
+    link = f"{base}/lesson?join={info.code}"
     left, right = st.columns([3, 2])
     with left:
         st.subheader(escape_md(info.title or t("class.untitled"), limit=120))
@@ -86,7 +76,7 @@ def invite(context: Ctx, opened: Opened) -> None:
     if not big:
         with st.expander(t("class.teacher_link"), icon=":material/key:"):
             st.caption(t("class.teacher_link_help"))
-            copy_link.copy_link(teacher_link(context, opened), key="class_teacher_copy")
+            copy_link.copy_link(f"{base}/class?class={info.code}&teacher={opened.secret}", key="class_teacher_copy")
 
 
 def _told(told: tuple[str, dict[str, str]] | None, lang: str) -> str:
@@ -130,7 +120,7 @@ def board(context: Ctx, opened: Opened) -> None:
     The page calls it after the controls (drawn above them): a fragment's timed rerun landing
     while the page's own run is still going can drop a widget value sent meanwhile
     (streamlit/streamlit#10805, #14064), so the controls are registered before the first tick."""
-    store, code = server.store(context.settings), read_code(opened.info.code)
+    store, code = server.store(context.settings), opened.info.code
     try:
         info = store.teacher(code, opened.secret)
         students, answers = store.students(code, opened.secret), store.answers(code, opened.secret)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from ... import i18n
-from ...classes import ClassInfo, ClassSpec, Refused, read_code, read_token
+from ...classes import ClassInfo, ClassSpec, Refused
 from ...lesson import STEPS
 from ...models.tokens import TextRefused, check_text
 from ...models.unknown_tokens import model_for_language
@@ -40,7 +40,7 @@ def opened(context: Ctx) -> Opened | None:
     if throttled(who):
         return None
     try:
-        info = server.store(context.settings).teacher(read_code(code), read_token(secret))
+        info = server.store(context.settings).teacher(code, secret)  # the store reads both
     except Refused as refused:
         message = t("class.secret_wrong") if refused.reason == "secret" else t("class.no_such_code")
         st.error(wrong(who, message), icon=":material/lock:")

@@ -1,15 +1,10 @@
 """A student's side of a class, on the lesson page: joining (the join link's code, or one typed),
-the class's banner, the sentence and model the teacher chose, steps the teacher has not opened,
-and every checked answer kept (attnviz/classes) before the page says "saved".
-
-The student's place is in their link (`?class=CODE&student=TOKEN`), so a reload or a later visit
-goes on where they were; the share link never carries it (urls.CLASS_KEYS). The page reads the
-class again at each run (any answer, or the banner's "check for new steps"), so steps the
-teacher opened or closed show at the student's next step. Not on a timer: a fragment's timed
-rerun on this page made Streamlit 1.67 drop the next answer the student sent (the widget states of
-the rest of the page are let go at a fragment-only run: streamlit/streamlit#10805, #14064;
-bench/results_class.md), and a whole-page rerun every few seconds for every student costs the
-server more than the class's answers do.
+the class's banner, the teacher's sentence and model, steps not yet opened, and every checked
+answer kept (attnviz/classes) before the page says "saved". The student's place is in their link
+(`?class=CODE&student=TOKEN`; never in a share link: urls.CLASS_KEYS), so a reload goes on where
+they were. The class is read again at each run, not on a timer: a fragment's timed rerun here made
+Streamlit drop the next answer sent (streamlit/streamlit#10805, #14064), and a whole-page rerun
+every few seconds for every student costs the server more than the class's answers do.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The guided lesson page: the sentence read by the language's model (e5-small for Chinese,
-MiniLM for English), the pronoun it follows, the head steps 2-3 show, what the pronoun refers to
-(the student's word, or the lesson example's own) and the heads that link the two
-(attnviz/lesson.py), six steps (app/sections/lesson_steps.py) and the printable handout.
-
-Every answer widget's key ends with the sentence's signature (`Lesson.key`), so a new sentence,
-model or language shows fresh questions and the handout records only its own sentence's
-answers. Everything heavy goes through the app's caches, so an answer changed reruns no model."""
+MiniLM for English), the facts of its steps (attnviz/lesson), and the printable handout. Every
+answer widget's key ends with the sentence's signature (`Lesson.key`), so a new sentence, model or
+language shows fresh questions and the handout records only its own sentence's answers. Everything
+heavy goes through the app's caches, so a changed answer reruns no model."""
 
 from __future__ import annotations
 
@@ -55,11 +52,6 @@ class Lesson:
         return f"lesson_a_{step}_{self.signature}"
 
 
-def lesson_model(context: Ctx) -> str:
-    """The model of the interface language (e5-small for Chinese), among the offered ones."""
-    return model_for_language(context.lang, list(context.settings.model_choices))
-
-
 def fields(facts: Facts, lang: str) -> dict[str, str]:
     """The steps' text fields, escaped for Markdown (tokens are visitor text)."""
     return {name: escape_md(value, limit=60) for name, value in lesson.step_fields(facts, lang).items()}
@@ -69,7 +61,8 @@ def prepare(context: Ctx, text: str, model: str | None = None) -> Lesson | None:
     """Load the lesson's model (`model`, a class's; else the language's), analyse the sentence,
     find the pronoun and the head steps 2-3 show. None (after a readable message) when the text
     cannot be analysed."""
-    got = subject.analysis(context, text, model or lesson_model(context), tokens=False)  # step 1 lists the tokens
+    model = model or model_for_language(context.lang, list(context.settings.model_choices))
+    got = subject.analysis(context, text, model, tokens=False)  # step 1 lists the tokens
     if got is None:
         return None
     loaded, clean, att = got.loaded, got.text, got.att
@@ -142,17 +135,13 @@ def with_norms(context: Ctx, run: Lesson) -> Lesson:
     return dataclasses.replace(run, facts=dataclasses.replace(run.facts, norm_row=row / total))
 
 
-def facts_of(run: Lesson, step: str) -> Facts | None:
-    """The facts a step's question is checked against: steps 1-3 and the referent question read
-    the head chosen without a referent, steps 4-6 the heads linking the query to it."""
-    return run.look if step in ("tokens", "one_head", "all_heads", "referent") else run.facts
-
-
 def answers(run: Lesson, lang: str) -> dict[str, Answer]:
     """The visitor's answers to this sentence so far, as they saw them, with their checks."""
     session, out = st.session_state, {}
     for step in QUESTIONS:
-        value, facts = session.get(run.key(step)), facts_of(run, step)
+        # steps 1-3 and the referent read the head chosen without a referent, steps 4-6 the linked heads
+        facts = run.look if step in ("tokens", "one_head", "all_heads", "referent") else run.facts
+        value = session.get(run.key(step))
         if value is None or facts is None:
             continue
         if step == "referent":

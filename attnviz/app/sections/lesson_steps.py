@@ -5,8 +5,9 @@ answer after a second. Step 4 first asks for the referent ("lesson_q_referent").
 
 from __future__ import annotations
 
+import contextlib
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import plotly.graph_objects as go
@@ -25,12 +26,21 @@ THUMB = 32  # as the explorer's all-heads grid
 Widget = Callable[[str, str], object]  # (label, key) -> the answer, None until one is given
 
 
-def _heading(i: int, step: str, f: dict[str, str]) -> None:
-    st.subheader(t("lesson.step_title", i=i, total=len(STEPS), title=t(f"lesson.{step}.title", **f)))
-
-
 def _look(step: str, f: dict[str, str], key: str | None = None) -> None:
     st.markdown(f"**{t('lesson.look_label')}** · {t(key or f'lesson.{step}.look', **f)}")
+
+
+@contextlib.contextmanager
+def _box(i: int, step: str, context: Ctx, run: Lesson) -> Iterator[bool]:
+    """The step's container with its title; yields whether the step is shown (in a class, one
+    the teacher has not opened gets a line that says so instead)."""
+    with st.container(key=f"lesson_step_{step}", border=True):
+        name = t(f"lesson.{step}.title", **fields(run.look, context.lang))
+        st.subheader(t("lesson.step_title", i=i, total=len(STEPS), title=name))
+        closed = classroom.closed(step)
+        if closed:
+            st.info(t("class.step_closed"), icon=":material/lock:")
+        yield not closed
 
 
 def _verdict(context: Ctx, run: Lesson, step: str, value: object, verdict: Verdict, facts: Facts) -> bool:
@@ -52,16 +62,6 @@ def _verdict(context: Ctx, run: Lesson, step: str, value: object, verdict: Verdi
         label = lesson.answer_label("one_head" if step == "referent" else step, value, facts, context.lang)
         classroom.record(context, run.signature, run.text, step, label, verdict.right, shown)
     return told
-
-
-def _closed(i: int, step: str, context: Ctx, run: Lesson) -> bool:
-    """In a class, a step the teacher has not opened: its title and a line that says so."""
-    if not classroom.closed(step):
-        return False
-    with st.container(key=f"lesson_step_{step}", border=True):
-        _heading(i, step, fields(run.look, context.lang))
-        st.info(t("class.step_closed"), icon=":material/lock:")
-    return True
 
 
 def _ask(context: Ctx, run: Lesson, step: str, facts: Facts, widget: Widget) -> None:
@@ -102,18 +102,18 @@ def _count(label: str, key: str) -> object:
 def _step(
     i: int, step: str, context: Ctx, run: Lesson, facts: Facts, picture: Callable[[], object], widget: Widget
 ) -> None:
-    if _closed(i, step, context, run):
-        return
-    with st.container(key=f"lesson_step_{step}", border=True):
+    with _box(i, step, context, run) as shown:
+        if not shown:
+            return
         f = fields(facts, context.lang)
-        _heading(i, step, f)
         if step == "tokens":  # the first screen: the text beside its picture
             left, right = st.columns([3, 2])
             with left:
                 _look(step, f)
             with right:
                 picture()
-            _tokens(run.att.tokens)
+            with st.container(key="tokens"):  # literal text (app/literal.py) without their count: step 1 asks it
+                literal.literal(widgets.TOKEN_SEPARATOR.join(run.att.tokens))
         else:
             _look(step, f)
             picture()
@@ -122,12 +122,9 @@ def _step(
 
 def _waiting(i: int, step: str, context: Ctx, run: Lesson) -> None:
     """A step that follows the referent's heads, before the referent is said."""
-    if _closed(i, step, context, run):
-        return
-    with st.container(key=f"lesson_step_{step}", border=True):
-        f = fields(run.look, context.lang)
-        _heading(i, step, f)
-        st.info(t("lesson.after_referent", **f), icon=":material/arrow_upward:")
+    with _box(i, step, context, run) as shown:
+        if shown:
+            st.info(t("lesson.after_referent", **fields(run.look, context.lang)), icon=":material/arrow_upward:")
 
 
 def _referent(context: Ctx, run: Lesson) -> Lesson:
@@ -153,10 +150,9 @@ def _referent(context: Ctx, run: Lesson) -> Lesson:
 def _pronoun(context: Ctx, run: Lesson) -> Lesson:
     """Step 4: the referent, then which heads link the query to it."""
     lang = context.lang
-    if _closed(4, "pronoun", context, run):
-        return run
-    with st.container(key="lesson_step_pronoun", border=True):
-        _heading(4, "pronoun", fields(run.look, lang))
+    with _box(4, "pronoun", context, run) as shown:
+        if not shown:
+            return run
         run = _referent(context, run)
         if run.facts is None:
             return run
@@ -210,12 +206,6 @@ def _tokens_picture(context: Ctx, att: Attention) -> None:
     )
     fig.update_layout(height=260, showlegend=False, margin={"t": 40})
     charts.chart(fig, key="lesson_chart_tokens")
-
-
-def _tokens(tokens: list[str]) -> None:
-    """The tokens as literal text (app/literal.py), without their count: step 1 asks it."""
-    with st.container(key="tokens"):
-        literal.literal(widgets.TOKEN_SEPARATOR.join(tokens))
 
 
 def _switch_picture(context: Ctx, run: Lesson) -> None:
