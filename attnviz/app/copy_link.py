@@ -1,7 +1,6 @@
-"""The share link with a copy button: a tiny v2 component in the page, not `st.code` and its
-highlighter chunk. The link shows as selectable text in a `<code>` (`.st-key-share_link code`),
-set as textContent only; the button copies it with navigator.clipboard (a selection and "copy"
-outside a secure context)."""
+"""The share link with a copy button: a tiny v2 component, not `st.code` and its highlighter
+chunk. The link is set as textContent only (`.st-key-share_link code`).
+"""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The heads a visitor has switched off, and the clicks that change them.
-
-One set per session, for one model, in plain session keys (a widget's key is dropped on a page
-that does not draw it), shared by the explorer and the Explain page. Beside it, in `state.KEPT`:
-what a switched-off head gives ("zero" or "mean") and whether a grid click switches heads.
+"""The heads a visitor has switched off, and the clicks that change them: one set per session, for
+one model, in plain session keys (a widget's key is dropped on a page that does not draw it),
+shared by the explorer and the Explain page.
 """
 
 from __future__ import annotations

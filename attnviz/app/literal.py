@@ -1,8 +1,7 @@
-"""Text shown as it is, without `st.code`, whose 1.5 MB highlighter chunk every page would load.
-
-`literal` shows a text monospaced, wrapped and exact in a `<pre><code>` via `st.html`, every
-character `html.escape`d, so a visitor's `<script>` or `**bold**` stays inert text; `text_of`
-reads it back from such an element's body (tests, AppTest)."""
+"""Text shown as it is, monospaced, wrapped and exact, in a `<pre><code>` via `st.html`, every
+character escaped; not `st.code`, whose 1.5 MB highlighter chunk every page would load.
+`text_of` reads it back (tests, AppTest).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Which model reads the visitor's text: the explorer's notice when the model cannot read part
-of it (unknown tokens), with what that means and which offered model reads it (attnviz/unknown.py
-does the counting and picks each interface language's model)."""
+"""Which model reads the visitor's text: the explorer's notice when the model cannot read part of
+it (unknown tokens), and the offered model that does (models/unknown_tokens.py counts).
+"""
 
 from __future__ import annotations
 

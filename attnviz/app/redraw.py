@@ -1,10 +1,7 @@
-"""Figures as the browser draws them cheaply: many straight lines as one SVG path.
-
-plotly.js draws every unbroken run of a line trace as its own SVG <path> (the head view's 4,096
-links at 512 tokens: about 4,000 DOM nodes; bench/bench_browser.py). A layout shape of type
-"path" ("M x0,y0 L x1,y1 M ...", data coordinates) draws the same segments as one element, with
-the trace's colour, width, opacity, legend name and group, so the legend still toggles them.
-Only lines with nothing to hover ("hoverinfo": "skip") become shapes; markers stay traces.
+"""Figures as the browser draws them cheaply: plotly.js draws every unbroken run of a line trace
+as an SVG <path> of its own (the head view at 512 tokens: about 4,000 DOM nodes), while a layout
+shape of type "path" draws the same segments as one element, with the trace's colour, width,
+opacity, legend name and group. Only lines with nothing to hover become shapes.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Streamlit's internals: the one module of attnviz that reaches past the public `streamlit` API.
-
-Streamlit promises none of these; each is listed in `INTERNALS` with what needs it, and
-tests/test_streamlit_adapter.py fails naming the one a release moved. The app runs on
-Streamlit 1.66.1 and 1.67.0 (.ci/run runs the fast lane on both). Besides `INTERNALS`: the query
-limits (`QUERY_MAX`, `FIELDS_MAX`; underscored up to 1.66), the frontend build's entry module and
-lazily loaded chunks (`ENTRY_MODULE`, `build_file`), the "streamlit" Plotly template
-(`chart_template`) and the page's surface colours of each frontend (`theme_surfaces`), and the
-types in annotations (`DeltaGenerator`, `StreamlitPage`, `PlotlyState`).
+Each is listed in `INTERNALS` with what needs it, and tests/test_streamlit_adapter.py fails
+naming the one a release moved (the app runs on Streamlit 1.66.1 and 1.67.0). Also here: the query
+limits, the frontend build's entry module and chunks, the "streamlit" Plotly template and each
+frontend's page colours, and the types in annotations.
 """
 
 from __future__ import annotations

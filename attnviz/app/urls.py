@@ -1,8 +1,7 @@
-"""Shared links: what the URL carries (?text=&model=&lang=&layer=&head= and `VIEW_PARAMS`) and
-the strict parsing of every value a link can bring. Anyone writes a link, so nothing here raises:
-a value that cannot be read is refused (named on the page, removed from the link), a number past
-its bound clamped. Lengths are characters after percent-decoding. Every key but the first five
-is optional. Pure functions (no streamlit), tested property-based.
+"""Shared links: what the URL carries (?text=&model=&lang=&layer=&head= and `VIEW_PARAMS`) and the
+strict parsing of every value a link can bring. Anyone writes a link, so nothing here raises: a
+value that cannot be read is refused (named on the page, removed from the link), a number past its
+bound clamped. Lengths are characters after percent-decoding. Pure functions, tested property-based.
 """
 
 from __future__ import annotations

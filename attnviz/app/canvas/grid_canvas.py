@@ -1,7 +1,7 @@
 """The explorer's all-heads grid on a canvas: a Streamlit v2 component fed the mosaic
 (views/grid_canvas.py), so the explorer's first screen needs no Plotly code. It mounts in the
-page (`isolate_styles=False`), found under `.st-key-<key> [data-attnviz-grid]`; a click comes
-back as the "click" trigger value {"layer": l, "head": h}, read by `heads_off.grid_pick`.
+page, under `.st-key-<key> [data-attnviz-grid]`; a click comes back as the "click" trigger value
+{"layer": l, "head": h}, read by `heads_off.grid_pick`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The explorer's heatmap on a canvas: a Streamlit v2 component fed the float32 map
 (views/token_canvas.py), with exact hover, drag-to-zoom and double-click for the whole map;
-Plotly's figure of the same map is 1.5 MB at 512 tokens. It mounts in the page
-(`isolate_styles=False`), found under `.st-key-<key> [data-attnviz-map]`; with `on_click` a click
-on a cell comes back as the "click" trigger value {"i": row, "j": column} (sections/why.py).
+Plotly's figure of the same map is 1.5 MB at 512 tokens. It mounts in the page, under
+`.st-key-<key> [data-attnviz-map]`; with `on_click`, a click on a cell comes back as the "click"
+trigger value {"i": row, "j": column}.
 """
 
 from __future__ import annotations

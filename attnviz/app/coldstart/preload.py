@@ -1,10 +1,6 @@
-"""The browser's early fetch of Streamlit's lazily loaded chart and component code.
-
-Plotly's chart module (4.7 MB) is otherwise fetched only when the first chart's data arrives,
-and its compile holds the browser's main thread for a second or more on a busy machine; so a
-page starts it once its first screen is out. The explorer's first screen is canvases (v2
-components), so it fetches only the component code. A Streamlit whose build has no such file
-name gets no script.
+"""The browser's early fetch of Streamlit's lazily loaded chart or component code, once a page's
+first screen is out: Plotly's chart module (4.7 MB) otherwise loads with the first chart's data,
+and its compile holds the browser's main thread for a second or more.
 """
 
 from __future__ import annotations

@@ -93,13 +93,11 @@ def clear() -> None:
         _RUN_CPU.clear()
 
 
-# What a run will cost is what its visitor's last runs cost: the CPU seconds of the run's own
-# thread (time.thread_time: a pause or a wait costs none), the lower median of the last
-# RECENT_RUNS, so a page's first run (0.1-0.6 CPU-s: every widget built) does not make the next
-# sentence heavy, and two long texts in a row make the next run heavy. A visitor with no measured
-# run counts as heavy (a cookie-less flooder's tabs are all unmeasured). A cheap run (a short
-# sentence's page: 0.04-0.2 CPU-s on MiniLM) holds little memory and is over soon; what that buys
-# it is in budget.py (`_View.light`: not for a visitor who has cost far more than the others).
+# What a run will cost is what its visitor's last runs cost: the lower median of the CPU seconds
+# of their last RECENT_RUNS' own threads (a pause or a wait costs none), so a page's first run
+# (every widget built) does not make the next sentence heavy, and two long texts in a row do. A
+# visitor with no measured run counts as heavy (a cookie-less flooder's tabs are all unmeasured);
+# what a cheap run buys is in budget.py (`_View.light`).
 CHEAP_RUN_S = 0.25
 CPU_HORIZON_S = 0.5
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
