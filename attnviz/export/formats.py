@@ -1,6 +1,5 @@
-"""Exports: figures as self-contained HTML (Plotly JS inlined, works offline) or PNG/SVG, and the
-numbers as CSV / NPZ / JSON, each with the settings that produced them. Everything a visitor typed
-is hostile here, and every export is opened later, somewhere else.
+"""Exports: figures as offline HTML or PNG/SVG, the numbers as CSV / NPZ / JSON, each with the
+settings that produced them. Everything a visitor typed is hostile here.
 """
 
 from __future__ import annotations

@@ -33,11 +33,9 @@ FOCUS_COLOR = "#EF553B"
 
 
 def figure(data: list[Json], layout: Json) -> go.Figure:
-    """The Figure of plain trace and layout dicts, stored as given: validating them is the views'
-    largest cost (bench/results_views.md). `_validate=False` is plotly's own switch
-    (plotly/plotly.py#2403 and #1812; plotly.io loads its templates so); it is turned back on once
-    the figure exists, so the caller's later edits are validated as on any Figure. The tests keep
-    our own dicts valid: every view's JSON loads into a validating go.Figure and comes back unchanged."""
+    """The Figure of plain trace and layout dicts, stored unvalidated (validating is the views'
+    largest cost; plotly.io loads its templates so); validation is back on for the caller's later
+    edits. The tests keep our dicts valid: every view's JSON loads unchanged into a validating Figure."""
     fig = go.Figure({"data": data, "layout": layout}, _validate=False)
     fig._validate = fig.layout._validate = True
     for trace in fig.data:
@@ -81,10 +79,9 @@ BAR_LEN_PX = 220
 
 
 def colorbar_under(title: str, x: float = 0.5) -> Json:
-    """A colour bar lying along the bottom edge of the figure, centred at `x` (paper) under a
-    square map: such a map is centred in its domain at a width the server does not know, so a bar
-    standing at the domain's edge ends up far from it on a wide screen. The figure keeps
-    `BAR_ROOM_PX` for it in its bottom margin (`margins.fit_margins(..., below=BAR_ROOM_PX)`)."""
+    """A colour bar lying along the figure's bottom edge, centred at `x` (paper): a square map is
+    centred at a width the server does not know, so a bar standing beside it can end up far from it.
+    The figure keeps `BAR_ROOM_PX` for it in its bottom margin (`margins.fit_margins(below=...)`)."""
     return {
         "title": {"text": title, "side": "right"},  # plotly.js drew a "top" title over a lying bar
         "orientation": "h",
@@ -137,12 +134,8 @@ def tick_step(n: int, max_labels: int = MAX_TICK_LABELS) -> int:
 
 
 def token_axis(tokens: Sequence[str]) -> tuple[list[str], Json]:
-    """Unique category keys for a token axis, and the axis settings that label it with tokens.
-
-    Plotly merges equal category labels and tokens repeat ("the" twice), so keys are
-    "token (i)": repeated tokens stay separate rows and hover still names the token. Tick text
-    is the bare token, thinned to every k-th beyond MAX_TICK_LABELS tokens. Both are escaped.
-    """
+    """Unique category keys "token (i)" for a token axis (Plotly merges equal categories), and the
+    axis settings that label it with the bare tokens, every k-th beyond MAX_TICK_LABELS; escaped."""
     shown = [escape(tok) for tok in tokens]
     keys = [f"{s} ({i})" for i, s in enumerate(shown)]
     step = tick_step(len(keys))
@@ -174,11 +167,8 @@ def colour(values: np.ndarray, zmin: float | None, zmax: float | None) -> Json:
 
 
 def segments(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Straight segments as one polyline broken by NaN (float32), so one trace draws them all.
-
-    NaN in a typed array breaks a Plotly line as None does in a list (checked in Chromium with
-    the plotly.js that plotly 7.1 bundles), and arrays serialise far faster than long lists.
-    """
+    """Straight segments as one float32 polyline broken by NaN (as None breaks a list), so one
+    trace draws them all; arrays serialise far faster than long lists."""
     return polylines(np.column_stack([x0, x1]), np.column_stack([y0, y1]))
 
 

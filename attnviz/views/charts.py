@@ -34,11 +34,8 @@ def token_bars(
     *,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """Grouped bars over the tokens, one series per method (raw attention, rollout, flow, ...).
-
-    `highlight=i` shades token i (the query being explained, say). `title` and the series names
-    are the caller's words, shown as given; tokens are escaped.
-    """
+    """Grouped bars over the tokens, one series per method; `highlight=i` shades token i. `title`
+    and the series names are the caller's words, shown as given; tokens are escaped."""
     keys, axis = token_axis(tokens)
     data: list[Json] = []
     hover = t("fig.hover_value", lang, label="%{x}", value="%{y:.4f}")
@@ -84,12 +81,9 @@ def token_focus(
     title: str | None = None,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """Every (layer, head) ranked by how much `query` attends to `key`, strongest at the top.
-
-    "Which heads link 'it' to 'animal'?" Bars carry customdata [layer, head] (clickable).
-    A dotted line marks 1/n, what a head that looks everywhere equally would give.
-    `title` replaces the heading, not the note.
-    """
+    """Every (layer, head) ranked by how much `query` attends to `key`, strongest at the top; bars
+    carry customdata [layer, head]. A dotted line marks 1/n, what a uniform head would give.
+    `title` replaces the heading, not the note."""
     n = att.n_keys
     if not (0 <= query < att.n and 0 <= key < n):
         raise IndexError(f"query {query} / key {key} outside 0..{att.n - 1} / 0..{n - 1}")
@@ -129,11 +123,8 @@ def token_focus(
 def cost_sweep(
     rows: Sequence[Mapping[str, float]], *, title: str | None = None, lang: str = DEFAULT_LANGUAGE
 ) -> go.Figure:
-    """Time and memory against sequence length on log-log axes, each with an n^2 reference line.
-
-    rows: dicts with "n", "forward_s", "figures_s", "mb" (any of the last three may be missing).
-    The dotted n^2 line passes through the largest measurement: parallel lines mean O(n^2).
-    """
+    """Time and memory against sequence length, log-log, each with a dotted n^2 line through the
+    largest measurement. rows: dicts with "n", "forward_s", "figures_s", "mb" (the last three optional)."""
     data = sorted(rows, key=lambda r: r["n"])
     panels = (
         ("fig.cost_time", (("forward_s", "fig.cost_forward"), ("figures_s", "fig.cost_figures"))),

@@ -1,8 +1,6 @@
-"""Views of a whole corpus: a per-head statistic with its spread (`corpus_grid`) and the
-query-key atlas of one head (`query_key_atlas`, after AttentionViz).
-
-The atlas draws with WebGL (Scattergl) from float32 typed arrays, so tens of thousands of points
-stay fluid; `atlas_pick` reads a click back to its text.
+"""Views of a whole corpus: a per-head statistic with its spread (`corpus_grid`) and the query-key
+atlas of one head (`query_key_atlas`, after AttentionViz), drawn with WebGL so tens of thousands
+of points stay fluid.
 """
 
 from __future__ import annotations

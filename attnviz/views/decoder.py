@@ -1,10 +1,6 @@
-"""What a decoder adds to the views: which query heads share keys and values (marks on the
-all-heads grid, a note on the heatmap), the rotary distance chart, and the next-word and logit
-lens tables as plain rows (the app shows them as tables; tokens are data, never markup).
-
-Grouped-query attention (Ainslie et al. 2023): query head h reads key/value head
-`att.kv_heads[h]`. In the grid each group's columns are outlined in one colour and every head's
-tick names its key/value head."""
+"""What a decoder adds to the views: which query heads share a key/value head (grouped-query
+attention, Ainslie et al. 2023: marks on the all-heads grid, a note on the heatmap), the rotary
+distance chart, and the next-word and logit lens tables as plain rows (tokens are data, never markup)."""
 
 from __future__ import annotations
 

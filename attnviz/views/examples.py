@@ -1,6 +1,5 @@
-"""Example pictures for the first screen of pages whose own charts need a run first: the
-Caveats page's method agreement (the faithfulness benchmark's bundled averages) and the Training
-lab's "the map a head must learn" (the task's own probe, no model).
+"""Example pictures for the first screen of pages whose own charts need a run first: the bundled
+method agreement (Caveats) and the map a head must learn on the task's probe (Training lab).
 """
 
 from __future__ import annotations

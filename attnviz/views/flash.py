@@ -1,7 +1,6 @@
-"""Figures of the lab's FlashAttention walk (attnviz/lab/flash.py): the n x n score
-matrix cut into tiles with the step's tile outlined and the tiles already done shaded, and the
-tiled result beside plain attention. Data in, figure out; plus the plain reference it is checked
-against and the seeded example used when the sentence is too long to walk."""
+"""Figures of the lab's FlashAttention walk (attnviz/lab/flash.py): the score matrix in tiles, the
+step's outlined and those done shaded, and the tiled result beside plain attention; plus that
+plain reference and the seeded example walked when the sentence is too long."""
 
 from __future__ import annotations
 

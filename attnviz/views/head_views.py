@@ -1,8 +1,5 @@
-"""bertviz-style head view: queries on the left, keys on the right, a line per (query, key) link.
-
-Line opacity follows the weight, binned into LINK_LEVELS: a Plotly trace has one opacity, so each
-head draws one trace per level it reaches (all its segments NaN-broken in one polyline), in its
-own colour with one legend entry.
+"""bertviz-style head view: queries on the left, keys on the right, a line per (query, key) link,
+its opacity binned by weight (LINK_LEVELS): a trace has one opacity, so a head draws a trace a level.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Figures of a training run: loss and accuracy as it learns (`training_curves`), every head's
-map on the probe input at each snapshot with a slider and a play button (`snapshot_grid`), and
-the head scores over time (`head_score_curves`). Data in (numpy, `Attention`), figure out: no
-dependency on attnviz.training.
+"""Figures of a training run: loss and accuracy (`training_curves`), every head's map on the probe
+at each snapshot with a slider (`snapshot_grid`), and the head scores over time (`head_score_curves`).
+Data in, figure out: no dependency on attnviz.training.
 """
 
 from __future__ import annotations

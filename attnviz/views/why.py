@@ -1,8 +1,6 @@
 """Why a head looks there, as the page shows it: the parts of one score (`explain.score_sources`)
-named in the visitor's language, the top parts on each side with their share, the part-by-part
-matrix cut to the top k x k with the rest summed as "other", and the numbers a head's card reads
-off its attention (the tokens it reads most, the later head whose map moves most when it is
-switched off). Words come from the catalogue (why.json)."""
+named in the visitor's language, the top parts a side, the part-by-part matrix cut to the top k x k
+with the rest summed as "other", and the numbers a head's card reads off its attention."""
 
 from __future__ import annotations
 
