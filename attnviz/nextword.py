@@ -96,7 +96,7 @@ def next_tokens(model: Runner, text: str, k: int = 10, max_tokens: int | None = 
     names = model.vocab_strings(cands)
     starts = [piece_bytes(s) for s in names]
     open_ = {i: data for i, data in enumerate(starts) if data is not None and missing_bytes(data) > 0}
-    done = _complete(model, text, {i: cands[i] for i in open_}, open_, max_tokens) if open_ else {}
+    done = _complete(model, text, {i: (cands[i], data) for i, data in open_.items()}, max_tokens) if open_ else {}
     out = []
     for i, (name, p, data) in enumerate(zip(names, probs.tolist(), starts, strict=True)):
         if data is None:
@@ -108,13 +108,13 @@ def next_tokens(model: Runner, text: str, k: int = 10, max_tokens: int | None = 
 
 
 def _complete(
-    model: Runner, text: str, ids: dict[int, int], starts: dict[int, bytes], max_tokens: int | None
+    model: Runner, text: str, starts: dict[int, tuple[int, bytes]], max_tokens: int | None
 ) -> dict[int, bytes]:
-    """For each piece (by its place among the candidates): its bytes and the continuation bytes
-    that end its last character, the likeliest the model writes after it at each step (greedy);
-    left out when none of the `LOOK` likeliest continues it, or the runner keeps no cache.
-    The pieces take turns over the text's one KV cache (cut back after each), not a copy each:
-    a decoder's cache is tens of MB at a few hundred tokens."""
+    """For each piece (by its place among the candidates: its id and bytes): its bytes and the
+    continuation bytes that end its last character, the likeliest the model writes after it at
+    each step (greedy); left out when none of the `LOOK` likeliest continues it, or the runner
+    keeps no cache. The pieces take turns over the text's one KV cache (cut back after each), not
+    a copy each: a decoder's cache is tens of MB at a few hundred tokens."""
     import torch
 
     from .models.threads import cpu_threads_for
@@ -122,42 +122,36 @@ def _complete(
     hf = getattr(model, "hf_model", None)
     if hf is None:
         return {}
-    data = dict(starts)
     done: dict[int, bytes] = {}
     enc = model.encode(text, max_tokens)
     n = int(enc.inputs["input_ids"].shape[1])
     with model.gate.interactive(), torch.inference_mode():
         with cpu_threads_for(n, model.device):
             cache = hf(**enc.inputs, use_cache=True, return_dict=True).cache
-        for i in starts:  # one piece at a time over the one cache, cut back to the text after each
-            step = ids[i]
+        for i, (step, data) in starts.items():
             for _ in range(3):  # a UTF-8 character has at most 4 bytes: 3 more pieces at most
                 inputs = torch.tensor([[step]], device=model.device)
                 mask = torch.ones((1, cache.get_seq_length() + 1), dtype=torch.long, device=model.device)
                 with cpu_threads_for(1, model.device):  # one new token: one thread (models/threads.py)
                     out = hf(input_ids=inputs, attention_mask=mask, cache=cache, use_cache=True, return_dict=True)
-                step = _continue(
-                    model, model.unembed(out.last_hidden_state[0, -1]).float().cpu().numpy(), data, done, i
-                )
-                if i in done:
+                logits = model.unembed(out.last_hidden_state[0, -1]).float().cpu().numpy()
+                step, more = _continuation(model, logits, missing_bytes(data))
+                data += more
+                if not more or missing_bytes(data) == 0:
                     break
-            done.setdefault(i, b"")
+            if more and missing_bytes(data) == 0:
+                done[i] = data
             cache.crop(n - cache.get_seq_length())  # transformers 5: minus the tokens to drop
-    return {i: d for i, d in done.items() if d}
+    return done
 
 
-def _continue(model: Runner, logits: np.ndarray, data: dict[int, bytes], done: dict[int, bytes], i: int) -> int:
-    """The likeliest token that continues piece i's last character: its bytes are added to
-    data[i] (and data[i] moved to `done` once the character is whole; b"" when none fits)."""
-    need = missing_bytes(data[i])
+def _continuation(model: Runner, logits: np.ndarray, need: int) -> tuple[int, bytes]:
+    """The likeliest of the `LOOK` best tokens that continues a character needing `need` more
+    bytes, and the bytes it adds; (0, b"") when none does."""
     best = np.argsort(-logits)[:LOOK].tolist()
     for cand, name in zip(best, model.vocab_strings(best), strict=True):
         more = piece_bytes(name)
         more = (name.encode("utf-8") if more is None else more)[:need]
         if more and all(0x80 <= b < 0xC0 for b in more):  # UTF-8 continuation bytes only
-            data[i] += more
-            if missing_bytes(data[i]) == 0:
-                done[i] = data[i]
-            return int(cand)
-    done[i] = b""
-    return 0
+            return int(cand), more
+    return 0, b""
