@@ -1,26 +1,16 @@
 """How heads compose through the residual stream (Elhage et al. 2021, "A Mathematical Framework
-for Transformer Circuits", section "Virtual Attention Heads" / composition scores).
-
-With column vectors, head h's score is x_q^T W_QK x_k (W_QK = W_Q^T W_K, d x d) and its output
-W_OV x (W_OV = W_O^h W_V, d x d). An earlier head A writes W_OV^A x into the stream that a
-later head B reads; the three ways it can matter, each a number in [0, 1]:
+for Transformer Circuits", composition scores). Head h scores x_q^T W_QK x_k (W_QK = W_Q^T W_K)
+and writes W_OV x (W_OV = W_O^h W_V); an earlier head A writes into what a later head B reads:
 
     Q-composition   ||W_QK^B^T W_OV^A||_F / (||W_QK^B||_F ||W_OV^A||_F)   A writes B's queries
     K-composition   ||W_QK^B   W_OV^A||_F / (||W_QK^B||_F ||W_OV^A||_F)   A writes B's keys
     V-composition   ||W_OV^B   W_OV^A||_F / (||W_OV^B||_F ||W_OV^A||_F)   A writes B's values
 
-With grouped heads W_K and W_V are the key/value head the query head reads. The norm each head
-reads through is folded into its W_Q, W_K, W_V as TransformerLens folds LayerNorm: RMSNorm's
-weight, or LayerNorm's gamma and its centring (W diag(gamma) (I - 11^T / d)); biases and the
-LayerNorms between a post-LN encoder's layers are left out, as in the paper.
-
-Each product has rank <= the head width hs, so its norm is that of an hs x hs matrix:
-||K^T Q O V||_F = ||R_K Q O R_V^T||_F with K^T = Q_K R_K and V^T = Q_V R_V (QR), and the
-products for every earlier head are one matrix product a layer, in float32 (norms in float64).
-Cost: about 3 L^2 H^2 hs^2 d / 2 multiply-adds (SmolLM2: 1.3e11).
-
-On a sentence, `composing_heads` reads the same link off `score_sources`: the share of B's score
-that passes through A's output on the query side, the key side, or either.
+Grouped heads use the key/value head each query head reads. The input norm is folded into W_Q,
+W_K, W_V as TransformerLens folds LayerNorm (RMSNorm's weight, or LayerNorm's gamma and
+centring); biases and a post-LN encoder's LayerNorms between layers are left out, as in the
+paper. Each product has rank <= hs, so its norm is taken on hs x hs factors (`_factors`): about
+3 L^2 H^2 hs^2 d / 2 multiply-adds (SmolLM2: 1.3e11), float32 products, float64 norms.
 """
 
 from __future__ import annotations
@@ -35,7 +25,7 @@ from torch import nn
 from ..models import Runner
 from ..models.prenorm_parts import PreNormParts
 from .decompose import kv_heads
-from .residual_parts import attention_layers
+from .prenorm import attention_layers
 from .sources import ScoreSources
 
 COMPOSITION_KINDS = ("q", "k", "v")
@@ -62,44 +52,15 @@ class Composition:
         return [(int(a // scores.shape[1]), int(a % scores.shape[1]), float(scores.flat[a])) for a in order]
 
 
-@dataclass(frozen=True)
-class _Heads:
-    """One layer's per-head weights, float64, the input norm folded in: q (H, hs, d), k and v
-    (H, hs, d) (the key/value head each query head reads), o (H, d, hs)."""
-
-    q: torch.Tensor
-    k: torch.Tensor
-    v: torch.Tensor
-    o: torch.Tensor
-
-
-def _folded(w: torch.Tensor, norm: nn.Module | None) -> torch.Tensor:
-    """w (..., d) reading x through `norm`: times RMSNorm's weight or LayerNorm's gamma, and
-    LayerNorm's centring (each row less its mean)."""
-    if norm is None or isinstance(norm, nn.Identity):
-        return w
+def _split(linear: nn.Linear, head_dim: int, norm: nn.Module | None) -> torch.Tensor:
+    """(heads, hs, d) float64: a projection's rows per head reading x through `norm`, folded in
+    (times RMSNorm's weight or LayerNorm's gamma, and LayerNorm's centring: each row less its mean)."""
+    w = linear.weight.detach().double()
+    w = w.view(-1, head_dim, w.shape[-1])
     weight = getattr(norm, "weight", None)
     if weight is not None:
         w = w * weight.detach().double()
     return w - w.mean(-1, keepdim=True) if isinstance(norm, nn.LayerNorm) else w
-
-
-def _split(linear: nn.Linear, head_dim: int, norm: nn.Module | None) -> torch.Tensor:
-    """(heads, hs, d): a projection's rows per head, reading through `norm` (folded in)."""
-    w = linear.weight.detach().double()
-    return _folded(w.view(-1, head_dim, w.shape[-1]), norm)
-
-
-def _layer_heads(model: Runner) -> list[_Heads]:
-    _, parts = attention_layers(model)
-    out = []
-    for p in parts:
-        norm = p.norm_attention if isinstance(p, PreNormParts) else None
-        kv = kv_heads(p)
-        o = p.output.weight.detach().double().view(-1, p.n_heads, p.head_dim).permute(1, 0, 2)  # (H, d, hs)
-        q, k, v = (_split(linear, p.head_dim, norm) for linear in (p.query, p.key, p.value))
-        out.append(_Heads(q, k[kv], v[kv], o))
-    return out
 
 
 def _r(w: torch.Tensor) -> torch.Tensor:
@@ -107,12 +68,21 @@ def _r(w: torch.Tensor) -> torch.Tensor:
     return torch.linalg.qr(w.transpose(-1, -2)).R
 
 
-def _factors(h: _Heads) -> tuple[torch.Tensor, torch.Tensor]:
-    """(left (3, H, hs, d), right (H, d, hs)) of one layer: with M = left[kind, B] @ right[A],
+def _factors(model: Runner) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per layer (left (3, H, hs, d), right (H, d, hs)): with M = left[kind, B] @ right[A],
     ||M||_F = ||W_QK^B^T W_OV^A||_F (q), ||W_QK^B W_OV^A||_F (k), ||W_OV^B W_OV^A||_F (v), since
-    ||K^T Q O V||_F = ||R_K Q O R_V^T||_F and so on (R from `_r`)."""
-    left = torch.stack([_r(h.k) @ h.q, _r(h.q) @ h.k, _r(h.o.transpose(-1, -2)) @ h.v])
-    return left, h.o @ _r(h.v).transpose(-1, -2)
+    ||K^T Q O V||_F = ||R_K Q O R_V^T||_F and so on (R from `_r`; k and v the key/value head
+    each query head reads)."""
+    out = []
+    for p in attention_layers(model)[1]:
+        norm = p.norm_attention if isinstance(p, PreNormParts) else None
+        kv = kv_heads(p)
+        o = p.output.weight.detach().double().view(-1, p.n_heads, p.head_dim).permute(1, 0, 2)  # (H, d, hs)
+        q, k, v = (_split(linear, p.head_dim, norm) for linear in (p.query, p.key, p.value))
+        k, v = k[kv], v[kv]
+        left = torch.stack([_r(k) @ q, _r(q) @ k, _r(o.transpose(-1, -2)) @ v])
+        out.append((left, o @ _r(v).transpose(-1, -2)))
+    return out
 
 
 @torch.inference_mode()
@@ -120,7 +90,7 @@ def composition(model: Runner) -> Composition:
     """Q-, K- and V-composition scores of every pair of heads from the weights (module docstring).
     ValueError for a model whose layers cannot be read (neither a pre-norm decoder nor a
     post-LN encoder)."""
-    factors = [_factors(h) for h in _layer_heads(model)]
+    factors = _factors(model)
     L, (_, H, hs, d) = len(factors), factors[0][0].shape
     scores = np.full((3, L, H, L, H), np.nan)
     norms = [(left.square().sum((-1, -2)).sqrt(), right.square().sum((-1, -2)).sqrt()) for left, right in factors]
