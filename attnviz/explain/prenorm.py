@@ -1,23 +1,15 @@
 """One pre-norm decoder layer taken apart (Llama family: RMSNorm before each block, grouped
-heads, causal): what each earlier position j puts into position i's attention-block output.
-
-The attention block writes mid = x + o_proj(attention(RMSNorm(x))), linear in the values; with
-kv(h) the key/value head query head h reads and W_O^h its slice of o_proj (v with its bias):
+heads, causal): what each earlier position j puts into position i's attention-block output,
 
     mid_i = x_i + sum_j sum_h alpha[h,i,j] f_h(x_j) + b_O,    f_h(x_j) = v_kv(h)(x_j) W_O^h
 
-The feed-forward works on each position alone, so the layer's token-to-token map is its
-attention block's. The decomposition of Ferrando and Voita 2024 ("Information flow routes") as
-facebookresearch/llm-transparency-tool implements it (`models/tlens_model.py` `decomposed_attn`,
-`routes/contributions.py` `get_attention_contributions`): parts are every (j, h) vector and the
-residual x_i, proximity ||mid_i||_1 - ||mid_i - part||_1. The tool clips at 1e-5; here at 0
-(ALTI's max(0, .)), so every map is exactly 0 above the diagonal.
-
-    attention   mean over query heads of alpha
-    norm        ||sum_h alpha[h,i,j] f_h(x_j)|| (Kobayashi et al. 2020), no residual
-    alti        the proximities above (per head and token, plus the residual on the diagonal)
-    value_zeroing  token j's value zeroed in every key/value head, the rest of the layer rerun,
-                cosine distance of each position's layer output (Mohebbi et al. 2023)
+kv(h) the key/value head query head h reads, W_O^h its slice of o_proj. The feed-forward works
+on each position alone, so the layer's token-to-token map is its attention block's. ALTI here is
+Ferrando and Voita 2024 ("Information flow routes") as facebookresearch/llm-transparency-tool
+implements it (`models/tlens_model.py` `decomposed_attn`, `routes/contributions.py`
+`get_attention_contributions`): the proximity ||mid_i||_1 - ||mid_i - part||_1 of every (j, h)
+vector and of the residual x_i, clipped at 0 (ALTI's max(0, .); the tool's 1e-5), so every map
+is exactly 0 above the diagonal.
 """
 
 from __future__ import annotations
@@ -32,6 +24,7 @@ import torch
 
 from ..models import Encoded, Progress, Runner
 from ..models.prenorm_parts import PreNormParts
+from ..scratch import LayerParts
 from ._model import in_batches, this_thread
 from .decompose import ByKey, head_sum_norms, transformed
 from .value_zeroing import cosine_distance
@@ -64,20 +57,26 @@ class PreNormRecord(ByKey):
         return torch.zeros_like(self.x[0]) if b is None else b.detach().to(self.x)
 
 
-def is_prenorm(model: Runner) -> bool:
-    """True for a pre-norm decoder (Llama family), False for a post-LN encoder; `layers()`'s
-    ValueError when the model is neither."""
-    if getattr(model, "post_ln_encoder", False):  # known without loading transformers (models/minilm_quick.py)
-        return False
+def attention_layers(model: Runner) -> tuple[str, list[PreNormParts] | list[LayerParts]]:
+    """("prenorm", parts) for a pre-norm decoder (Llama family or the Training lab's), or
+    ("postln", parts) for a post-LN encoder; ValueError for any other layout."""
     try:
-        model.layers()
-        return False
+        return "postln", model.layers()
     except ValueError as not_an_encoder:
         try:
-            model.prenorm_layers()
+            return "prenorm", model.prenorm_layers()
         except ValueError:
-            raise not_an_encoder from None
-        return True
+            raise ValueError(
+                f"model '{model.name}' is neither a pre-norm decoder (Llama family, the Training lab's) nor a "
+                "post-LayerNorm encoder (BERT family): its attention's input cannot be taken apart here"
+            ) from not_an_encoder
+
+
+def is_prenorm(model: Runner) -> bool:
+    """True for a pre-norm decoder (Llama family), False for a post-LN encoder; ValueError for any other layout."""
+    if getattr(model, "post_ln_encoder", False):  # known without loading transformers (models/minilm_quick.py)
+        return False
+    return attention_layers(model)[0] == "prenorm"
 
 
 def rest_of_layer(p: PreNormParts, mid: torch.Tensor) -> torch.Tensor:

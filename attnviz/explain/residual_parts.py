@@ -1,17 +1,11 @@
-"""The residual stream a layer's attention reads, taken apart into what wrote it, at two positions
-(the query's and the key's), from one recorded forward. Float64 throughout.
+"""The residual stream a layer's attention reads, taken apart into what wrote it, at the query's
+and the key's position, from one recorded forward; float64 throughout.
 
-Pre-norm decoders (Llama family, the Training lab's decoder): the stream entering layer l is
-literally a sum, x_l = embed + sum_{m<l} (sum_h head_{m,h} + b_O^m + mlp_m), with
-head_{m,h}(i) = sum_j alpha[h,i,j] f_h(x_j) (decompose.transformed) and mlp_m what the
-feed-forward added (the next layer's input less this one's and the attention output).
-
-Post-LN encoders (BERT, MiniLM, the scratch encoder): x_{m+1} = LN2(mid + FF(mid)),
-mid = LN1(x_m + attn_out). With each LayerNorm's scale frozen at the value it had on that
-position, LN(sum_p v_p) = sum_p gamma * centre(v_p) / s + beta, so every part is carried
-through each LayerNorm (centred, divided by the real s, times gamma) and beta joins the bias
-part; the feed-forward's output, FF(mid), enters as a part of its own, so the sum stays exact
-with nothing linearised.
+Pre-norm decoders: x_l = embed + sum_{m<l} (sum_h head_{m,h} + b_O^m + mlp_m), head_{m,h}(i) =
+sum_j alpha[h,i,j] f_h(x_j), mlp_m the next layer's input less this one's and the attention output.
+Post-LN encoders: with each LayerNorm's scale frozen at its real value on that position,
+LN(sum_p v_p) = sum_p gamma * centre(v_p) / s + beta, so every part is carried through each
+LayerNorm, beta joins the bias part and FF(mid) enters as a part of its own: the sum stays exact.
 """
 
 from __future__ import annotations
@@ -28,25 +22,10 @@ from ..models import Encoded, Runner
 from ..models.prenorm_parts import NoFeedForward, PreNormParts
 from ..scratch import LayerParts
 from .decompose import kv_heads, record_layers, transformed
-from .prenorm import prenorm_trace
+from .prenorm import attention_layers, prenorm_trace
 from .rotary import attention_module, keep_projections, keep_tables
 
 BIAS = "bias"
-
-
-def attention_layers(model: Runner) -> tuple[str, list[PreNormParts] | list[LayerParts]]:
-    """("prenorm", parts) for a pre-norm decoder (Llama family or the Training lab's), or
-    ("postln", parts) for a post-LN encoder; ValueError for any other layout."""
-    try:  # each layout asked once: is_prenorm would ask again for the parts it found
-        return "postln", model.layers()
-    except ValueError as not_an_encoder:
-        try:
-            return "prenorm", model.prenorm_layers()
-        except ValueError:
-            raise ValueError(
-                f"model '{model.name}' is neither a pre-norm decoder (Llama family, the Training lab's) nor a "
-                "post-LayerNorm encoder (BERT family): its attention's input cannot be taken apart here"
-            ) from not_an_encoder
 
 
 def frozen_norm(norm: nn.Module | None, parts: torch.Tensor, actual: torch.Tensor, bias: int | None) -> torch.Tensor:
@@ -106,6 +85,15 @@ class LayerReader:
     k_norm: nn.Module | None = None
     rotate: Any = None  # the model's apply_rotary_pos_emb(q, k, cos, sin)
     cos_sin: tuple[torch.Tensor, torch.Tensor] | None = None  # (1, n, hs) each
+
+    def rows(self, side: int) -> slice:
+        """The head's rows of the query (side 0) or key (side 1) projection."""
+        which = self.head if side == 0 else self.kv_head
+        return slice(which * self.head_dim, (which + 1) * self.head_dim)
+
+    def recorded(self, side: int) -> torch.Tensor:
+        """(hs,): the model's own query (side 0) or key (side 1) projection at that side's position."""
+        return (self.q if side == 0 else self.k)[self.positions[side], self.rows(side)]
 
 
 def _head_outputs(alpha: torch.Tensor, f: torch.Tensor, pos: list[int]) -> torch.Tensor:
@@ -185,8 +173,11 @@ def record_stream(
     seen: dict[str, Any] = {}
     with contextlib.ExitStack() as stack:
         keep_projections(stack, p.query, p.key, seen)
-        attn, rotate = _rotary(model, layer, kind, stack, seen)
+        attn = rotate = None  # the Hugging Face attention module and its rotary function, if any
         if kind == "prenorm":
+            if getattr(model, "hf_model", None) is not None:
+                attn, rotate = attention_module(model, layer)[1:]
+                stack.callback(keep_tables(attn, seen).remove)
             pre = [q for q in parts if isinstance(q, PreNormParts)]
             with model.gate.background(), torch.inference_mode():
                 alphas, traces = prenorm_trace(model, enc.inputs, pre)
@@ -208,13 +199,3 @@ def record_stream(
         cos_sin=seen.get("cos_sin"),
     )  # fmt: skip
     return stream, reader
-
-
-def _rotary(model: Runner, layer: int, kind: str, stack: contextlib.ExitStack, seen: dict[str, Any]) -> tuple[Any, Any]:
-    """(the Hugging Face attention module, its rotary function), recording the (cos, sin) tables
-    it receives; (None, None) for a model without rotary positions."""
-    if kind != "prenorm" or getattr(model, "hf_model", None) is None:
-        return None, None
-    attn, rotate = attention_module(model, layer)[1:]
-    stack.callback(keep_tables(attn, seen).remove)
-    return attn, rotate

@@ -1,23 +1,16 @@
-"""Rotary positions on the visitor's own sentence: how one head's score between two tokens
-changes with their distance, measured from the model's own queries and keys.
-
-With rotary positions (Su et al. 2021) a head's score of query i against key j is
-(R_i q_i) . (R_j k_j) = q_i . R_(j-i) k_j: only the distance is left. One real forward records a
-layer's queries, keys and cos/sin tables, rotates them with the model's own rotary function,
-and averages q_i . k_j * scaling over the pairs the same distance apart (j <= i); the same pairs
-unrotated show what the positions add. The first token, a sink (Xiao et al. 2024), is left out
-by default. The causal softmax of these scores is the head's attention
-(tests/test_decoder_app_rotary.py).
-
-The one place explain/ reaches past the Runner: `hf_model.layers[l].self_attn`, found with
-getattr (any other runner gets a ValueError).
+"""Rotary positions on the visitor's own sentence (Su et al. 2021): a head scores query i against
+key j as (R_i q_i) . (R_j k_j) = q_i . R_(j-i) k_j, so only the distance is left. One real forward
+records a layer's queries, keys and cos/sin tables, rotates them with the model's own rotary
+function and averages q_i . k_j * scaling over the pairs the same distance apart (j <= i); the
+same pairs unrotated show what the positions add. The first token, a sink (Xiao et al. 2024), is
+left out by default. The one place explain/ reaches past the Runner: `hf_model.layers[l].self_attn`
+(found with getattr; any other runner gets a ValueError).
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,11 +90,8 @@ def keep_projections(
     """Keep the first q and k projections (1, n, width) that this thread's pass computes as
     seen["q"] and seen["k"]; closing the stack removes the hooks."""
     for name, module in (("q", query), ("k", key)):
-        stack.callback(module.register_forward_hook(_keeper(seen, name)).remove)
-
-
-def _keeper(seen: dict[str, Any], name: str) -> Callable[..., None]:
-    return this_thread(lambda _m, _args, out: seen.setdefault(name, out))
+        keep = this_thread(lambda _m, _args, out, name=name: seen.setdefault(name, out))
+        stack.callback(module.register_forward_hook(keep).remove)
 
 
 def _heads(attn: Any, projected: torch.Tensor, which: str) -> torch.Tensor:

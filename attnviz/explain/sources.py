@@ -1,27 +1,16 @@
-"""Why a head looks there: one pre-softmax score taken apart into what wrote the query and the key.
+"""Why a head looks there: one pre-softmax score taken apart into what wrote the query and the key
+(the QK circuit of Elhage et al. 2021, "A Mathematical Framework for Transformer Circuits", read
+term by term).
 
-    parts = attnviz.explain.score_sources(model, text, layer, head, query, key)
-    parts.matrix                 # (query-side parts, key-side parts); sums to parts.score
-    parts.query_parts, parts.key_parts   # "embed", "L3H5", "L3 mlp", "bias"
-
-The stream entering `layer` at the query position and at the key position is a sum of parts
-(residual_parts.py: the embeddings with their positions, each earlier head's output through its
-slice of the output projection, each earlier feed-forward, the biases as one part). The head
-reads it through its input norm, frozen at the scale it really had (RMSNorm: each part divided
-by the real rms; LayerNorm: each part centred, divided by the real standard deviation), its
-query or key projection (the projection's bias joins the bias part), Qwen3's per-head norm
-frozen the same way, and the model's own rotary function at that position, linear in its input.
-So q = sum_a q_a and k = sum_b k_b, and
+The stream entering `layer` at each position is a sum of parts (residual_parts.py: "embed",
+"L3H5", "L3 mlp", "bias"). Each goes through the input norm frozen at its real scale (as
+Kobayashi et al. 2021 and ALTI do for LayerNorm), the head's query or key projection (its bias
+joins "bias"), Qwen3's per-head norm frozen the same way and the model's own rotary function,
+all linear, so q = sum_a q_a, k = sum_b k_b and
 
     matrix[a, b] = q_a . k_b * scaling,      sum_ab matrix[a, b] = q . k * scaling = the score
 
-the bilinear split of Elhage et al. 2021 ("A Mathematical Framework for Transformer Circuits",
-the QK circuit read term by term), the norms frozen at their real scale as Kobayashi et al.
-2021 and ALTI do for LayerNorm (decompose.py). `model_score` is the same score from the model's
-own recorded q and k.
-
-Cost: one recorded forward keeping every layer's weights (L x H x n x n floats: 71 MB for
-SmolLM2 at 256 tokens), then a few matrix products; longer input raises ValueError.
+One recorded forward keeps every layer's weights (71 MB for SmolLM2 at 256 tokens).
 """
 
 from __future__ import annotations
@@ -96,9 +85,8 @@ class ScoreSources:
 def _projected(reader: LayerReader, parts: torch.Tensor, actual: torch.Tensor, side: int, bias: int) -> torch.Tensor:
     """parts (P, d) at one side's position summing to `actual` (d,), through the input norm
     (frozen) and the head's slice of the query (side 0) or key (side 1) projection: (P, hs)."""
-    linear, which = (reader.query, reader.head) if side == 0 else (reader.key, reader.kv_head)
+    linear, rows = (reader.query if side == 0 else reader.key), reader.rows(side)
     normed = frozen_norm(reader.norm, parts[:, None], actual[None], bias)[:, 0]
-    rows = slice(which * reader.head_dim, (which + 1) * reader.head_dim)
     out = normed @ linear.weight.detach().double()[rows].T
     if linear.bias is not None:
         out[bias] += linear.bias.detach().double()[rows]
@@ -108,29 +96,16 @@ def _projected(reader: LayerReader, parts: torch.Tensor, actual: torch.Tensor, s
 def _finished(reader: LayerReader, vecs: torch.Tensor, side: int, bias: int | None) -> torch.Tensor:
     """vecs (P, hs) of one side through the per-head norm (Qwen3; frozen at the model's own
     projection's scale) and the model's own rotary function at that side's position."""
-    pos = reader.positions[side]
-    which = reader.head if side == 0 else reader.kv_head
-    recorded = (reader.q if side == 0 else reader.k)[pos, which * reader.head_dim : (which + 1) * reader.head_dim]
     per_head = reader.q_norm if side == 0 else reader.k_norm
     if isinstance(per_head, torch.nn.Module):
-        vecs = frozen_norm(per_head, vecs[:, None], recorded[None], bias)[:, 0]
+        vecs = frozen_norm(per_head, vecs[:, None], reader.recorded(side)[None], bias)[:, 0]
     if reader.rotate is None or reader.cos_sin is None:
         return vecs
+    pos = reader.positions[side]
     cos, sin = (t[:, pos : pos + 1].double() for t in reader.cos_sin)  # (1, 1, hs)
     t = vecs[None, :, None, :]  # (1, P, 1, hs): batch, heads, positions, head width
     q_rot, k_rot = reader.rotate(t, t, cos, sin)
     return (q_rot if side == 0 else k_rot)[0, :, 0]
-
-
-def _own_score(reader: LayerReader) -> float:
-    """The score from the model's own recorded q and k projections of the head."""
-    q, k = (
-        _finished(reader, rec[pos, w * reader.head_dim : (w + 1) * reader.head_dim][None], side, None)[0]
-        for side, (rec, pos, w) in enumerate(
-            [(reader.q, reader.positions[0], reader.head), (reader.k, reader.positions[1], reader.kv_head)]
-        )
-    )
-    return float(q @ k) * reader.scaling
 
 
 def _checked(model: Runner, layer: int, head: int, query: int, key: int, n: int) -> None:
@@ -145,13 +120,9 @@ def _checked(model: Runner, layer: int, head: int, query: int, key: int, n: int)
 
 @torch.inference_mode()
 def score_sources(model: Runner, text: str, layer: int, head: int, query: int, key: int) -> ScoreSources:
-    """Head (layer, head)'s pre-softmax score of token `key` from token `query` on `text`,
-    taken apart into the parts of the residual stream on each side (module docstring).
-
-    For pre-norm decoders (Llama family: SmolLM2, Qwen2; the Training lab's decoders) and
-    post-LayerNorm encoders (BERT family: MiniLM, the scratch encoder). At most
-    SCORE_SOURCES_MAX_TOKENS (256) tokens: one forward keeps every layer's weights. ValueError
-    for a longer text or another layout, IndexError for an index out of range."""
+    """Head (layer, head)'s pre-softmax score of token `key` from token `query` on `text`, taken
+    apart (module docstring), for pre-norm decoders and post-LN encoders. ValueError beyond
+    SCORE_SOURCES_MAX_TOKENS or for another layout, IndexError for an index out of range."""
     enc = model.encode(text, SCORE_SOURCES_MAX_TOKENS)
     if enc.truncated:
         raise ValueError(
@@ -161,15 +132,15 @@ def score_sources(model: Runner, text: str, layer: int, head: int, query: int, k
     _checked(model, layer, head, query, key, len(enc.tokens))
     stream, reader = record_stream(model, enc, layer, head, query, key)
     bias = stream.names.index(BIAS)
-    q = _finished(reader, _projected(reader, stream.parts[:, 0], stream.x[0], 0, bias), 0, bias)
-    k = _finished(reader, _projected(reader, stream.parts[:, 1], stream.x[1], 1, bias), 1, bias)
+    q, k = (_finished(reader, _projected(reader, stream.parts[:, s], stream.x[s], s, bias), s, bias) for s in (0, 1))
     matrix = (q @ k.T * reader.scaling).cpu().numpy()
+    own_q, own_k = (_finished(reader, reader.recorded(s)[None], s, None)[0] for s in (0, 1))  # the model's own
     names = list(stream.names)
     if not matrix[bias].any() and not matrix[:, bias].any():  # no bias anywhere (SmolLM2): no bias part
         matrix = np.delete(np.delete(matrix, bias, 0), bias, 1)
         names.pop(bias)
     return ScoreSources(
         model=model.name, tokens=list(enc.tokens), layer=layer, head=head, kv_head=reader.kv_head, query=query,
-        key=key, query_parts=names, key_parts=list(names), matrix=matrix, model_score=_own_score(reader),
-        weight=reader.alpha,
+        key=key, query_parts=names, key_parts=list(names), matrix=matrix, weight=reader.alpha,
+        model_score=float(own_q @ own_k) * reader.scaling,
     )  # fmt: skip
