@@ -194,14 +194,10 @@ def _as_list(spec: Json) -> list[Any]:
 
 
 def plain_arrays(value: Any) -> Any:
-    """`value` (a trace, or a part of one) with its one-dimensional typed arrays as lists.
-
-    plotly.py sends numpy arrays as base64 typed arrays ({"dtype", "bdata", "shape"}). plotly.js
-    decodes a one-dimensional one to a new typed array at every `Plotly.react`, and a typed
-    array, unlike a list, counts as changed data even under an unchanged datarevision: a full
-    redraw each time (a two-dimensional one decodes to a list of rows and is spared, so a
-    heatmap's z stays compact). The explorer's one-dimensional arrays are token positions and
-    edge angles, a few kB as lists."""
+    """`value` (a trace, or a part of one) with its one-dimensional typed arrays as lists: plotly.js
+    decodes one to a new typed array at every `Plotly.react`, which counts as changed data even
+    under an unchanged datarevision (a two-dimensional one decodes to a list of rows and is spared,
+    so a heatmap's z stays compact)."""
     if not isinstance(value, dict):
         return value
     if isinstance(value.get("bdata"), str) and "dtype" in value and "," not in str(value.get("shape", "")):

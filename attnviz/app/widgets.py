@@ -66,20 +66,16 @@ def attempt(
 
 
 def page_header(title_key: str, intro_key: str, *, markdown: bool = False) -> Ctx:
-    """The page's context, title and intro, and any notices from a shared link."""
+    """The page's context, title and intro, and the notices from reading a shared link (a refused
+    model id, an unusable text), shown once."""
     from .state import ctx
 
     context = ctx()
     st.title(t(title_key))
     (st.markdown if markdown else st.caption)(t(intro_key))
-    show_notices()
-    return context
-
-
-def show_notices() -> None:
-    """Messages from reading a shared link (a refused model id, an unusable text), shown once."""
     for message, detail in st.session_state.pop("_notices", []):
         show_error(message, detail or None)
+    return context
 
 
 def option_labels(pattern: str) -> Callable[[Any], str]:

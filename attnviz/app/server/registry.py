@@ -171,10 +171,9 @@ _RELIEVED = [float("-inf")]  # when relieve last ran (monotonic s)
 
 
 def trim() -> None:
-    """Hand freed heap back to the system. glibc keeps what Python, numpy and torch free in its
-    arenas (one a thread, and every session's script runs in a thread of its own) and the resident
-    memory does not come down: an e5-small load, dropped and collected, left 702 MB resident,
-    387 MB after malloc_trim. Elsewhere (no glibc) nothing happens."""
+    """Hand freed heap back to the system: glibc keeps what Python, numpy and torch free in its
+    arenas (one a thread, and every session's script runs in a thread of its own), and the
+    resident memory would not come down. Elsewhere (no glibc) nothing happens."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
