@@ -1,13 +1,7 @@
-"""Long work in the page: its place in the queue, a progress bar and a Cancel button.
-
-Heavy work waits in the server-wide queue (attnviz/models/gate.py), its place shown, and is
-charged pass by pass to its visitor (app/server/budget.py); one past their budget waits behind
-everyone else. Each piece carries an estimate of its memory (`attention_mb`, or the caller's), so
-that a server still past its memory budget after giving back refuses the largest waiting piece
-(models/admission.py): its page says so in one sentence and nothing runs. The methods call
-`progress(fraction)` between batches; here that is a Streamlit call, so a click on Cancel, or the
-tab closing, stops the run between two batches.
-"""
+"""Long work in the page: its place in the server-wide queue (attnviz/models/gate.py), a progress
+bar and a Cancel button. Each piece carries an estimate of its memory (`attention_mb`), which a
+server past its memory budget refuses (models/admission.py); `progress(fraction)` is a Streamlit
+call, so Cancel or a closed tab stops the run between two batches."""
 
 from __future__ import annotations
 
@@ -30,13 +24,9 @@ def session_key() -> str:
     return visitor.session_id()
 
 
-def budget_left(budget_s: float, session: str | None = None) -> float:
+def budget_left(budget_s: float) -> float:
     """Seconds of model time this visitor (all their sessions) has left in the current window."""
-    return budget.left(budget_s, budget.visitor_of(session or session_key()))
-
-
-def charge(seconds: float, session: str | None = None) -> None:
-    budget.charge(budget.visitor_of(session or session_key()), seconds)
+    return budget.left(budget_s, visitor.visitor())
 
 
 def _cancel(key: Hashable) -> None:
