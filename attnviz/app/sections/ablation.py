@@ -1,7 +1,6 @@
-"""Heads switched off (Michel et al. 2019). In the explorer: the focused head (or heads clicked
-in the grid) off, the switched model in the existing views and how far its output moved. On the
-Explain page: every head off alone, Michel et al.'s gradient estimate beside it, and the pruning
-curve. Results are cached by the heads and the mode, so moving the focus reruns no model."""
+"""Heads switched off (Michel et al. 2019): in the explorer, the focused or clicked heads off in
+the views and how far the output moved; on the Explain page, every head off alone beside Michel
+et al.'s gradient estimate, and the pruning curve."""
 
 from __future__ import annotations
 
@@ -74,8 +73,9 @@ def _ablation(context: Ctx, loaded: Loaded, text: str, off: Heads, mode: HeadMod
     return widgets.attempt(lambda: cached_ablation(context, loaded, text, off, mode), "switching heads")
 
 
-def _head_list(off: Heads, lang: str) -> str:
-    return "; ".join(views.head_label(layer, head, lang=lang) for layer, head in off)
+def _off_list(off: Heads, lang: str) -> str:
+    heads = "; ".join(views.head_label(layer, head, lang=lang) for layer, head in off)
+    return t("abl.off_list", k=len(off), heads=heads) if off else t("abl.none_off")
 
 
 def _controls(context: Ctx, focus: Focus, off: Heads) -> None:
@@ -96,7 +96,7 @@ def _controls(context: Ctx, focus: Focus, off: Heads) -> None:
                   on_change=keep, args=(MODE_WIDGET,), horizontal=True, help=t("abl.mode_help"))  # fmt: skip
     d.button(t("abl.all_on"), key="abl_all_on", on_click=heads_off.clear, disabled=not off)
     with st.container(key="abl_off_list"):
-        st.caption(t("abl.off_list", k=len(off), heads=_head_list(off, context.lang)) if off else t("abl.none_off"))
+        st.caption(_off_list(off, context.lang))
 
 
 def _derived(context: Ctx, focus: Focus, result: explain.Ablation) -> tuple[Attention, Again]:
@@ -286,7 +286,7 @@ def _importance_grid(context: Ctx, s: Subject, imp: HeadImportance) -> None:
     else:
         st.caption(t("abl.loss_note"))
     with st.container(key="abl_importance_off"):
-        st.caption(t("abl.off_list", k=len(off), heads=_head_list(off, context.lang)) if off else t("abl.none_off"))
+        st.caption(_off_list(off, context.lang))
         if off:
             st.button(t("abl.all_on"), key="abl_importance_all_on", on_click=heads_off.clear)
             st.page_link(nav.page("explorer", context.lang), label=t("abl.see_explorer"), icon=":material/grid_on:")

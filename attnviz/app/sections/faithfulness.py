@@ -29,6 +29,10 @@ from .explain import attempt, code_span
 AVERAGE_FILE = nav.ROOT / "assets" / "faithfulness_average.json"
 AVERAGE_COMMAND = "python bench/bench_faithfulness.py"
 CHEAP = ("attention", "norm", "globenc", "alti")  # one recorded forward for all four
+SCOREBOARD_COLUMNS = {"spearman": "fx.col_spearman", "kendall": "fx.col_kendall", "aopc": "fx.col_aopc",
+                      "aopc_over_random": "fx.col_over_random"}  # fmt: skip
+AVERAGE_COLUMNS = {"spearman": "fx.col_spearman", "aopc": "fx.col_aopc", "aopc_over_random": "fx.col_over_random",
+                   "best_count": "fx.col_best"}  # fmt: skip
 SOURCES = (
     ("DeYoung et al. 2020", "ERASER: A Benchmark to Evaluate Rationalized NLP Models", "https://arxiv.org/abs/1911.03429"),
     ("Samek et al. 2017", "Evaluating the visualization of what a deep neural network has learned", "https://arxiv.org/abs/1509.06321"),
@@ -154,18 +158,16 @@ def _board(context: Ctx, s: Subject, query: int) -> Scoreboard | None:
 
 def _number(v: object) -> str:
     """A table cell: three decimals, or a dash where there is no value (never Python's None)."""
+    v = v.item() if isinstance(v, np.generic) else v
     if isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v):
         return "—"
     return f"{v:.3f}" if isinstance(v, float) else f"{v:,}"
 
 
-def _table(board: Scoreboard) -> list[dict[str, Any]]:
-    columns = {"spearman": "fx.col_spearman", "kendall": "fx.col_kendall", "aopc": "fx.col_aopc",
-               "aopc_over_random": "fx.col_over_random"}  # fmt: skip
-    return [
-        {t("fx.col_method"): _label(str(row["method"])), **{t(c): _number(float(row[k])) for k, c in columns.items()}}
-        for row in board.table()
-    ]
+def _rows(rows: list[dict[str, Any]], columns: dict[str, str]) -> list[dict[str, str]]:
+    """A table's rows: the method, then each of `columns` (field: its header's key) as `_number` writes it."""
+    return [{t("fx.col_method"): _label(str(r["method"])), **{t(c): _number(r.get(k)) for k, c in columns.items()}}
+            for r in rows]  # fmt: skip
 
 
 def scoreboard_section(context: Ctx, s: Subject, query: int) -> None:
@@ -180,7 +182,7 @@ def scoreboard_section(context: Ctx, s: Subject, query: int) -> None:
         if lm:  # which token's log-probability every number below is about
             st.caption(t("aware.fx_target", token=code_span(board.target)))
         # the table across the page (its five columns and Chinese values are not cut), the curves under it
-        st.dataframe(_table(board), hide_index=True, key="table_scoreboard")
+        st.dataframe(_rows(board.table(), SCOREBOARD_COLUMNS), hide_index=True, key="table_scoreboard")
         position = None if board.query is None else s.index(board.query)  # numbered as the token list
         fig = views.deletion_curves(board, highlight=board.best, position=position, lang=context.lang)
         charts.chart(fig, key="chart_deletion")
@@ -229,11 +231,7 @@ def average_scoreboard(context: Ctx) -> None:
             st.info(t("fx.average_missing"), icon="ℹ️")
             literal.literal(AVERAGE_COMMAND)
             return
-        columns = {"spearman": "fx.col_spearman", "aopc": "fx.col_aopc", "aopc_over_random": "fx.col_over_random",
-                   "best_count": "fx.col_best"}  # fmt: skip
-        rows = [{t("fx.col_method"): _label(str(r["method"])), **{t(c): _number(r.get(k)) for k, c in columns.items()}}
-                for r in data["rows"]]  # fmt: skip
-        st.dataframe(rows, hide_index=True, key="table_average")
+        st.dataframe(_rows(data["rows"], AVERAGE_COLUMNS), hide_index=True, key="table_average")
         model, output = model_label(str(data.get("model", "?"))), _output_label(str(data.get("output", "?")))
         # how to recompute it (the benchmark's command) is for developers: bench/README.md
         st.caption(t("fx.average_note", n=data.get("sentences", 0), model=model, output=output))
