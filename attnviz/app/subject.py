@@ -71,8 +71,7 @@ class Subject:
     groups: list[list[int]] = field(init=False)
 
     def __post_init__(self) -> None:
-        merged = self.shown is not self.att
-        self.groups = self.att.character_groups() if merged else [[i] for i in range(self.att.n)]
+        self.groups = self.att.character_groups() if self.shown is not self.att else [[i] for i in range(self.att.n)]
 
     def position(self, j: int) -> int:
         """The model's position read for shown token j: its character's last piece, the one that

@@ -28,6 +28,11 @@ def _is_decoder(loaded: Loaded) -> bool:
     return bool(getattr(loaded.runner, "causal", False)) and getattr(loaded.runner, "lm_head", None) is not None
 
 
+def _failed(what: str, exc: Exception) -> None:
+    LOG.warning("attnviz: %s failed: %s: %.300s", what, type(exc).__name__, exc)
+    show_error(t("dec.failed"), type(exc).__name__)
+
+
 def panel(context: Ctx, focus: Focus) -> None:
     if not _is_decoder(focus.loaded):
         return
@@ -52,8 +57,7 @@ def _next_word(context: Ctx, focus: Focus) -> None:
         found = runners.cached(context, focus.loaded, "next tokens", text, NEXT_K,
                                fn=lambda: next_tokens(runner, text, NEXT_K, context.max_tokens))  # fmt: skip
     except Exception as exc:  # never a traceback in the page
-        LOG.warning("attnviz: next word failed: %s: %.300s", type(exc).__name__, exc)
-        show_error(t("dec.failed"), type(exc).__name__)
+        _failed("next word", exc)
         return
     if found:
         best = views.next_label(found[0], lang=context.lang)
@@ -87,8 +91,7 @@ def _lens(context: Ctx, focus: Focus) -> None:
         lens = runners.cached(context, focus.loaded, "lens", text, pos, LENS_K,
                               fn=lambda: logit_lens(runner, text, pos, LENS_K, context.max_tokens))  # fmt: skip
     except Exception as exc:
-        LOG.warning("attnviz: logit lens failed: %s: %.300s", type(exc).__name__, exc)
-        show_error(t("dec.failed"), type(exc).__name__)
+        _failed("logit lens", exc)
         return
     st.markdown(f"**{t('dec.lens_title')}**")
     st.caption(t("dec.lens_intro"))
@@ -112,8 +115,7 @@ def _rotary(context: Ctx, focus: Focus) -> None:
         st.caption(t("dec.rotary_none"))
         return
     except Exception as exc:
-        LOG.warning("attnviz: rotary view failed: %s: %.300s", type(exc).__name__, exc)
-        show_error(t("dec.failed"), type(exc).__name__)
+        _failed("rotary view", exc)
         return
     if np.isfinite(profile.mean).any():
         charts.chart(views.rotary_chart(profile, lang=context.lang), key="chart_rotary")

@@ -108,7 +108,7 @@ def attributions(context: Ctx, s: Subject, query: int) -> np.ndarray | None:
     if result is None:
         return None
     occlusion, gradient, target = result
-    s.series[occlusion_label(kind)] = explain.share(occlusion)
+    s.series[t("aware.occlusion_lm") if kind == "lm" else t("explain.occlusion")] = explain.share(occlusion)
     s.series[t("explain.ixg")] = explain.share(gradient)
     if kind == "lm":  # the token whose log-probability both measure, as a literal code span
         s.notes.append(t("aware.lm_target", token=code_span(target), query=s.index(query)))
@@ -121,10 +121,6 @@ def occlusion_kind(runner: Runner) -> str | None:
     if is_lm(runner):
         return "lm"
     return "mask" if getattr(runner.tokenizer, "mask_token_id", None) is not None else None
-
-
-def occlusion_label(kind: str) -> str:
-    return t("aware.occlusion_lm") if kind == "lm" else t("explain.occlusion")
 
 
 def occlude(runner: Runner, text: str, query: int, kind: str, progress: Progress) -> np.ndarray:

@@ -1,6 +1,5 @@
-"""The first picture of the pages whose own charts need a run or a long read first:
-Caveats, Corpus and Training show a small example chart right under their title, from bundled
-numbers or the task itself (no model is loaded for it), before the controls and the papers."""
+"""The first picture of the Caveats, Corpus and Training pages, right under their title: a small
+example chart from bundled numbers or the task itself (no model is loaded for it)."""
 
 from __future__ import annotations
 
@@ -77,11 +76,8 @@ def training_picture(context: Ctx) -> None:
     from ...training import TASKS
 
     task_name, text = _chosen("train_task"), _chosen("train_text")
-    if task_name not in TASKS:
-        task_name = "induction"
-    found = _probe(str(task_name), text if isinstance(text, str) else "")
-    if found is None:
-        found = _probe(str(task_name), t("train.default_text"))
+    task_name = str(task_name) if task_name in TASKS else "induction"
+    found = _probe(task_name, text if isinstance(text, str) else "") or _probe(task_name, t("train.default_text"))
     if found is None:
         return
     tokens, cols = found

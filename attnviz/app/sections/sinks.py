@@ -1,7 +1,6 @@
-"""Attention sinks in the app: the explorer's "hide sinks" switch (the four views follow it, and
-the share of attention it removes is printed beside it), the caveat on the visitor's own
-sentence that explains why a head can send most of its weight to [CLS], [SEP] or a full stop
-and move almost nothing, and the Caveats page's table of the sentence's sink heads."""
+"""Attention sinks in the app: the explorer's "hide sinks" switch and the caveat on the visitor's
+sentence (a head can send most of its weight to [CLS], [SEP] or a full stop and move almost
+nothing), and the Caveats page's table of the sentence's sink heads."""
 
 from __future__ import annotations
 
@@ -98,17 +97,16 @@ def _hidden(columns: tuple[int, ...], att: Attention) -> Attention:
 
 
 def strongest_sink(scores: SinkScores, norms: np.ndarray | None, att: Attention) -> dict[str, Any] | None:
-    """The head that sinks hardest, its token, and (with the value norms, (layers, heads, n)) how
-    much the token moves there: the norm-based share (||alpha f||, rows normalised) of that column
-    beside the attention share."""
+    """The head that sinks hardest, its token, and (with value norms of `att`'s shape, (layers,
+    heads, n)) how much the token moves there: the norm-based share (||alpha f||, rows normalised)
+    of that column beside the attention share."""
     if not scores.is_sink.any():
         return None
     layer, head = np.unravel_index(int(np.where(scores.is_sink, scores.share, -1).argmax()), scores.share.shape)
     k = int(scores.token[layer, head])
     found: dict[str, Any] = {"layer": int(layer), "head": int(head), "token": att.tokens[k],
                              "share": float(scores.share[layer, head])}  # fmt: skip
-    if _fits(norms, att) is not None:
-        assert norms is not None
+    if norms is not None:
         found["moved"] = explain.moved_share(att.weights[layer, head], norms[layer, head], k)
         found["ratio"] = float(scores.value_norm[layer, head] / max(scores.mean_value_norm[layer, head], 1e-12))
     return found
