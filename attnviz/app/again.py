@@ -1,16 +1,8 @@
-"""A page's result got again when one of its downloads is clicked: what a download button keeps
-in place of the result itself.
-
-Streamlit keeps a download button's callable until the session's next run or its end (120 s
-after its tab closed). A callable that holds an `Attention` keeps it out of reach of the result
-cache's bound and of the memory relief: SmolLM2 at 404 tokens is 30*9*404*404*4 bytes = 168 MB
-a tab. An `Again` keeps what made the result (the result cache's keys: model, text, token limit,
-switches) and only a weak reference to it; on a click it takes it from wherever it still lives,
-else through the process's result cache, computing a miss as the page did: the model from the
-registry (built through the heavy-work queue if it was dropped), its passes through the model's
-gate, charged to the visitor who asked. The click runs on a thread of Streamlit's server with no
-script run: nothing here calls Streamlit.
-"""
+"""A page's result got again when one of its downloads is clicked. Streamlit keeps a download
+button's callable until the session's next run or its end, and one that held an `Attention`
+would keep it from the result cache's bound and the memory relief (SmolLM2 at 404 tokens: 168 MB
+a tab). An `Again` keeps the result cache's keys, only a weak reference to the result, and
+recomputes a miss as the page did, charged to its visitor. It runs with no script run: no Streamlit here."""
 
 from __future__ import annotations
 

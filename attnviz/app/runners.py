@@ -1,7 +1,5 @@
 """Loading models and analysing text in the page: spinners, readable errors, notices. The
-process-wide state behind it (registry, failed loads, result cache) is app/server/registry.py;
-a model build waits in the server-wide queue (attnviz/models/gate.py), charged to its visitor.
-"""
+process-wide state behind it (registry, failed loads, result cache) is app/server/registry.py."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""A head's card, beside its "why" (sections/why.py) and in the Training lab after an induction
-run (sections/training.py): its kind (Clark et al. 2019's patterns, `explain.head_kinds`), the
-tokens it reads most on this sentence, what switching it off changes (Michel et al. 2019,
-`explain.ablate`, cached under the explorer's and the lesson's key), the parts that write its
-score at the chosen cell (`explain.score_sources`) and the heads it composes with (Elhage et al.
-2021: from the weights, `explain.composition`, and on this sentence, `explain.composing_heads`).
-Every heavy step goes through the result cache and the fair queue (work.cached_long)."""
+"""A head's card, beside its "why" (sections/why.py) and in the Training lab: its kind (Clark et
+al. 2019), the tokens it reads most, what switching it off changes (Michel et al. 2019), the
+parts that write its score at the chosen cell and the heads it composes with (Elhage et al. 2021)."""
 
 from __future__ import annotations
 

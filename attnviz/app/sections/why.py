@@ -1,8 +1,6 @@
-"""Why a head looks there, in the explorer: a click on a cell of the focused head's map (query
-i, key j) opens the parts of its pre-softmax score on each side with their share and the
-part-by-part matrix (`explain.score_sources`), the head's card beside it (sections/head_card.py).
-One forward with hooks a cell, through the result cache and the fair queue (work.cached_long);
-at most SCORE_SOURCES_MAX_TOKENS tokens, and the page says so."""
+"""Why a head looks there, in the explorer: a click on a cell of the focused head's map opens the
+parts of its pre-softmax score (`explain.score_sources`, at most SCORE_SOURCES_MAX_TOKENS
+tokens) and the head's card beside it (sections/head_card.py)."""
 
 from __future__ import annotations
 
@@ -25,8 +23,6 @@ from ..state import Ctx, t
 from ..subject import Focus
 from . import head_card
 from .explain import code_span
-
-__all__ = ["MAP_KEY", "OPEN", "map_clicks", "model_cell", "pick_cell", "positions", "section", "sources"]
 
 MAP_KEY = "chart_heatmap"  # the explorer's map (sections/explorer.py: heatmap_view)
 OPEN, QUERY, KEY = "why_open", "why_query", "why_key"
@@ -64,7 +60,7 @@ def map_clicks(att: Attention) -> dict[str, Any]:
 def positions(raw: Attention, hide_special: bool, merge_words: bool) -> list[list[int]]:
     """The model's positions behind each token the explorer shows: `raw` (the model's own
     tokens) with special tokens hidden and words merged as asked, then byte pieces merged into
-    characters, the same steps as runners.analyse and subject.whole_characters take."""
+    characters, the same steps as runners.analyse and subject.analysis take."""
     groups, att = [[i] for i in range(raw.n)], raw
     if hide_special:
         keep = ~att.special

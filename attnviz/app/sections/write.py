@@ -1,13 +1,7 @@
-"""The Write panel: a causal model (SmolLM2, a Training lab decoder) writes after the page's
-sentence token by token (`attnviz.generate`), and the panel plays it back a step at a time: the
-new token's attention row over the growing context, every head's row of a layer, the KV cache
-grouped against ungrouped, the share on the first token (the sink), and the likeliest tokens
-at each step; a click on one writes it there instead (`Generation.branch`) and both writings
-are shown, where they part marked.
-
-The writing runs in the queue with its progress and Cancel (`work.cached_long`), through the
-result cache keyed by (model, prompt, steps, temperature, seed); a branch by those and (step,
-token). Playing moves the step in a fragment that reruns alone (`st.fragment(run_every=...)`)."""
+"""The Write panel: a causal model writes after the page's sentence token by token
+(`attnviz.generate`), queued and cached (`work.cached_long`), and the panel plays it back a step
+at a time in a fragment that reruns alone; a click on one of a step's likeliest tokens writes it
+there instead (`Generation.branch`) and both writings are shown, where they part marked."""
 
 from __future__ import annotations
 
@@ -22,9 +16,6 @@ from ...views import generation as views
 from .. import charts, literal, runners, widgets, work
 from ..runners import Loaded
 from ..state import Ctx, t
-
-__all__ = ["DEMO_STEPS", "MOST_STEPS", "PLAY_S", "Written", "body", "can_write", "panel", "probe_start",
-           "trained_panel"]  # fmt: skip
 
 LOG = logging.getLogger("attnviz")
 MOST_STEPS = min(32, MAX_STEPS)  # a step's rows for every head travel with the page: tens of tokens
