@@ -65,6 +65,7 @@ def train(*args: Any, arch: str = "decoder", **kwargs: Any) -> TrainingRun | Seq
     sort or date (seq2seq.train_seq2seq: snapshots with encoder, decoder and cross-attention), or
     with task="digits" a tiny ViT on the 8 x 8 digits (digits.train_digits)."""
     if kwargs.get("task") == "digits":
+        del kwargs["task"]
         return train_digits(*args, **kwargs)
     if arch == "seq2seq":
         return train_seq2seq(*args, **kwargs)

@@ -1,15 +1,7 @@
 """A tiny Vision Transformer trained live on the 8 x 8 handwritten digits (1,797 images bundled in
-training/data/digits.csv.gz, nothing to download), built on the project's own attention.
-
-    run = attnviz.training.train(task="digits", steps=400, seed=0)
-    run.accuracy                 # share of the held-out images (a fixed 20 % split) classified right
-    run.snapshots[-1].attention  # Attention over ["[CLS]", "p0".."p15"] for the probe digit
-    run.attention(i, snapshot=k) # the same for held-out image i with the weights of snapshot k
-
-Each image is cut into 16 patches of 2 x 2 pixels (row-major: p0 is the top-left, p15 the
-bottom-right), each patch projected to d_model, a learned class token put in front and learned
-position embeddings added (Dosovitskiy et al. 2021, at toy size); pre-LN blocks; the class
-token's final state is classified.
+training/data/digits.csv.gz), built on the project's own attention (Dosovitskiy et al. 2021, at toy
+size): 16 row-major patches of 2 x 2 pixels ("p0" top-left) projected to d_model, a learned class
+token in front, learned positions, pre-LN blocks; the class token's final state is classified.
 """
 
 from __future__ import annotations
@@ -155,12 +147,9 @@ def train_digits(
     probe: int = 0,
     threads: int | None = 1,
     progress: Callable[[int, int], object] | None = None,
-    task: str = "digits",
 ) -> DigitsRun:
     """Train a TinyViT for `steps` AdamW steps (seeded), `snapshots` evenly spaced snapshots of the
     held-out accuracy and of the probe digit's maps; progress(step, steps) after each snapshot."""
-    if task != "digits":
-        raise ValueError(f"train_digits trains task='digits' (got {task!r})")
     values = (steps, layers, heads, d_model, snapshots)  # in DIGITS_LIMITS' order
     for (name, (low, high)), value in zip(DIGITS_LIMITS.items(), values, strict=True):
         if not low <= value <= high:

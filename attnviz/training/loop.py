@@ -128,10 +128,6 @@ class TrainingRun(RunState):
         shape = (0, self.config.layers, self.config.heads)
         return {k: np.stack([r[k] for r in rows]) if rows else np.zeros(shape) for k in self.task.pattern_names}
 
-    @property
-    def steps(self) -> np.ndarray:
-        return np.array([s.step for s in self.snapshots], dtype=np.int64)
-
     def summary(self) -> dict[str, object]:
         """The final numbers: accuracy, loss and each score's best head per layer."""
         last = self.snapshots[-1]
