@@ -2,8 +2,6 @@
 bundled sentences of each language, run once and kept in assets/corpus/.
 
     python -m attnviz.corpus.example      # writes both files again
-
-tests/test_polish_pictures.py runs it again and holds the file to the run's numbers.
 """
 
 from __future__ import annotations
@@ -16,13 +14,11 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE_FILE = ROOT / "assets" / "corpus" / "example.json"
-SOURCE = ROOT / "assets" / "corpus" / "en.txt"
+BUNDLED = Path(__file__).resolve().parents[2] / "assets" / "corpus"
 # language -> (the file kept, the bundled corpus it runs, the model that reads it)
 EXAMPLES = {
-    "en": (EXAMPLE_FILE, SOURCE, "minilm"),
-    "zh": (ROOT / "assets" / "corpus" / "example_zh.json", ROOT / "assets" / "corpus" / "zh.txt", "e5-small"),
+    "en": (BUNDLED / "example.json", BUNDLED / "en.txt", "minilm"),
+    "zh": (BUNDLED / "example_zh.json", BUNDLED / "zh.txt", "e5-small"),
 }
 EXAMPLE_SENTENCES = 40
 EXAMPLE_STAT = "prev"  # the share on the previous token: previous-token heads stand out

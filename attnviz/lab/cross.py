@@ -6,9 +6,6 @@ the layer's own projections and the project's one attention (`scratch.scaled_dot
     A_l = softmax( (H_X^l W_Q) (H_Y^l W_K)^T / sqrt(d_k) )        (n_x, n_y) for each head
 
 H_X^l and H_Y^l are each text's input to layer l run on its own; Y = X gives `model.attend(x)`.
-
-    att = attnviz.lab.cross_attention(model, "the cat sat", "le chat")   # (L, H, n_x, n_y)
-    steps = attnviz.lab.cross_steps(model, x, y, layer=0, head=0)        # the walk, X over Y
 """
 
 from __future__ import annotations

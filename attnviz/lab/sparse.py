@@ -1,10 +1,5 @@
-"""Sparse attention patterns: which keys each query may look at.
-
-    sparse_mask(12, "window", window=2)          # (12, 12) bool: |i - j| <= 2
-    sparse_mask(12, "global", global_tokens=1)   # token 0 looks everywhere, everyone looks at it
-    sparse_mask(12, "dilated", window=2, dilation=3)  # j = i + k*3 for |k| <= 2
-    sparse_mask(12, "bigbird", seed=0)           # window + global + random keys (Zaheer et al. 2020)
-    sparse_count(12, "window", window=2)         # the entries kept, from the formula, not the mask
+"""Sparse attention patterns (`sparse_mask`): which keys each query may look at; `sparse_count`
+the entries kept, from the formula, not the mask.
 
 Longformer (Beltagy et al. 2020) combines a sliding window, dilated windows and a few global
 tokens; BigBird (Zaheer et al. 2020) adds random keys. Each keeps O(n) of the n^2 entries. Every

@@ -1,10 +1,6 @@
-"""`python -m attnviz train`: train a tiny model and write its snapshots and head scores.
-
-    python -m attnviz train --task induction --seed 0 --json OUT
-    python -m attnviz train --task text --text-file poem.txt --steps 800
-
-Exit status 0 on success, 2 on bad input (one line on stderr, no traceback). The deployment's
-limits (ATTNVIZ_TRAIN_MAX_*, see attnviz/config.py) apply here as in the app.
+"""`python -m attnviz train`: train a tiny model and write its snapshots and head scores. Exit
+status 0 on success, 2 on bad input (one line on stderr, no traceback); the deployment's limits
+(ATTNVIZ_TRAIN_MAX_*, attnviz/config.py) apply as in the app.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ where the best held-out accuracy of the last `window` steps is no more than `min
 best before them, once it has reached `floor`. Below the floor a flat stretch is not a plateau:
 an induction model's accuracy sits flat for a while and then jumps when its two heads start to
 work together (Olsson et al. 2022, the "phase change"), so a low flat curve keeps training.
-
-    plateau_at([(0, 0.1), (100, 0.95), (200, 0.995), (300, 0.996)], window=100)  # -> Plateau(step=300, ...)
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ reads tokens that already read w more, so L layers reach L * w back. A task whos
 further back cannot be learned: induction copies r - 1 positions back (r, the period), copy m,
 reverse between 1 and 2m - 1; the text task is mostly decided by the few characters before.
 Dilated, global and random patterns do not follow this arithmetic: `verdict` says "unknown".
-
-    verdict(cfg, task)  # Verdict(kind="fail", reach=4, need=(5, 13), ...)
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """Train a tiny encoder-decoder live and watch its cross-attention find the alignment.
 
-    run = attnviz.training.train(task="reverse", arch="seq2seq", steps=300, seed=0)
-    run.snapshots[-1].cross      # Attention of the output tokens over the input tokens
-    run.alignment                # (snapshots,): the alignment score over training
-    run.translate("3 May 2026")  # the model's own output and its cross-attention (date task)
-
 The alignment score of a head is the mean cross-attention weight, over the target tokens that
 copy a source token, on the source position(s) that token copies (seq2seq_tasks.py says which);
 a snapshot's `alignment` is its best head's. Exact match: the share of held-out sources whose
