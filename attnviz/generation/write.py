@@ -80,13 +80,6 @@ def _check_room(model: Any, n_prompt: int, steps: int) -> None:
         )
 
 
-def _eos_ids(model: Any) -> set[int]:
-    """The end-of-text ids transformers' generate stops at by default (the model config's; none
-    when it names none)."""
-    eos = getattr(getattr(model, "config", None), "eos_token_id", None)
-    return {int(e) for e in (eos if isinstance(eos, list | tuple) else [eos]) if e is not None}
-
-
 @dataclass
 class _Writer:
     """What a generation needs to attend and branch: the model, the prompt's encoding and the
@@ -110,7 +103,9 @@ class _Writer:
         ids first, then the model's choices. The engine holds the positions before them."""
         r = self.runner
         ids = self.prompt.inputs["input_ids"][0].tolist() + [st.token_id for st in done]
-        steps, stop = list(done), _eos_ids(r)
+        eos = getattr(getattr(r, "config", None), "eos_token_id", None)  # where transformers' generate stops
+        stop = {int(e) for e in (eos if isinstance(eos, list | tuple) else [eos]) if e is not None}
+        steps = list(done)
         while len(steps) < total:
             start = time.perf_counter()
             was_forced = bool(forced)
