@@ -62,7 +62,8 @@ def switches() -> dict[str, Any]:
 
 def analysis(context: Ctx, opts: dict[str, Any]) -> Pair | None:
     text = widgets.sentence_box(context)
-    model_notice(context)
+    if context.model not in LAB_MODELS:  # the lab's encoder carries MiniLM's weights: it reads with MiniLM
+        needs_minilm(context, "aware.lab_needs_minilm", context.model, "lab")
     # MiniLM stays, whatever is chosen: no other model is offered for a text it cannot read
     pretrained = subject.analysis(context, text, EMBEDDED_MODEL, fallback=False, offer_reader=False, tokens=False)
     if pretrained is None:
@@ -79,13 +80,6 @@ def analysis(context: Ctx, opts: dict[str, Any]) -> Pair | None:
     layer, head = widgets.layer_head(att_s.n_layers, att_s.n_heads, "lab_layer", "lab_head", allow_mean=False)
     assert head is not None  # allow_mean=False
     return Pair(clean, mine.loaded, pretrained.att, att_s, opts, layer, head)
-
-
-def model_notice(context: Ctx) -> None:
-    """The lab's encoder carries MiniLM's weights, so the lab reads with MiniLM whatever the
-    sidebar says: said when another model is chosen, with one click to choose MiniLM there."""
-    if context.model not in LAB_MODELS:
-        needs_minilm(context, "aware.lab_needs_minilm", context.model, "lab")
 
 
 def needs_minilm(context: Ctx, message: str, model: str, key: str) -> None:

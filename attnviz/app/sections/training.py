@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ... import i18n, views
+from ... import views
 from ...lab.sparse import KINDS
 from ...training import TASKS, TrainConfig, TrainingRun
 from ...training.plateau import PRESET_OPTIONS, PRESET_STEPS
@@ -98,17 +98,13 @@ def _size_inputs(context: Ctx) -> None:
     )
 
 
-def _sparse_label(language: str) -> Any:
-    """format_func of the pattern box, bound to this run's language (see widgets.option_labels)."""
-    return lambda kind: i18n.t(f"trainlab.sparse.{kind or 'full'}", language)
-
-
 def _sparse_inputs() -> None:
     """Which keys each query may look at (attnviz/sparse.py): every earlier one, or a pattern."""
+    labels = widgets.option_labels("trainlab.sparse.{}")
     with st.expander(t("trainlab.sparse"), expanded=bool(st.session_state.get("train_sparse"))):
         kind_col, window_col = st.columns(2)
         kind_col.selectbox(t("trainlab.sparse_kind"), SPARSE_CHOICES, key="train_sparse", help=t("trainlab.sparse_help"),
-                           format_func=_sparse_label(lang()))  # fmt: skip
+                           format_func=lambda kind: labels(kind or "full"))  # fmt: skip
         window_col.number_input(t("trainlab.window"), min_value=0, max_value=64, step=1, key="train_window",
                                 help=t("trainlab.window_help"))  # fmt: skip
 
@@ -207,15 +203,13 @@ def _sparse_verdict(run: TrainingRun, accuracy: float) -> None:
     need = f"{lo}" if lo == hi else f"{lo}–{hi}"
     words = {"window": cfg.window, "layers": cfg.layers, "reach": v.reach, "need": need, "accuracy": f"{accuracy:.1%}",
              "chance": f"{1 / max(len(run.task.vocab) - 3, 1):.0%}", "task": t(f"train.task.{cfg.task}")}  # fmt: skip
+    show, key, icon = {
+        "fail": (st.warning, "fail", ":material/block:"),
+        "partial": (st.info, "partial", ":material/rule:"),
+        "ok": (st.success, "ok", ":material/check:"),
+    }.get(v.kind, (st.info, cfg.sparse, ":material/grid_on:"))
     with st.container(key="train_sparse_verdict"):
-        if v.kind == "fail":
-            st.warning(t("trainlab.verdict_fail", **words), icon=":material/block:")
-        elif v.kind == "partial":
-            st.info(t("trainlab.verdict_partial", **words), icon=":material/rule:")
-        elif v.kind == "ok":
-            st.success(t("trainlab.verdict_ok", **words), icon=":material/check:")
-        else:
-            st.info(t(f"trainlab.verdict_{cfg.sparse}", **words), icon=":material/grid_on:")
+        show(t(f"trainlab.verdict_{key}", **words), icon=icon)
 
 
 def _curves(context: Ctx, run: TrainingRun, snapshots: list[Any], finished: bool) -> None:
