@@ -238,6 +238,46 @@ function image(format, caption, width, height, scale, room, font, colours, paint
   return "data:image/svg+xml;charset=utf-8," + encodeURIComponent(new XMLSerializer().serializeToString(doc));
 }
 
+function mount(parentElement, className, head, ...more) {
+  // The chart's root (replacing the last one drawn of its kind, not Streamlit's <style>): its canvas,
+  // named for screen readers, the hover tip and `more`. The image buttons and the page's chart
+  // counters find it by [data-attnviz-map].
+  const root = document.createElement("div");
+  root.className = className;
+  root.dataset.attnvizMap = "";
+  const canvas = document.createElement("canvas");
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", `${head.title}. ${head.hint}`);
+  const tip = document.createElement("div");
+  tip.className = "attnviz-map-tip";
+  root.append(canvas, tip, ...more);
+  for (const old of parentElement.querySelectorAll(`:scope > .${className.split(" ").pop()}`)) old.remove();
+  parentElement.append(root);
+  return { root, canvas, tip };
+}
+
+function chartWidth(root, parentElement) {
+  // The width to draw at, kept for `follow`.
+  root.__attnvizWidth = root.clientWidth;
+  return Math.max(200, root.__attnvizWidth || parentElement.clientWidth || 600);
+}
+
+function follow(root, wait, render) {
+  // `render()` once the chart may be drawn (`whenShown`), then at each change of its width; returns
+  // what stops both.
+  const observer = new ResizeObserver(() => {
+    if (root.clientWidth !== root.__attnvizWidth) render();
+  });
+  const cancel = whenShown(wait, () => {
+    observer.observe(root);
+    render();
+  });
+  return () => {
+    cancel();
+    observer.disconnect();
+  };
+}
+
 function whenShown(wait, then) {
   // The first draw, at once or once the element `wait.selector` is in the page (the explorer's
   // maps wait for its sentence box: app/canvas/token_canvas.py `token_map`), at most `wait.wait_ms`.

@@ -126,28 +126,17 @@ export default function ({ data, parentElement, setTriggerValue }) {
   grid.colours = lut(head.scale);
   [grid.lo, grid.hi] = [head.zmin, head.zmax];
   grid.image = cells(grid);
-  const root = document.createElement("div");
-  root.className = "attnviz-map attnviz-grid";
-  root.dataset.attnvizMap = "";  // a canvas chart: the image buttons and the page's chart counters find it
+  const { root, canvas, tip } = mount(parentElement, "attnviz-map attnviz-grid", head);
   root.dataset.attnvizGrid = "";
-  const canvas = document.createElement("canvas");
-  canvas.setAttribute("role", "img");
-  canvas.setAttribute("aria-label", `${head.title}. ${head.hint}`);
-  const tip = document.createElement("div");
-  tip.className = "attnviz-map-tip";
-  root.append(canvas, tip);
-  for (const old of parentElement.querySelectorAll(":scope > .attnviz-grid")) old.remove();  // keep Streamlit's <style>
-  parentElement.append(root);
-  let L = null, seen = 0;
+  let L = null;
 
   function render() {
     born = born === null ? performance.now() : born;
-    seen = root.clientWidth;
-    const width = Math.max(200, seen || parentElement.clientWidth || 600);
-    const whole = gridLayout(canvas.getContext("2d"), grid, width, head.height);
+    const w = chartWidth(root, parentElement);
+    const whole = gridLayout(canvas.getContext("2d"), grid, w, head.height);
     const used = Math.min(head.height, Math.ceil(whole.y0 + whole.unit * head.layers + whole.bottom + 4));
-    const ctx = fitted(canvas, width, used), colours = palette(grid, parentElement);
-    L = gridDraw(ctx, grid, width, used, colours);
+    const ctx = fitted(canvas, w, used), colours = palette(grid, parentElement);
+    L = gridDraw(ctx, grid, w, used, colours);
     root.__attnvizText = [head.title, ...L.notes, head.xtitle, head.ytitle, head.bar, ...L.xs.map(String),
       ...L.ys.map(String), ...head.kv.filter((k) => k).map((k) => k[0]), ...L.bar.map(([, s]) => s)];
     root.__attnvizLayout = { x0: L.x0, y0: L.y0, unit: L.unit, layers: head.layers, heads: head.heads };
@@ -192,16 +181,5 @@ export default function ({ data, parentElement, setTriggerValue }) {
   canvas.addEventListener("mousemove", hover);
   canvas.addEventListener("click", click);
   canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; delete root.dataset.hover; });
-  const observer = new ResizeObserver(() => {
-    if (root.clientWidth !== seen) render();
-  });
-  const begin = () => {
-    observer.observe(root);
-    render();
-  };
-  const cancel = whenShown(head.after, begin);  // canvas_common.js
-  return () => {
-    cancel();
-    observer.disconnect();
-  };
+  return follow(root, head.after, render);
 }

@@ -92,19 +92,9 @@ export default function ({ data, parentElement, setTriggerValue }) {
   map.colours = lut(map.head.scale);
   [map.lo, map.hi] = range(map.head, map.z);
   map.image = cells(map);
-  const root = document.createElement("div");
-  root.className = "attnviz-map";
-  root.dataset.attnvizMap = "";
-  const canvas = document.createElement("canvas");
-  canvas.setAttribute("role", "img");
-  canvas.setAttribute("aria-label", `${map.head.title}. ${map.head.hint}`);
-  const tip = document.createElement("div");
-  tip.className = "attnviz-map-tip";
   const box = document.createElement("div");
   box.className = "attnviz-map-box";
-  root.append(canvas, tip, box);
-  for (const old of parentElement.querySelectorAll(":scope > .attnviz-map")) old.remove();  // keep Streamlit's <style>
-  parentElement.append(root);
+  const { root, canvas, tip } = mount(parentElement, "attnviz-map", map.head, box);
   const full = [0, map.rows, 0, map.cols];
   let view = full, L = null, start = null, pending = null;
   const CLICK_WAIT_MS = 300;  // a second click within this is a double-click (the whole map), not a pick
@@ -112,12 +102,11 @@ export default function ({ data, parentElement, setTriggerValue }) {
 
   function render() {
     born = born === null ? performance.now() : born;
-    seen = root.clientWidth;
-    const width = Math.max(200, seen || parentElement.clientWidth || 600);
-    const whole = layout(canvas.getContext("2d"), map, width, height, full);
+    const w = chartWidth(root, parentElement);
+    const whole = layout(canvas.getContext("2d"), map, w, height, full);
     const used = Math.min(height, Math.ceil(whole.y0 + whole.size + whole.bottom + 4));  // no empty band under it
-    const ctx = fitted(canvas, width, used), colours = palette(map, parentElement);
-    L = draw(ctx, map, width, used, view, colours);
+    const ctx = fitted(canvas, w, used), colours = palette(map, parentElement);
+    L = draw(ctx, map, w, used, view, colours);
     const h = map.head;  // every text drawn, as the page's tests and tools read it
     root.__attnvizText = [h.title, h.note, h.xtitle, h.ytitle, h.bar, ...[...L.ys, ...L.xs, ...L.bar].map(([, t]) => t)]
       .filter((t) => t);
@@ -200,18 +189,9 @@ export default function ({ data, parentElement, setTriggerValue }) {
   canvas.addEventListener("mouseup", release);
   canvas.addEventListener("dblclick", reset);
   canvas.addEventListener("mouseleave", leave);
-  let seen = 0;
-  const observer = new ResizeObserver(() => {
-    if (root.clientWidth !== seen) render();
-  });
-  const begin = () => {
-    observer.observe(root);
-    render();
-  };
-  const cancel = whenShown(map.head.after, begin);
+  const stop = follow(root, map.head.after, render);
   return () => {
     clearTimeout(pending);
-    cancel();
-    observer.disconnect();
+    stop();
   };
 }
