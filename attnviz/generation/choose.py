@@ -12,8 +12,6 @@ import torch
 
 from ..nextword import top_k as likeliest
 
-__all__ = ["ALTERNATIVES", "alternatives", "choose", "probability"]
-
 ALTERNATIVES = 5  # the likeliest tokens a step lists beside its own
 _SEED_STRIDE = 1_000_003  # a prime larger than any position, so (seed, position) pairs never share a draw
 

@@ -28,8 +28,6 @@ if TYPE_CHECKING:
     from ..models import Runner
     from .steps import Generation
 
-__all__ = ["build_parser", "load_model", "main", "rows_array"]
-
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(

@@ -17,8 +17,6 @@ import torch
 
 from ..models.threads import cpu_threads_for
 
-__all__ = ["Cached", "Engine", "Recomputed", "engine_for"]
-
 
 def engine_for(runner: Any) -> Engine:
     """The engine of a causal model with a language-model head; ValueError for any other."""

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["MAX_STEPS", "MAX_TYPED_CHARS", "check_arguments"]
-
 MAX_STEPS = 128  # a step's rows cost a forward's worth of attention; a class reads tens of tokens
 MAX_TYPED_CHARS = 1_000  # a text typed in as a branch's token
 

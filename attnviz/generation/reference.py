@@ -8,8 +8,6 @@ from typing import Any
 
 import torch
 
-__all__ = ["causal_lm"]
-
 
 def causal_lm(runner: Any) -> Any:
     """The `AutoModelForCausalLM` of a Hugging Face decoder runner (`attnviz.load_model("smollm2")`),

@@ -20,8 +20,6 @@ from ..models.huggingface import _byte_decoder
 from ..models.tokens import readable_tokens, token_spans
 from ..nextword import missing_bytes
 
-__all__ = ["sequence_encoding"]
-
 
 def sequence_encoding(runner: Any, ids: list[int], prompt: Encoded | None = None) -> Encoded:
     """The `Encoded` of `ids`: the prompt's encoding (its ids begin `ids`) and the tokens after it."""

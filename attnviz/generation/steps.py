@@ -11,8 +11,6 @@ import numpy as np
 if TYPE_CHECKING:
     from ..result import Attention
 
-__all__ = ["Generation", "Step"]
-
 
 @dataclass(frozen=True, eq=False)
 class Step:

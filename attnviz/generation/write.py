@@ -26,8 +26,6 @@ from .limits import MAX_STEPS, MAX_TYPED_CHARS, check_arguments
 from .sequence import sequence_encoding
 from .steps import Generation, Step
 
-__all__ = ["generate"]
-
 
 def generate(
     model: Any,
