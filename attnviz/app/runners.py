@@ -37,30 +37,28 @@ def load_runner(context: Ctx, name: str | None = None, *, fallback: bool = True,
     key: ModelKey = (name, context.device, tuple(sorted(opts.items())))
     place: list[DeltaGenerator] = []
     remember = True
+
+    def waiting(ticket: gate.Ticket) -> None:  # shown only while it waits its turn
+        if not place:
+            place.append(st.empty())
+        place[0].caption(t("fair.queued", place=ticket.place))
+
+    def admitted() -> None:
+        for note in place:
+            note.empty()
+
     try:
         context.settings.check_model(name)  # an allow-list and the name rules refuse before any loading
         failed = REGISTRY.failed(key)
         if failed is not None:
             raise ModelLoadError(failed)
-        who = visitor.visitor()
-
-        def waiting(ticket: gate.Ticket) -> None:  # shown only while it waits its turn
-            if not place:
-                place.append(st.empty())
-            place[0].caption(t("fair.queued", place=ticket.place))
-
-        def admitted() -> None:
-            for note in place:
-                note.empty()
-
-        build = partial(build_model, context, name, opts, who, wait=waiting, admitted=admitted)
+        build = partial(build_model, context, name, opts, visitor.visitor(), wait=waiting, admitted=admitted)
         with st.spinner(t("spinner.loading", name=escape_md(name))):
             runner = REGISTRY.get(key, build, context.settings.models_mb * 2**20)  # LRU past the setting
         return Loaded(runner, key)
     except gate.OutOfMemory:  # refused while the server is past its memory budget: no failed load
         reason, remember = t("fair.no_memory"), False
-        for note in place:
-            note.empty()
+        admitted()
     except ModelLoadError as exc:
         reason = exc.public  # never the server's paths or whether a folder exists
     except ValueError as exc:

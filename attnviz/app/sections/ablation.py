@@ -254,8 +254,8 @@ def importance(context: Ctx, s: Subject) -> None:
 
 def _ranking_choice(label: str, key: str) -> str:
     """Which ranking of the heads: the measured effect of switching each off, or the gradient estimate."""
-    options = ("effect", "gradient")
-    return str(st.radio(t(label), options, key=key, format_func=widgets.option_labels("abl.which_{}"), horizontal=True))
+    options = widgets.option_labels("abl.which_{}")
+    return str(st.radio(t(label), ("effect", "gradient"), key=key, format_func=options, horizontal=True))
 
 
 def _switch_k(s: Subject, imp: HeadImportance) -> None:

@@ -14,7 +14,6 @@ from ...explain.rotary import rotary_distance
 from ...nextword import next_tokens
 from ...views import decoder as views
 from .. import charts, runners
-from ..runners import Loaded
 from ..state import Ctx, t
 from ..subject import Focus
 from ..widgets import escape_md, show_error, token_format
@@ -24,17 +23,14 @@ NEXT_K = 10  # next tokens listed
 LENS_K = 5  # ranks of the logit lens table
 
 
-def _is_decoder(loaded: Loaded) -> bool:
-    return bool(getattr(loaded.runner, "causal", False)) and getattr(loaded.runner, "lm_head", None) is not None
-
-
 def _failed(what: str, exc: Exception) -> None:
     LOG.warning("attnviz: %s failed: %s: %.300s", what, type(exc).__name__, exc)
     show_error(t("dec.failed"), type(exc).__name__)
 
 
 def panel(context: Ctx, focus: Focus) -> None:
-    if not _is_decoder(focus.loaded):
+    runner = focus.loaded.runner
+    if not getattr(runner, "causal", False) or getattr(runner, "lm_head", None) is None:  # an encoder
         return
     with st.container(key="decoder_next"):
         st.subheader(t("dec.next_title"))

@@ -175,10 +175,9 @@ def _spans(runner: Any, gen: Generation) -> Written:
 
 
 def _which(key: str) -> str:
-    options = ("first", "branch")
     if st.session_state.pop(f"{key}_to_branch", False):
         st.session_state[f"{key}_which"] = "branch"
-    return str(st.radio(t("write.show"), options, key=f"{key}_which", horizontal=True,
+    return str(st.radio(t("write.show"), ("first", "branch"), key=f"{key}_which", horizontal=True,
                         format_func=widgets.option_labels("write.show_{}")))  # fmt: skip
 
 
