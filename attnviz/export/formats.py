@@ -91,16 +91,6 @@ _GRID_CLICK_JS = """(() => {
 TITLE_CHARS = 80
 
 
-def _outside_streamlit(fig: go.Figure) -> go.Figure:
-    """Plotly's own template for a figure made in the app: Streamlit's colours are placeholders
-    ("#000001"...) only Streamlit's page resolves."""
-    import plotly.io as pio
-
-    if "streamlit" in pio.templates and fig.layout.template == pio.templates["streamlit"]:
-        fig.update_layout(template=pio.templates["plotly"])
-    return fig
-
-
 def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None, *, lang: str = i18n.DEFAULT_LANGUAGE) -> str:
     """A complete HTML page with plotly.js inlined: opens with no network at all.
 
@@ -109,11 +99,16 @@ def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None, *, la
     A Content-Security-Policy allows only the page's own scripts (by hash; eval too for WebGL
     traces), no network and no plugins. An all-heads grid zooms on a clicked head.
     """
+    import plotly.io as pio
+
     from ..views.charts import captioned, slide_caption
 
     settings = dict(settings or {})
     text, model = (_shown(settings.get(k)) for k in ("text", "model"))
-    shown = _outside_streamlit(captioned(fig, slide_caption(text or None, model or None)))
+    shown = captioned(fig, slide_caption(text or None, model or None))
+    # Streamlit's template's colours are placeholders ("#000001"...) only Streamlit's page resolves
+    if "streamlit" in pio.templates and shown.layout.template == pio.templates["streamlit"]:
+        shown.update_layout(template=pio.templates["plotly"])
     grid = isinstance(fig.layout.meta, dict) and "thumb" in fig.layout.meta
     div = shown.to_html(
         include_plotlyjs=True,

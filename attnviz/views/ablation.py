@@ -116,21 +116,12 @@ def ablation_effect(
 def mark_off(fig: go.Figure, heads: Iterable[tuple[int, int]]) -> go.Figure:
     """Cross out cells (layer, head) of a `model_view` or `layer_head_grid` figure (cells are
     centred on (head, layer)). Shapes, not markers: they take no clicks from the cells."""
-    lines = []
-    for layer, head in sorted({(int(a), int(b)) for a, b in heads}):
-        for y0, y1 in ((layer - 0.35, layer + 0.35), (layer + 0.35, layer - 0.35)):
-            lines.append(
-                {
-                    "type": "line",
-                    "x0": head - 0.35,
-                    "x1": head + 0.35,
-                    "y0": y0,
-                    "y1": y1,
-                    "xref": "x",
-                    "yref": "y",
-                    "line": {"color": OFF_COLOR, "width": 3},
-                }
-            )
+    line = {"type": "line", "xref": "x", "yref": "y", "line": {"color": OFF_COLOR, "width": 3}}
+    lines = [
+        line | {"x0": head - 0.35, "x1": head + 0.35, "y0": layer + d, "y1": layer - d}
+        for layer, head in sorted({(int(a), int(b)) for a, b in heads})
+        for d in (-0.35, 0.35)
+    ]
     if lines:
         fig.update_layout(shapes=[*fig.layout.shapes, *lines])
     return fig

@@ -77,18 +77,39 @@ def grid_height(n_layers: int) -> int:
 
 def mosaic(att: Attention, focus: tuple[int, int] | None, thumb: int, lang: str) -> tuple[Json, int, int, str]:
     """`model_view`'s picture before Plotly (also the canvas grid's): the mosaic trace, the
-    thumbnail size, the gap between thumbnails and the heading."""
+    thumbnail size, the gap between thumbnails and the heading. The trace is one heatmap, `gap`
+    NaN pixels between thumbnails; pixel p sits at p*dx + origin, so cell (l, h) spans
+    [h-0.5, h+0.5] x [l-0.5, l+0.5]."""
     n_layers, n_heads = att.n_layers, att.n_heads
     if thumb < 1:
         raise ValueError("thumb must be at least 1")
     if focus is not None and not (0 <= focus[0] < n_layers and 0 <= focus[1] < n_heads):
         raise IndexError(f"focus {focus} outside {n_layers} layers x {n_heads} heads")
     thumbs = block_mean(att.weights, thumb)  # (L, H, t, t); (L, H, t_q, t_k) for cross-attention
-    size = max(thumbs.shape[-2:])
+    tq, tk = thumbs.shape[-2:]
+    size = max(tq, tk)  # a cross-attention thumbnail fills the top left of its square cell
     gap = max(1, size // 10)
+    step = size + gap
+    padded = np.full((n_layers, n_heads, step, step), np.nan, dtype=np.float32)
+    padded[:, :, :tq, :tk] = thumbs
+    z = padded.transpose(0, 2, 1, 3).reshape(n_layers * step, n_heads * step)[:-gap, :-gap]
+    d = 1.0 / step
+    origin = -0.5 + (gap / 2 + 0.5) * d
+    trace = {
+        "type": "heatmap",
+        "z": z,
+        "x0": origin,
+        "dx": d,
+        "y0": origin,
+        "dy": d,
+        "colorscale": SEQUENTIAL,
+        "zmin": 0.0,
+        "zmax": float(np.quantile(thumbs, 0.99)) or 1.0,  # a few sink cells should not wash out the rest
+        "colorbar": colorbar_under(t("fig.mean_weight", lang)),
+        "hoverinfo": "skip",
+    }
     key = "fig.model_title" if size == max(att.n, att.n_keys) else "fig.model_title_shrunk"
-    title = t(key, lang, layers=n_layers, heads=n_heads, n=att.n, size=size)
-    return _mosaic_trace(thumbs, gap, lang), size, gap, title
+    return trace, size, gap, t(key, lang, layers=n_layers, heads=n_heads, n=att.n, size=size)
 
 
 def layer_head_grid(
@@ -147,33 +168,6 @@ def block_mean(weights: np.ndarray, size: int) -> np.ndarray:
     counts = np.outer(np.diff(np.append(rs, nq)), np.diff(np.append(cs, nk))).astype(np.float64)
     out = (np.add.reduceat(rows, cs, axis=2, dtype=np.float64) / counts).astype(np.float32)
     return out.reshape(*weights.shape[:-2], tq, tk)
-
-
-def _mosaic_trace(thumbs: np.ndarray, gap: int, lang: str) -> Json:
-    """(L, H, t, t) thumbnails -> one heatmap, `gap` NaN pixels between cells. Pixel p sits at
-    p*dx + origin; cell (l, h) spans [h-0.5, h+0.5] x [l-0.5, l+0.5]."""
-    n_layers, n_heads, tq, tk = thumbs.shape
-    size = max(tq, tk)  # a cross-attention thumbnail fills the top left of its square cell
-    step = size + gap
-    padded = np.full((n_layers, n_heads, step, step), np.nan, dtype=np.float32)
-    padded[:, :, :tq, :tk] = thumbs
-    mosaic = padded.transpose(0, 2, 1, 3).reshape(n_layers * step, n_heads * step)[:-gap, :-gap]
-    d = 1.0 / step
-    origin = -0.5 + (gap / 2 + 0.5) * d
-    cmax = float(np.quantile(thumbs, 0.99)) or 1.0  # a few sink cells should not wash out the rest
-    return {
-        "type": "heatmap",
-        "z": mosaic,
-        "x0": origin,
-        "dx": d,
-        "y0": origin,
-        "dy": d,
-        "colorscale": SEQUENTIAL,
-        "zmin": 0.0,
-        "zmax": cmax,
-        "colorbar": colorbar_under(t("fig.mean_weight", lang)),
-        "hoverinfo": "skip",
-    }
 
 
 def top_keys(att: Attention) -> list[tuple[int, int, int, float]]:

@@ -30,15 +30,6 @@ MAX_GRID_PX = 1600  # the maps' column at most this tall: many layers get smalle
 SCORE_KEYS = {"previous": "train_fig.score_previous", "induction": "train_fig.score_induction", "diagonal": "train_fig.score_diagonal"}  # fmt: skip
 
 
-def _thin(values: np.ndarray, most: int) -> np.ndarray:
-    """Rows of (k, m) averaged in consecutive blocks so at most `most` remain (k <= most: as is)."""
-    k = len(values)
-    if k <= most:
-        return values
-    edges = np.linspace(0, k, most + 1).astype(int)
-    return np.stack([values[a:b].mean(axis=0) for a, b in itertools.pairwise(edges)])
-
-
 def training_curves(
     history: np.ndarray | Sequence[Sequence[float]],
     held_out: np.ndarray | Sequence[Sequence[float]] | None = None,
@@ -50,7 +41,9 @@ def training_curves(
     accuracy), averaged down to MAX_CURVE_POINTS; `held_out`: (s, 3) rows at each snapshot, as
     markers. `total_steps` fixes the x range, so the curve grows towards its end."""
     h = np.asarray(history, dtype=np.float64).reshape(-1, 3)
-    h = _thin(h, MAX_CURVE_POINTS)
+    if len(h) > MAX_CURVE_POINTS:  # rows averaged in consecutive blocks
+        edges = np.linspace(0, len(h), MAX_CURVE_POINTS + 1).astype(int)
+        h = np.stack([h[a:b].mean(axis=0) for a, b in itertools.pairwise(edges)])
     hover = t("train_fig.hover_curve", lang, step="%{x}", value="%{y:.4f}") + "<extra></extra>"
     data: list[Json] = []
     for axis, col, key in (("y", 1, "train_fig.loss_train"), ("y2", 2, "train_fig.accuracy_train")):
