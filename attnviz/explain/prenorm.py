@@ -68,7 +68,7 @@ def attention_layers(model: Runner) -> tuple[str, list[PreNormParts] | list[Laye
         except ValueError:
             raise ValueError(
                 f"model '{model.name}' is neither a pre-norm decoder (Llama family, the Training lab's) nor a "
-                "post-LayerNorm encoder (BERT family): its attention's input cannot be taken apart here"
+                "post-LayerNorm BERT-family encoder: its layers cannot be taken apart here"
             ) from not_an_encoder
 
 
