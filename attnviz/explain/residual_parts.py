@@ -133,33 +133,21 @@ def _prenorm_stream(
 
 
 def _postln_stream(model: Runner, enc: Encoded, layer: int, pos: list[int]) -> tuple[Stream, torch.Tensor]:
-    """The stream in parts and the attention weights (H, n, n) of `layer`."""
+    """The stream in parts and the attention weights (H, n, n) of `layer`; the bias part (o_proj's
+    biases and the LayerNorms' betas) stays last."""
     records = record_layers(model, enc)
     r = next(records)
-    names, vecs = ["embed"], [r.x.double()[pos]]
+    x = r.x.double()[pos]
+    names, vecs = ["embed", BIAS], torch.stack([x, torch.zeros_like(x)])
     for m in range(layer):
         p = r.parts
-        names += [f"L{m}H{h}" for h in range(p.n_heads)]
-        bias_at = len(names)
-        names.append(BIAS)  # o_proj's bias, then each LayerNorm's beta
-        stack = torch.cat([torch.stack(vecs), _head_outputs(r.alpha, r.f, pos), _bias_of(p.output, vecs[0])[None]])
-        stack = frozen_norm(p.ln_attention, stack, r.pre1.double()[pos], bias_at)
+        vecs = torch.cat([vecs[:-1], _head_outputs(r.alpha, r.f, pos), (vecs[-1] + _bias_of(p.output, x))[None]])
+        vecs = frozen_norm(p.ln_attention, vecs, r.pre1.double()[pos], -1)
         mlp = (r.pre2 - r.mid).double()[pos]
-        stack = frozen_norm(p.ln_ff, torch.cat([stack, mlp[None]]), r.pre2.double()[pos], bias_at)
-        names.append(f"L{m} mlp")
-        names, vecs = _bias_last(names, list(stack))
+        vecs = frozen_norm(p.ln_ff, torch.cat([vecs[:-1], mlp[None], vecs[-1:]]), r.pre2.double()[pos], -1)
+        names = [*names[:-1], *(f"L{m}H{h}" for h in range(p.n_heads)), f"L{m} mlp", BIAS]
         r = next(records)
-    if BIAS not in names:
-        names, vecs = [*names, BIAS], [*vecs, torch.zeros_like(vecs[0])]
-    return Stream(names, torch.stack(vecs), r.x.double()[pos]), r.alpha
-
-
-def _bias_last(names: list[str], vecs: list[torch.Tensor]) -> tuple[list[str], list[torch.Tensor]]:
-    """One bias part, last: a layer's bias added to the earlier layers' one."""
-    at = [i for i, name in enumerate(names) if name == BIAS]
-    total = sum((vecs[i] for i in at), torch.zeros_like(vecs[0]))
-    keep = [i for i in range(len(names)) if i not in at]
-    return [names[i] for i in keep] + [BIAS], [vecs[i] for i in keep] + [total]
+    return Stream(names, vecs, r.x.double()[pos]), r.alpha
 
 
 def record_stream(
