@@ -1,25 +1,20 @@
 """Whole-layer context mixing, one entry point for the app, the command line and notebooks:
+`contributions(model, text, method)`, its per_layer (L, n, n) (row i: where position i's output
+at that layer comes from) and rolled (n, n) (the same traced back to the input tokens); the rows
+of both are non-negative and sum to 1.
 
-    c = attnviz.explain.contributions(model, text, "globenc")
-    c.tokens      list[str]
-    c.per_layer   float32 (L, n, n): row i = where position i's output at that layer comes from
-    c.rolled      float32 (n, n): the same traced back to the input tokens
-
-Methods (rows of both maps are non-negative and sum to 1 for every one):
-    "attention"      mean over heads of the attention weights; rolled = attention rollout
-                     (Abnar & Zuidema 2020: the residual added as 0.5 A + 0.5 I)
-    "norm"           ||sum_h alpha f_h(x_j)|| (Kobayashi et al. 2020), rows normalised; rolled
-                     like attention (the residual added back, as rollout does)
+    "attention"      mean over heads of the weights; rolled = attention rollout (Abnar & Zuidema 2020)
+    "norm"           ||sum_h alpha f_h(x_j)|| (Kobayashi et al. 2020); rolled like attention
     "globenc"        attention, residual and both LayerNorms (Modarressi et al. 2022)
     "alti"           attention, residual and LayerNorm, L1 distances (Ferrando et al. 2022)
     "value_zeroing"  rerun each layer with one token's values zeroed (Mohebbi et al. 2023)
-The last three count the residual already, so they roll out as a plain product of the layers'
-maps, as the authors' code does. GlobEnc multiplies the raw N-Enc norms and normalises rows only
-after (mohsenfayyaz/GlobEnc src/attention_rollout.py `compute_joint_attention`), so a layer with
-larger norms weighs more; `globenc_rollout="normalised_layers"` normalises each layer first.
-ALTI and Value Zeroing normalise each layer's rows before the product (mt-upc/transformer-
-contributions src/utils_contributions.py `compute_joint_attention`; hmohebbi/ValueZeroing
-demo.py, `res=False`). A row with nothing to share out (all 0) becomes its own one-hot row.
+
+The last three count the residual, so they roll out as a plain product of the layers' maps, as
+the authors' code does: GlobEnc multiplies the raw norms and normalises rows after
+(mohsenfayyaz/GlobEnc src/attention_rollout.py; `globenc_rollout="normalised_layers"` normalises
+each layer first), ALTI and Value Zeroing normalise each layer first (mt-upc/transformer-
+contributions src/utils_contributions.py; hmohebbi/ValueZeroing demo.py, `res=False`). A row
+with nothing to share out becomes its own one-hot row.
 """
 
 from __future__ import annotations
@@ -45,7 +40,6 @@ from .rollout import rollout_layers
 from .value_zeroing import value_zeroing_map
 
 METHODS = ("attention", "norm", "globenc", "alti", "value_zeroing")
-RESIDUAL_IN_MAP = {"attention": False, "norm": False, "globenc": True, "alti": True, "value_zeroing": True}
 # GlobEnc's rollout: "raw" (the authors': rows normalised after the product) or "normalised_layers".
 GLOBENC_ROLLOUTS = ("raw", "normalised_layers")
 # Value Zeroing runs the feed-forward on n x n vectors per layer (n^3): without an explicit
@@ -90,10 +84,7 @@ def normalise_rows(m: np.ndarray) -> np.ndarray:
     """Rows scaled to sum to 1 (float32); a row that sums to 0 becomes its own one-hot row."""
     m = np.maximum(np.asarray(m, dtype=np.float64), 0.0)
     sums = m.sum(-1, keepdims=True)
-    n = m.shape[-1]
-    eye = np.broadcast_to(np.eye(n), m.shape)
-    out = np.where(sums > 0, m / np.where(sums > 0, sums, 1.0), eye)
-    return out.astype(np.float32)
+    return np.where(sums > 0, m / np.where(sums > 0, sums, 1.0), np.eye(m.shape[-1])).astype(np.float32)
 
 
 def roll_out(per_layer: np.ndarray, residual: bool) -> np.ndarray:
@@ -220,7 +211,7 @@ def _rolled(method: str, per_layer: np.ndarray, raw_globenc: list[np.ndarray]) -
         return rollout_layers(per_layer[:, None])
     if method == "globenc" and raw_globenc:
         return roll_out_raw(np.stack(raw_globenc))
-    return roll_out(per_layer, residual=not RESIDUAL_IN_MAP[method])
+    return roll_out(per_layer, residual=method == "norm")  # the others count the residual already
 
 
 def _within(progress: Progress, k: int, total: int) -> Progress:

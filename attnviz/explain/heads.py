@@ -99,15 +99,8 @@ def head_kinds(stats: dict[str, np.ndarray]) -> np.ndarray:
     the pattern with the largest share if it exceeds LABEL_SHARE, else "broad" if entropy_rel >
     BROAD_ENTROPY, else ""."""
     shares = np.stack([stats[k] for k in _PATTERNS])  # (6, L, H)
-    best = shares.argmax(0)
-    top = shares.max(0)
-    kinds = np.full(best.shape, "", dtype=object)
-    for idx in np.ndindex(best.shape):
-        if top[idx] > LABEL_SHARE:
-            kinds[idx] = _PATTERNS[best[idx]]
-        elif stats["entropy_rel"][idx] > BROAD_ENTROPY:
-            kinds[idx] = "broad"
-    return kinds.astype(str)
+    broad = np.where(stats["entropy_rel"] > BROAD_ENTROPY, "broad", "")
+    return np.where(shares.max(0) > LABEL_SHARE, np.array(_PATTERNS)[shares.argmax(0)], broad)
 
 
 def head_labels(stats: dict[str, np.ndarray]) -> np.ndarray:
