@@ -1,18 +1,14 @@
-"""Heads switched off (Michel, Levy & Neubig 2019, "Are Sixteen Heads Really Better than One?").
+"""Heads switched off (Michel, Levy & Neubig 2019, "Are Sixteen Heads Really Better than One?"):
+a head's slice of the context before the output projection zeroed or replaced by its mean over
+positions (`Runner.switch_heads`). The effect: per token, the final hidden states' cosine
+distance; for an encoder, that of the mean-pooled sentence embeddings (as sentence-transformers).
 
-A head's slice of the concatenated context before the output projection is zeroed or replaced
-by its mean over positions (`Runner.switch_heads`). The effect is read on the final hidden
-states: per token their cosine distance; for an encoder the cosine distance of the mean-pooled
-sentence embeddings (as the embedded sentence-transformers model pools).
-
-Michel et al.'s estimate is I_h = |dL / d xi_h| at xi = 1, with a gate xi_h per head. An encoder
-has no task loss, and a loss smallest at the unswitched output has zero gradient there, so we
-take F(xi) = <p(xi), u>, p the pooled final states and u = p(1) / ||p(1)|| fixed (the objective
-of removal.along_output); comparing its ranking with the real effect is their section 4.2.
-
-A pre-norm decoder (Llama family) switches each query head alone, runs the whole model per
-variant, takes "zero" only (a mean over positions reaches later tokens), and measures the drop
-of log p(the token it predicts after the text) in nats (`removal_lm`); F(xi) is then that
+Michel et al.'s estimate is I_h = |dL / d xi_h| at xi = 1, a gate xi_h per head. An encoder has
+no task loss, and one smallest at the unswitched output has zero gradient there, so F(xi) is
+`removal.along_output` of the pooled states; comparing its ranking with the real effect is their
+section 4.2. A pre-norm decoder (Llama family) switches each query head alone, runs the whole
+model per variant, takes "zero" only (a mean over positions reaches later tokens), and measures
+the drop of log p(the token it predicts after the text) in nats (`removal_lm`); F is then that
 log-probability, their task loss up to sign.
 """
 

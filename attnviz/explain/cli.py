@@ -1,15 +1,12 @@
-"""Command line for the evidence beside the maps: the faithfulness scoreboard, a whole-layer
-contribution map, and the sink heads of a text.
+"""`python -m attnviz evidence`: the faithfulness scoreboard (of the sentence embedding, or of the
+token --query names), a whole-layer contribution map, the sink heads of a text, or why a head
+scores a key (explain.score_sources, at most 256 tokens; --max-tokens does not apply).
 
     python -m attnviz evidence "TEXT" [--query N|WORD] [--methods a,b] [--max-tokens 128]
                                [--map METHOD] [--sinks] [--why LAYER,HEAD,I,J]
                                [--model minilm] [--device auto] [--json OUT|-]
 
-Without --map, --sinks or --why it prints the scoreboard for the sentence embedding, or for the
-token --query names. --why takes apart one head's score of key token J from query token I
-(explain.score_sources, at most 256 tokens; --max-tokens does not apply). Exit status 0 on
-success, 2 on bad input or a model that cannot be loaded (one line on stderr), as `python -m
-attnviz`.
+Exit status 0 on success, 2 on bad input or a model that cannot be loaded (one line on stderr).
 """
 
 from __future__ import annotations

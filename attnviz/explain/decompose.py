@@ -1,19 +1,13 @@
-"""One encoder layer taken apart: what each input position j puts into position i's output.
-
-A post-LN layer (BERT: mid = LN1(x + Attn(x)); out = LN2(mid + FF(mid))) is linear in its
-value vectors up to the first LayerNorm's scale, so position i's attention output splits into
-one vector per input position j (Kobayashi et al. 2020):
+"""One post-LN encoder layer taken apart (BERT: mid = LN1(x + Attn(x)); out = LN2(mid + FF(mid))),
+from one recorded forward (`Runner.trace`) and the layer's own modules; torch in and out (float32).
+Linear in its value vectors up to LN1's scale, position i's attention output splits into one
+vector per input position j (Kobayashi et al. 2020), the second term the residual:
 
     v_ij = sum_h alpha[h,i,j] f_h(x_j)  +  [i == j] x_i,     f_h(x_j) = (x_j W_V + b_V)_h W_O^h
-
-(the second term is the residual). The maps measure v_ij through the LayerNorms:
 
     norm_map     ||sum_h alpha f||                            Kobayashi et al. 2020 (no residual)
     globenc_map  ||LN2'(LN1'(v_ij))||, LN' = LN without bias  Modarressi et al. 2022, GlobEnc
     alti_map     max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1)     Ferrando et al. 2022, ALTI
-
-From one recorded forward (`Runner.trace`) and the layer's own modules (`Runner.layers()`).
-Torch in, torch out (float32, the model's device).
 """
 
 from __future__ import annotations

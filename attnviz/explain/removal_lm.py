@@ -1,11 +1,10 @@
 """What a causal language model does when input tokens are removed: the output is the
 log-probability of the next token (the model's first choice) or of a typed continuation
-(teacher forcing, summed over its tokens).
-
-A decoder has no [MASK]: a removed token becomes a filler without content (the unknown token,
-else end of text) at the same position, so the first position stays the attention sink. The
-effect is f(x) - f(x with tokens replaced), positive when the target became less likely; per
-layer, the mean cosine distance of the output at the positions that predict the target.
+(teacher forcing, summed over its tokens). A decoder has no [MASK]: a removed token becomes a
+filler without content (unknown, else end of text) at the same position, so the first position
+stays the attention sink. The effect is f(x) - f(x with tokens replaced), positive when the
+target became less likely; per layer, the mean cosine distance of the output at the positions
+that predict the target.
 """
 
 from __future__ import annotations

@@ -1,19 +1,14 @@
-"""The faithfulness scoreboard: for one text and one output (a token's final vector, or the
-sentence embedding for query=None), which picture of "where information comes from" tracks
-what the model does when input tokens are removed?
-
-For every method, over the ordinary tokens (special tokens are never removed):
+"""The faithfulness scoreboard: for one output (a token's final vector, or the sentence embedding
+for query=None), which picture of "where information comes from" tracks what the model does when
+ordinary input tokens are removed (special tokens never are)? Per method:
 - rank agreement (Spearman, Kendall) with leave-one-out (removal.py), the reference ranking;
-- a deletion curve, tokens removed most important first; its mean is the AOPC (Samek et al.
-  2017; "comprehensiveness" in DeYoung et al. 2020), 1/(L+1) sum_{k=0..L} (f(x) - f(x_k)), the
-  k = 0 point included. Random orders give the floor;
-- per layer, for the whole-layer methods: agreement of the map through layer l (and of layer
-  l's own map) with leave-one-out at layer l's output.
-
+- a deletion curve, most important first, at fractions 0, 10%, ..., 100% of the ordinary tokens;
+  its mean is the AOPC (Samek et al. 2017; "comprehensiveness" in DeYoung et al. 2020),
+  1/(L+1) sum_{k=0..L} (f(x) - f(x_k)), k = 0 included; random orders give the floor;
+- for the whole-layer methods, the same agreement at each layer's output (the map through
+  layer l, and layer l's own map).
 The metrics are debated: masked text is out of distribution (Hooker et al. 2019) and AOPC is not
-comparable across models or inputs (Edin et al. 2024, arXiv 2408.08137). Steps are fractions of
-the ordinary tokens (0, 10%, ..., 100%), so deletion costs at most (methods + random orders) x
-`steps` passes; identical masked texts run once.
+comparable across models or inputs (Edin et al. 2024, arXiv 2408.08137).
 """
 
 from __future__ import annotations

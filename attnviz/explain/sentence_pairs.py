@@ -1,13 +1,8 @@
 """Sentence pairs: how much each text's tokens read their own text and how much the other one
-(bertviz #67, #72, #111: "how does B summarise A?"). Numpy only.
-
-    att = model.attend("Where is the cat?", pair="The cat is on the mat.")
-    blocks = pair_blocks(att)     # (layers, heads, 2, 2): rows A, B; columns A, B
-    across = across_share(blocks) # (layers, heads): what the rows send to the other text
-
-blocks[l, h, r, c] is the mean, over the ordinary (non-special) tokens of text r, of the weight
-they give to the ordinary tokens of text c. The weight on [CLS] and [SEP] is left apart, so a
-row of blocks adds up to the share of text r's rows that does not go to a special token.
+(bertviz #67, #72, #111: "how does B summarise A?"), for `model.attend(a, pair=b)`. Numpy only.
+blocks[l, h, r, c] is the mean, over the ordinary tokens of text r, of the weight they give to the
+ordinary tokens of text c; the weight on [CLS] and [SEP] is left apart, so a row of blocks adds up
+to the share of text r's rows that does not go to a special token.
 """
 
 from __future__ import annotations

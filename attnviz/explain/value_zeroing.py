@@ -1,18 +1,14 @@
 """Value Zeroing (Mohebbi, Zuidema, Chrupala, Alishahi 2023, "Quantifying Context Mixing in
 Transformers"): in one layer, zero token j's value vectors in every head, run the layer again,
 and score j by how far each position's output moves (cosine distance); rows normalised.
-
 Follows hmohebbi/ValueZeroing (scoring/value_zeroing.py) and hmohebbi/context_mixing_toolkit
 (src/modeling_bert.py, BertEncoder.forward, `value_zeroing_index`).
 
 Zeroing j's values leaves the weights as they were, so position i's attention output loses
-exactly sum_h alpha[h,i,j] f_h(x_j); the rerun starts from the recorded x + attention output
-minus that vector and runs the rest of the layer: the numbers of rerunning the whole layer
-(tests/test_contributions.py), without recomputing attention n times. The cost still grows as
-n^3 d (the feed-forward on n x n vectors per layer).
-
-The maps match the authors' code run in float64; their float32 [CLS] row (distances summing to
-about 1e-5) loses digits to 1 - cos, which `cosine_distance` avoids.
+exactly sum_h alpha[h,i,j] f_h(x_j): the rerun starts from the recorded x + attention output less
+that vector, without recomputing attention n times (still n^3 d: the feed-forward on n x n
+vectors per layer). The maps match the authors' code run in float64; `cosine_distance` keeps the
+digits their float32 1 - cos loses.
 """
 
 from __future__ import annotations
