@@ -1,14 +1,9 @@
 """The lesson's printable handout: one self-contained HTML page (no script, no network) with the
-visitor's sentence, each step's text, their own figures drawn as inline SVG and their answers
-with the checks. Every visitor string (the sentence, tokens, answers, the model name) is escaped
-with `html.escape` where it lands; a Content-Security-Policy forbids scripts and every request.
+visitor's sentence, each step's text, their own figures as inline SVG and their checked answers.
+Every visitor string is escaped with `html.escape` where it lands; a Content-Security-Policy forbids
+scripts and every request. The numbers beside the bars are the ones the page states.
 
     html = handout_html(look, lang="zh", text=sentence, model="e5-small", answers={...}, linked=facts)
-
-`look` holds the facts of steps 1-3, `linked` those of steps 4-6 (the heads linking the pronoun to
-what the student said it refers to; None until they said it). Every number printed beside a bar
-is the one the page states: weights as percentages, distances with the three decimals of the
-check's why.
 """
 
 from __future__ import annotations
@@ -227,7 +222,8 @@ def handout_html(
     look: Facts, *, lang: str, text: str, model: str, answers: Mapping[str, Answer], linked: Facts | None = None
 ) -> str:
     """The handout page: the sentence, then each step's text, figure, question and answer; step 4
-    opens with what the student said the pronoun refers to."""
+    opens with what the student said the pronoun refers to. `look`: the facts of steps 1-3,
+    `linked`: those of steps 4-6 (the heads linking the pronoun to it; None until it is said)."""
     lookf = _fields(look, lang)
     sections = []
     for i, step in enumerate(STEPS, start=1):

@@ -12,6 +12,7 @@ import streamlit as st
 
 from ...classes import Refused, results_csv
 from ...lesson import STEPS
+from .. import widgets
 from ..server import classes as server
 from ..state import Ctx, t
 from .class_dashboard import PROJECTOR
@@ -26,7 +27,7 @@ def projector_switch() -> None:
 
 def _steps(context: Ctx, opened: Opened) -> None:
     store, code, secret = server.store(context.settings), opened.info.code, opened.secret
-    fmt = lambda s: t(f"class.q.{s}")  # noqa: E731
+    fmt = widgets.option_labels("class.q.{}")
     with st.container(key="class_steps", border=True):
         st.markdown(f"**{t('class.steps_title')}**")
         left, right = st.columns([2, 1], vertical_alignment="bottom")

@@ -15,6 +15,7 @@ from ...classes import ClassInfo, ClassSpec, Refused
 from ...lesson import STEPS
 from ...models.tokens import TextRefused, check_text
 from ...models.unknown_tokens import model_for_language
+from .. import widgets
 from ..readers import model_label
 from ..server import classes as server
 from ..server import visitor
@@ -94,7 +95,7 @@ def start_form(context: Ctx) -> None:
         with right:
             zh = _sentence_inputs(context, "zh")
         own = st.checkbox(t("class.own_label"), key="class_new_own")
-        fmt = lambda s: t(f"class.q.{s}")  # noqa: E731
+        fmt = widgets.option_labels("class.q.{}")
         steps = st.multiselect(
             t("class.steps_label"), STEPS, default=list(STEPS), format_func=fmt, key="class_new_steps"
         )

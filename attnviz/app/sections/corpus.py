@@ -4,7 +4,6 @@ sentences where a head is most and least typical, and the query-key atlas of one
 
 from __future__ import annotations
 
-import functools
 import shutil
 from pathlib import Path
 
@@ -224,8 +223,8 @@ def summary(context: Ctx, job: jobs.Job) -> bool:
     return result.analysed > 0
 
 
-def _pick(chart_key: str) -> None:
-    pick = views.model_view_pick(st.session_state.get(chart_key))
+def _pick() -> None:
+    pick = views.model_view_pick(st.session_state.get("chart_corpus"))
     if pick is not None:
         st.session_state["corpus_layer"], st.session_state["corpus_head"] = pick
 
@@ -252,9 +251,7 @@ def grid(context: Ctx, job: jobs.Job) -> str:
         count=result.analysed, title=t("corpus.grid_fig", stat=t(f"corpus.stat_{stat}")), zmin=zmin, zmax=zmax, lang=context.lang,
     )  # fmt: skip
     with st.container(key="corpus_grid"):
-        charts.chart(
-            fig, key="chart_corpus", on_select=functools.partial(_pick, "chart_corpus"), selection_mode="points"
-        )
+        charts.chart(fig, key="chart_corpus", on_select=_pick, selection_mode="points")
     return str(stat)
 
 

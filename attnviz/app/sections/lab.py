@@ -153,10 +153,6 @@ def steps(context: Ctx, p: Pair) -> None:
                     charts.chart(fig, key=f"chart_step_{name}")
     match = lab.max_abs_diff(walk["weights"], p.mine.weights[p.layer, p.head])
     st.caption(t("lab.steps_match", diff=f"{match:.1e}"))
-    scaling(walk)
-
-
-def scaling(walk: Steps) -> None:
     with st.container(key="lab_scaling"):
         scaled, unscaled, uniform = lab.scaling_entropies(walk)
         a, b, col = st.columns(3)

@@ -28,7 +28,6 @@ from .ablation import cached_ablation, has_layers
 from .explain import cached_norms
 
 QUESTIONS = (*lesson.STEPS, "referent")  # "referent": step 4's first question
-TRIES = "_lesson_tries"  # {"sig": signature, step: [wrong answers given, distinct, in order]}
 
 
 @dataclass(frozen=True)
@@ -73,25 +72,6 @@ def prepare(context: Ctx, text: str, model: str | None = None) -> Lesson | None:
     signature = hashlib.blake2b(raw, digest_size=6).hexdigest()
     known = lesson.known_referent(att, context.lang, clean)
     return Lesson(loaded, clean, att, look, found, known, signature)
-
-
-def pick_note(context: Ctx, run: Lesson) -> None:
-    """Which token the lesson follows and the head the app picked for steps 2 and 3."""
-    look = run.look
-    with st.container(key="lesson_pair"):
-        if not run.pronoun_found:
-            st.info(t("lesson.no_pronoun", q=escape_md(look.query_token, limit=60)), icon=":material/info:")
-        st.markdown(t("lesson.look_pick", **fields(look, context.lang)))
-
-
-def tries(run: Lesson, step: str) -> list[object]:
-    """The distinct wrong answers given to `step` for this sentence (a new sentence forgets them)."""
-    session = st.session_state
-    book = session.get(TRIES)
-    if not isinstance(book, dict) or book.get("sig") != run.signature:
-        book = {"sig": run.signature}
-        session[TRIES] = book
-    return book.setdefault(step, [])
 
 
 def with_referent(run: Lesson, referent: int | None) -> Lesson:

@@ -20,10 +20,11 @@ from .. import charts, literal, widgets
 from ..state import Ctx, t
 from ..widgets import escape_md
 from . import classroom
-from .lesson import Lesson, fields, pick_note, tries, with_norms, with_referent, with_switch
+from .lesson import Lesson, fields, with_norms, with_referent, with_switch
 
 THUMB = 32  # as the explorer's all-heads grid
 Widget = Callable[[str, str], object]  # (label, key) -> the answer, None until one is given
+TRIES = "_lesson_tries"  # {"sig": signature, step: [wrong answers given, distinct, in order]}
 
 
 def _look(step: str, f: dict[str, str], key: str | None = None) -> None:
@@ -46,7 +47,10 @@ def _box(i: int, step: str, context: Ctx, run: Lesson) -> Iterator[bool]:
 def _verdict(context: Ctx, run: Lesson, step: str, value: object, verdict: Verdict, facts: Facts) -> bool:
     """Show the check of an answer: right; or wrong with a hint the first time and the why (which
     names the right answer) from the second distinct wrong answer on. Whether the why was shown."""
-    wrong = tries(run, step)
+    book = st.session_state.get(TRIES)
+    if not isinstance(book, dict) or book.get("sig") != run.signature:  # a new sentence forgets them
+        book = st.session_state[TRIES] = {"sig": run.signature}
+    wrong = book.setdefault(step, [])
     if not verdict.right and value not in wrong:
         wrong.append(value)
     told = verdict.right or len(wrong) >= 2
@@ -192,7 +196,11 @@ def steps(context: Ctx, run: Lesson) -> Lesson:
 
 
 def _one_head_picture(context: Ctx, run: Lesson, heat: go.Figure) -> None:
-    pick_note(context, run)
+    """Which token the lesson follows and the head the app picked, then its map."""
+    with st.container(key="lesson_pair"):
+        if not run.pronoun_found:
+            st.info(t("lesson.no_pronoun", q=escape_md(run.look.query_token, limit=60)), icon=":material/info:")
+        st.markdown(t("lesson.look_pick", **fields(run.look, context.lang)))
     charts.chart(heat, key="lesson_chart_one_head")
 
 
