@@ -79,9 +79,8 @@ def deletion_curves(
     hover = t("fig.hover_deletion", lang, x="%{x}", k="%{customdata}", y="%{y:.4f}")
     for k, row in enumerate(board.rows):
         name = method_label(row.method, lang)
-        is_random = row.method == "random"
         line = {"width": 4 if row.method == highlight else 2, "color": HEAD_COLORS[k % len(HEAD_COLORS)]}
-        if is_random:
+        if row.method == "random":
             line |= {"color": RANDOM_COLOR, "dash": "dash"}
         aopc = t("fig.aopc_value", lang, v=f"{row.aopc:.3f}")
         data.append(
