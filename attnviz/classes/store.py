@@ -47,15 +47,11 @@ class ClassSpec:
     max_students: int = 60
 
 
-@dataclass(frozen=True)
-class ClassInfo:
+@dataclass(frozen=True, kw_only=True)
+class ClassInfo(ClassSpec):
+    """A class as stored: what the teacher asked for, its code, when it started and ended."""
+
     code: str
-    title: str
-    lang: str
-    sentences: Mapping[str, tuple[str, str]]
-    own_sentence: bool
-    open_steps: tuple[str, ...]
-    max_students: int
     created_at: datetime
     ended_at: datetime | None
 
