@@ -59,11 +59,12 @@ def _capture(model: Runner, text: str) -> tuple[Encoded, Parts, np.ndarray, list
     """One recorded forward: the encoding, the layers, alpha (L, H, n, n) and, per layer, the
     value projection x W_V + b_V and the output projection's result."""
     decoder = is_prenorm(model)
+    pre = model.prenorm_layers() if decoder else []
     # the layers `trace` runs through (`attend_layers`: a runner's quick encoder)
-    parts: Parts = [*(model.prenorm_layers() if decoder else getattr(model, "attend_layers", model.layers)())]
+    parts: Parts = [*(pre or getattr(model, "attend_layers", model.layers)())]
     enc = model.encode(text)
     with model.gate.background(), torch.inference_mode():
-        alphas, records = prenorm_trace(model, enc.inputs) if decoder else model.trace(enc.inputs)
+        alphas, records = prenorm_trace(model, enc.inputs, pre) if decoder else model.trace(enc.inputs)
     return enc, parts, alphas, records
 
 

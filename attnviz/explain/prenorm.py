@@ -85,12 +85,10 @@ def rest_of_layer(p: PreNormParts, mid: torch.Tensor) -> torch.Tensor:
 
 
 def prenorm_trace(
-    model: Runner, inputs: dict[str, torch.Tensor], parts: list[PreNormParts] | None = None
+    model: Runner, inputs: dict[str, torch.Tensor], parts: list[PreNormParts]
 ) -> tuple[np.ndarray, list[dict[str, torch.Tensor]]]:
-    """`Runner.trace` for a decoder: the weights (L, H, n, n) and, per layer, "x" (the norm's
-    input), "values" (v_proj's output, n x KV * hs) and "attn_out" (o_proj's output). `parts`:
-    the layers to hook when the runner does not hand them out itself (the trained decoder)."""
-    parts = model.prenorm_layers() if parts is None else parts
+    """`Runner.trace` for a decoder with these layers: the weights (L, H, n, n) and, per layer,
+    "x" (the norm's input), "values" (v_proj's output, n x KV * hs) and "attn_out" (o_proj's output)."""
     records: list[dict[str, torch.Tensor]] = [{} for _ in parts]
 
     def keep(record: dict[str, torch.Tensor], name: str, from_input: bool) -> Callable[..., None]:
