@@ -116,7 +116,10 @@ def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_nam
     local = Path(path_or_id).expanduser()
     is_dir = local.is_dir()
     looks_like_path = path_or_id.startswith((".", "/", "~", "\\")) or path_or_id.count("/") > 1
-    hidden = _not_loadable(display_name)
+    hidden = (
+        f"could not load model '{display_name}': it is not a model this server can load. Choose one from the list, "
+        f"or ask whoever runs this server to add it"
+    )
     if not is_dir and (looks_like_path or local.exists()):
         raise ModelLoadError(f"model directory '{display_name}' does not exist", public=hidden)
     if not is_dir and not _HUB_ID.match(path_or_id):
@@ -133,7 +136,9 @@ def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_nam
 
             config = AutoConfig.from_pretrained(source, trust_remote_code=False)
             tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
-            model = (AutoModelForCausalLM if _has_lm_head(config) else AutoModel).from_pretrained(
+            # a checkpoint saved with its language-model head loads as a causal LM
+            causal = any(str(a).endswith(("ForCausalLM", "LMHeadModel")) for a in config.architectures or ())
+            model = (AutoModelForCausalLM if causal else AutoModel).from_pretrained(
                 source, config=config, attn_implementation="eager", trust_remote_code=False, dtype=torch.float32
             )
     except Exception as exc:  # transformers raises OSError, ValueError, HF hub errors...
@@ -146,18 +151,6 @@ def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_nam
     if model is not model.base_model:  # a causal LM: attention from its base, the next word from its head
         lm_head, model = model.get_output_embeddings(), model.base_model
     return PretrainedModel(display_name, model, tokenizer, device, max_tokens, lm_head=lm_head)
-
-
-def _has_lm_head(config: object) -> bool:
-    """Whether the checkpoint was saved with its language-model head (loaded as a causal LM)."""
-    return any(str(a).endswith(("ForCausalLM", "LMHeadModel")) for a in getattr(config, "architectures", None) or ())
-
-
-def _not_loadable(name: str) -> str:
-    return (
-        f"could not load model '{name}': it is not a model this server can load. Choose one from the list, "
-        f"or ask whoever runs this server to add it"
-    )
 
 
 def _load_scratch(

@@ -29,16 +29,6 @@ def heads_by_layer(heads: Iterable[tuple[int, int]], n_layers: int, n_heads: int
     return off
 
 
-def switch_slices(split: torch.Tensor, heads: list[int], mode: HeadMode) -> torch.Tensor:
-    """split (B, n, H, hs), the heads side by side before the output projection, changed in
-    place: the listed heads zeroed ("zero") or set to their mean over positions ("mean")."""
-    if mode == "zero":
-        split[:, :, heads] = 0.0
-    else:
-        split[:, :, heads] = split[:, :, heads].mean(dim=1, keepdim=True).expand_as(split[:, :, heads])
-    return split
-
-
 def projection_parts(runner: Any) -> list[LayerParts | PreNormParts]:
     """The layers whose output projection takes the heads side by side: a post-LN encoder's
     `layers()`, else a pre-norm decoder's `prenorm_layers()` (its o_proj; with grouped heads the
@@ -70,8 +60,10 @@ def head_switch(
             g = gate.to(split.dtype)
             g = g.reshape(*g.shape[:-1], 1, p.n_heads, 1)
             split = split * g if mode == "zero" else split + (g - 1) * (split - split.mean(dim=1, keepdim=True))
-        if heads:
-            split = switch_slices(split if gate is not None else split.clone(), heads, mode)
+        if heads:  # zeroed, or their mean over positions
+            split = split if gate is not None else split.clone()
+            off = split[:, :, heads]
+            split[:, :, heads] = 0.0 if mode == "zero" else off.mean(dim=1, keepdim=True).expand_as(off)
         return (split.reshape(B, n, p.n_heads * hs), *args[1:])
 
     return hook
