@@ -38,10 +38,10 @@ def _pct(x: float) -> str:
     return f"{x:.0%}"
 
 
-def _near_top(values: np.ndarray, answer: int) -> bool:
+def _near_top(values: np.ndarray, answer: int | None) -> bool:
     """Whether `answer` reads as the largest of `values`: it is, or is within a relative TIE."""
     flat = np.asarray(values, dtype=np.float64).ravel()
-    if not 0 <= answer < flat.size:
+    if answer is None or not 0 <= answer < flat.size:
         return False
     top = float(flat.max())
     return answer == int(np.argmax(flat)) or (top > 0 and float(flat[answer]) >= top * (1.0 - TIE))
@@ -53,46 +53,43 @@ def check(step: str, answer: object, facts: Facts, lang: str = i18n.DEFAULT_LANG
     "all_heads" one of SAME_OPTIONS; "pronoun" a head as layer * n_heads + head; "limits" one of
     LIMIT_OPTIONS. A reading of a picture is right when its value is within TIE of the largest."""
     p, f = facts.pick, facts
-    q, k = f.query_token, f.key_token
+    q, k, head = f.query_token, f.key_token, head_name(p.layer, p.head, lang)
+    index = int(answer) if isinstance(answer, (int, np.integer)) else None
     if step == "tokens":
         specials = sum(f.special)
-        right = isinstance(answer, (int, np.integer)) and int(answer) == f.n
-        return Verdict(
-            right, "lesson.why.tokens", {"n": str(f.n), "special": str(specials), "text": str(f.n - specials)}
-        )
+        fields = {"n": str(f.n), "special": str(specials), "text": str(f.n - specials)}
+        return Verdict(index == f.n, "lesson.why.tokens", fields)
     if step == "one_head":
         top = int(np.argmax(f.row))
-        right = isinstance(answer, (int, np.integer)) and _near_top(f.row, int(answer))
-        fields = {"q": q, "top": f.tokens[top], "w": _pct(f.row[top]), "head": head_name(p.layer, p.head, lang)}
-        return Verdict(right, "lesson.why.one_head", fields)
+        fields = {"q": q, "top": f.tokens[top], "w": _pct(f.row[top]), "head": head}
+        return Verdict(_near_top(f.row, index), "lesson.why.one_head", fields)
     if step == "all_heads":
         expected = "different" if f.distinct_tops > 1 else "same"
         fields = {"q": q, "heads": str(f.column.size), "k": str(f.distinct_tops)}
         return Verdict(answer == expected, f"lesson.why.all_heads_{expected}", fields)
     if step == "pronoun":
-        right = isinstance(answer, (int, np.integer)) and _near_top(f.column, int(answer))
         fields = {
             "q": q,
             "k": k,
-            "head": head_name(p.layer, p.head, lang),
+            "head": head,
             "w": _pct(p.weight),
             "n": str(p.n),
             "u": _pct(p.uniform),
             "ratio": f"{p.ratio:.1f}",
         }
-        return Verdict(right, "lesson.why.pronoun" if p.above_uniform else "lesson.why.pronoun_below", fields)
+        key = "lesson.why.pronoun" if p.above_uniform else "lesson.why.pronoun_below"
+        return Verdict(_near_top(f.column, index), key, fields)
     if step == "switch_off":
         if f.distances is None:
             return Verdict(False, "lesson.why.switch_off_none", {})
         top = int(np.argmax(f.distances))
-        right = isinstance(answer, (int, np.integer)) and _near_top(f.distances, int(answer))
         fields = {
-            "head": head_name(p.layer, p.head, lang),
+            "head": head,
             "top": f.tokens[top],
             "d": f"{f.distances[top]:.3f}",
             "s": f"{f.sentence_distance or 0.0:.4f}",
         }
-        return Verdict(right, "lesson.why.switch_off", fields)
+        return Verdict(_near_top(f.distances, index), "lesson.why.switch_off", fields)
     if step == "limits":
         norm = "—" if f.norm_row is None else _pct(f.norm_row[p.key])
         return Verdict(answer == "mix", "lesson.why.limits", {"q": q, "k": k, "w": _pct(p.weight), "norm": norm})
@@ -151,7 +148,7 @@ def step_fields(facts: Facts, lang: str) -> dict[str, str]:
 
 def answer_label(step: str, value: object, facts: Facts, lang: str) -> str:
     """An answer as the visitor saw it on the page (a token as "8: 因为它", as the app's pickers)."""
-    if step in ("one_head", "switch_off") and isinstance(value, (int, np.integer)) and 0 <= value < facts.n:
+    if step in ("one_head", "switch_off", "referent") and isinstance(value, (int, np.integer)) and 0 <= value < facts.n:
         return f"{int(value)}: {facts.tokens[int(value)]}"
     if step == "pronoun" and isinstance(value, (int, np.integer)):
         layer, head = divmod(int(value), facts.column.shape[1])

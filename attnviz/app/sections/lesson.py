@@ -126,10 +126,9 @@ def answers(run: Lesson, lang: str) -> dict[str, Answer]:
             continue
         if step == "referent":
             verdict = lesson.check_referent(value, facts.tokens, facts.pick.query, run.known)
-            label = lesson.answer_label("one_head", value, facts, lang)
         else:
-            verdict, label = lesson.check(step, value, facts, lang), lesson.answer_label(step, value, facts, lang)
-        out[step] = Answer(label, verdict)
+            verdict = lesson.check(step, value, facts, lang)
+        out[step] = Answer(lesson.answer_label(step, value, facts, lang), verdict)
     return out
 
 

@@ -63,7 +63,7 @@ def _verdict(context: Ctx, run: Lesson, step: str, value: object, verdict: Verdi
             st.success(f"**{t('lesson.right')}** {why}", icon=":material/check_circle:")
         else:
             st.warning(f"**{t('lesson.wrong')}** {why}", icon=":material/cancel:")
-        label = lesson.answer_label("one_head" if step == "referent" else step, value, facts, context.lang)
+        label = lesson.answer_label(step, value, facts, context.lang)
         classroom.record(context, run.signature, run.text, step, label, verdict.right, shown)
     return told
 
