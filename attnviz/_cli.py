@@ -1,12 +1,6 @@
-"""What the command lines share: argparse with one-line errors, and one way to end a command.
-
-Every command (`attnviz`, `attnviz corpus`, `attnviz evidence`, `attnviz train`) exits 0 on
-success and 2 on bad input, a model that cannot be loaded or any other failure, with one line on
-stderr and never a traceback (`guarded`).
-
-`attnviz ... | head -4` closes the pipe after four lines; the next write raises BrokenPipeError.
-Like any Unix tool, the command then stops quietly with status 0: the rest of the output goes to
-/dev/null so that the interpreter's own flush at exit cannot fail again
+"""What the command lines share: argparse with one-line errors, and `guarded`, which ends every
+command with status 0, or 2 and one line on stderr (never a traceback). A closed pipe
+(`attnviz ... | head -4`) stops quietly with status 0, as a Unix tool does
 (https://docs.python.org/3/library/signal.html#note-on-sigpipe).
 """
 
@@ -34,11 +28,9 @@ class Parser(argparse.ArgumentParser):
 
 
 def with_text(payload: bytes, text: str) -> bytes:
-    """A --json document (UTF-8 bytes of one JSON object) with `"text"` (the text analysed) as
-    its last key, so every --json output says what it is about while its first keys
-    stay where the README and scripts read them. Keys are only ever added to the documents
-    (/work/shared/ARCHITECTURE.md: add, never rename); a lone surrogate in the text becomes its
-    JSON escape, as in export.weights_json."""
+    """A --json document (UTF-8 bytes of one JSON object) with `"text"` (the text analysed) added
+    as its last key, so its first keys stay where scripts read them; a lone surrogate in the text
+    becomes its JSON escape, as in export.weights_json."""
     body = payload.strip()
     if not (body.startswith(b"{") and body.endswith(b"}")):
         raise ValueError("a --json document is one JSON object")
@@ -56,7 +48,8 @@ def one_line(exc: BaseException) -> str:
 
 
 def reader_gone() -> int:
-    """Standard output's reader closed the pipe: send what is left nowhere, exit 0."""
+    """Standard output's reader closed the pipe: send what is left nowhere (the interpreter's own
+    flush at exit would fail again), exit 0."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     return 0

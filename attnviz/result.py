@@ -45,17 +45,13 @@ class Attention:
     special:  bool array (n,), True for [CLS], [SEP], <s>, </s> and similar.
     word_ids: for each token the index of the word it belongs to, or -1 for special tokens.
     n_input_tokens: tokens the full text would have had before truncation (specials included).
-    notes:    notices for the viewer (e.g. "cuda ran out of memory: computed on the CPU"); each a
-              `Note` when it comes from attnviz, whose `key` says which notice it is.
+    notes:    notices for the viewer; each a `Note` when it comes from attnviz.
     causal:   True for a decoder (token i sees tokens 0..i only).
     kv_heads: int array (heads,): the key/value head each query head reads (grouped-query
               attention shares one among several query heads), or None when not known.
     spans:    each token's character offsets (start, end) in `text` (empty when not known).
-    key_tokens: the tokens the rows attend over, when they differ from `tokens` (cross-attention:
-              queries from X, keys from Y); weights are then (layers, heads, n_q, n_k). Empty
-              (the default): the keys are `tokens` and every map is square.
-    segments: for a sentence pair ("[CLS] A [SEP] B [SEP]"), each token's text: 0 for A, 1 for B,
-              -1 for special tokens; empty for a single text.
+    key_tokens: cross-attention's keys when they are not `tokens`: weights (layers, heads, n_q, n_k).
+    segments: a sentence pair's ("[CLS] A [SEP] B [SEP]") text of each token: 0 A, 1 B, -1 special.
     """
 
     tokens: list[str]
@@ -68,11 +64,11 @@ class Attention:
     text: str = ""
     causal: bool = False
     n_input_tokens: int = 0
-    notes: tuple[str, ...] = ()  # things the viewer must be told, e.g. a fallback to the CPU
+    notes: tuple[str, ...] = ()
     kv_heads: np.ndarray | None = None
-    spans: list[tuple[int, int]] = field(default_factory=list)  # each token's (start, end) in text
-    key_tokens: tuple[str, ...] = ()  # the keys' tokens when they are not `tokens` (cross-attention)
-    segments: tuple[int, ...] = ()  # sentence pairs: 0 = text A, 1 = text B, -1 = special; () for one text
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    key_tokens: tuple[str, ...] = ()
+    segments: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         w = np.asarray(self.weights)

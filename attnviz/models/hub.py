@@ -1,13 +1,8 @@
-"""Fail fast when the Hugging Face hub is out of reach.
-
-Without a network, `from_pretrained("some/id")` retries five times with backoff and logs two
-warnings a try (`huggingface_hub.utils._http`) before it gives up; a classroom without internet,
-or a typo in the model box, should get one line at once: `prepare` goes around the
-from_pretrained calls of one model, and `load_failure` says why one failed.
-
-For a hub id `prepare` asks, once a minute at most, whether the hub answers (`reachable`: an
-HTTP HEAD to HF_ENDPOINT, 1.5 s at most); when it does not, or HF_HUB_OFFLINE is set, the load
-runs from the local cache only. The retry chatter is kept off the terminal either way.
+"""Fail fast when the Hugging Face hub is out of reach: without a network, `from_pretrained("some/id")`
+retries five times with backoff and logs two warnings a try. `prepare` goes around one model's
+from_pretrained calls: when the hub does not answer (`reachable`, probed once a minute at most) or
+HF_HUB_OFFLINE is set, the load runs from the local cache only, and the retry chatter is kept off
+the terminal either way. `load_failure` says in one line why a load failed.
 """
 
 from __future__ import annotations
