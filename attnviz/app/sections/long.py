@@ -9,7 +9,6 @@ gone (app/server/sessions.py), not when Streamlit drops a closed tab's state min
 from __future__ import annotations
 
 import hashlib
-import logging
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -27,9 +26,8 @@ from ..runners import Loaded
 from ..server import sessions
 from ..state import Ctx, t
 from ..streamlit_adapter import session_id
-from ..widgets import escape_md, show_error
+from ..widgets import attempt, escape_md, show_error
 
-LOG = logging.getLogger("attnviz")
 STATE = "_long_result"  # {"key": ..., "long": LongAttention, "memo": {...}}
 GO = "_long_go"  # the key of the run the visitor asked for
 UPLOAD = "long_upload"
@@ -133,16 +131,12 @@ def _result(context: Ctx, loaded: Loaded, text: str, limit: int) -> dict[str, An
     def run(progress: Any) -> LongAttention:
         return attend_long(loaded.runner, text, max_tokens=limit, progress=lambda d, total: progress(d / total))
 
-    try:
-        size_mb = estimate(loaded.runner, limit).kept_bytes / 2**20  # what the result keeps, at most
-        long = work.run_long(context, ("long", key), t("long.running"), run, size_mb=size_mb)
-    except ValueError as exc:
-        runners.refused(exc)
-        return None
-    except Exception as exc:  # never a traceback in the page
-        LOG.warning("attnviz: long mode failed: %s: %.300s", type(exc).__name__, exc)
-        show_error(t("err.unexpected"), type(exc).__name__)
-        return None
+    size_mb = estimate(loaded.runner, limit).kept_bytes / 2**20  # what the result keeps, at most
+    long = attempt(
+        lambda: work.run_long(context, ("long", key), t("long.running"), run, size_mb=size_mb),
+        "long mode",
+        message=t("err.bad_input"),
+    )
     if long is None:
         return None
     st.session_state.pop(GO, None)
