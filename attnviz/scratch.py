@@ -1,12 +1,9 @@
 """Self-attention from scratch, in plain torch ops (nanoGPT-style: one file, shape comments).
 
-The maths lives in `scaled_dot_product_attention`, a plain function that returns the output
-*and* the weights (as transformers' `eager_attention_forward` does); the modules own the
-parameters and call it. No `nn.MultiheadAttention` and no fused SDPA kernel sits on the path
-that produces the weights, so every weight shown is the explicit softmax below.
-
-`ScratchEncoder` is a BERT-architecture encoder (post-LayerNorm, GELU feed-forward) that can
-carry the embedded MiniLM's weights, so its attention equals the pretrained runner's.
+`scaled_dot_product_attention` returns the output and the weights (as transformers'
+`eager_attention_forward` does) with the softmax written out: no fused kernel sits on the path
+that produces a weight shown. `ScratchEncoder` is a BERT-architecture encoder (post-LayerNorm,
+GELU) that can carry the embedded MiniLM's weights, so its attention equals the pretrained runner's.
 """
 
 from __future__ import annotations
@@ -31,9 +28,6 @@ def scaled_dot_product_attention(
     steps: dict[str, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(Q K^T / sqrt(d_k) + M) V  (Vaswani et al. 2017, eq. 1), the softmax written out.
-
-    The one attention implementation of the project: the scratch encoder, the lab's
-    step-by-step walk and the Hugging Face runner's in-place eager attention all call it.
 
     q, k, v: (..., n, d_k). mask: additive, broadcastable to (..., n, n), 0 where allowed and
     the dtype's most negative finite value where not (so fp16 does not overflow).

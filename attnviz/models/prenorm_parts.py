@@ -1,13 +1,7 @@
-"""The parts of one pre-norm decoder layer (Llama, Mistral, Qwen2: RMSNorm before each block),
-handed out by `Runner.prenorm_layers()` so that explanation methods and head switches never
-reach into a model's own module tree (as `scratch.LayerParts` does for post-LN encoders):
-
-    mid = x + o_proj(attention(norm_attention(x)))          the attention block and its residual
-    out = mid + mlp(norm_ff(mid))                            the feed-forward block and its residual
-
-Grouped-query attention (Ainslie et al. 2023): the value projection has `n_kv_heads` heads and
-query head h reads key/value head h // (n_heads / n_kv_heads), as transformers' `repeat_kv`
-lays them out. The output projection's input holds the `n_heads` query heads side by side.
+"""The parts of one pre-norm decoder layer (Llama family: mid = x + o_proj(attention(norm_attention(x))),
+out = mid + mlp(norm_ff(mid))), handed out by `Runner.prenorm_layers()` as `scratch.LayerParts` are
+for post-LN encoders. Grouped-query attention (Ainslie et al. 2023): query head h reads key/value
+head h // (n_heads / n_kv_heads), as transformers' `repeat_kv` lays them out.
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def encoded(tokenizer: Any, text: object, limit: int) -> tuple[Any, Encoded]:
 def token_limit(asked: int | None, limit: int) -> int:
     """The token limit a request gets: what it asked for, at most `limit` (the model's, or the
     deployment's) and at least 2 (a text needs room beside [CLS] and [SEP]); `limit` when it asked
-    for none. The one place the clamp is written."""
+    for none."""
     return max(2, min(int(limit if asked is None else asked), int(limit)))
 
 
@@ -105,7 +105,7 @@ class TextRefused(ValueError):
 def check_text(text: object, max_chars: int | None = None) -> str:
     """`text` itself if it can be analysed; TextRefused before any tokenising if it is not a
     string, is blank once control characters are cleaned (`clean_text`), or is longer than
-    `max_chars`. The one text check: the runners, the app and the command lines call it."""
+    `max_chars`."""
     if not isinstance(text, str):
         raise TextRefused("not_text")
     if not clean_text(text).strip():
@@ -116,8 +116,7 @@ def check_text(text: object, max_chars: int | None = None) -> str:
 
 
 def checked_text(text: object) -> str:
-    """A text to encode, cleaned (`clean_text`) once `check_text` accepts it. Every runner's
-    `encode` (and the numpy first answer) checks here."""
+    """A text to encode, cleaned (`clean_text`) once `check_text` accepts it."""
     return clean_text(check_text(text))
 
 

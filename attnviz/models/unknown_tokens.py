@@ -1,12 +1,7 @@
 """Unknown tokens: how much of a text a model cannot read, and which offered model reads it.
-
-A tokenizer maps every character it has no piece for to one unknown token ([UNK], <unk>).
-All of them share one embedding, so the model sees "something unknown here" and nothing of
-what was written: a map over such tokens shows positions, not meaning. MiniLM's vocabulary
-holds about 240 CJK characters, so most Chinese text loses most of its characters that way;
-multilingual-e5-small's (XLM-R's 250k pieces) reads Chinese and about 100 other languages.
-
-Pure: tokenizers only, no model runs and no streamlit.
+Every character without a piece becomes one shared unknown token, so a map over such tokens shows
+positions, not meaning (MiniLM knows about 240 CJK characters; multilingual-e5-small reads Chinese).
+Tokenizers only, no model runs.
 """
 
 from __future__ import annotations
