@@ -88,14 +88,11 @@ def atlas(context: Ctx, job: jobs.Job, layer: int, head: int) -> None:
         )
 
     label = t("corpus.atlas_computing", head=views.head_label(layer, head, lang=context.lang))
-    try:
-        found = work.cached_long(
-            context, loaded, "corpus_atlas", str(job.out), layer, head, method, points,
-            label=label, fn=compute,
-        )  # fmt: skip
-    except (ValueError, IndexError) as exc:
-        widgets.show_error(t("corpus.atlas_failed"), str(exc))
-        return
+    found = widgets.attempt(
+        lambda: work.cached_long(context, loaded, "corpus_atlas", str(job.out), layer, head, method, points,
+                                 label=label, fn=compute),
+        "corpus atlas", message=t("corpus.atlas_failed"),
+    )  # fmt: skip
     if found is not None:
         _draw(context, found, colour)
 
