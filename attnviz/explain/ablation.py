@@ -44,12 +44,18 @@ def _heads(model: Runner, heads: Iterable[Sequence[int]]) -> tuple[Head, ...]:
     return tuple(sorted(out))
 
 
-def _distances(base: torch.Tensor, switched: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """base (n, d), switched (B, n, d) -> per-token (B, n) and sentence (B,) cosine distances."""
+def _effects(
+    model: Runner, base: torch.Tensor, switched: torch.Tensor, target: LmTarget | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """base (n, d), switched (B, n, d) -> per-token cosine distances (B, n) and the output's change
+    (B,): the sentence embeddings' cosine distance, or with `target` its log-probability drop (nats)."""
     cos = torch.nn.functional.cosine_similarity
-    tokens = 1.0 - cos(switched.double(), base.double()[None], dim=-1)  # (B, n)
-    pooled = 1.0 - cos(pool(switched.double(), None), pool(base.double()[None], None), dim=-1)  # (B,)
-    return tokens.clamp(min=0.0).cpu().numpy(), pooled.clamp(min=0.0).cpu().numpy()
+    tokens = (1.0 - cos(switched.double(), base.double()[None], dim=-1)).clamp(min=0.0)  # (B, n)
+    if target is None:
+        out = (1.0 - cos(pool(switched.double(), None), pool(base.double()[None], None), dim=-1)).clamp(min=0.0)
+    else:
+        out = _log_probs(model, base[None], target) - _log_probs(model, switched, target)
+    return tokens.cpu().numpy(), out.cpu().numpy()
 
 
 def _attend_final(model: Runner, inputs: dict[str, torch.Tensor]) -> tuple[np.ndarray, torch.Tensor]:
@@ -92,9 +98,7 @@ def ablate(
                         weights, final = model.attention_array(inputs), model.last_hidden(inputs)
                     else:
                         weights, final = _attend_final(model, inputs)
-        tokens, pooled = _distances(base, final)
-        if target is not None:  # the next token's drop in place of the sentence distance
-            pooled = (_log_probs(model, base[None], target) - _log_probs(model, final, target)).cpu().numpy()
+        tokens, pooled = _effects(model, base, final, target)
     return Ablation(model.result(enc, weights), off, mode, tokens[0], float(pooled[0]), *_named(target))
 
 
@@ -115,16 +119,11 @@ def _run_rows(
     and joins the batch at layer starts[r] (ascending, its first switched layer) from the
     recorded input states[l] (1, n, d): the unchanged layers below are not rerun."""
     parts = model.layers()
-    x: torch.Tensor | None = None
+    x = states[0][:0]  # (0, n, d)
     for layer in range(starts[0], len(parts)):
-        joining = sum(1 for s in starts if s == layer)
-        if joining:
-            fresh = states[layer].expand(joining, -1, -1)
-            x = fresh if x is None else torch.cat([x, fresh])
-        assert x is not None
+        x = torch.cat([x, states[layer].expand(starts.count(layer), -1, -1)])
         with model.switch_heads(gates=gates[: x.shape[0]], mode=mode):
             x, _ = post_ln_layer(parts[layer], x, mask)
-    assert x is not None
     return x
 
 
@@ -143,7 +142,6 @@ def _sweep(
     L, H, n = model.n_layers, model.n_heads, int(states[0].shape[1])
     mask = inputs.get("attention_mask")
     token_mean, sentence = np.zeros(len(rows)), np.zeros(len(rows))
-    f0 = None if target is None else _log_probs(model, states[-1], target)  # (1,)
     todo = sorted((min(lay for lay, _ in row), r) for r, row in enumerate(rows) if row)
     # A layer's worth of rows a batch: an interactive pass waits at most one batch.
     for part in in_batches(model, len(todo), n, progress=progress, most=H):
@@ -157,9 +155,7 @@ def _sweep(
         else:
             with model.switch_heads(gates=gates, mode=mode):
                 final = model.last_hidden(expand(inputs, len(chunk)))
-        tokens, pooled = _distances(states[-1][0], final)
-        if f0 is not None and target is not None:
-            pooled = (f0 - _log_probs(model, final, target)).cpu().numpy()  # (B,) nats
+        tokens, pooled = _effects(model, states[-1][0], final, target)
         for b, (_, r) in enumerate(chunk):
             token_mean[r], sentence[r] = tokens[b].mean(), pooled[b]
     return token_mean, sentence
