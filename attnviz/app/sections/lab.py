@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from ... import i18n, lab, views
@@ -37,6 +38,13 @@ class Pair:
     opts: dict[str, Any]
     layer: int
     head: int
+
+    def head_map(self, context: Ctx, att: Attention, title: str, chart_key: str, **words: str) -> go.Figure:
+        """`att`'s map of the chosen head, its title the catalogue's `title` with the layer and head."""
+        heading = t(title, layer=self.layer, head=self.head, **words)
+        fig = views.heatmap(att, self.layer, self.head, zmax=1.0, title=heading, lang=context.lang)
+        charts.chart(fig, chart_key)
+        return fig
 
     def walk(self, context: Ctx, layer: int) -> Steps:
         """The picked head of `layer` step by step through the scratch encoder, within the maps' token limit."""
@@ -111,13 +119,9 @@ def side_by_side(context: Ctx, p: Pair) -> None:
             key = "lab.different_unexpected" if defaults else "lab.different_expected"
             st.info(t(key, diff=f"{diff:.3f}"), icon=":material/compare_arrows:")
     with left:
-        title = t("lab.pretrained_title", layer=p.layer, head=p.head)
-        fig = views.heatmap(p.pretrained, p.layer, p.head, zmax=1.0, title=title, lang=context.lang)
-        charts.chart(fig, "chart_lab_pretrained")
+        p.head_map(context, p.pretrained, "lab.pretrained_title", "chart_lab_pretrained")
     with right:
-        title = t("lab.scratch_title", layer=p.layer, head=p.head)
-        fig = views.heatmap(p.mine, p.layer, p.head, zmax=1.0, title=title, lang=context.lang)
-        charts.chart(fig, "chart_lab_scratch")
+        fig = p.head_map(context, p.mine, "lab.scratch_title", "chart_lab_scratch")
         settings = downloads.run_settings(context, p.mine, layer=p.layer, head=p.head, **p.opts)
         downloads.figure_downloads(fig, "lab-scratch", settings)
 
@@ -186,9 +190,6 @@ def order_demo(context: Ctx, p: Pair) -> None:
     att_a, result = results[False]
     left, right = st.columns(2)
     with left:
-        title = t("lab.order_a", layer=p.layer, head=p.head)
-        charts.chart(views.heatmap(att_a, p.layer, p.head, zmax=1.0, title=title, lang=context.lang), "chart_order_a")
+        p.head_map(context, att_a, "lab.order_a", "chart_order_a")
     with right:
-        title = t("lab.order_b", layer=p.layer, head=p.head)
-        fig = views.heatmap(result.back, p.layer, p.head, zmax=1.0, title=title, lang=context.lang)
-        charts.chart(fig, "chart_order_b")
+        p.head_map(context, result.back, "lab.order_b", "chart_order_b")

@@ -9,7 +9,6 @@ from dataclasses import replace
 import numpy as np
 import streamlit as st
 
-from ... import views
 from ...lab.sparse import KINDS, encoder_maps, sparse_count, sparse_mask
 from ...views.sparse import pattern_growth, pattern_maps
 from .. import charts, runners, widgets
@@ -76,15 +75,12 @@ def show(context: Ctx, p: Pair) -> None:
     sparse_att = replace(p.mine, weights=weights)
     with st.container(key="sparse_maps"):
         left, right = st.columns(2)
-        title = t("sparse.full_title", layer=p.layer, head=p.head)
         with left:
-            charts.chart(
-                views.heatmap(p.mine, p.layer, p.head, zmax=1.0, title=title, lang=context.lang), "chart_sparse_full"
-            )
-        title = t("sparse.sparse_title", layer=p.layer, head=p.head, kind=t(f"trainlab.sparse.{kind}"))
+            p.head_map(context, p.mine, "sparse.full_title", "chart_sparse_full")
         with right:
-            fig = views.heatmap(sparse_att, p.layer, p.head, zmax=1.0, title=title, lang=context.lang)
-            charts.chart(fig, "chart_sparse_map")
+            p.head_map(
+                context, sparse_att, "sparse.sparse_title", "chart_sparse_map", kind=t(f"trainlab.sparse.{kind}")
+            )
         masked = float(np.abs(weights[..., ~allowed]).max()) if (~allowed).any() else 0.0
         sums = float(np.abs(weights.astype(np.float64).sum(-1) - 1).max())
         kept = f"{int(allowed.sum()):,}"
