@@ -29,49 +29,36 @@ def cosine_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return 0.5 * (ua - ub).pow(2).sum(-1)
 
 
-class _RestOfLayer:
-    """The layer after its attention, LN2(mid + FF(mid)) with mid = LN1(pre1), for many pre1 =
-    the recorded one minus what zeroing a token took. LN1 is linear up to its row scale s, so
-    W1 mid = (A_i - B_ij) / s_ij + c with A_i per position and B_ij = sum_h alpha[h,i,j]
-    W1 (gamma1 * centre(f_h(x_j))) from H x n vectors: no n x n product with W1 is formed."""
-
-    def __init__(self, r: LayerRecord):
-        p = self.parts = r.parts
-        ln = p.ln_attention
-        self.gamma = _gamma(ln, r.x)
-        beta = getattr(ln, "bias", None)
-        w1 = p.ff_in.weight.to(r.x)  # (4d, d)
-        b1 = p.ff_in.bias
-        self.a = (self.gamma * _centre(r.pre1)) @ w1.T  # (n, 4d)
-        self.fw = ((self.gamma * _centre(r.f_by_key)) @ w1.T).contiguous()  # (n_j, H, 4d)
-        zero = torch.zeros(w1.shape[0], dtype=r.x.dtype, device=r.x.device)
-        self.c = (zero if beta is None else beta.to(r.x) @ w1.T) + (zero if b1 is None else b1.to(r.x))  # (4d,)
-
-    def __call__(
-        self, pre1: torch.Tensor, alpha: torch.Tensor | None = None, part: slice | None = None
-    ) -> torch.Tensor:
-        """pre1 (b_j, n, d); alpha (b_j, n, H) the weights of the zeroed tokens `part` (None:
-        nothing lost). Two passes over the large (b_j, n, 4d) tensor, 1/s folded into alpha."""
-        p = self.parts
-        s = _ln_scale(p.ln_attention, pre1)  # (b_j, n, 1): LN1's scale
-        pre = torch.addcdiv(self.c, self.a, s)  # (b_j, n, 4d): c + A / s
-        if alpha is not None:
-            pre.baddbmm_(alpha / s, self.fw[part], alpha=-1)  # - sum_h alpha[h,i,j] / s_ij fw[j,h]
-        hidden = p.activation(pre)
-        return p.ln_ff(p.ln_attention(pre1) + p.ff_out(hidden))
-
-
 @torch.inference_mode()
 def value_zeroing_map(model: Runner, r: LayerRecord, progress: Progress | None = None) -> torch.Tensor:
     """Value Zeroing of one layer, (n, n) not normalised: [i, j] = cosine distance of position
-    i's output with token j's values zeroed in every head."""
-    n = r.n
+    i's output with token j's values zeroed in every head.
+
+    The rest of the layer, LN2(mid + FF(mid)) with mid = LN1(pre1), runs on each pre1 = the
+    recorded one minus what zeroing a token took. LN1 is linear up to its row scale s, so
+    W1 mid = (A_i - B_ij) / s_ij + c with A_i per position and B_ij = sum_h alpha[h,i,j]
+    W1 (gamma1 * centre(f_h(x_j))) from H x n vectors: no n x n product with W1 is formed."""
+    p, n = r.parts, r.n
+    gamma, beta, b1 = _gamma(p.ln_attention, r.x), getattr(p.ln_attention, "bias", None), p.ff_in.bias
+    w1 = p.ff_in.weight.to(r.x)  # (4d, d)
+    a = (gamma * _centre(r.pre1)) @ w1.T  # (n, 4d)
+    fw = ((gamma * _centre(r.f_by_key)) @ w1.T).contiguous()  # (n_j, H, 4d)
+    zero = torch.zeros(w1.shape[0], dtype=r.x.dtype, device=r.x.device)
+    c = (zero if beta is None else beta.to(r.x) @ w1.T) + (zero if b1 is None else b1.to(r.x))  # (4d,)
+
+    def rest(pre1: torch.Tensor, alpha: torch.Tensor | None = None, part: slice | None = None) -> torch.Tensor:
+        """pre1 (b_j, n, d); alpha (b_j, n, H) the weights of the zeroed tokens `part` (None:
+        nothing lost). Two passes over the large (b_j, n, 4d) tensor, 1/s folded into alpha."""
+        s = _ln_scale(p.ln_attention, pre1)  # (b_j, n, 1): LN1's scale
+        pre = torch.addcdiv(c, a, s)  # (b_j, n, 4d): c + A / s
+        if alpha is not None:
+            pre.baddbmm_(alpha / s, fw[part], alpha=-1)  # - sum_h alpha[h,i,j] / s_ij fw[j,h]
+        return p.ln_ff(p.ln_attention(pre1) + p.ff_out(p.activation(pre)))
+
     out = torch.empty(n, n, dtype=r.x.dtype, device=r.x.device)
-    rest = _RestOfLayer(r)
     base = rest(r.pre1[None])[0]  # (n, d): the same path as the reruns, so "nothing zeroed" gives 0
     for part in in_batches(model, n, n, progress=progress):
-        a = r.alpha_by_key[part]  # (b_j, n_i, H), contiguous
-        lost = a @ r.f_by_key[part]  # (b_j, n_i, d): what zeroing j takes from each position's attention output
-        zeroed = rest(r.pre1[None] - lost, a, part)  # (b_j, n_i, d)
-        out[:, part] = cosine_distance(zeroed, base[None]).T
+        alpha = r.alpha_by_key[part]  # (b_j, n_i, H), contiguous
+        lost = alpha @ r.f_by_key[part]  # (b_j, n_i, d): what zeroing j takes from each position's attention output
+        out[:, part] = cosine_distance(rest(r.pre1[None] - lost, alpha, part), base[None]).T
     return out
