@@ -27,12 +27,11 @@ import numpy as np
 import torch
 
 from ..models import Encoded, Progress, Runner
-from .decompose import LayerRecord, alti_map, globenc_map, norm_map, record_layers
+from .decompose import alti_map, globenc_map, norm_map, record_layers
 from .prenorm import (
     PRENORM_METHODS,
     alti_prenorm_map,
     is_prenorm,
-    norm_prenorm_map,
     record_prenorm_layers,
     value_zeroing_prenorm_map,
 )
@@ -116,17 +115,13 @@ def roll_out_raw(raw_per_layer: np.ndarray) -> np.ndarray:
     return out
 
 
-_MAPS: dict[str, Callable[[LayerRecord], torch.Tensor]] = {
+_MAPS: dict[str, Callable[[Any], torch.Tensor]] = {
     "attention": lambda r: r.alpha.mean(0),
     "norm": norm_map,
     "globenc": globenc_map,
     "alti": alti_map,
 }
-_PRENORM_MAPS: dict[str, Callable[[Any], torch.Tensor]] = {
-    "attention": lambda r: r.alpha.mean(0).tril(),
-    "norm": norm_prenorm_map,
-    "alti": alti_prenorm_map,
-}
+_PRENORM_MAPS = {**_MAPS, "alti": alti_prenorm_map}  # a decoder's alpha is 0 above the diagonal
 
 
 def _check(methods: Iterable[str]) -> list[str]:

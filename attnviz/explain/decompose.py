@@ -148,8 +148,9 @@ def head_sum_norms(alpha: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def norm_map(r: LayerRecord) -> torch.Tensor:
-    """Kobayashi et al. 2020: ||sum_h alpha[h,i,j] f_h(x_j)||, (n, n), residual and LayerNorm left out."""
+def norm_map(r: ByKey) -> torch.Tensor:
+    """Kobayashi et al. 2020: ||sum_h alpha[h,i,j] f_h(x_j)||, (n, n), residual and LayerNorm left out
+    (a decoder's too: its alpha, exactly 0 above the diagonal, keeps the map lower triangular)."""
     return head_sum_norms(r.alpha, r.f)
 
 

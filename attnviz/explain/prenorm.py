@@ -26,7 +26,7 @@ from ..models import Encoded, Progress, Runner
 from ..models.prenorm_parts import PreNormParts
 from ..scratch import LayerParts
 from ._model import in_batches, this_thread
-from .decompose import ByKey, head_sum_norms, transformed
+from .decompose import ByKey, transformed
 from .value_zeroing import cosine_distance
 
 PRENORM_METHODS = ("attention", "norm", "alti", "value_zeroing")
@@ -126,12 +126,6 @@ def source_vectors(r: PreNormRecord) -> torch.Tensor:
     """(n_i, n_j, d): sum_h alpha[h,i,j] f_h(x_j), what position j puts into position i's
     attention-block output. Summed over j, plus x_i and o_proj's bias, it is mid_i."""
     return torch.einsum("hij,hjd->ijd", r.alpha, r.f)
-
-
-@torch.inference_mode()
-def norm_prenorm_map(r: PreNormRecord) -> torch.Tensor:
-    """Kobayashi et al. 2020 on a decoder layer: ||sum_h alpha f_h(x_j)||, (n, n), lower triangular."""
-    return head_sum_norms(r.alpha, r.f).tril()
 
 
 @torch.inference_mode()
