@@ -44,16 +44,10 @@ def head_stats(att: Attention) -> dict[str, np.ndarray]:
     with torch.inference_mode():
         entropy, received = _per_head_pass(w)  # (L, H), (L, H, n)
         zeros = np.zeros_like(entropy)
-        diag = torch.diagonal(w, dim1=-2, dim2=-1)  # (L, H, n)
-        prev = torch.diagonal(w, offset=-1, dim1=-2, dim2=-1)  # A[i, i-1], (L, H, n-1)
-        nxt = torch.diagonal(w, offset=1, dim1=-2, dim2=-1)  # A[i, i+1], (L, H, n-1)
-        stats = {
-            "entropy": entropy,
-            "entropy_rel": entropy / math.log(n) if n > 1 else zeros,
-            "self": diag.mean(-1).double().numpy(),
-            "prev": prev.mean(-1).double().numpy() if n > 1 else zeros,
-            "next": nxt.mean(-1).double().numpy() if n > 1 else zeros,
-        }
+        stats = {"entropy": entropy, "entropy_rel": entropy / math.log(n) if n > 1 else zeros}
+        for name, offset in (("self", 0), ("prev", -1), ("next", 1)):
+            diag = torch.diagonal(w, offset=offset, dim1=-2, dim2=-1)  # A[i, i + offset], (L, H, n - |offset|)
+            stats[name] = diag.mean(-1).double().numpy() if diag.shape[-1] else zeros
     for name, cols in _token_groups(att).items():
         stats[name] = received[..., cols].sum(-1)  # (L, H): mean over rows of the mass on cols
     return stats
