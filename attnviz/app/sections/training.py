@@ -41,24 +41,22 @@ def _value(key: str, default: Any = None) -> Any:
     return session_state.get(key, session_state.get(f"_kept_{key}", default))
 
 
-def _on_task() -> None:
-    task = _value("train_task")
-    steps = DEFAULT_STEPS.get(task, DEFAULT_STEPS["induction"])
-    st.session_state["train_steps"] = min(steps, int(st.session_state.get("_train_max_steps", 20_000)))
+def _on_task(most: int) -> None:
+    steps = DEFAULT_STEPS.get(_value("train_task"), DEFAULT_STEPS["induction"])
+    st.session_state["train_steps"] = min(steps, most)
 
 
 def controls(context: Ctx) -> None:
     """Task, text, size, steps, seed and the Train button (which starts a background run)."""
     settings = context.settings
     session_state = st.session_state
-    session_state["_train_max_steps"] = settings.train_max_steps
     for key, default in {**CONTROL_DEFAULTS, "train_text": t("train.default_text")}.items():
         session_state.setdefault(key, default)  # first values; they survive a visit to another page (state.KEPT)
     session_state.setdefault("train_steps", min(DEFAULT_STEPS[session_state["train_task"]], settings.train_max_steps))
     session_state["train_steps"] = max(10, min(int(session_state["train_steps"]), settings.train_max_steps))
     with st.container(key="train_controls"):
         task = st.selectbox(t("train.task"), TASKS, key="train_task", format_func=widgets.option_labels("train.task.{}"),
-                            on_change=_on_task, help=t("train.task_help"))  # fmt: skip
+                            on_change=_on_task, args=(settings.train_max_steps,), help=t("train.task_help"))  # fmt: skip
         st.markdown(t(f"train.explain.{task}"))
         if task == "text":
             st.text_area(t("train.text"), key="train_text", height=110, max_chars=MAX_TEXT_CHARS,
@@ -134,7 +132,6 @@ def live(context: Ctx) -> None:
     """The live part: polled every POLL_S while this session's run trains, still otherwise."""
     job = training_jobs.get(session_models.session_id())
     running = job is not None and not job.finished
-    st.session_state["_train_polling"] = running
     st.fragment(_live, run_every=POLL_S if running else None)(context)
 
 
@@ -145,7 +142,7 @@ def _live(context: Ctx) -> None:
         st.info(t("train.none"), icon="🌱")
         return
     if job.finished and session_state.get("_train_listed") != job.seq:  # once a run, even if it finished mid-run
-        session_state["_train_polling"], session_state["_train_listed"] = False, job.seq
+        session_state["_train_listed"] = job.seq
         st.rerun()  # the whole page: polling stops, the sidebar lists the new model
     run = job.run
     snapshots = list(run.snapshots)
