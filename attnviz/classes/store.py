@@ -133,6 +133,12 @@ def _student(row: StudentRow) -> Student:
     return Student(row.number, row.name, row.lang, _utc(row.joined_at))
 
 
+def _answer(a: AnswerRow, number: int) -> Answer:
+    return Answer(
+        number, a.step, a.answer, bool(a.right), a.told_key, json.loads(a.told_fields), a.sentence, _utc(a.at)
+    )
+
+
 class ClassStore:
     """`url`: a SQLAlchemy URL (engine.database_url). `answers_per_minute`: the most answers one
     student may give in a minute. `clock`: the time (tests move it for the retention)."""
@@ -253,11 +259,7 @@ class ClassStore:
         )
         if student_id is not None:
             query = query.where(AnswerRow.student_id == student_id)
-        return [
-            Answer(number, a.step, a.answer, bool(a.right), a.told_key, json.loads(a.told_fields), a.sentence,
-                   _utc(a.at))
-            for a, number in s.execute(query)
-        ]  # fmt: skip
+        return [_answer(a, number) for a, number in s.execute(query)]
 
     # --- a student ---
 
@@ -339,7 +341,7 @@ class ClassStore:
                 sentence=given.sentence[:SENTENCE_KEPT], at=now,
             )  # fmt: skip
             s.add(answer)
-        return Answer(me.number, given.step, answer.answer, answer.right, answer.told_key, fields, answer.sentence, now)
+        return _answer(answer, me.number)
 
     def save_handout(self, code: object, token: object, page: str, limit: int = 2_000_000) -> None:
         """Keep the student's latest handout page for the teacher (at most `limit` characters)."""
