@@ -101,8 +101,7 @@ def lm_occlusion(
     `query`, and that target. Special tokens and tokens after `query` score 0."""
     enc = model.encode(text)
     n = len(enc.tokens)
-    check_query(query, n)
-    target = lm_target(model, enc, query, None)
+    target = lm_target(model, enc, query, None)  # IndexError for a query outside the text
     ordinary = np.flatnonzero(~enc.special[: query + 1])  # later tokens cannot move row `query`
     masks = np.eye(n, dtype=bool)[ordinary]  # one removed token a variant
     scores = np.zeros(n)

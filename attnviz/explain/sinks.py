@@ -108,18 +108,17 @@ def sink_scores(
     if not 0.0 < threshold < 1.0:
         raise ValueError("threshold must lie between 0 and 1")
     got = received(att, causal)  # (L, H, n)
-    token = got.argmax(-1)
-    share = np.take_along_axis(got, token[..., None], -1)[..., 0]
+    token, share = got.argmax(-1), got.max(-1)
     value_norms = np.full(got.shape, np.nan)
-    mean_norm = np.full(share.shape, np.nan)
     if norms is not None:
         given = norms if isinstance(norms, np.ndarray) else norms.value_norms
         if given.shape != got.shape:
             raise ValueError(f"value norms {given.shape} do not match attention {got.shape}")
         value_norms = given.astype(np.float64)
-        mean_norm = given.mean(-1, dtype=np.float64)
     value_norm = np.take_along_axis(value_norms, token[..., None], -1)[..., 0]
-    return SinkScores(share, token, share > threshold, value_norm, mean_norm, float(threshold), got, value_norms)
+    return SinkScores(
+        share, token, share > threshold, value_norm, value_norms.mean(-1), float(threshold), got, value_norms
+    )
 
 
 def removed_share(att: AttentionLike, columns: np.ndarray | list[int]) -> np.ndarray:
