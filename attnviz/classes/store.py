@@ -9,7 +9,8 @@ a student action takes the student's token and reaches only that student's rows.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -191,32 +192,33 @@ class ClassStore:
             raise Refused("unknown")
         return row
 
-    def _teacher(self, s: Session, code: object, secret: object) -> ClassRow:
-        row = self._class(s, code)
-        if not codes.matches(secret, row.secret_digest):
-            raise Refused("secret")
-        return row
+    @contextmanager
+    def _teacher(self, code: object, secret: object) -> Iterator[tuple[Session, ClassRow]]:
+        """A transaction on the class of `code`, once `secret` is its teacher's."""
+        with self._session() as s, s.begin():
+            row = self._class(s, code)
+            if not codes.matches(secret, row.secret_digest):
+                raise Refused("secret")
+            yield s, row
 
     def teacher(self, code: object, secret: object) -> ClassInfo:
-        with self._session() as s, s.begin():
-            return _info(self._teacher(s, code, secret))
+        with self._teacher(code, secret) as (_, row):
+            return _info(row)
 
     def set_open_steps(self, code: object, secret: object, steps: tuple[str, ...]) -> ClassInfo:
-        with self._session() as s, s.begin():
-            row = self._teacher(s, code, secret)
+        with self._teacher(code, secret) as (_, row):
             row.open_steps = ",".join(x for x in STEPS if x in steps)
             return _info(row)
 
     def end(self, code: object, secret: object) -> ClassInfo:
-        with self._session() as s, s.begin():
-            row = self._teacher(s, code, secret)
+        with self._teacher(code, secret) as (_, row):
             if row.ended_at is None:
                 row.ended_at = self.clock()
             return _info(row)
 
     def delete(self, code: object, secret: object) -> None:
-        with self._session() as s, s.begin():
-            self._delete(s, self._teacher(s, code, secret).id)
+        with self._teacher(code, secret) as (s, row):
+            self._delete(s, row.id)
 
     def _delete(self, s: Session, class_id: int) -> None:
         # explicitly, children first: the cascade does it too, but not on a SQLite connection opened elsewhere without foreign keys
@@ -234,19 +236,16 @@ class ClassStore:
         return len(ids)
 
     def students(self, code: object, secret: object) -> list[Student]:
-        with self._session() as s, s.begin():
-            row = self._teacher(s, code, secret)
+        with self._teacher(code, secret) as (s, row):
             query = select(StudentRow).where(StudentRow.class_id == row.id).order_by(StudentRow.number)
             return [_student(r) for r in s.scalars(query)]
 
     def answers(self, code: object, secret: object) -> list[Answer]:
-        with self._session() as s, s.begin():
-            row = self._teacher(s, code, secret)
+        with self._teacher(code, secret) as (s, row):
             return self._answers(s, row.id)
 
     def handout(self, code: object, secret: object, number: int) -> str | None:
-        with self._session() as s, s.begin():
-            row = self._teacher(s, code, secret)
+        with self._teacher(code, secret) as (s, row):
             query = select(StudentRow.handout).where(StudentRow.class_id == row.id, StudentRow.number == number)
             return s.scalar(query)
 
@@ -293,37 +292,34 @@ class ClassStore:
                 continue
         raise Refused("full")
 
-    def _me(self, s: Session, code: object, token: object) -> tuple[ClassRow, StudentRow]:
-        row = self._class(s, code)
-        token = codes.read_token(token)
-        me = (
-            None
-            if token is None
-            else s.scalar(select(StudentRow).where(StudentRow.token_digest == codes.digest(token)))
-        )
-        if me is None or me.class_id != row.id:
-            raise Refused("unknown")
-        return row, me
+    @contextmanager
+    def _me(self, code: object, token: object) -> Iterator[tuple[Session, ClassRow, StudentRow]]:
+        """A transaction on the class of `code` and its student whose token is `token`."""
+        with self._session() as s, s.begin():
+            row = self._class(s, code)
+            token = codes.read_token(token)
+            query = select(StudentRow).where(StudentRow.token_digest == codes.digest(token or ""))
+            me = None if token is None else s.scalar(query)
+            if me is None or me.class_id != row.id:
+                raise Refused("unknown")
+            yield s, row, me
 
     def student(self, code: object, token: object) -> tuple[ClassInfo, Student] | None:
-        with self._session() as s, s.begin():
-            try:
-                row, me = self._me(s, code, token)
-            except Refused:
-                return None
-            return _info(row), _student(me)
+        try:
+            with self._me(code, token) as (_, row, me):
+                return _info(row), _student(me)
+        except Refused:
+            return None
 
     def own_answers(self, code: object, token: object) -> list[Answer]:
-        with self._session() as s, s.begin():
-            row, me = self._me(s, code, token)
+        with self._me(code, token) as (s, row, me):
             return self._answers(s, row.id, me.id)
 
     def record(self, code: object, token: object, given: Given) -> Answer:
         """Keep one checked answer (committed when this returns), or Refused."""
         if given.step not in QUESTIONS:
             raise Refused("bad")
-        with self._session() as s, s.begin():
-            row, me = self._me(s, code, token)
+        with self._me(code, token) as (s, row, me):
             if row.ended_at is not None:
                 raise Refused("ended")
             if step_of(given.step) not in row.open_steps.split(","):
@@ -345,6 +341,5 @@ class ClassStore:
 
     def save_handout(self, code: object, token: object, page: str, limit: int = 2_000_000) -> None:
         """Keep the student's latest handout page for the teacher (at most `limit` characters)."""
-        with self._session() as s, s.begin():
-            _row, me = self._me(s, code, token)
+        with self._me(code, token) as (_, _row, me):
             me.handout = page[:limit]
