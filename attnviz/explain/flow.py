@@ -36,13 +36,10 @@ def flow_limit(n: int, row: int | None = None, max_n: int | None = None) -> str 
 
 
 def flow(att: AttentionLike, row: int | None = None, max_n: int | None = None) -> np.ndarray:
-    """Attention flow (Abnar & Zuidema 2020): (n, n) for all rows, or (n,) for one `row`.
-
-    A layered graph has a node per (layer, position); the edge from (l, i) down to (l-1, j)
-    has capacity Â_l[i, j]. Entry [i, j] is the max flow from top node i to input node j;
-    each row is then normalised to sum to 1. Raises FlowTooLarge above FLOW_MAX_N_ALL tokens
-    (all rows) or FLOW_MAX_N_ROW (one row), or `max_n` when given.
-    """
+    """Attention flow (Abnar & Zuidema 2020): (n, n) for all rows, or (n,) for one `row`. [i, j] is
+    the max flow from top node i to input node j in the layered graph whose edge from (l, i) down
+    to (l-1, j) has capacity Â_l[i, j]; rows then normalised to sum to 1. FlowTooLarge above
+    FLOW_MAX_N_ALL tokens (all rows), FLOW_MAX_N_ROW (one row) or `max_n` when given."""
     w = as_weights(att)
     n = w.shape[-1]
     message = flow_limit(n, row, max_n)

@@ -21,7 +21,7 @@ from torch import nn
 from ..models import Encoded, Runner
 from ..models.prenorm_parts import NoFeedForward, PreNormParts
 from ..scratch import LayerParts
-from .decompose import kv_heads, record_layers, transformed
+from .decompose import _centre, _ln_scale, kv_heads, record_layers, transformed
 from .prenorm import attention_layers, prenorm_trace
 from .rotary import attention_module, keep_projections, keep_tables
 
@@ -40,9 +40,7 @@ def frozen_norm(norm: nn.Module | None, parts: torch.Tensor, actual: torch.Tenso
     weight = getattr(norm, "weight", None)
     gamma = 1.0 if weight is None else weight.detach().double()
     if isinstance(norm, nn.LayerNorm):
-        centred = actual - actual.mean(-1, keepdim=True)
-        s = (centred.square().mean(-1, keepdim=True) + norm.eps).sqrt()  # (m, 1)
-        out = (parts - parts.mean(-1, keepdim=True)) / s * gamma
+        out = _centre(parts) / _ln_scale(norm, actual) * gamma
         beta = getattr(norm, "bias", None)
         if beta is not None:
             if bias is None:
