@@ -101,14 +101,15 @@ def _cross_walk(context: Ctx, loaded: Loaded, x: str, y: str, att: Attention, la
     if att.n > SHOW_TOKENS or att.n_keys > SHOW_TOKENS:
         st.caption(t("cross.walk_cut", rows=len(rows), nx=att.n, cols=len(cols), ny=att.n_keys))
     r, c = len(rows), len(cols)
+    panels = (
+        ("scores", "cross.walk_scores", ".1f", "chart_cross_scores"),
+        ("weights", "cross.walk_softmax", ".2f", "chart_cross_softmax"),
+    )
     with st.container(key="cross_steps"):
-        left, right = st.columns(2)
-        with left:
-            fig = views.matrix(walk["scores"][:r, :c], rows, cols, title=t("cross.walk_scores"), fmt=".1f", lang=context.lang)  # fmt: skip
-            charts.chart(fig, "chart_cross_scores")
-        with right:
-            fig = views.matrix(walk["weights"][:r, :c], rows, cols, title=t("cross.walk_softmax"), lang=context.lang)
-            charts.chart(fig, "chart_cross_softmax")
+        for column, (name, title, fmt, key) in zip(st.columns(2), panels, strict=True):
+            with column:
+                fig = views.matrix(walk[name][:r, :c], rows, cols, title=t(title), fmt=fmt, lang=context.lang)
+                charts.chart(fig, key)
 
 
 def pairs(context: Ctx) -> None:

@@ -77,26 +77,19 @@ def _ask(context: Ctx, run: Lesson, step: str, facts: Facts, widget: Widget) -> 
         _verdict(context, run, step, value, lesson.check(step, value, facts, context.lang), facts)
 
 
-def _pick_token(tokens: tuple[str, ...], choices: list[int] | None = None) -> Widget:
-    fmt = widgets.token_format(list(tokens))
-    options = list(range(len(tokens))) if choices is None else choices
+def _pick(options: list[int], fmt: Callable[[int], str]) -> Widget:
     return lambda label, key: st.selectbox(
         label, options, index=None, key=key, format_func=fmt, placeholder=t("lesson.answer_placeholder")
     )
 
 
+def _pick_token(tokens: tuple[str, ...], choices: list[int] | None = None) -> Widget:
+    return _pick(list(range(len(tokens))) if choices is None else choices, widgets.token_format(list(tokens)))
+
+
 def _pick_option(options: tuple[str, ...]) -> Widget:
     fmt = widgets.option_labels("lesson.opt.{}")
     return lambda label, key: st.radio(label, options, index=None, key=key, format_func=fmt)
-
-
-def _pick_head(facts: Facts, lang: str) -> Widget:
-    L, H = facts.column.shape
-    names = [lesson.head_name(layer, head, lang) for layer in range(L) for head in range(H)]
-    return lambda label, key: st.selectbox(
-        label, list(range(L * H)), index=None, key=key, format_func=names.__getitem__,
-        placeholder=t("lesson.answer_placeholder"),
-    )  # fmt: skip
 
 
 def _count(label: str, key: str) -> object:
@@ -165,7 +158,9 @@ def _pronoun(context: Ctx, run: Lesson) -> Lesson:
         _look("pronoun", f, "lesson.pronoun.look" if facts.pick.above_uniform else "lesson.pronoun.look_below")
         p = facts.pick
         charts.chart(views.token_focus(run.att, p.query, p.key, top=12, lang=lang), key="lesson_chart_pronoun")
-        _ask(context, run, "pronoun", facts, _pick_head(facts, lang))
+        L, H = facts.column.shape
+        names = [lesson.head_name(layer, head, lang) for layer in range(L) for head in range(H)]
+        _ask(context, run, "pronoun", facts, _pick(list(range(L * H)), names.__getitem__))
     return run
 
 
