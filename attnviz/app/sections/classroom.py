@@ -38,7 +38,6 @@ STARTED = "_class_started"  # {(code, language)}: where the sentence box was giv
 class Seat:
     info: ClassInfo
     student: Student
-    code: str
     token: str
 
 
@@ -58,7 +57,7 @@ def seat(context: Ctx) -> Seat | None:
     if code and token:
         found = server.store(context.settings).student(code, token)
         if found is not None:
-            here = Seat(found[0], found[1], found[0].code, token)
+            here = Seat(*found, token)
             st.session_state[SEAT] = here
             _banner(context, here)
             return here
@@ -73,8 +72,8 @@ def seat(context: Ctx) -> Seat | None:
 def _banner(context: Ctx, here: Seat) -> None:
     with st.container(key="class_banner", border=True):
         name = escape_md(student_label(here.student, context.lang), limit=40)
-        title = escape_md(here.info.title or here.code, limit=120)
-        st.markdown(t("class.banner", title=title, name=name, code=here.code))
+        title = escape_md(here.info.title or here.info.code, limit=120)
+        st.markdown(t("class.banner", title=title, name=name, code=here.info.code))
         if here.info.ended:
             st.info(t("class.ended_student"), icon=":material/event_busy:")
         else:  # a rerun reads the class again (seat)
@@ -135,8 +134,8 @@ def sentence(context: Ctx, here: Seat) -> tuple[str, str]:
     text, model = here.info.sentence(context.lang)
     if here.info.own_sentence:
         started = st.session_state.setdefault(STARTED, set())
-        if (here.code, context.lang) not in started:  # the box starts from the teacher's sentence, once
-            started.add((here.code, context.lang))
+        if (here.info.code, context.lang) not in started:  # the box starts from the teacher's sentence, once
+            started.add((here.info.code, context.lang))
             set_sentence(text)
         return widgets.sentence_box(context), model
     with st.container(key="class_sentence"):
@@ -163,7 +162,7 @@ def record(context: Ctx, signature: str, text: str, question: str, answer: str, 
     if kept.get(key) != answer and problems.get(key, (None,))[0] != answer:
         try:
             given = Given(question, answer, right, shown.key, dict(shown.fields), text)
-            server.store(context.settings).record(here.code, here.token, given)
+            server.store(context.settings).record(here.info.code, here.token, given)
             kept[key] = answer
             problems.pop(key, None)
             session[FRESH] = True
@@ -181,4 +180,4 @@ def keep_handout(context: Ctx, page: Callable[[], str]) -> None:
     if here is None or not st.session_state.get(FRESH):
         return
     with contextlib.suppress(Refused):  # the class was deleted meanwhile: nothing to keep it for
-        server.store(context.settings).save_handout(here.code, here.token, page())
+        server.store(context.settings).save_handout(here.info.code, here.token, page())
