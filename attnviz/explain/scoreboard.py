@@ -209,7 +209,8 @@ def faithfulness(
     keep = ~enc.special
     keep[n if target is None else target.start :] = False  # a continuation is never removed
     removed = _steps(int(keep.sum()), steps)
-    randoms = _random_orders(keep, random_orders, seed)
+    rng = np.random.default_rng(seed)
+    randoms = [rng.permutation(np.flatnonzero(keep)) for _ in range(random_orders)]
     masks, where = _masks(n, keep, [*(_order(found.tokens[m], keep) for m in names), *randoms], removed)
     rest = None if progress is None else (lambda f: progress(1 - _FORWARD_SHARE + f * _FORWARD_SHARE))
     loo_layers, loo, output = _effects(model, enc, masks, keep, query, target, rest)
@@ -218,6 +219,7 @@ def faithfulness(
         _row(m, found.tokens[m], curves[k], loo, loo_layers, keep, found.layers.get(m)) for k, m in enumerate(names)
     ]
     floor = curves[len(names) :]
+    cut = (CUT_NOTE.format(kept=n, total=enc.n_input_tokens),) if enc.truncated else ()
     rows.append(ScoreRow("random", math.nan, math.nan, float(floor.mean()), floor.mean(0), np.full(n, np.nan)))
     return Scoreboard(
         tokens=enc.tokens,
@@ -231,7 +233,7 @@ def faithfulness(
         random_aopc_std=float(floor.mean(axis=1).std()),
         truncated=enc.truncated,
         n_input_tokens=enc.n_input_tokens,
-        notes=_notes(enc, found),
+        notes=cut + tuple(dict.fromkeys(found.notes)),
         output="cosine distance" if target is None else "log-probability drop",
         target="" if target is None else target.text,
     )
@@ -264,16 +266,6 @@ def _effects(
     return loo_layers, loo, output
 
 
-def _random_orders(keep: np.ndarray, k: int, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return [rng.permutation(np.flatnonzero(keep)) for _ in range(k)]
-
-
-def _notes(enc: Encoded, found: _Scores) -> tuple[str, ...]:
-    cut = (CUT_NOTE.format(kept=len(enc.tokens), total=enc.n_input_tokens),) if enc.truncated else ()
-    return cut + tuple(dict.fromkeys(found.notes))
-
-
 def _add_extra(found: _Scores, extra: Mapping[str, np.ndarray] | None, n: int) -> list[str]:
     """The caller's own scores beside the methods' (each (n,)); their names in order."""
     for name, values in (extra or {}).items():
@@ -293,11 +285,9 @@ def _masks(n: int, keep: np.ndarray, orders: list[np.ndarray], removed: np.ndarr
         for s, k in enumerate(removed[1:]):
             m = np.zeros(n, dtype=bool)
             m[order[:k]] = True
-            key = m.tobytes()
-            if key not in index:
-                index[key] = len(rows)
+            where[o, s] = index.setdefault(m.tobytes(), len(rows))
+            if where[o, s] == len(rows):  # a new mask
                 rows.append(m)
-            where[o, s] = index[key]
     return np.array(rows, dtype=bool).reshape(-1, n), where
 
 
