@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from attnviz import explain, i18n
 from attnviz.app import literal
+from attnviz.views.evidence import method_label
 
 from .smollm2_model import smollm2
 from .test_app import APP, _array, _chart, _ok
@@ -86,6 +87,9 @@ def test_smollm2s_explain_page_lists_picks_and_scores_the_explorers_characters()
     z = _array(_chart(at, "chart_contributions")["data"][0]["z"])
     assert z.shape == (len(explorer), len(explorer))
     np.testing.assert_allclose(z.sum(-1), 1.0, atol=1e-4)
+    # a decoder is not offered GlobEnc (it reads post-LN encoders only)
+    labels = at.selectbox(key="cx_method").options
+    assert method_label("globenc", "zh") not in labels and method_label("alti", "zh") in labels
 
     # another character picked: its last piece is read, and the bars follow
     _ok(picker.set_value(1).run())
@@ -99,3 +103,12 @@ def test_smollm2s_explain_page_lists_picks_and_scores_the_explorers_characters()
     _ok(at.radio(key="fx_output").set_value("token").run())
     title = str(_chart(at, "chart_deletion")["layout"]["title"]["text"]).replace("<br>", "")
     assert i18n.t("aware.fig_next_after", "zh", token="", i=1).strip() in title, title
+
+    # GlobEnc picked for an encoder falls back to the first method when the model is a decoder
+    _ok(at.sidebar.selectbox(key="model_choice").set_value("minilm").run())
+    _ok(at.selectbox(key="cx_method").set_value("globenc").run())
+    assert _chart(at, "chart_contributions")["data"]
+    _ok(at.sidebar.selectbox(key="model_choice").set_value("smollm2").run())
+    assert at.selectbox(key="cx_method").value == explain.CONTRIBUTION_METHODS[0]
+    z = _array(_chart(at, "chart_contributions")["data"][0]["z"])
+    np.testing.assert_allclose(z.sum(-1), 1.0, atol=1e-4)

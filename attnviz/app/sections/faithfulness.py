@@ -55,6 +55,11 @@ def _labels() -> Callable[[str], str]:
     return lambda method: method_label(method, language)
 
 
+def _methods(causal: bool) -> list[str]:
+    """The contribution methods a model can take: GlobEnc reads a post-LN encoder's layers."""
+    return [m for m in explain.CONTRIBUTION_METHODS if m != "globenc" or not causal]
+
+
 def _contributions(context: Ctx, s: Subject, method: str) -> Contributions | None:
     """The closed-form methods from one cached forward; Value Zeroing on at most the deployment's
     explanation length and its own cap, with a notice. Both with progress, Cancel and budget."""
@@ -62,7 +67,7 @@ def _contributions(context: Ctx, s: Subject, method: str) -> Contributions | Non
     if method in CHEAP:
         cap = context.settings.explain_tokens  # the deployment's bound on explanation work (demo: 128)
 
-        cheap = [m for m in CHEAP if m != "globenc" or method == m or not runner.causal]  # a decoder: no GlobEnc
+        cheap = [m for m in CHEAP if m in _methods(runner.causal)]
 
         def closed_form(progress: Progress) -> dict[str, Contributions]:
             return explain.contributions_all(runner, s.fitted, cheap, max_tokens=cap, progress=progress)
@@ -94,7 +99,10 @@ def contribution_section(context: Ctx, s: Subject, layer: int) -> None:
         st.subheader(t("cx.title"))
         st.caption(t("cx.intro"))
         a, b = st.columns(2)
-        method = a.selectbox(t("cx.method"), explain.CONTRIBUTION_METHODS, key="cx_method", format_func=_labels())
+        methods = _methods(s.loaded.runner.causal)
+        if st.session_state.get("cx_method", methods[0]) not in methods:  # GlobEnc, picked for an encoder
+            st.session_state["cx_method"] = methods[0]
+        method = a.selectbox(t("cx.method"), methods, key="cx_method", format_func=_labels())
         view = b.radio(t("cx.view"), ("traced", "layer"), key="cx_view", horizontal=True,
                        format_func=widgets.option_labels("cx.view_{}"))  # fmt: skip
         contrib = _contributions(context, s, str(method))
