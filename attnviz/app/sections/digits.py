@@ -72,16 +72,12 @@ def digits(context: Ctx) -> None:
         _views(context, run)
 
 
-def _choices(run: Any) -> list[int]:
-    right = [i for i in range(len(run.labels)) if run.predictions[i] == run.labels[i]][:CORRECT_SHOWN]
-    return right + [int(i) for i in run.misclassified[:WRONG_SHOWN]]
-
-
 def _views(context: Ctx, run: Any) -> None:
     last = run.snapshots[-1]
     st.success(t("digits.result", accuracy=f"{run.accuracy:.1%}", steps=last.step, seconds=f"{run.seconds:.1f}"),
                icon=":material/check:")  # fmt: skip
-    choices = _choices(run)
+    right = [i for i in range(len(run.labels)) if run.predictions[i] == run.labels[i]][:CORRECT_SHOWN]
+    choices = right + [int(i) for i in run.misclassified[:WRONG_SHOWN]]
 
     labels = {  # plain strings, in this run's language: Streamlit keeps format_func for the session
         i: t("digits.option" if run.predictions[i] == run.labels[i] else "digits.option_wrong",
