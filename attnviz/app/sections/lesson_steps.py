@@ -180,13 +180,13 @@ def steps(context: Ctx, run: Lesson) -> Lesson:
         _waiting(6, "limits", context, run)
         return run
     run = with_switch(context, run)
-    facts = run.facts
-    assert facts is not None
-    _step(5, "switch_off", context, run, facts, lambda: _switch_picture(context, run), _pick_token(facts.tokens))
+    switched = run.facts
+    assert switched is not None
+    _step(5, "switch_off", context, run, switched, lambda: _switch_picture(context, switched), _pick_token(look.tokens))
     run = with_norms(context, run)
-    facts = run.facts
-    assert facts is not None
-    _step(6, "limits", context, run, facts, lambda: _limits_picture(context, run), _pick_option(LIMIT_OPTIONS))
+    normed = run.facts
+    assert normed is not None
+    _step(6, "limits", context, run, normed, lambda: _limits_picture(context, normed), _pick_option(LIMIT_OPTIONS))
     return run
 
 
@@ -211,23 +211,20 @@ def _tokens_picture(context: Ctx, att: Attention) -> None:
     charts.chart(fig, key="lesson_chart_tokens")
 
 
-def _switch_picture(context: Ctx, run: Lesson) -> None:
-    f = run.facts
-    if f is None or f.distances is None:
+def _switch_picture(context: Ctx, f: Facts) -> None:
+    if f.distances is None:
         st.caption(t("lesson.switch_unsupported"))
         return
-    fig = views.ablation_effect(run.att.tokens, f.distances, f.sentence_distance or 0.0, lang=context.lang)
+    fig = views.ablation_effect(f.att.tokens, f.distances, f.sentence_distance or 0.0, lang=context.lang)
     charts.chart(fig, key="lesson_chart_switch_off")
 
 
-def _limits_picture(context: Ctx, run: Lesson) -> None:
-    f, lang = run.facts, context.lang
-    if f is None:
-        return
+def _limits_picture(context: Ctx, f: Facts) -> None:
+    lang = context.lang
     series = {t("lesson.handout.weight"): f.row}
     if f.norm_row is not None:
         series[t("lesson.handout.norm")] = f.norm_row
     plain = {name: html.escape(value, quote=False) for name, value in lesson.step_fields(f, lang).items()}
     title = t("lesson.fig.limits", **plain)
-    fig = views.token_bars(run.att.tokens, series, title=title, highlight=f.pick.key, lang=lang)
+    fig = views.token_bars(f.att.tokens, series, title=title, highlight=f.pick.key, lang=lang)
     charts.chart(fig, key="lesson_chart_limits")
