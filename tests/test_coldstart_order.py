@@ -258,6 +258,7 @@ def spec_spy(att, *args, **kw):  # the attention each map is drawn from, every l
 token_canvas.token_map = spy
 views.heatmap_spec = first_map.heatmap_spec = spec_spy
 at = AppTest.from_file(%r, default_timeout=300)
+at.query_params.update(%r)
 at.run()
 from attnviz.app.coldstart import warmup
 warmup.started().join(timeout=300)
@@ -268,13 +269,15 @@ print(json.dumps({"maps": maps, "gap": gap, "left": left, "errors": len(at.excep
 """
 
 
-def test_a_cold_explorer_draws_its_first_map_from_numpy_before_torch_is_imported() -> None:
+# a shared link's layer past MiniLM's six: the picker clamps it to the last layer, and so must the first map
+@pytest.mark.parametrize("query", [{}, {"layer": "9", "head": "2"}], ids=["defaults", "layer_past_the_last"])
+def test_a_cold_explorer_draws_its_first_map_from_numpy_before_torch_is_imported(query: dict[str, str]) -> None:
     """The first map (app/coldstart/first_map.py) goes out before anything imports torch; the explorer's
     own map (torch) follows in the same run and replaces it: the same tokens and head, the same
     weights within 1e-5; the numpy weights are dropped once the torch model is in. Both maps are
     drawn once the sentence box is (their `after`; tests/test_browser_cold_start.py holds the
     box's code back in a real browser)."""
-    out = fresh_python(FIRST_MAP_PROBE % str(ROOT / "tests" / "app_entry.py"))
+    out = fresh_python(FIRST_MAP_PROBE % (str(ROOT / "tests" / "app_entry.py"), query))
     (
         (first, first_torch, first_after, *first_focus, first_tokens),
         (own, own_torch, own_after, *own_focus, own_tokens),
@@ -282,6 +285,8 @@ def test_a_cold_explorer_draws_its_first_map_from_numpy_before_torch_is_imported
     assert (first, first_torch, first_after) == ("chart_first_map", False, state.SENTENCE_TEXT_AREA)
     assert (own, own_torch, own_after) == ("chart_heatmap", True, state.SENTENCE_TEXT_AREA)
     assert first_focus == own_focus and first_tokens == own_tokens
+    if query:
+        assert own_focus == [5, 2]
     assert out["gap"] is not None and out["gap"] <= 1e-5
     assert "chart_heatmap" in out["left"] and "chart_first_map" not in out["left"]  # replaced
     assert out["errors"] == 0 and out["numpy_dropped"]

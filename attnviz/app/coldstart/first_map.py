@@ -58,7 +58,7 @@ def _focus(n_layers: int, n_heads: int) -> tuple[int, int | None]:
     session = st.session_state
     layer = session.get("layer")
     head = session.get("head")
-    layer = layer if isinstance(layer, int) and 0 <= layer < n_layers else 0
+    layer = min(max(layer, 0), n_layers - 1) if isinstance(layer, int) else 0  # clamped as layer_head clamps it
     if head == MEAN:
         return layer, None
     return layer, head if isinstance(head, int) and 0 <= head < n_heads else 0
