@@ -146,7 +146,7 @@ def _live(context: Ctx) -> None:
         st.rerun()  # the whole page: polling stops, the sidebar lists the new model
     run = job.run
     snapshots = list(run.snapshots)
-    _status(job, snapshots)
+    _status(job, run, snapshots)
     if not snapshots:
         return
     if job.finished and run.waited >= 1:
@@ -160,16 +160,14 @@ def _live(context: Ctx) -> None:
     _grid(context, run, snapshots, animate=job.finished)
     if job.finished:
         _scores(context, run, len(snapshots))
-        induction_card(context, job)
+        induction_card(context, run, job.model_name)
 
 
 def _stop(session: str) -> None:
     training_jobs.stop(session)  # a callback: Streamlit's type wants no return value
 
 
-def _status(job: training_jobs.Job, snapshots: list[Any]) -> None:
-    run = job.run
-    assert run is not None
+def _status(job: training_jobs.Job, run: TrainingRun, snapshots: list[Any]) -> None:
     total, step = run.config.steps, run.step
     accuracy = f"{snapshots[-1].accuracy:.1%}" if snapshots else "–"
     with st.container(key="train_status"):
@@ -277,14 +275,13 @@ def induction_cell(run: TrainingRun, weights: np.ndarray) -> tuple[int, int] | N
     return max(rows, key=lambda r: float(weights[r])) if rows else None
 
 
-def induction_card(context: Ctx, job: training_jobs.Job) -> None:
+def induction_card(context: Ctx, run: TrainingRun, model_name: str | None) -> None:
     """After an induction run: the induction head's card (sections/head_card.py) at the probe's
     matching key, where its key side points at the previous-token head."""
-    run = job.run
-    scores = run.snapshot_scores[-1] if run is not None and run.snapshot_scores else {}
-    if run is None or job.model_name is None or "induction" not in scores or run.config.layers < 2:
+    scores = run.snapshot_scores[-1] if run.snapshot_scores else {}
+    if model_name is None or "induction" not in scores or run.config.layers < 2:
         return
-    loaded = runners.load_runner(context, job.model_name, fallback=False)
+    loaded = runners.load_runner(context, model_name, fallback=False)
     raw = None if loaded is None else runners.analyse(context, loaded, run.probe.text)
     if loaded is None or raw is None:
         return
