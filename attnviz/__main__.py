@@ -18,7 +18,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._cli import Parser, guarded, with_text
+from ._cli import Parser, guarded, with_text, write_json
 from .config import check_text, settings_from_env
 from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, ModelLoadError
 from .result import Attention
@@ -167,17 +167,7 @@ def _write_outputs(
             body = payload.rstrip()
             pairs = json.dumps([[t, round(p, 6)] for t, p in following], ensure_ascii=True)
             payload = body[:-1] + b', "next": ' + pairs.encode("ascii") + b"}"
-        if json_out == "-":
-            out = getattr(sys.stdout, "buffer", None)
-            if out is None:  # a text-only stream (e.g. io.StringIO in a notebook)
-                sys.stdout.write(payload.decode("utf-8") + "\n")
-            else:
-                sys.stdout.flush()
-                out.write(payload + b"\n")
-                out.flush()
-        else:
-            with open(json_out, "wb") as fh:
-                fh.write(payload)
+        write_json(json_out, payload)
     if html_out:
         from .views import model_view
 

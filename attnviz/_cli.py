@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-__all__ = ["Parser", "guarded", "one_line", "reader_gone", "with_text"]
+__all__ = ["Parser", "guarded", "one_line", "reader_gone", "with_text", "write_json"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -38,6 +38,21 @@ def with_text(payload: bytes, text: str) -> bytes:
     head = body[:-1].rstrip()
     tail = payload[len(payload.rstrip()) :]  # the trailing newline, if any
     return head + (b"" if head == b"{" else b", ") + key + b"}" + tail
+
+
+def write_json(out: str, payload: bytes) -> None:
+    """A --json document (UTF-8 bytes) into the file `out`, or for "-" to standard output, newline-ended."""
+    if out != "-":
+        with open(out, "wb") as fh:
+            fh.write(payload)
+        return
+    stream = getattr(sys.stdout, "buffer", None)
+    if stream is None:  # a text-only stream (e.g. io.StringIO in a notebook)
+        sys.stdout.write(payload.decode("utf-8") + "\n")
+        return
+    sys.stdout.flush()
+    stream.write(payload + b"\n")
+    stream.flush()
 
 
 def one_line(exc: BaseException) -> str:

@@ -135,12 +135,13 @@ class Settings:
 
 def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
-    demo = env.get("ATTNVIZ_DEMO", "").strip().lower() in ("1", "true", "yes", "on")
+    demo = env_flag(env, "ATTNVIZ_DEMO")
     allowed = _names(env.get("ATTNVIZ_ALLOWED_MODELS", ""))
     if demo and not allowed:
         allowed = BUILTIN_MODELS
+    mode = "demo" if demo else "default"
     numbers = {
-        f.name: _int(env, f"ATTNVIZ_{f.name.upper()}", f.metadata["demo" if demo else "default"], f.metadata["minimum"])
+        f.name: env_int(env, f"ATTNVIZ_{f.name.upper()}", f.metadata[mode], f.metadata["minimum"])
         for f in fields(Settings)
         if f.metadata
     }
@@ -148,8 +149,8 @@ def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
         demo=demo,
         allowed_models=allowed,
         extra_models=_names(env.get("ATTNVIZ_EXTRA_MODELS", "")),
-        trust_proxy=env.get("ATTNVIZ_TRUST_PROXY", "").strip().lower() in ("1", "true", "yes", "on"),
-        classes=env.get("ATTNVIZ_CLASSES", "1").strip().lower() not in ("0", "false", "no", "off"),
+        trust_proxy=env_flag(env, "ATTNVIZ_TRUST_PROXY"),
+        classes=env_flag(env, "ATTNVIZ_CLASSES", default=True),
         data_dir=env.get("ATTNVIZ_DATA_DIR", "").strip(),
         database_url=env.get("ATTNVIZ_DATABASE_URL", "").strip(),
         public_url=env.get("ATTNVIZ_PUBLIC_URL", "").strip().rstrip("/"),
@@ -161,7 +162,13 @@ def _names(raw: str) -> tuple[str, ...]:
     return tuple(m.strip() for m in raw.replace(",", " ").split() if m.strip())
 
 
-def _int(env: Mapping[str, str], key: str, default: int, minimum: int) -> int:
+def env_flag(env: Mapping[str, str], key: str, default: bool = False) -> bool:
+    """An on/off variable: 1, true, yes, on or 0, false, no, off, in any case; anything else is `default`."""
+    raw = env.get(key, "").strip().lower()
+    return raw in ("1", "true", "yes", "on") or (default and raw not in ("0", "false", "no", "off"))
+
+
+def env_int(env: Mapping[str, str], key: str, default: int, minimum: int) -> int:
     raw = env.get(key, "").strip()
     if not raw:
         return default

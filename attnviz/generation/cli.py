@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._cli import Parser, guarded, with_text
+from .._cli import Parser, guarded, with_text, write_json
 from ..config import check_text, settings_from_env
 from ..models.errors import ModelLoadError
 from .limits import MAX_STEPS, check_arguments
@@ -81,12 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             doc = {**gen.summary(), "device": str(model.device), "layers": model.n_layers, "heads": model.n_heads}
             payload = with_text(json.dumps(doc, ensure_ascii=False).encode("utf-8", "backslashreplace"), gen.prompt)
-            if args.json == "-":
-                sys.stdout.buffer.write(payload + b"\n")
-                sys.stdout.flush()
+            write_json(args.json, payload)
+            if args.json == "-":  # standard output carries the JSON alone
                 return 0
-            with open(args.json, "wb") as fh:
-                fh.write(payload)
         _print_steps(gen)
         for path in (args.json, args.npz):
             if path:

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..config import _int
+from ..config import env_flag, env_int
 from ..models.base import Encoded
 from ..models.scratch_runner import ScratchModel
 from ..models.tokens import model_limit
@@ -32,10 +32,10 @@ class LongSettings:
 
 def long_settings(env: Mapping[str, str] | None = None) -> LongSettings:
     env = os.environ if env is None else env
-    demo = env.get("ATTNVIZ_DEMO", "").strip().lower() in ("1", "true", "yes", "on")
+    demo = env_flag(env, "ATTNVIZ_DEMO")
     return LongSettings(
-        max_tokens=_int(env, "ATTNVIZ_LONG_TOKENS", 2048 if demo else 8192, 2),
-        head_mb=_int(env, "ATTNVIZ_LONG_HEAD_MB", 64 if demo else 1024, 1),
+        max_tokens=env_int(env, "ATTNVIZ_LONG_TOKENS", 2048 if demo else 8192, 2),
+        head_mb=env_int(env, "ATTNVIZ_LONG_HEAD_MB", 64 if demo else 1024, 1),
     )
 
 

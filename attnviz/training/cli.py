@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from .._cli import Parser, guarded
+from .._cli import Parser, guarded, write_json
 from ..config import settings_from_env
 from .loop import TrainingRun, train
 from .tasks import TASKS
@@ -109,12 +109,7 @@ def main(argv: list[str]) -> int:
         if show is not None:
             print(file=sys.stderr)
         if args.json:
-            payload = json.dumps(to_json(run), ensure_ascii=False)
-            if args.json == "-":
-                sys.stdout.write(payload + "\n")
-            else:
-                with open(args.json, "w", encoding="utf-8") as fh:
-                    fh.write(payload)
+            write_json(args.json, json.dumps(to_json(run), ensure_ascii=False).encode("utf-8"))
         if args.json != "-":  # standard output carries the JSON alone when asked for it
             _print_summary(run)
             if args.json:
