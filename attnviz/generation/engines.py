@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..models.base import kv_shape
 from ..models.threads import cpu_threads_for
 
 
@@ -31,10 +32,12 @@ def engine_for(runner: Any) -> Engine:
     raise ValueError(f"model '{runner.name}' cannot write: it is neither a Hugging Face decoder nor a trained one")
 
 
-def _kv_bytes(layers: int, kv_heads: int, heads: int, head_dim: int, itemsize: int, positions: int) -> tuple[int, int]:
-    """Keys and values (2) of every layer, head and position: (grouped, one pair per query head)."""
-    per_head = layers * head_dim * 2 * itemsize * positions
-    return per_head * kv_heads, per_head * heads
+def _kv_bytes(runner: Any, weights: torch.nn.Module, positions: int) -> tuple[int, int]:
+    """Keys and values (2) of every layer, head and position, in the dtype of `weights`:
+    (grouped, one pair per query head)."""
+    kv_heads, head_dim = kv_shape(runner)
+    per_head = runner.n_layers * head_dim * 2 * next(weights.parameters()).element_size() * positions
+    return per_head * kv_heads, per_head * int(runner.n_heads)
 
 
 class Cached:
@@ -44,12 +47,6 @@ class Cached:
     def __init__(self, runner: Any, cache: Any = None) -> None:
         self.runner = runner
         self.cache = cache
-        cfg = runner.hf_model.config
-        self.heads = int(runner.n_heads)
-        kv = getattr(runner, "kv_heads", None)
-        self.kv_heads = self.heads if kv is None else int(np.max(kv)) + 1
-        self.head_dim = int(getattr(cfg, "head_dim", None) or int(cfg.hidden_size) // self.heads)
-        self.itemsize = next(runner.hf_model.parameters()).element_size()
 
     @property
     def positions(self) -> int:
@@ -87,7 +84,7 @@ class Cached:
         return Cached(self.runner, cache)
 
     def cache_bytes(self, positions: int) -> tuple[int, int]:
-        return _kv_bytes(self.runner.n_layers, self.kv_heads, self.heads, self.head_dim, self.itemsize, positions)
+        return _kv_bytes(self.runner, self.runner.hf_model, positions)
 
     def tensors(self) -> list[torch.Tensor]:
         """The cache's key and value tensors, every layer (what `cache_bytes` counts)."""
@@ -124,11 +121,7 @@ class Recomputed:
         return Recomputed(self.runner, self.ids[:positions])
 
     def cache_bytes(self, positions: int) -> tuple[int, int]:
-        cfg = self.runner.decoder.cfg
-        heads = int(cfg.n_heads)
-        itemsize = next(self.runner.decoder.parameters()).element_size()
-        grouped, _ = _kv_bytes(int(cfg.n_layers), heads, heads, int(cfg.d_model) // heads, itemsize, positions)
-        return grouped, grouped
+        return _kv_bytes(self.runner, self.runner.decoder, positions)
 
 
 Engine = Cached | Recomputed  # what `engine_for` gives: the interface the module docstring names

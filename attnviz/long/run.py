@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ..config import env_flag, env_int
-from ..models.base import Encoded
+from ..models.base import Encoded, kv_shape
 from ..models.scratch_runner import ScratchModel
 from ..models.tokens import model_limit
 from .attention import Cancel, LongAttention, check_cancel
@@ -63,26 +63,17 @@ class Estimate:
         return self.n * self.n * 4
 
 
-def _shape(runner: Any) -> tuple[int, int, int]:
-    """(kv heads, head size, the most positions the model takes)."""
-    cfg = runner.config
-    if isinstance(runner, ScratchModel):
-        return runner.n_heads, cfg.d_model // cfg.n_heads, int(cfg.max_positions)
-    kv = runner.kv_heads
-    n_kv = int(kv.max()) + 1 if kv is not None else runner.n_heads
-    hidden = getattr(cfg, "hidden_size", None) or getattr(cfg, "n_embd", None) or getattr(cfg, "dim", 0)
-    head_dim = getattr(cfg, "head_dim", None) or int(hidden or 0) // runner.n_heads
-    return n_kv, int(head_dim), model_limit(runner.tokenizer, cfg)
-
-
 def longest(model: Any, max_tokens: int | None = None) -> int:
-    """The most tokens `attend_long` reads with this model: the model's limit, the setting, the ask."""
-    limit = min(_shape(model)[2], long_settings().max_tokens)
+    """The most tokens `attend_long` reads with this model: the model's limit (a scratch encoder's
+    position table), the setting, the ask."""
+    cfg = model.config
+    positions = int(cfg.max_positions) if isinstance(model, ScratchModel) else model_limit(model.tokenizer, cfg)
+    limit = min(positions, long_settings().max_tokens)
     return max(2, min(limit, max_tokens if max_tokens is not None else limit))
 
 
 def estimate(model: Any, n: int) -> Estimate:
-    n_kv, head_dim, _ = _shape(model)
+    n_kv, head_dim = kv_shape(model)
     return Estimate(n=n, layers=model.n_layers, heads=model.n_heads, kv_heads=n_kv, head_dim=head_dim)
 
 

@@ -12,7 +12,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -37,6 +37,15 @@ OOM_NOTE = "{device} ran out of memory: this result was computed on the CPU."
 def oom_note(device: object) -> Note:
     """The note on a result the CPU computed after `device` ran out of memory (key `OOM_CPU`)."""
     return Note(OOM_NOTE.format(device=device), key=OOM_CPU)
+
+
+def kv_shape(runner: Any) -> tuple[int, int]:
+    """(key/value heads, head size) of a runner: grouped heads counted once (`kv_heads`), the size
+    from its config's head_dim, else the config's width over the query heads."""
+    cfg, heads, kv = runner.config, int(runner.n_heads), runner.kv_heads
+    widths = (getattr(cfg, a, None) for a in ("hidden_size", "n_embd", "dim", "d_model"))
+    head_dim = getattr(cfg, "head_dim", None) or int(next((w for w in widths if w), 0)) // heads
+    return (heads if kv is None else int(np.max(kv)) + 1), int(head_dim)
 
 
 @runtime_checkable
