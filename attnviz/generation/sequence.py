@@ -17,7 +17,7 @@ import torch
 
 from ..models.base import Encoded
 from ..models.huggingface import _byte_decoder
-from ..models.tokens import readable_tokens, token_spans
+from ..models.tokens import build_encoded
 from ..nextword import missing_bytes
 
 
@@ -38,24 +38,12 @@ def sequence_encoding(runner: Any, ids: list[int], prompt: Encoded | None = None
     spans += [(0, 0) if i in marks else span for i, span in zip(new, new_spans, strict=True)]
     special += [i in marks for i in new]
     all_ids = head + new
-    mask = np.array(special, dtype=bool)
-    offsets = [list(s) for s in spans]
     names = getattr(tok, "model_input_names", ["input_ids", "attention_mask"])
-    inputs = {"input_ids": torch.tensor([all_ids], dtype=torch.long, device=runner.device)}
-    for name in ("attention_mask", "token_type_ids"):
-        if name in names:
-            fill = torch.ones_like if name == "attention_mask" else torch.zeros_like
-            inputs[name] = fill(inputs["input_ids"])
-    return Encoded(
-        inputs=inputs,
-        tokens=readable_tokens(tok, all_ids, mask, text, offsets),
-        special=mask,
-        word_ids=_word_ids(tok, text, spans, special),
-        truncated=False,
-        n_input_tokens=len(all_ids),
-        text=text,
-        spans=token_spans(tok, all_ids, text, offsets),
-    )
+    input_ids = torch.tensor([all_ids], dtype=torch.long, device=runner.device)
+    fills = {"attention_mask": torch.ones_like, "token_type_ids": torch.zeros_like}
+    inputs = {"input_ids": input_ids, **{k: fill(input_ids) for k, fill in fills.items() if k in names}}
+    word_ids = _word_ids(tok, text, spans, special)
+    return build_encoded(tok, inputs, all_ids, np.array(special, dtype=bool), text, spans, word_ids, len(all_ids))
 
 
 def _pieces(runner: Any, head: list[int], new: list[int], marks: set[int]) -> list[tuple[bytes, bytes]]:

@@ -15,7 +15,7 @@ import torch
 
 from ..result import Attention
 from .base import Encoded, RunnerBase
-from .tokens import clean_text, count_tokens, readable_tokens, token_limit, token_spans, tokenize
+from .tokens import build_encoded, clean_text, count_tokens, token_limit, tokenize
 
 PAIR_JOIN = "\n"  # between A and B in the result's `text`
 
@@ -47,19 +47,11 @@ def encode_pair(model: RunnerBase, a: str, b: str, max_tokens: int | None = None
         (int(x) + shift, int(y) + shift) if s == 1 else (int(x), int(y))
         for s, (x, y) in zip(seq, enc.pop("offset_mapping")[0].tolist(), strict=True)
     ]
-    text = a + PAIR_JOIN + b
+    inputs = {k: v.to(model.device) for k, v in enc.items() if isinstance(v, torch.Tensor)}
+    word_ids = _word_ids(enc.word_ids(0), segments)
     n_input = count_tokens(tok, a, b)
-    return Encoded(
-        inputs={k: v.to(model.device) for k, v in enc.items() if isinstance(v, torch.Tensor)},
-        tokens=readable_tokens(tok, ids, special, text, [list(s) for s in spans]),
-        special=special,
-        word_ids=_word_ids(enc.word_ids(0), segments),
-        truncated=n_input > len(ids),
-        n_input_tokens=max(n_input, len(ids)),
-        text=text,
-        extra={"segments": tuple(segments)},
-        spans=token_spans(tok, ids, text, [list(s) for s in spans]),
-    )
+    text = a + PAIR_JOIN + b
+    return build_encoded(tok, inputs, ids, special, text, spans, word_ids, n_input, {"segments": tuple(segments)})
 
 
 def _word_ids(word_ids: list[int | None], segments: list[int]) -> list[int]:

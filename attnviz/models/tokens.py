@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +19,7 @@ DEFAULT_MAX_TOKENS = 512
 
 # C0/C1 control characters other than tab and newline, and NUL: tokenizers drop or choke on them.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+Offsets = Sequence[Sequence[int]]  # each token's (start, end) in its text, in characters
 
 
 @dataclass
@@ -53,25 +54,42 @@ class Encoded:
         )
 
 
+def build_encoded(
+    tokenizer: Any,
+    inputs: dict[str, Any],
+    ids: list[int],
+    special: np.ndarray,
+    text: str,
+    offsets: Offsets,
+    word_ids: list[int],
+    n_input: int,
+    extra: dict[str, object] | None = None,
+) -> Encoded:
+    """The `Encoded` of `ids`, cut from `n_input` tokens of `text`: readable tokens and spans from
+    each token's character `offsets`."""
+    return Encoded(
+        inputs=inputs,
+        tokens=readable_tokens(tokenizer, ids, special, text, offsets),
+        special=special,
+        word_ids=word_ids,
+        truncated=n_input > len(ids),
+        n_input_tokens=max(n_input, len(ids)),
+        text=text,
+        extra={} if extra is None else extra,
+        spans=token_spans(tokenizer, ids, text, offsets),
+    )
+
+
 def encoded(tokenizer: Any, text: object, limit: int) -> tuple[Any, Encoded]:
     """`text` checked (`checked_text`) and cut to `limit` tokens: the backend's encoding
     (`encode_counted`) and its `Encoded`, whose `inputs` the caller fills (torch or numpy)."""
     text = checked_text(text)
     enc, n_input = encode_counted(tokenizer, text, limit)  # one tokenization: the cut and the count
-    ids, offsets = list(enc.ids), [list(span) for span in enc.offsets]
-    special = np.array(enc.special_tokens_mask, dtype=bool)
+    ids, special = list(enc.ids), np.array(enc.special_tokens_mask, dtype=bool)
     if len(ids) == int(special.sum()):  # special tokens only: nothing the model knows
         raise TextRefused("no_tokens")
-    return enc, Encoded(
-        inputs={},
-        tokens=readable_tokens(tokenizer, ids, special, text, offsets),
-        special=special,
-        word_ids=[-1 if w is None else int(w) for w in enc.word_ids],
-        truncated=n_input > len(ids),
-        n_input_tokens=max(n_input, len(ids)),
-        text=text,
-        spans=token_spans(tokenizer, ids, text, offsets),
-    )
+    word_ids = [-1 if w is None else int(w) for w in enc.word_ids]
+    return enc, build_encoded(tokenizer, {}, ids, special, text, enc.offsets, word_ids, n_input)
 
 
 def token_limit(asked: int | None, limit: int) -> int:
@@ -220,7 +238,7 @@ def model_limit(tokenizer: Any, cfg: Any) -> int:
     return min(limits) if limits else DEFAULT_MAX_TOKENS
 
 
-def token_spans(tokenizer: Any, ids: list[int], text: str, offsets: list[list[int]]) -> list[tuple[int, int]]:
+def token_spans(tokenizer: Any, ids: list[int], text: str, offsets: Offsets) -> list[tuple[int, int]]:
     """Each token's (start, end) in `text`. A bare word-start marker (the "▁" SentencePiece puts
     before 动物 in XLM-R and multilingual-e5) covers no character of the text, so it gets an empty
     span (start, start): the tokenizer gives it the offsets of the character after it, which would
@@ -236,7 +254,7 @@ def token_spans(tokenizer: Any, ids: list[int], text: str, offsets: list[list[in
 
 
 def readable_tokens(
-    tokenizer: Any, ids: list[int], special: np.ndarray, text: str, offsets: list[list[int]] | None
+    tokenizer: Any, ids: list[int], special: np.ndarray, text: str, offsets: Offsets | None
 ) -> list[str]:
     """Display strings: specials as they are; word pieces without "##", "Ġ" or "▁" markers.
 
