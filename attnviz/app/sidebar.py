@@ -14,7 +14,7 @@ from ..models import EMBEDDED_MODEL, MODEL_NAME_MAX
 from ..models.names import E5_MODEL, SMOLLM2_MODEL
 from ..models.tokens import token_limit
 from ..models.unknown_tokens import model_for_language
-from . import readers
+from . import readers, widgets
 from .server import session_models
 from .state import CUSTOM, SENTENCE, Ctx, keep, lang, model_options, set_sentence, t
 
@@ -89,19 +89,11 @@ def model_label(name: str) -> str:
 
 
 def _model(settings: Settings) -> str:
-    session = st.session_state
     options = model_options(settings)
     trained = session_models.names()  # this session's trained models, before the free-text choice
     options = [*options[:-1], *trained, options[-1]] if options[-1:] == [CUSTOM] else [*options, *trained]
-    if session.get("model_choice") not in options:
-        session["model_choice"] = options[0]
-    choice = st.selectbox(
-        t("sidebar.model"),
-        options,
-        key="model_choice",
-        format_func=_model_labels(settings.extra_models),
-        help=t("sidebar.model_help"),
-    )
+    labels = _model_labels(settings.extra_models)
+    choice = widgets.pick(t("sidebar.model"), options, "model_choice", format_func=labels, help=t("sidebar.model_help"))
     if choice != CUSTOM:
         return str(choice)
     typed = st.text_input(
@@ -128,10 +120,7 @@ def sidebar(settings: Settings) -> Ctx:
             on_change=_on_language_change,
         )
         name = _model(settings)
-        devices = available_devices()
-        if session.get("device") not in devices:
-            session["device"] = "auto"
-        device = st.selectbox(t("sidebar.device"), devices, key="device", help=t("sidebar.device_help"))
+        device = widgets.pick(t("sidebar.device"), available_devices(), "device", help=t("sidebar.device_help"))
         limit = settings.token_limit(name)
         session["max_tokens"] = token_limit(session.get("max_tokens"), limit)
         max_tokens = st.number_input(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -142,26 +142,31 @@ def sentence_box(context: Ctx) -> str:
     return str(st.session_state.get(SENTENCE, ""))
 
 
-fmt_layer = str  # a layer's option label
+fmt_layer = str  # a layer's option label (selectbox's own default)
 
 
 def fmt_head(head: int) -> str:
     return MEAN_LABEL if head == MEAN else str(head)
 
 
+def pick(label: str, options: Sequence[Any], key: str, *, default: Any = None, box: Any = st, **kwargs: Any) -> Any:
+    """A selectbox (in `box`, a column say) whose value under `key`, kept across runs and set by
+    shared links, goes back to `default` (the first option when None) once it is not among
+    `options`: a new model or text may offer fewer."""
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = options[0] if default is None else default
+    return box.selectbox(label, options, key=key, **kwargs)
+
+
 def layer_head(
     n_layers: int, n_heads: int, layer_key: str = "layer", head_key: str = "head", *, allow_mean: bool = True
 ) -> tuple[int, int | None]:
-    """Layer and head selectboxes; values are clamped when a new model has fewer of either."""
-    session = st.session_state
-    if not isinstance(session.get(layer_key), int) or not 0 <= session[layer_key] < n_layers:
-        session[layer_key] = min(max(int(session.get(layer_key, 0) or 0), 0), n_layers - 1)
+    """Layer and head selectboxes: a layer past a new model's last is clamped, a head reset to 0."""
+    clamped = min(max(int(st.session_state.get(layer_key, 0) or 0), 0), n_layers - 1)
     heads = ([MEAN] if allow_mean else []) + list(range(n_heads))
-    if session.get(head_key) not in heads:
-        session[head_key] = 0
     a, b = st.columns(2)
-    layer = a.selectbox(t("ctl.layer"), range(n_layers), key=layer_key, format_func=fmt_layer, help=t("ctl.layer_help"))
-    head = b.selectbox(t("ctl.head"), heads, key=head_key, format_func=fmt_head, help=t("ctl.head_help"))
+    layer = pick(t("ctl.layer"), range(n_layers), layer_key, default=clamped, box=a, help=t("ctl.layer_help"))
+    head = pick(t("ctl.head"), heads, head_key, default=0, box=b, format_func=fmt_head, help=t("ctl.head_help"))
     if layer_key == "layer" and (back := urls.index_write_back(st.query_params.to_dict(), int(layer), head)):
         st.query_params.update(back)  # the explorer's: a clamped value is written into the link at once
     return int(layer), (None if head == MEAN else int(head))

@@ -16,7 +16,7 @@ from ...views import decoder as views
 from .. import charts, runners
 from ..state import Ctx, t
 from ..subject import Focus
-from ..widgets import escape_md, show_error, token_format
+from ..widgets import escape_md, pick, show_error, token_format
 
 LOG = logging.getLogger("attnviz")
 NEXT_K = 10  # next tokens listed
@@ -78,12 +78,9 @@ def _lens(context: Ctx, focus: Focus) -> None:
     runner, text = focus.loaded.runner, focus.text
     try:
         positions, tokens = _positions(context, focus)
-        if st.session_state.get("dec_lens_pos") not in range(len(tokens)):
-            st.session_state["dec_lens_pos"] = len(tokens) - 1
-        chosen = st.selectbox(
-            t("dec.lens_token"), range(len(tokens)), key="dec_lens_pos", format_func=token_format(tokens)
-        )  # the shown list's positions, 0..m-1, as every other token picker of the page
-        pos = positions[-1 if chosen is None else int(chosen)]
+        shown = range(len(tokens))  # the shown list's positions, 0..m-1, as every other token picker of the page
+        chosen = pick(t("dec.lens_token"), shown, "dec_lens_pos", default=shown[-1], format_func=token_format(tokens))
+        pos = positions[int(chosen)]
         lens = runners.cached(context, focus.loaded, "lens", text, pos, LENS_K,
                               fn=lambda: logit_lens(runner, text, pos, LENS_K, context.max_tokens))  # fmt: skip
     except Exception as exc:

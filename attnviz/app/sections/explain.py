@@ -51,15 +51,15 @@ def pickers(s: Subject) -> tuple[int, int]:
     read (`Subject.position`), and the layer."""
     att, session = s.shown, st.session_state
     signature = (att.text, att.model, att.n)
-    if session.get("_x_signature") != signature or session.get("x_query") not in range(att.n):
+    if session.get("_x_signature") != signature:  # a new text: its own default token
         session["_x_signature"] = signature
-        session["x_query"] = default_focus(att, widgets.example_for(att.text))[0]
-    if session.get("x_layer") not in range(att.n_layers):
-        session["x_layer"] = att.n_layers - 1
+        session.pop("x_query", None)
     st.subheader(t("explain.token_title"))
     a, b = st.columns(2)
-    query = a.selectbox(t("explain.query"), range(att.n), key="x_query", format_func=widgets.token_format(att.tokens))
-    layer = b.selectbox(t("explain.layer"), range(att.n_layers), key="x_layer", format_func=widgets.fmt_layer)
+    fmt = widgets.token_format(att.tokens)
+    default = default_focus(att, widgets.example_for(att.text))[0]
+    query = widgets.pick(t("explain.query"), range(att.n), "x_query", default=default, box=a, format_func=fmt)
+    layer = widgets.pick(t("explain.layer"), range(att.n_layers), "x_layer", default=att.n_layers - 1, box=b)
     return s.position(int(query)), int(layer)
 
 
@@ -190,9 +190,7 @@ def head_statistics(context: Ctx, s: Subject) -> None:
         short_names["cls"] = t("aware.stats_l_first")
     kinds = explain.head_kinds(stats)
     short = np.vectorize(lambda kind: short_names.get(kind, kind), otypes=[str])(kinds)
-    if st.session_state.get("x_stat") not in names:
-        st.session_state["x_stat"] = STATS[0]
-    stat = st.selectbox(t("stats.which"), tuple(names), key="x_stat", format_func=names.__getitem__)
+    stat = widgets.pick(t("stats.which"), tuple(names), "x_stat", format_func=names.__getitem__)
     fig = views.layer_head_grid(stats[stat], title=names[stat], labels=short, zmin=0.0, zmax=1.0, lang=context.lang)
     event = charts.chart(fig, key="chart_stats", on_select="rerun", selection_mode="points")
     pick = views.model_view_pick(event)

@@ -155,7 +155,7 @@ def more_views(context: Ctx, focus: Focus) -> None:
 
 
 def head_lines_view(context: Ctx, focus: Focus) -> None:
-    att, session = focus.att, st.session_state
+    att = focus.att
     with st.container(key="view_head"):
         st.subheader(t("view.head"))
         h1, h2 = st.columns(2)
@@ -163,10 +163,8 @@ def head_lines_view(context: Ctx, focus: Focus) -> None:
             t("ctl.hv_heads"), list(range(att.n_heads)), key="hv_heads", format_func=widgets.fmt_head,
             placeholder=t("ctl.hv_heads_placeholder"),
         )  # fmt: skip
-        if session.get("highlight") not in range(-1, att.n):
-            session["highlight"] = -1
-        highlight = h2.selectbox(
-            t("ctl.highlight"), [-1, *range(att.n)], key="highlight",
+        highlight = widgets.pick(
+            t("ctl.highlight"), [-1, *range(att.n)], "highlight", box=h2,
             format_func=widgets.token_format(att.tokens, none="—"), help=t("ctl.highlight_help"),
         )  # fmt: skip
         heads = sorted(chosen) if chosen else (None if focus.head is None else [focus.head])
@@ -187,20 +185,17 @@ def graph_section(context: Ctx, focus: Focus) -> None:
 
 
 def token_focus_section(context: Ctx, focus: Focus) -> None:
-    att, session = focus.att, st.session_state
+    att = focus.att
     with st.container(key="token_focus"):
         st.subheader(t("focus.title"))
         st.caption(t("focus.intro"))
         # below the fold: computed and sent only once the visitor opens it
         if not st.toggle(t("focus.open"), key="focus_open", help=t("focus.open_help")):
             return
-        for key in ("focus_query", "focus_key"):
-            if session.get(key) not in range(att.n):
-                session[key] = 0
         a, b = st.columns(2)
         fmt = widgets.token_format(att.tokens)
-        query = a.selectbox(t("focus.query"), range(att.n), key="focus_query", format_func=fmt)
-        key_token = b.selectbox(t("focus.key"), range(att.n), key="focus_key", format_func=fmt)
+        query = widgets.pick(t("focus.query"), range(att.n), "focus_query", box=a, format_func=fmt)
+        key_token = widgets.pick(t("focus.key"), range(att.n), "focus_key", box=b, format_func=fmt)
         fig = views.token_focus(att, query, key_token, top=12, lang=context.lang)
         _show(focus, fig, "chart_focus", "caveat.focus", "token-focus", on_select=charts.focus_from_chart)
 

@@ -99,10 +99,8 @@ def contribution_section(context: Ctx, s: Subject, layer: int) -> None:
         st.subheader(t("cx.title"))
         st.caption(t("cx.intro"))
         a, b = st.columns(2)
-        methods = _methods(s.loaded.runner.causal)
-        if st.session_state.get("cx_method", methods[0]) not in methods:  # GlobEnc, picked for an encoder
-            st.session_state["cx_method"] = methods[0]
-        method = a.selectbox(t("cx.method"), methods, key="cx_method", format_func=_labels())
+        methods = _methods(s.loaded.runner.causal)  # GlobEnc, picked for an encoder, goes back to the first
+        method = widgets.pick(t("cx.method"), methods, "cx_method", box=a, format_func=_labels())
         view = b.radio(t("cx.view"), ("traced", "layer"), key="cx_view", horizontal=True,
                        format_func=widgets.option_labels("cx.view_{}"))  # fmt: skip
         contrib = _contributions(context, s, str(method))

@@ -111,14 +111,10 @@ def sources(
 
 
 def _pickers(att: Attention) -> tuple[int, int]:
-    session = st.session_state
-    for name, n in ((QUERY, att.n), (KEY, att.n_keys)):
-        if session.get(name) not in range(n):
-            session[name] = (n - 1) if name == QUERY else 0
     a, b = st.columns(2)
     fmt = widgets.token_format(att.tokens)
-    query = a.selectbox(t("why.query"), range(att.n), key=QUERY, format_func=fmt)
-    key = b.selectbox(t("why.key"), range(att.n_keys), key=KEY, format_func=fmt)
+    query = widgets.pick(t("why.query"), range(att.n), QUERY, default=att.n - 1, box=a, format_func=fmt)
+    key = widgets.pick(t("why.key"), range(att.n_keys), KEY, box=b, format_func=fmt)
     return int(query), int(key)
 
 
