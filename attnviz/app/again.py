@@ -1,8 +1,7 @@
 """A page's result got again when one of its downloads is clicked. Streamlit keeps a download
-button's callable until the session's next run or its end, and one that held an `Attention`
-would keep it from the result cache's bound and the memory relief (SmolLM2 at 404 tokens: 168 MB
-a tab). An `Again` keeps the result cache's keys, only a weak reference to the result, and
-recomputes a miss as the page did, charged to its visitor. It runs with no script run: no Streamlit here."""
+button's callable for the session's next run, and one holding an `Attention` would keep it out of
+the result cache's bound; an `Again` keeps the cache's keys and a weak reference, and recomputes a
+miss as the page did, charged to its visitor. It runs with no script run: no Streamlit here."""
 
 from __future__ import annotations
 
@@ -59,11 +58,7 @@ def model_of(context: Ctx, loaded: Loaded) -> Callable[[], Loaded]:
     (not in the registry) is its session's already."""
     if len(loaded.key) != 3:  # session_models' (name,): the session holds the runner anyway
         return partial(Loaded, loaded.runner, loaded.key)
-    return partial(_registry_model, context, loaded.key, visitor.visitor())
-
-
-def _registry_model(context: Ctx, key: runners.ModelKey, who: str) -> Loaded:
-    return Loaded(runners.model_again(context, key, who), key)
+    return partial(runners.model_again, context, loaded.key, visitor.visitor())
 
 
 def first(context: Ctx, loaded: Loaded, text: str, att: Attention, view: tuple[bool, bool]) -> Again:

@@ -94,13 +94,13 @@ def build_model(
         return load(name, context.device, context.settings.max_tokens, opts)
 
 
-def model_again(context: Ctx, key: ModelKey, who: str) -> Runner:
+def model_again(context: Ctx, key: ModelKey, who: str) -> Loaded:
     """The model of `key` (a registry key of `load_runner`), built again as the page builds it
     when the registry has dropped it; no Streamlit call (a download's click runs without a page)."""
     name, _device, opts = key
     options: dict[str, object] = dict(cast("tuple[tuple[str, object], ...]", opts))  # load_runner's sorted items
     build = partial(build_model, context, str(name), options, who)
-    return REGISTRY.get(key, build, context.settings.models_mb * 2**20)
+    return Loaded(REGISTRY.get(key, build, context.settings.models_mb * 2**20), key)
 
 
 def checked_text(context: Ctx, text: str | None) -> str | None:
