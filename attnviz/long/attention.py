@@ -105,10 +105,9 @@ class LongAttention:
             raise IndexError(f"head {head} out of range 0..{self.heads - 1}")
 
     def _index(self, queries: Queries) -> np.ndarray:
-        if isinstance(queries, slice | range):
-            idx = np.arange(self.n)[queries] if isinstance(queries, slice) else np.asarray(queries, dtype=np.int64)
-        else:
-            idx = np.atleast_1d(np.asarray(queries, dtype=np.int64))
+        if isinstance(queries, slice):
+            queries = np.arange(self.n)[queries]
+        idx = np.atleast_1d(np.asarray(queries, dtype=np.int64))
         if idx.ndim != 1:
             raise ValueError("queries must be a token index or a list of them")
         if idx.size and (idx.min() < -self.n or idx.max() >= self.n):
@@ -138,9 +137,7 @@ class LongAttention:
 
     def tile(self, layer: int, head: int, rows: slice | range, cols: slice | range) -> np.ndarray:
         """The full-resolution block rows x cols of one head's map (each row over all n keys)."""
-        idx = self._index(rows)
-        keep = np.arange(self.n)[cols] if isinstance(cols, slice) else np.asarray(cols, dtype=np.int64)
-        return self.rows(layer, head, idx)[:, keep]
+        return self.rows(layer, head, rows)[:, self._index(cols)]
 
     def head(self, layer: int, head: int) -> np.ndarray:
         """float32 (n, n), the whole map of one head, when it fits under `head_limit_bytes`;

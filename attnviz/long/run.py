@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -17,7 +17,7 @@ import torch
 from ..config import env_flag, env_int
 from ..models.base import Encoded, kv_shape
 from ..models.scratch_runner import ScratchModel
-from ..models.tokens import model_limit
+from ..models.tokens import model_limit, token_limit
 from .attention import Cancel, LongAttention, check_cancel
 from .capture import Kept, run_hf, run_scratch
 
@@ -68,8 +68,7 @@ def longest(model: Any, max_tokens: int | None = None) -> int:
     position table), the setting, the ask."""
     cfg = model.config
     positions = int(cfg.max_positions) if isinstance(model, ScratchModel) else model_limit(model.tokenizer, cfg)
-    limit = min(positions, long_settings().max_tokens)
-    return max(2, min(limit, max_tokens if max_tokens is not None else limit))
+    return token_limit(max_tokens, min(positions, long_settings().max_tokens))
 
 
 def estimate(model: Any, n: int) -> Estimate:
@@ -139,21 +138,18 @@ def _forward(model: Any, inputs: dict[str, torch.Tensor], check: Callable[[int],
     return run_hf(hf, inputs, check)
 
 
-def scratch_model(max_positions: int = 8192, seed: int = 0, causal: bool = False, **shape: int) -> ScratchModel:
+def scratch_model(max_positions: int = 8192, seed: int = 0, **shape: int) -> ScratchModel:
     """The scratch encoder at any length: MiniLM's tokenizer and shape (or `shape`: n_layers,
     n_heads, d_model, d_ff), untrained weights (`seed`), fixed sinusoidal positions for
     `max_positions` tokens."""
-    from dataclasses import replace
-
     from transformers import AutoTokenizer
 
     from ..models import embedded_model_dir
-    from ..models.loading import _scratch_config
+    from ..models.minilm_quick import scratch_config
     from ..scratch import ScratchEncoder
 
     folder = embedded_model_dir()
-    cfg = replace(_scratch_config(folder, causal=causal), max_positions=max_positions, sinusoidal=True)
-    cfg = replace(cfg, **shape)  # type: ignore[arg-type]
+    cfg = replace(scratch_config(folder), max_positions=max_positions, sinusoidal=True, **shape)  # type: ignore[arg-type]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         encoder = ScratchEncoder(cfg).eval()
