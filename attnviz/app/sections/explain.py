@@ -137,8 +137,7 @@ def _attributions(
     if kind == "lm":
         occ, gradient, target = lm_occlusion(runner, text, query, progress=progress)
         return occ, gradient, target.text
-    occ = explain.occlusion(runner, text, query, progress=progress)
-    return occ, explain.input_x_gradient(runner, text, query), ""
+    return occlude(runner, text, query, kind, progress), explain.input_x_gradient(runner, text, query), ""
 
 
 def code_span(token: str) -> str:

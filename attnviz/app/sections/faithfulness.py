@@ -45,10 +45,6 @@ SOURCES = (
 )  # fmt: skip
 
 
-def _label(method: str) -> str:
-    return method_label(method, lang())
-
-
 def _labels() -> Callable[[str], str]:
     """A format_func bound to this run's language (Streamlit may call it outside the run)."""
     language = lang()
@@ -61,36 +57,25 @@ def _methods(causal: bool) -> list[str]:
 
 
 def _contributions(context: Ctx, s: Subject, method: str) -> Contributions | None:
-    """The closed-form methods from one cached forward; Value Zeroing on at most the deployment's
-    explanation length and its own cap, with a notice. Both with progress, Cancel and budget."""
-    runner = s.loaded.runner
-    if method in CHEAP:
-        cap = context.settings.explain_tokens  # the deployment's bound on explanation work (demo: 128)
+    """The closed-form methods from one cached forward; Value Zeroing alone, on at most the
+    deployment's explanation length and its own cap. Both with progress, Cancel, budget and a
+    notice when the text was cut."""
+    runner, closed = s.loaded.runner, method in CHEAP
+    methods = [m for m in CHEAP if m in _methods(runner.causal)] if closed else [method]
+    cap = context.settings.explain_tokens  # the deployment's bound on explanation work (demo: 128)
+    limit = cap if closed else min(cap, explain.VALUE_ZEROING_MAX_TOKENS)
 
-        cheap = [m for m in CHEAP if m in _methods(runner.causal)]
+    def compute(progress: Progress) -> dict[str, Contributions]:
+        return explain.contributions_all(runner, s.fitted, methods, max_tokens=limit, progress=progress)
 
-        def closed_form(progress: Progress) -> dict[str, Contributions]:
-            return explain.contributions_all(runner, s.fitted, cheap, max_tokens=cap, progress=progress)
-
-        label = t("cx.computing", n=min(s.att.n, cap))
-        found = attempt(
-            s, lambda: work.cached_long(context, s.loaded, "contributions", s.fitted, cap, label=label, fn=closed_form)
-        )
-        if found is not None and found[method].truncated:
-            st.info(t("cx.cut", kept=found[method].n, total=s.att.n), icon="✂️")
-        return None if found is None else found[method]
-    limit = min(context.settings.explain_tokens, explain.VALUE_ZEROING_MAX_TOKENS)
-
-    def zeroing(progress: Progress) -> Contributions:
-        return explain.contributions(runner, s.fitted, "value_zeroing", max_tokens=limit, progress=progress)
-
-    label = t("cx.computing_vz", n=min(s.att.n, limit))
-    result = attempt(
-        s, lambda: work.cached_long(context, s.loaded, "value_zeroing", s.fitted, limit, label=label, fn=zeroing)
-    )
-    if result is not None and result.truncated:
-        st.info(t("cx.vz_cut", kept=result.n, total=s.att.n, limit=limit), icon="✂️")
-    return result
+    kind = "contributions" if closed else "value_zeroing"
+    label = t("cx.computing" if closed else "cx.computing_vz", n=min(s.att.n, limit))
+    found = attempt(s, lambda: work.cached_long(context, s.loaded, kind, s.fitted, limit, label=label, fn=compute))
+    if found is None:
+        return None
+    if found[method].truncated:
+        st.info(t("cx.cut" if closed else "cx.vz_cut", kept=found[method].n, total=s.att.n, limit=limit), icon="✂️")
+    return found[method]
 
 
 def contribution_section(context: Ctx, s: Subject, layer: int) -> None:
@@ -172,7 +157,8 @@ def _number(v: object) -> str:
 
 def _rows(rows: list[dict[str, Any]], columns: dict[str, str]) -> list[dict[str, str]]:
     """A table's rows: the method, then each of `columns` (field: its header's key) as `_number` writes it."""
-    return [{t("fx.col_method"): _label(str(r["method"])), **{t(c): _number(r.get(k)) for k, c in columns.items()}}
+    label = _labels()
+    return [{t("fx.col_method"): label(str(r["method"])), **{t(c): _number(r.get(k)) for k, c in columns.items()}}
             for r in rows]  # fmt: skip
 
 
@@ -195,13 +181,14 @@ def scoreboard_section(context: Ctx, s: Subject, query: int) -> None:
         best = board.row(board.best)
         floor = board.row("random").aopc
         key = "fx.best" if best.aopc > floor + board.random_aopc_std else "fx.best_weak"
-        names = ", ".join(_label(m) for m in board.leaders)
+        label = _labels()
+        names = ", ".join(label(m) for m in board.leaders)
         st.markdown(t(key, method=names, aopc=f"{best.aopc:.3f}", floor=f"{floor:.3f}"))
         if len(board.leaders) > 1:
             st.caption(t("fx.tied"))
         ranked = board.best_by_rank
         if ranked is not None and ranked != board.best:
-            st.markdown(t("fx.best_rank", method=_label(ranked), rho=f"{board.row(ranked).spearman:.2f}"))
+            st.markdown(t("fx.best_rank", method=label(ranked), rho=f"{board.row(ranked).spearman:.2f}"))
         agreement = views.layer_agreement(board, position=position, lang=context.lang)
         charts.chart(agreement, key="chart_layer_agreement")
         doubts()
