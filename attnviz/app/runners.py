@@ -18,7 +18,7 @@ from .server import session_models, visitor
 from .server.registry import REGISTRY, Loaded, ModelKey, load, results
 from .state import Ctx, t
 from .streamlit_adapter import DeltaGenerator
-from .widgets import escape_md, show_error
+from .widgets import escape_md, failed, show_error
 
 LOG = logging.getLogger("attnviz")
 T = TypeVar("T")
@@ -166,9 +166,8 @@ def analyse(
     except ModelLoadError as exc:
         show_error(t("err.no_attention"), exc.public)
         return None
-    except Exception as exc:  # never a traceback in the page
-        LOG.warning("attnviz: attend failed: %s: %.300s", type(exc).__name__, exc)
-        show_error(t("err.unexpected"), type(exc).__name__)
+    except Exception as exc:
+        failed("attend", exc)
         return None
     for note in att.notes:
         st.info(t("notice.oom_fallback") if note_key(note) == OOM_CPU else note, icon=":material/info:")

@@ -84,12 +84,9 @@ class Subject:
         return next(j for j, g in enumerate(self.groups) if position in g)
 
     def per_token(self, values: np.ndarray) -> np.ndarray:
-        """One score a position (n,) -> one a shown token (m,): summed over a character's pieces.
-        The word-level merge (Clark et al. 2019) sums what a word's pieces receive (columns) and
-        averages what they give (rows); these scores are what each token receives or adds for
-        one query, so they sum. The query row is not averaged but read at the character's last
-        piece (`position`): in a decoder the earlier pieces have not read the whole character.
-        The whole maps (contributions, minimal pair) average rows as `merge_characters` does."""
+        """One score a position (n,) -> one a shown token (m,), summed over a character's pieces:
+        each is what a token receives or adds for one query, and what pieces receive sums (Clark
+        et al. 2019); the query itself is read at its last piece (`position`)."""
         if self.shown is self.att:
             return values
         return np.array([values[g].sum() for g in self.groups])

@@ -42,6 +42,13 @@ def show_error(message: str, detail: str | None = None) -> None:
     st.error(message if not detail else f"{message}\n\n{escape_md(detail)}", icon=":material/error:")
 
 
+def failed(what: str, exc: Exception, message: str | None = None) -> None:
+    """An unexpected failure in the page, never a traceback: logged as `what` failed, named by its
+    type under `message` (default: err.unexpected)."""
+    LOG.warning("attnviz: %s failed: %s: %.300s", what, type(exc).__name__, exc)
+    show_error(message or t("err.unexpected"), type(exc).__name__)
+
+
 def attempt(
     compute: Callable[[], T | None], what: str, *, length: int | None = None, message: str | None = None
 ) -> T | None:
@@ -54,9 +61,8 @@ def attempt(
     except (ValueError, IndexError) as exc:
         show_error(message or t("explain.unsupported"), str(exc))
         return None
-    except Exception as exc:  # never a traceback in the page
-        LOG.warning("attnviz: %s failed: %s: %.300s", what, type(exc).__name__, exc)
-        show_error(t("err.unexpected"), type(exc).__name__)
+    except Exception as exc:
+        failed(what, exc)
         return None
     arrays = result if isinstance(result, tuple) else (result,)
     if length is not None and any(isinstance(a, np.ndarray) and a.shape[-1] != length for a in arrays):

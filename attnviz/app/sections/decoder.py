@@ -4,8 +4,6 @@ rotary distance view of the head in focus (attnviz.explain.rotary), through the 
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import streamlit as st
 
@@ -16,16 +14,10 @@ from ...views import decoder as views
 from .. import charts, runners
 from ..state import Ctx, t
 from ..subject import Focus
-from ..widgets import escape_md, pick, show_error, token_format
+from ..widgets import escape_md, failed, pick, token_format
 
-LOG = logging.getLogger("attnviz")
 NEXT_K = 10  # next tokens listed
 LENS_K = 5  # ranks of the logit lens table
-
-
-def _failed(what: str, exc: Exception) -> None:
-    LOG.warning("attnviz: %s failed: %s: %.300s", what, type(exc).__name__, exc)
-    show_error(t("dec.failed"), type(exc).__name__)
 
 
 def panel(context: Ctx, focus: Focus) -> None:
@@ -53,7 +45,7 @@ def _next_word(context: Ctx, focus: Focus) -> None:
         found = runners.cached(context, focus.loaded, "next tokens", text, NEXT_K,
                                fn=lambda: next_tokens(runner, text, NEXT_K, context.max_tokens))  # fmt: skip
     except Exception as exc:  # never a traceback in the page
-        _failed("next word", exc)
+        failed("next word", exc, t("dec.failed"))
         return
     if found:
         best = views.next_label(found[0], lang=context.lang)
@@ -84,7 +76,7 @@ def _lens(context: Ctx, focus: Focus) -> None:
         lens = runners.cached(context, focus.loaded, "lens", text, pos, LENS_K,
                               fn=lambda: logit_lens(runner, text, pos, LENS_K, context.max_tokens))  # fmt: skip
     except Exception as exc:
-        _failed("logit lens", exc)
+        failed("logit lens", exc, t("dec.failed"))
         return
     st.markdown(f"**{t('dec.lens_title')}**")
     st.caption(t("dec.lens_intro"))
@@ -108,7 +100,7 @@ def _rotary(context: Ctx, focus: Focus) -> None:
         st.caption(t("dec.rotary_none"))
         return
     except Exception as exc:
-        _failed("rotary view", exc)
+        failed("rotary view", exc, t("dec.failed"))
         return
     if np.isfinite(profile.mean).any():
         charts.chart(views.rotary_chart(profile, lang=context.lang), key="chart_rotary")

@@ -5,7 +5,6 @@ there instead (`Generation.branch`) and both writings are shown, where they part
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,6 @@ from .. import charts, literal, runners, widgets, work
 from ..runners import Loaded
 from ..state import Ctx, t
 
-LOG = logging.getLogger("attnviz")
 MOST_STEPS = min(32, MAX_STEPS)  # a step's rows for every head travel with the page: tens of tokens
 DEMO_STEPS = 12  # the public demo's two cores are shared by every visitor
 FIRST_STEPS = 10
@@ -159,9 +157,8 @@ def _write(context: Ctx, loaded: Loaded, sig: tuple[Any, ...], fork: tuple[Writt
         return work.cached_long(context, loaded, kind, prompt, *parts, label=label, fn=run)
     except ValueError as exc:
         runners.refused(exc)
-    except Exception as exc:  # never a traceback in the page
-        LOG.warning("attnviz: writing failed: %s: %.300s", type(exc).__name__, exc)
-        widgets.show_error(t("write.failed"), type(exc).__name__)
+    except Exception as exc:
+        widgets.failed("writing", exc, t("write.failed"))
     return None
 
 
