@@ -101,11 +101,10 @@ def analyse(argv: list[str]) -> int:
     def body() -> int:
         text = sys.stdin.read() if args.text == "-" else args.text
         check_text(text, settings_from_env().max_chars)
-        if not text.isascii():
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:  # undecodable bytes in argv or stdin arrive as lone surrogates
-                raise ValueError("text is not valid UTF-8") from None
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # undecodable bytes in argv or stdin arrive as lone surrogates
+            raise ValueError("text is not valid UTF-8") from None
         scratch_only = args.no_scale or args.no_positions or args.causal or args.random_weights
         if scratch_only and args.model != "scratch":
             raise ValueError("--no-scale, --no-positions, --causal and --random-weights need --model scratch")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import TextIO
 
 from .._cli import Parser, guarded
 from ..models import EMBEDDED_MODEL, ModelLoadError
@@ -60,12 +59,12 @@ def _duration(seconds: float) -> str:
 
 class ProgressLine:
     """Progress on stderr: rewritten in place on a terminal (at most 4 times a second), a new
-    line every `every_s` seconds otherwise (a log file, CI)."""
+    line every 10 seconds otherwise (a log file, CI)."""
 
-    def __init__(self, stream: TextIO | None = None, every_s: float = 10.0):
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.every = 0.25 if self.tty else every_s
+    def __init__(self) -> None:
+        self.stream = sys.stderr
+        self.tty = self.stream.isatty()
+        self.every = 0.25 if self.tty else 10.0
         self.last = 0.0
 
     def __call__(self, p: RunProgress) -> None:

@@ -34,6 +34,13 @@ def block_edges(n: int, size: int) -> np.ndarray:
     return np.linspace(0, n, size + 1).round().astype(np.int64)
 
 
+def pair_counts(n: int, causal: bool) -> np.ndarray:
+    """(n,): how many pairs of n tokens lie at each distance |i - j| and may attend (j <= i for a decoder)."""
+    pairs = (n - np.arange(n)) * (1 if causal else 2)
+    pairs[0] = n
+    return pairs
+
+
 @dataclass(eq=False)
 class LongAttention:
     """Exact attention of one text through one model, computed on demand.
@@ -197,7 +204,4 @@ class LongAttention:
             i = np.arange(start, start + len(w))[:, None]
             gap = np.abs(i - np.arange(w.shape[1])[None, :])
             total += np.bincount(gap.ravel(), weights=w.ravel().astype(np.float64), minlength=self.n)
-        span = np.arange(self.n)
-        pairs = (self.n - span) * (1 if self.causal else 2)
-        pairs[0] = self.n
-        return (total / pairs).astype(np.float32)
+        return (total / pair_counts(self.n, self.causal)).astype(np.float32)

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from ..i18n import t
 from ..views._base import escape
-from .attention import LongAttention, block_edges
+from .attention import LongAttention, block_edges, pair_counts
 
 
 def percent(fraction: float) -> str:
@@ -121,8 +121,7 @@ def distance_bins(profile: np.ndarray, causal: bool, bins: int = 48) -> tuple[np
     """(bin centres, mean weight per pair) over geometric distance bins, distance 0 on its own:
     the mean of a bin counts every pair in it (a far distance has fewer pairs)."""
     n = len(profile)
-    pairs = (n - np.arange(n)).astype(np.float64) * (1 if causal else 2)
-    pairs[0] = n
+    pairs = pair_counts(n, causal)
     edges = np.unique(np.r_[0, 1, np.geomspace(1, n, bins).round().astype(np.int64), n])
     sums = np.add.reduceat(profile * pairs, edges[:-1])
     counts = np.add.reduceat(pairs, edges[:-1])

@@ -253,9 +253,7 @@ def token_spans(tokenizer: Any, ids: list[int], text: str, offsets: Offsets) -> 
     return spans
 
 
-def readable_tokens(
-    tokenizer: Any, ids: list[int], special: np.ndarray, text: str, offsets: Offsets | None
-) -> list[str]:
+def readable_tokens(tokenizer: Any, ids: list[int], special: np.ndarray, text: str, offsets: Offsets) -> list[str]:
     """Display strings: specials as they are; word pieces without "##", "Ġ" or "▁" markers.
 
     A byte-level tokenizer (GPT-2, Llama 3, SmolLM2) may cut one character into byte pieces that
@@ -269,8 +267,8 @@ def readable_tokens(
         if is_special:
             out.append(tok)
             continue
-        if tok == getattr(tokenizer, "unk_token", None) and offsets is not None:
-            start, end = offsets[i]
+        start, end = offsets[i]
+        if tok == getattr(tokenizer, "unk_token", None):
             s = f"{tok}:{text[start:end].strip()}" if end > start else tok  # show what was unknown
         elif tok.startswith("##"):
             s = tok[2:]
@@ -278,15 +276,13 @@ def readable_tokens(
             s = tokenizer.convert_tokens_to_string([tok]).strip()
         # a piece of a multi-byte character shows its span of the text; a bare word-start marker
         # (SentencePiece's "▁" before a CJK character) stays a space, not the character after it
-        if ("\ufffd" in s or (not s and tok.strip(_MARKERS))) and offsets is not None:
-            start, end = offsets[i]
+        if "\ufffd" in s or (not s and tok.strip(_MARKERS)):
             s = text[start:end].strip()
         out.append(s or "\u2423")  # a token that is only whitespace shows as the open box
-    if offsets is not None:
-        for group in char_groups(token_spans(tokenizer, ids, text, offsets), special):
-            whole = out[group[-1]]
-            for k, i in enumerate(group[:-1], start=1):
-                out[i] = f"\u2039{whole} {k}/{len(group)}\u203a"
+    for group in char_groups(token_spans(tokenizer, ids, text, offsets), special):
+        whole = out[group[-1]]
+        for k, i in enumerate(group[:-1], start=1):
+            out[i] = f"\u2039{whole} {k}/{len(group)}\u203a"
     return out
 
 
