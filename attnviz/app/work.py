@@ -17,16 +17,6 @@ from .state import Ctx, t
 from .widgets import show_error
 
 T = TypeVar("T")
-BUDGET_WINDOW_S = budget.BUDGET_WINDOW_S
-
-
-def session_key() -> str:
-    return visitor.session_id()
-
-
-def budget_left(budget_s: float) -> float:
-    """Seconds of model time this visitor (all their sessions) has left in the current window."""
-    return budget.left(budget_s, visitor.visitor())
 
 
 def _cancel(key: Hashable) -> None:
@@ -71,7 +61,7 @@ def run_long(context: Ctx, key: Hashable, label: str, fn: Callable[[Progress], T
     try:
         with visitor.aside(), gate.heavy(who, wait=waiting, size_mb=size_mb):  # no page run's place held meanwhile
             if over:  # the notice stays while it runs: it says why it waited
-                note.caption(t("fair.over_share", minutes=int(BUDGET_WINDOW_S // 60)))
+                note.caption(t("fair.over_share", minutes=int(budget.BUDGET_WINDOW_S // 60)))
             else:
                 note.empty()
             return fn(progress)

@@ -11,8 +11,9 @@ import streamlit as st
 
 from ... import corpus, views
 from ...corpus.readers import FORMATS
-from .. import charts, nav, runners, widgets, work
+from .. import charts, nav, runners, widgets
 from ..runners import Loaded
+from ..server import budget, visitor
 from ..server import corpus_jobs as jobs
 from ..sidebar import model_label
 from ..state import Ctx, ctx, t
@@ -98,12 +99,12 @@ def run_controls(context: Ctx, loaded: Loaded, choice: str) -> None:
                            help=t("corpus.limit_help", cap=f"{cap:,}"))  # fmt: skip
     tokens = d.selectbox(t("corpus.tokens"), sizes, key="corpus_tokens", help=t("corpus.tokens_help"))
     b.write("")
-    current = jobs.get(work.session_key())
+    current = jobs.get(visitor.session_id())
     running = current is not None and current.active
     if not b.button(t("corpus.run"), key="corpus_run", type="primary", width="stretch", disabled=running):
         return
-    if work.budget_left(context.settings.budget_s) <= 0:
-        st.warning(t("work.budget", minutes=int(work.BUDGET_WINDOW_S // 60)), icon="⏳")
+    if budget.left(context.settings.budget_s, visitor.visitor()) <= 0:
+        st.warning(t("work.budget", minutes=int(budget.BUDGET_WINDOW_S // 60)), icon="⏳")
         return
     folder = jobs.new_folder()
     found = _input_for(context, choice, folder)
@@ -112,7 +113,7 @@ def run_controls(context: Ctx, loaded: Loaded, choice: str) -> None:
         return
     path, label = found
     job = jobs.Job(
-        session=work.session_key(), folder=folder, input=path, label=label, runner=loaded.runner,
+        session=visitor.session_id(), folder=folder, input=path, label=label, runner=loaded.runner,
         model_key=loaded.key, max_tokens=int(tokens), limit=int(limit), budget_s=float(context.settings.budget_s),
     )  # fmt: skip
     try:
@@ -130,7 +131,7 @@ def job_model(context: Ctx, job: jobs.Job) -> Loaded | None:
 
 
 def _resume() -> None:
-    session = work.session_key()
+    session = visitor.session_id()
     job = jobs.get(session)
     loaded = None if job is None else job_model(ctx(), job)
     try:
@@ -150,7 +151,7 @@ def _eta(seconds: float | None) -> str:
 def progress() -> None:
     """The visitor's run: a live progress bar while it goes (also after a page switch), what
     stopped it otherwise."""
-    job = jobs.get(work.session_key())
+    job = jobs.get(visitor.session_id())
     if job is None:
         return
     st.session_state["_corpus_seen"] = (id(job), job.state)
@@ -171,7 +172,7 @@ def progress() -> None:
 def _live() -> None:
     """Polled every second while the run goes; once it ends (or was replaced) the whole page
     runs again, and the polling stops with it."""
-    job = jobs.get(work.session_key())
+    job = jobs.get(visitor.session_id())
     if job is None or (id(job), job.state) != st.session_state.get("_corpus_seen"):
         st.rerun(scope="app")
     assert job is not None
@@ -183,11 +184,11 @@ def _live() -> None:
     st.progress(0.0 if p is None else min(1.0, p.fraction), text=text)
     if place := job.place:  # waiting in the server's heavy-work queue: where it stands
         st.caption(t("fair.queued", place=place))
-    st.button(t("work.cancel"), key="corpus_cancel", on_click=jobs.cancel, args=(work.session_key(),))
+    st.button(t("work.cancel"), key="corpus_cancel", on_click=jobs.cancel, args=(visitor.session_id(),))
 
 
 def finished() -> jobs.Job | None:
-    job = jobs.get(work.session_key())
+    job = jobs.get(visitor.session_id())
     return job if job is not None and job.state == "done" and job.result is not None else None
 
 

@@ -15,8 +15,8 @@ from ...training import TASKS, TrainConfig, TrainingRun
 from ...training.plateau import PRESET_OPTIONS, PRESET_STEPS
 from ...training.reach import verdict
 from ...training.tasks import MAX_TEXT_CHARS, MIN_TEXT_CHARS
-from .. import charts, literal, runners, widgets, work
-from ..server import session_models, training_jobs
+from .. import charts, literal, runners, widgets
+from ..server import budget, session_models, training_jobs
 from ..state import Ctx, lang, t
 from . import head_card, why
 from .explain import code_span
@@ -184,7 +184,7 @@ def _status(job: training_jobs.Job, run: TrainingRun, snapshots: list[Any]) -> N
             st.button(t("train.stop"), key="train_stop", on_click=_stop, args=(job.session,),
                       help=t("train.stop_help"))  # fmt: skip
         elif job.budget_hit:
-            st.warning(t("train.budget", step=f"{step:,}", minutes=int(work.BUDGET_WINDOW_S // 60)), icon="⏳")
+            st.warning(t("train.budget", step=f"{step:,}", minutes=int(budget.BUDGET_WINDOW_S // 60)), icon="⏳")
         elif run.plateau is not None:
             p = run.plateau
             st.success(t("trainlab.plateaued", step=f"{p.step:,}", total=f"{total:,}", seconds=f"{run.seconds:.1f}",
