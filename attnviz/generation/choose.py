@@ -10,9 +10,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..nextword import top_k as likeliest
-
-ALTERNATIVES = 5  # the likeliest tokens a step lists beside its own
 _SEED_STRIDE = 1_000_003  # a prime larger than any position, so (seed, position) pairs never share a draw
 
 
@@ -37,9 +34,3 @@ def probability(logits: np.ndarray, token_id: int) -> float:
     z = np.asarray(logits, dtype=np.float64)
     top = float(z.max())
     return float(np.exp(z[int(token_id)] - top) / np.exp(z - top).sum())
-
-
-def alternatives(logits: np.ndarray, k: int = ALTERNATIVES) -> tuple[list[int], list[float]]:
-    """The k likeliest token ids and their softmax probabilities, best first (nextword.top_k)."""
-    ids, probs = likeliest(logits, k)
-    return [int(i) for i in ids], [float(p) for p in probs]

@@ -19,12 +19,15 @@ import torch
 from ..models.base import Encoded
 from ..models.threads import cpu_threads_for
 from ..models.tokens import checked_text, tokenize
+from ..nextword import top_k
 from ..result import Attention
-from .choose import alternatives, choose, probability
+from .choose import choose, probability
 from .engines import Engine, engine_for
 from .limits import MAX_STEPS, MAX_TYPED_CHARS, check_arguments
 from .sequence import sequence_encoding
 from .steps import Generation, Step
+
+ALTERNATIVES = 5  # the likeliest tokens a step lists beside its own
 
 
 def generate(
@@ -80,9 +83,7 @@ def _check_room(model: Any, n_prompt: int, steps: int) -> None:
 
 @dataclass
 class _Writer:
-    """What a generation needs to attend and branch: the model, the prompt's encoding and the
-    logits after it, the sampling (temperature, top_k, seed), the steps asked for; then the
-    engine holding its KV cache and the encoding of its whole sequence."""
+    """What a generation needs to attend and branch; `engine` holds its KV cache."""
 
     runner: Any
     prompt: Encoded
@@ -109,7 +110,7 @@ class _Writer:
             was_forced = bool(forced)
             tid = forced.pop(0) if forced else choose(logits, self.temperature, self.top_k, self.seed, len(ids))
             z = logits.numpy()
-            alt_ids, alt_p = alternatives(z)
+            alt_ids, alt_p = (a.tolist() for a in top_k(z, ALTERNATIVES))
             names = r.vocab_strings([tid, *alt_ids])
             logits, rows = engine.feed([tid])
             assert rows is not None

@@ -31,16 +31,15 @@ Check = Callable[[int], None]  # called with the layer about to run; raises Canc
 @dataclass
 class Kept:
     """What the forward keeps: per layer queries (H, n, d) and keys (KV, n, d), float32 on the CPU,
-    the scale the scores are multiplied by, and whether each layer is causal."""
+    and the scale the scores are multiplied by; `check` runs before each layer is kept."""
 
+    check: Check
     queries: list[torch.Tensor] = field(default_factory=list)
     keys: list[torch.Tensor] = field(default_factory=list)
     scaling: list[float] = field(default_factory=list)
-    check: Check | None = None
 
     def add(self, q: torch.Tensor, k: torch.Tensor, scaling: float) -> None:
-        if self.check is not None:
-            self.check(len(self.queries))
+        self.check(len(self.queries))
         self.queries.append(q[0].detach().float().cpu().contiguous())
         self.keys.append(k[0].detach().float().cpu().contiguous())
         self.scaling.append(float(scaling))
@@ -107,7 +106,7 @@ def twin(hf_model: Any) -> Any:
         return made
 
 
-def run_hf(hf_model: Any, inputs: dict[str, torch.Tensor], check: Check | None = None) -> Kept:
+def run_hf(hf_model: Any, inputs: dict[str, torch.Tensor], check: Check) -> Kept:
     """One long forward of a Hugging Face model (batch of one)."""
     model = twin(hf_model)
     kept = Kept(check=check)
@@ -121,7 +120,7 @@ def run_hf(hf_model: Any, inputs: dict[str, torch.Tensor], check: Check | None =
     return kept
 
 
-def run_scratch(encoder: Any, layers: list[LayerParts], inputs: dict[str, torch.Tensor], check: Check | None) -> Kept:
+def run_scratch(encoder: Any, layers: list[LayerParts], inputs: dict[str, torch.Tensor], check: Check) -> Kept:
     """One long forward of the scratch encoder: its post-LN layers with SDPA in place of the
     written-out softmax (same maths; no weights)."""
     kept = Kept(check=check)
