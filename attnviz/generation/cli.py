@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._cli import Parser, guarded, with_text, write_json
+from .._cli import Parser, guarded, write_json
 from ..config import check_text, settings_from_env
 from ..models.errors import ModelLoadError
 from .limits import MAX_STEPS, check_arguments
@@ -80,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             )  # fmt: skip
         if args.json:
             doc = {**gen.summary(), "device": str(model.device), "layers": model.n_layers, "heads": model.n_heads}
-            payload = with_text(json.dumps(doc, ensure_ascii=False).encode("utf-8", "backslashreplace"), gen.prompt)
-            write_json(args.json, payload)
+            doc["text"] = gen.prompt  # last, as in the other --json documents
+            write_json(args.json, json.dumps(doc, ensure_ascii=False).encode("utf-8", "backslashreplace"))
             if args.json == "-":  # standard output carries the JSON alone
                 return 0
         _print_steps(gen)

@@ -42,20 +42,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def to_json(run: TrainingRun, *, weights: bool = True) -> dict[str, object]:
+def to_json(run: TrainingRun) -> dict[str, object]:
     """The run as plain JSON: the text it learned from, config, the probe, every snapshot (step,
     loss, accuracy, head scores (layers, heads), the probe's maps (layers, heads, n, n)), a summary."""
-    snaps = []
-    for snap, scores in zip(run.snapshots, run.snapshot_scores, strict=False):
-        row: dict[str, object] = {
+    snaps = [
+        {
             "step": snap.step,
             "loss": round(snap.loss, 6),
             "accuracy": round(snap.accuracy, 6),
             "scores": {k: np.round(v, 6).tolist() for k, v in scores.items()},
+            "weights": snap.attention.weights.round(5).tolist(),
         }
-        if weights:
-            row["weights"] = snap.attention.weights.round(5).tolist()
-        snaps.append(row)
+        for snap, scores in zip(run.snapshots, run.snapshot_scores, strict=False)
+    ]
     text = getattr(run.task, "text", None)  # the text task's (cleaned) text; otherwise what the maps read
     return {
         "task": run.config.task,
