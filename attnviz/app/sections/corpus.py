@@ -84,20 +84,14 @@ def _input_for(context: Ctx, choice: str, folder: Path) -> tuple[Path, str] | No
 def run_controls(context: Ctx, loaded: Loaded, choice: str) -> None:
     """How many lines to read and the Run button, which starts (or replaces) the job."""
     cap = context.settings.corpus_sentences
-    session_state = st.session_state
-    # a link's numbers are clamped to this server's limits (and the link writes them back)
-    limit_now = session_state.get("corpus_limit")
-    ok = isinstance(limit_now, int) and not isinstance(limit_now, bool)
-    session_state["corpus_limit"] = min(max(1, int(limit_now or 0)), cap) if ok else min(cap, 1000)
+    # a link's numbers are brought within this server's limits (and the link writes them back)
+    widgets.clamp_kept("corpus_limit", 1, cap, min(cap, 1000))
     sizes = [n for n in TOKEN_CHOICES if n <= context.settings.max_tokens] or [context.settings.max_tokens]
-    if session_state.get("corpus_tokens") not in sizes:
-        wanted = session_state.get("corpus_tokens")
-        target = wanted if isinstance(wanted, int) and not isinstance(wanted, bool) else corpus.DEFAULT_CORPUS_TOKENS
-        session_state["corpus_tokens"] = min(sizes, key=lambda n: abs(n - target))
+    near = widgets.nearest(sizes, st.session_state.get("corpus_tokens"), corpus.DEFAULT_CORPUS_TOKENS)
     a, d, b = st.columns([3, 2, 1])
     limit = a.number_input(t("corpus.limit"), min_value=1, max_value=cap, step=100, key="corpus_limit",
                            help=t("corpus.limit_help", cap=f"{cap:,}"))  # fmt: skip
-    tokens = d.selectbox(t("corpus.tokens"), sizes, key="corpus_tokens", help=t("corpus.tokens_help"))
+    tokens = widgets.pick(t("corpus.tokens"), sizes, "corpus_tokens", default=near, box=d, help=t("corpus.tokens_help"))
     b.write("")
     current = jobs.get(visitor.session_id())
     running = current is not None and current.active
@@ -241,11 +235,8 @@ def grid(context: Ctx, job: jobs.Job) -> str:
     result = result_of(job)
     st.subheader(t("corpus.grid_title"))
     st.caption(t("corpus.grid_intro"))
-    if st.session_state.get("corpus_stat") not in corpus.STATS:
-        st.session_state["corpus_stat"] = "entropy_rel"  # bounded 0..1 like the shares: one colour scale
-    stat = st.selectbox(
-        t("stats.which"), corpus.STATS, key="corpus_stat", format_func=widgets.option_labels("corpus.stat_{}")
-    )
+    labels = widgets.option_labels("corpus.stat_{}")  # the default, entropy_rel, is bounded 0..1 like the shares
+    stat = widgets.pick(t("stats.which"), corpus.STATS, "corpus_stat", default="entropy_rel", format_func=labels)
     zmin, zmax = STAT_RANGES.get(stat, (0.0, 1.0))
     fig = views.corpus_grid(
         result.grid(stat), result.grid(stat, "std"), minimum=result.grid(stat, "min"), maximum=result.grid(stat, "max"),

@@ -20,12 +20,11 @@ COLOURS = ("kind", "position")
 
 def head_pickers(job: jobs.Job) -> tuple[int, int]:
     """Layer and head of the sentences and the atlas (a click on the grid sets them too)."""
-    result, session = result_of(job), st.session_state
-    for key, n in (("corpus_layer", result.n_layers), ("corpus_head", result.n_heads)):
-        value = session.get(key)  # a link's layer or head past this model's is clamped to its last
-        session[key] = min(max(0, value), n - 1) if isinstance(value, int) and not isinstance(value, bool) else 0
+    result = result_of(job)
+    widgets.clamp_kept("corpus_layer", 0, result.n_layers - 1, 0)  # a link's past this model's: its last
+    widgets.clamp_kept("corpus_head", 0, result.n_heads - 1, 0)
     a, b = st.columns(2)
-    layer = a.selectbox(t("ctl.layer"), range(result.n_layers), key="corpus_layer", format_func=widgets.fmt_layer)
+    layer = a.selectbox(t("ctl.layer"), range(result.n_layers), key="corpus_layer")
     head = b.selectbox(t("ctl.head"), range(result.n_heads), key="corpus_head", format_func=widgets.fmt_head)
     return int(layer), int(head)
 

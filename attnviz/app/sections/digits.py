@@ -88,8 +88,7 @@ def _views(context: Ctx, run: Any) -> None:
     pick_col, layer_col = st.columns(2)
     index = int(pick_col.selectbox(t("digits.pick"), choices, key="digits_pick", format_func=labels.__getitem__))
     layers = run.config.n_layers
-    layer = int(layer_col.selectbox(t("digits.layer"), range(layers), index=layers - 1, key="digits_layer",
-                                    format_func=widgets.fmt_layer))  # fmt: skip
+    layer = int(layer_col.selectbox(t("digits.layer"), range(layers), index=layers - 1, key="digits_layer"))
     k = widgets.snapshot_slider(t("digits.snapshot"), run.snapshots, "digits_snapshot")
     snap = run.snapshots[k]
     att = run.attention(index, snapshot=k)

@@ -12,7 +12,7 @@ import streamlit as st
 
 from ...lab.flash import FlashResult, flash_attention
 from ...views.flash import plain_attention, random_example, result_pair, step_rows, tile_grid
-from .. import charts, nav
+from .. import charts, nav, widgets
 from ..state import Ctx, t
 from .lab import Pair
 
@@ -51,9 +51,7 @@ def _step(result: FlashResult) -> int:
     last = len(result.steps)
     if last <= 1:  # one tile holds everything (a slider from 1 to 1 is an error in Streamlit)
         return 0
-    current = st.session_state.get("flash_step", 1)
-    if not isinstance(current, int) or not 1 <= current <= last:
-        st.session_state["flash_step"] = min(max(int(current) if isinstance(current, int) else 1, 1), last)
+    widgets.clamp_kept("flash_step", 1, last, 1)
     return int(st.slider(t("flash.step"), 1, last, key="flash_step", help=t("flash.step_help"))) - 1
 
 

@@ -26,7 +26,7 @@ from ..runners import Loaded
 from ..server import sessions
 from ..state import Ctx, t
 from ..streamlit_adapter import session_id
-from ..widgets import attempt, escape_md, show_error
+from ..widgets import attempt, clamp_kept, escape_md, show_error
 
 STATE = "_long_result"  # {"key": ..., "long": LongAttention, "memo": {...}}
 GO = "_long_go"  # the key of the run the visitor asked for
@@ -157,19 +157,12 @@ def _memo(held: dict[str, Any], name: str, *parts: Any, fn: Any) -> Any:
     return memo[(name, *parts)]
 
 
-def _clamp(long: LongAttention) -> None:
-    """Widget values of an earlier, longer or larger result brought within this one."""
-    session = st.session_state
-    for key, top in [("long_layer", long.layers - 1), ("long_head", long.heads - 1), ("long_token", long.n - 1),
-                     ("long_tile_row", long.n - 1), ("long_tile_col", long.n - 1)]:  # fmt: skip
-        if key in session and not 0 <= int(session[key]) <= top:
-            session[key] = max(0, min(int(session[key]), top))
-
-
 def _views(context: Ctx, held: dict[str, Any]) -> None:
     long: LongAttention = held["long"]
     lang = context.lang
-    _clamp(long)
+    for key, top in [("long_layer", long.layers - 1), ("long_head", long.heads - 1), ("long_token", long.n - 1),
+                     ("long_tile_row", long.n - 1), ("long_tile_col", long.n - 1)]:  # fmt: skip
+        clamp_kept(key, 0, top)  # an earlier, longer or larger result's values brought within this one
     st.caption(t("long.done", n=f"{long.n:,}", layers=long.layers, heads=long.heads, kept=_size(long.kept_bytes)))
     left, right = st.columns(2)
     layer = int(left.selectbox(t("long.layer"), range(long.layers), key="long_layer"))
@@ -190,7 +183,7 @@ def _views(context: Ctx, held: dict[str, Any]) -> None:
 
 def _open_tile() -> None:
     """on_select: a click on the overview opens the tile that starts at that cell (whatever a
-    client sends: positions that are no numbers are ignored, others clamped by `_clamp`)."""
+    client sends: positions that are no numbers are ignored, others clamped in `_views`)."""
     event = st.session_state.get("long_overview")
     selection = event.get("selection") if isinstance(event, Mapping) else None
     points = selection.get("points") if isinstance(selection, Mapping) else None

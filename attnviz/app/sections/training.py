@@ -52,8 +52,8 @@ def controls(context: Ctx) -> None:
     session_state = st.session_state
     for key, default in {**CONTROL_DEFAULTS, "train_text": t("train.default_text")}.items():
         session_state.setdefault(key, default)  # first values; they survive a visit to another page (state.KEPT)
-    session_state.setdefault("train_steps", min(DEFAULT_STEPS[session_state["train_task"]], settings.train_max_steps))
-    session_state["train_steps"] = max(10, min(int(session_state["train_steps"]), settings.train_max_steps))
+    default_steps = min(DEFAULT_STEPS[session_state["train_task"]], settings.train_max_steps)
+    widgets.clamp_kept("train_steps", 10, max(10, settings.train_max_steps), default_steps)
     with st.container(key="train_controls"):
         task = st.selectbox(t("train.task"), TASKS, key="train_task", format_func=widgets.option_labels("train.task.{}"),
                             on_change=_on_task, args=(settings.train_max_steps,), help=t("train.task_help"))  # fmt: skip
@@ -73,21 +73,17 @@ def controls(context: Ctx) -> None:
 
 
 def _size_inputs(context: Ctx) -> None:
-    s, session_state = context.settings, st.session_state
+    s = context.settings
     heads = [h for h in HEADS if h <= s.train_max_heads] or [1]
     widths = [w for w in WIDTHS if w <= s.train_max_d_model] or [s.train_max_d_model]
-    for key, options in (("train_heads", heads), ("train_d_model", widths)):
-        if session_state.get(key) not in options:  # a link's value: the nearest this server offers
-            value = session_state.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                session_state[key] = min(options, key=lambda o: abs(o - int(value)))
-            else:
-                session_state[key] = options[min(1, len(options) - 1)]
-    session_state["train_layers"] = min(max(1, int(session_state["train_layers"])), s.train_max_layers)
+    widgets.clamp_kept("train_layers", 1, s.train_max_layers)
     layers_col, heads_col, width_col, steps_col, seed_col = st.columns(5)
     layers_col.number_input(t("train.layers"), min_value=1, max_value=s.train_max_layers, step=1, key="train_layers")
-    heads_col.selectbox(t("train.heads"), heads, key="train_heads")
-    width_col.selectbox(t("train.d_model"), widths, key="train_d_model")
+    for label, key, options, box in (("train.heads", "train_heads", heads, heads_col),
+                                     ("train.d_model", "train_d_model", widths, width_col)):  # fmt: skip
+        # a link's value: the nearest this server offers
+        near = widgets.nearest(options, st.session_state.get(key), options[min(1, len(options) - 1)])
+        widgets.pick(t(label), options, key, default=near, box=box)
     steps_col.number_input(
         t("train.steps"), min_value=10, max_value=max(10, s.train_max_steps), step=100, key="train_steps"
     )
