@@ -115,9 +115,9 @@ def show_tokens(tokens: list[str], key: str = "tokens", titles: dict[int, str] |
             literal.literal(TOKEN_SEPARATOR.join(tokens))
 
 
-def example_for(text: str, language: str | None = None) -> dict[str, str] | None:
-    """The example whose sentence is `text` (for token-focus defaults and language switches)."""
-    return i18n.example_for(text, language or lang())
+def example_for(text: str) -> dict[str, str] | None:
+    """The example whose sentence is `text`, in this run's language (for token-focus defaults)."""
+    return i18n.example_for(text, lang())
 
 
 def sentence_box(context: Ctx) -> str:

@@ -1,10 +1,7 @@
-"""The explorer's long mode, past the in-memory limit (ATTNVIZ_MAX_TOKENS): what full maps would
-take against what this mode keeps, the forward with progress and Cancel (app/work.py), a head's
-overview whose click opens a tile at full resolution, then a chosen token's row, the sinks and
-each head's mean weight against distance. One long result per session (hundreds of MB at
-ATTNVIZ_LONG_TOKENS), its per-head reductions memoised beside it, released once the session has
-gone (app/server/sessions.py), not when Streamlit drops a closed tab's state minutes later.
-"""
+"""The explorer's long mode past ATTNVIZ_MAX_TOKENS: the memory full maps would take, the forward
+with progress and Cancel, a head's overview whose click opens a full-resolution tile, a token's row,
+the sinks and attention against distance. One result per session (hundreds of MB), released once the
+session is gone (app/server/sessions.py), not when Streamlit drops a closed tab's state minutes later."""
 
 from __future__ import annotations
 

@@ -27,15 +27,12 @@ OPTIONS = (
 
 
 def _options() -> dict[str, int]:
-    """The pattern's options, each clamped to its bounds whatever a client sent."""
+    """The pattern's options, each brought within its bounds whatever a client sent."""
     chosen = {}
     with st.container(key="sparse_options"):
         for column, (name, box, lo, hi, default) in zip(st.columns(len(OPTIONS)), OPTIONS, strict=True):
-            value = column.number_input(t(f"sparse.{box}"), lo, hi, default, key=f"sparse_{box}")
-            try:
-                chosen[name] = min(max(int(value), lo), hi)
-            except (TypeError, ValueError, OverflowError):
-                chosen[name] = default
+            widgets.clamp_kept(f"sparse_{box}", lo, hi, default)
+            chosen[name] = int(column.number_input(t(f"sparse.{box}"), lo, hi, key=f"sparse_{box}"))
     return chosen
 
 
