@@ -212,8 +212,7 @@ def snapshot_slider(
     """A slider over a training run's snapshots, each named by its step; the last one when the
     key's value is past the end. 0 without a slider when there is one snapshot."""
     n = len(snapshots)
-    if st.session_state.get(key, n - 1) >= n:
-        st.session_state[key] = n - 1
+    clamp_kept(key, 0, n - 1)
     steps = {k: step_format(snap.step) for k, snap in enumerate(snapshots)}
     return int(st.select_slider(label, list(steps), key=key, format_func=steps.__getitem__, help=help)) if n > 1 else 0
 
