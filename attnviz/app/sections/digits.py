@@ -31,7 +31,7 @@ def train_box(context: Ctx, name: str, most: int, steps: Mapping[str, int], star
     session = st.session_state
     limit = max(10, min(most, context.settings.train_max_steps))
     first = min(next(iter(steps.values())), limit)
-    session.setdefault(f"{name}_steps", first)
+    widgets.clamp_kept(f"{name}_steps", 10, limit, first)
 
     def on_task() -> None:
         session[f"{name}_steps"] = min(steps.get(str(session.get(f"{name}_task")), first), limit)
@@ -47,7 +47,7 @@ def train_box(context: Ctx, name: str, most: int, steps: Mapping[str, int], star
         seed_col.number_input(t(f"{name}.seed"), min_value=0, max_value=2**31 - 1, step=1, key=f"{name}_seed")
         clicked = st.button(t(start), key=f"{name}_start")
     if clicked:
-        n, seed = min(int(session.get(f"{name}_steps", first)), limit), int(session.get(f"{name}_seed", 0))
+        n, seed = int(session[f"{name}_steps"]), int(session.get(f"{name}_seed", 0))
         key = (name, session.get(f"{name}_task"), n, seed)
         run = widgets.attempt(
             lambda: work.run_long(context, key, t(f"{name}.training"), lambda progress: fit(n, seed, progress)),
