@@ -91,7 +91,9 @@ def tile_figure(tile: np.ndarray, long: LongAttention, rows: range, cols: range,
     return fig
 
 
-def _positions_figure(values: np.ndarray, long: LongAttention, title: str, y_title: str, lang: str) -> go.Figure:
+def positions_figure(values: np.ndarray, long: LongAttention, title: str, y_key: str, lang: str) -> go.Figure:
+    """`values` (n,) over the key positions: a query's row (y_key "long.fig_weight") or what each
+    position receives (y_key "long.fig_received")."""
     text = [escape(tok) for tok in long.tokens]
     trace = go.Scattergl(
         x=np.arange(long.n),
@@ -104,17 +106,9 @@ def _positions_figure(values: np.ndarray, long: LongAttention, title: str, y_tit
     fig.update_layout(
         _layout(title, height=320),
         xaxis={"title": {"text": t("long.fig_key_pos", lang)}},
-        yaxis={"title": {"text": y_title}},
+        yaxis={"title": {"text": t(y_key, lang)}},
     )
     return fig
-
-
-def row_figure(row: np.ndarray, long: LongAttention, title: str, lang: str) -> go.Figure:
-    return _positions_figure(row, long, title, t("long.fig_weight", lang), lang)
-
-
-def received_figure(received: np.ndarray, long: LongAttention, title: str, lang: str) -> go.Figure:
-    return _positions_figure(received, long, title, t("long.fig_received", lang), lang)
 
 
 def distance_bins(profile: np.ndarray, causal: bool, bins: int = 48) -> tuple[np.ndarray, np.ndarray]:

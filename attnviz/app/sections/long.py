@@ -219,7 +219,7 @@ def _row(context: Ctx, long: LongAttention, layer: int, head: int, name: str) ->
     row = long.rows(layer, head, [token])[0]
     shown = escape_md(long.tokens[token], 40)
     title = t("long.row_fig", which=name, token=escape(long.tokens[token][:40]), i=token)
-    charts.chart(fig.row_figure(row, long, title, context.lang), key="long_row")
+    charts.chart(fig.positions_figure(row, long, title, "long.fig_weight", context.lang), key="long_row")
     top = np.argsort(-row)[:8]
     st.caption(t("long.row_caption", token=shown, i=token))
     st.dataframe(_table(long, top, row), hide_index=True)
@@ -237,7 +237,8 @@ def _table(long: LongAttention, idx: np.ndarray, values: np.ndarray) -> Any:
 def _sinks(context: Ctx, long: LongAttention, received: np.ndarray, name: str) -> None:
     st.subheader(t("long.sinks_title"))
     charts.chart(
-        fig.received_figure(received, long, t("long.sinks_fig", which=name), context.lang), key="long_received"
+        fig.positions_figure(received, long, t("long.sinks_fig", which=name), "long.fig_received", context.lang),
+        key="long_received",
     )
     top = np.argsort(-received)[:8]
     table = _table(long, top, received)
