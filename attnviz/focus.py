@@ -12,7 +12,8 @@ __all__ = ["default_focus", "find_token", "parse_words"]
 
 def find_token(tokens: list[str], word: str, start: int = 0) -> int | None:
     """Index of the first token that is `word` (case-insensitive), or shows it as unknown
-    ("[UNK]:它"), at or after `start`; None when there is none."""
+    ("[UNK]:它"), at or after `start`; else the first of a run of tokens that spell it (a model
+    that reads 动物 as 动 物 or [UNK]:动 [UNK]:物); None when there is none."""
     w = word.strip().lower()
     if not w:
         return None
@@ -20,6 +21,15 @@ def find_token(tokens: list[str], word: str, start: int = 0) -> int | None:
         tok = tokens[i].lower()
         if tok == w or tok.endswith(":" + w):
             return i
+    compact = "".join(w.split())
+    for i in range(max(start, 0), len(tokens)):
+        spelled = ""
+        for tok in tokens[i:]:
+            spelled += tok.lower().rsplit("]:", 1)[-1].removeprefix("##")  # "[UNK]:动" -> "动", "##ing" -> "ing"
+            if spelled == compact:
+                return i
+            if not spelled or not compact.startswith(spelled):
+                break
     return None
 
 

@@ -78,6 +78,16 @@ def test_find_token_matches_case_and_unknown_characters() -> None:
     assert find_token(tokens, "dog") is None and find_token(tokens, "  ") is None
 
 
+def test_find_token_finds_a_word_the_model_cut_into_pieces_at_its_first_piece() -> None:
+    # MiniLM reads the Chinese minimal pair's 动物 as two unknown characters, e5-small as one token
+    tokens = ["[CLS]", "[UNK]:动", "[UNK]:物", "没", "有", "[UNK]:它", "[SEP]"]
+    assert find_token(tokens, "动物") == 1 and find_token(tokens, "没有") == 3
+    assert find_token(["[CLS]", "walk", "##ing", "home", "[SEP]"], "Walking") == 1
+    assert find_token(["[CLS]", "new", "york", "[SEP]"], "new york") == 1
+    assert find_token(tokens, "动物们") is None and find_token(tokens, "物有") is None
+    assert find_token(tokens, "动物", start=2) is None
+
+
 def test_default_focus_uses_the_example_words_or_the_ordinary_ends() -> None:
     att = _att(["[CLS]", "it", "was", "the", "animal", "[SEP]"], [True, False, False, False, False, True])
     assert default_focus(att, {"query": "it", "key": "animal"}) == (1, 4)
