@@ -159,3 +159,20 @@ def test_the_notice_says_what_unknown_tokens_mean_and_who_reads_the_text() -> No
     assert "13 个词元中有 9 个" in notice and i18n.t("model.e5", "zh") in notice
     at = _app(text="The animal was tired.", model="e5-small")
     assert not [w for w in _warnings(at) if "unknown" in w]
+
+
+@pytest.mark.slow
+def test_the_chinese_minimal_pair_says_when_the_model_reads_both_sentences_the_same() -> None:
+    """MiniLM reads 累 and 宽 as one [UNK]: Explain's minimal pair says so and names the model that
+    reads Chinese, not "a token is not among sentence A's", and draws no grid of zeros; e5-small
+    compares the pair."""
+    at = _app(text=TIRED_ZH, model="minilm", lang="zh")
+    at.switch_page("../pages/explain.py").run()
+    assert not at.exception and i18n.t("pair.not_found", "zh") not in [e.value for e in at.error]
+    assert i18n.t("pair.same_reading", "zh") in [i.value for i in at.info]
+    assert any(i18n.t("model.e5", "zh") in w and "宽" in w for w in _warnings(at))
+    assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("chart_pair")]
+    at = _app(text=TIRED_ZH, model="e5-small", lang="zh")
+    at.switch_page("../pages/explain.py").run()
+    assert i18n.t("pair.same_reading", "zh") not in [i.value for i in at.info]
+    assert [c for c in at.get("plotly_chart") if c.proto.id.endswith("chart_pair")]

@@ -18,6 +18,7 @@ from ...focus import default_focus, find_token, parse_words
 from ...models import Progress, Runner
 from ...result import Attention
 from .. import charts, downloads, runners, subject, widgets, work
+from ..readers import unknown_notice
 from ..runners import Loaded
 from ..state import Ctx, lang, t
 from ..subject import Subject
@@ -226,6 +227,10 @@ def minimal_pair(context: Ctx, s: Subject) -> None:
     # the words are found in, and the table names, the tokens the page lists: whole characters
     # (maps merged as the explorer's: columns summed over a character's pieces, rows averaged)
     ta, att_a, att_b = got_a.text, got_a.shown, got_b.shown
+    if got_a.text != got_b.text and np.array_equal(got_a.att.weights, got_b.att.weights):  # both read as [UNK]
+        st.info(t("pair.same_reading"), icon=":material/info:")
+        unknown_notice(context, s.loaded.runner, got_b.text)  # names the model that reads them
+        return
     q_idx = find_token(att_a.tokens, query_word)
     k_idx = [find_token(att_a.tokens, w) for w in parse_words(key_words)]
     if q_idx is None or not k_idx or any(k is None for k in k_idx):
