@@ -38,7 +38,7 @@ class Step:
     cache_bytes: int
     cache_bytes_ungrouped: int
     seconds: float
-    alternative_ids: tuple[int, ...] = ()
+    alternative_ids: tuple[int, ...]
     forced: bool = False
 
     @property

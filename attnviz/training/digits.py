@@ -150,8 +150,9 @@ def train_digits(
 ) -> DigitsRun:
     """Train a TinyViT for `steps` AdamW steps (seeded), `snapshots` evenly spaced snapshots of the
     held-out accuracy and of the probe digit's maps; progress(step, steps) after each snapshot."""
-    values = (steps, layers, heads, d_model, snapshots)  # in DIGITS_LIMITS' order
-    for (name, (low, high)), value in zip(DIGITS_LIMITS.items(), values, strict=True):
+    given = {"steps": steps, "layers": layers, "heads": heads, "d_model": d_model, "snapshots": snapshots}
+    for name, value in given.items():
+        low, high = DIGITS_LIMITS[name]
         if not low <= value <= high:
             raise ValueError(f"{name} must be between {low} and {high} (got {value})")
     images, labels = load_digits()

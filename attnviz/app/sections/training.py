@@ -159,10 +159,6 @@ def _live(context: Ctx) -> None:
         induction_card(context, run, job.model_name)
 
 
-def _stop(session: str) -> None:
-    training_jobs.stop(session)  # a callback: Streamlit's type wants no return value
-
-
 def _status(job: training_jobs.Job, run: TrainingRun, snapshots: list[Any]) -> None:
     total, step = run.config.steps, run.step
     accuracy = f"{snapshots[-1].accuracy:.1%}" if snapshots else "–"
@@ -171,13 +167,13 @@ def _status(job: training_jobs.Job, run: TrainingRun, snapshots: list[Any]) -> N
             widgets.show_error(t("train.failed"), job.error)
         elif job.queued:
             st.info(t("train.queued", place=max(job.place, 1)), icon=":material/hourglass_top:")
-            st.button(t("train.stop"), key="train_stop", on_click=_stop, args=(job.session,))
+            st.button(t("train.stop"), key="train_stop", on_click=training_jobs.stop, args=(job.session,))
         elif not job.finished:
             text = t("train.running", step=f"{step:,}", total=f"{total:,}", seconds=f"{job.elapsed:.0f}")
             st.progress(min(step / max(total, 1), 1.0), text=text)
             if step == 0 and job.elapsed > 2:
                 st.caption(t("train.waiting"))
-            st.button(t("train.stop"), key="train_stop", on_click=_stop, args=(job.session,),
+            st.button(t("train.stop"), key="train_stop", on_click=training_jobs.stop, args=(job.session,),
                       help=t("train.stop_help"))  # fmt: skip
         elif job.budget_hit:
             st.warning(t("train.budget", step=f"{step:,}", minutes=int(budget.BUDGET_WINDOW_S // 60)), icon="⏳")

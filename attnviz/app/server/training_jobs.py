@@ -93,8 +93,13 @@ _TABLE: jobs.Table[Job] = jobs.Table("training", MAX_JOBS, gone=lambda session: 
 _JOBS = _TABLE.jobs
 _WORKERS: list[threading.Thread] = []
 get = _TABLE.get
-stop = _TABLE.stop
 running_count = _TABLE.count  # runs queued or training
+
+
+def stop(session: str) -> None:
+    """A queued run leaves the queue at once; a training one stops at its next chunk (a button's
+    callback: it returns nothing)."""
+    _TABLE.stop(session)
 
 
 def start(session: str, config: TrainConfig, text: str | None, budget_s: float) -> Job:
