@@ -119,22 +119,25 @@ def multi_head_attention(
     *,
     value_scale: torch.Tensor | None = None,
     trace: dict[str, torch.Tensor] | None = None,
+    memory: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Project, split into heads, attend, merge, project back. x: (B, T, d).
 
-    value_scale (B, T) multiplies each token's value vector in every head (0 removes a token's
-    value, as Value Zeroing does); trace receives "values" x W_V + b_V (B, T, nh*hs), "context"
+    memory (B, S, d): the stream keys and values come from (cross-attention; x itself by default).
+    value_scale (B, S) multiplies each token's value vector in every head (0 removes a token's
+    value, as Value Zeroing does); trace receives "values" x W_V + b_V (B, S, nh*hs), "context"
     (the heads side by side before the output projection) and "attn_out" (after it).
-    Returns (output (B, T, d), weights (B, nh, T, T))."""
+    Returns (output (B, T, d), weights (B, nh, T, S))."""
     B, T, _ = x.shape
+    source = x if memory is None else memory  # (B, S, d)
 
     def split(t: torch.Tensor) -> torch.Tensor:
-        return t.view(B, T, n_heads, head_dim).transpose(1, 2)  # (B, nh, T, hs)
+        return t.view(B, t.shape[1], n_heads, head_dim).transpose(1, 2)  # (B, nh, T or S, hs)
 
-    values = value(x)  # (B, T, nh*hs)
+    values = value(source)  # (B, S, nh*hs)
     if value_scale is not None:
         values = values * value_scale[..., None].to(values.dtype)
-    y, weights = scaled_dot_product_attention(split(query(x)), split(key(x)), split(values), mask, scale)
+    y, weights = scaled_dot_product_attention(split(query(x)), split(key(source)), split(values), mask, scale)
     context = y.transpose(1, 2).reshape(B, T, n_heads * head_dim)  # (B, T, nh*hs)
     out = output(context)  # (B, T, d)
     if trace is not None:
@@ -147,7 +150,8 @@ class MultiHeadSelfAttention(nn.Module):
 
     With n_heads=1, d_model=16 this is the single-head module of the textbook; with
     d_model=512, n_heads=8 it is the d_k=64 module; with d_model=64, n_heads=2, head_dim=32
-    the head width need not be d_model / n_heads.
+    the head width need not be d_model / n_heads. Given a `memory`, the same projections attend
+    from x to another stream (an encoder-decoder's cross-attention).
     """
 
     def __init__(self, d_model: int, n_heads: int, head_dim: int | None = None, bias: bool = True):
@@ -167,13 +171,14 @@ class MultiHeadSelfAttention(nn.Module):
         causal: bool = False,
         scale: bool = True,
         allowed: torch.Tensor | None = None,
+        memory: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """x: (B, T, d_model); attention_mask: (B, T) with 1 = token, 0 = padding; allowed:
-        (>= T, >= T) bool, a sparse pattern (False: masked). Returns (output (B, T, d_model),
-        weights (B, nh, T, T))."""
+        (>= T, >= T) bool, a sparse pattern (False: masked); memory: (B, S, d_model), the keys'
+        and values' stream, unmasked. Returns (output (B, T, d_model), weights (B, nh, T, T or S))."""
         mask = combined_mask(attention_mask, x.shape[1], causal, x.dtype, x.device, allowed)
         return multi_head_attention(
-            x, self.query, self.key, self.value, self.output, self.n_heads, self.head_dim, mask, scale
+            x, self.query, self.key, self.value, self.output, self.n_heads, self.head_dim, mask, scale, memory=memory
         )
 
 

@@ -4,8 +4,8 @@
     decoder block  y = y + CausalSelfAttn(LN(y));
                    y = y + CrossAttn(LN(y), memory);   y = y + MLP(LN(y))
 
-Cross-attention projects queries from the decoder's stream and keys and values from the encoder's
-output (`memory`), then calls scratch's `scaled_dot_product_attention`, as self-attention does.
+Cross-attention is scratch's `MultiHeadSelfAttention` given a `memory`: queries from the decoder's
+stream, keys and values from the encoder's output.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..scratch import MultiHeadSelfAttention, scaled_dot_product_attention
+from ..scratch import MultiHeadSelfAttention
 from .model import PreNormBlock, check_heads, mlp
 
 
@@ -43,33 +43,18 @@ class Maps:
     cross: list[torch.Tensor]
 
 
-class CrossAttention(MultiHeadSelfAttention):
-    """Queries from x (B, T, d), keys and values from memory (B, S, d); weights (B, H, T, S).
-    Self-attention's projections, called on two streams."""
-
-    def forward(self, x: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
-        def split(t: torch.Tensor) -> torch.Tensor:
-            return t.view(t.shape[0], t.shape[1], self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, n, hs)
-
-        y, weights = scaled_dot_product_attention(
-            split(self.query(x)), split(self.key(memory)), split(self.value(memory))
-        )
-        B, T = x.shape[:2]
-        return self.output(y.transpose(1, 2).reshape(B, T, -1)), weights
-
-
 class DecoderBlock(nn.Module):
     def __init__(self, cfg: Seq2SeqConfig):
         super().__init__()
         self.ln1, self.ln2, self.ln3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
         self.attention = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
-        self.cross = CrossAttention(cfg.d_model, cfg.n_heads)
+        self.cross = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
         self.mlp = mlp(cfg.d_model)
 
     def forward(self, y: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         a, self_w = self.attention(self.ln1(y), causal=True)
         y = y + a
-        c, cross_w = self.cross(self.ln2(y), memory)
+        c, cross_w = self.cross(self.ln2(y), memory=memory)  # (B, T, d), (B, H, T, S)
         y = y + c
         return y + self.mlp(self.ln3(y)), self_w, cross_w
 
