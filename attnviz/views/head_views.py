@@ -5,7 +5,6 @@ its opacity binned by weight (LINK_LEVELS): a trace has one opacity, so a head d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -19,17 +18,6 @@ MIN_LINK_WEIGHT = 0.01  # lighter links are not drawn (bertviz draws them at opa
 # A link of weight w is drawn at the opacity of the highest level w reaches. Opacity tracks the
 # weight, lifted at the bottom so a 0.05 link is still faintly visible.
 LINK_LEVELS = ((MIN_LINK_WEIGHT, 0.06), (0.05, 0.12), (0.1, 0.25), (0.2, 0.45), (0.4, 0.7), (0.7, 1.0))
-
-
-@dataclass(frozen=True)
-class _Selection:
-    """Which links to draw: `per_query` strongest keys of each query, for each head."""
-
-    layer: int
-    heads: list[int]
-    queries: np.ndarray  # (q,) query token indices
-    per_query: int
-    highlight: int | None
 
 
 def head_view(
@@ -48,12 +36,20 @@ def head_view(
     note. Token markers carry customdata [i] (see `token_pick`).
     """
     att.require_square("the head view")
-    sel = _select(att, layer, heads, highlight, max_links)
+    chosen = list(range(att.n_heads)) if heads is None else [int(h) for h in heads]
+    for h in chosen or [0]:
+        att.head(layer, h)  # IndexError for a layer or head out of range
+    if highlight is not None and not 0 <= highlight < att.n:
+        raise IndexError(f"highlight {highlight} out of range 0..{att.n - 1}")
+    queries = np.arange(att.n) if highlight is None else np.array([highlight])
+    budget = DEFAULT_MAX_LINKS if max_links is None else max(1, int(max_links))
+    per_query = min(att.n, max(1, budget // max(1, len(chosen) * len(queries))))
     tokens = [escape(tok) for tok in att.tokens]
-    data = _link_traces(att, sel, lang) + _token_traces(tokens, highlight, lang)
-    heading = _heading(att, sel, tokens, lang) if title is None else title
-    capped = sel.per_query < att.n
-    note = t("fig.note_links_capped", lang, k=sel.per_query, n=att.n) if capped else t("fig.note_head_view", lang)
+    rows = att.weights[layer][chosen][:, queries]  # (heads, q, n)
+    data = _link_traces(rows, chosen, queries, per_query, lang) + _token_traces(tokens, highlight, lang)
+    heading = _heading(att, layer, chosen, highlight, tokens, lang) if title is None else title
+    capped = per_query < att.n
+    note = t("fig.note_links_capped", lang, k=per_query, n=att.n) if capped else t("fig.note_head_view", lang)
     layout = {
         "title": layout_title(heading, note),
         "height": int(np.clip(120 + 22 * att.n, 420, 1400)),
@@ -74,43 +70,20 @@ def head_view(
     return figure(data, layout)
 
 
-def _select(
-    att: Attention, layer: int, heads: Sequence[int] | None, highlight: int | None, max_links: int | None
-) -> _Selection:
-    n = att.n
-    chosen = list(range(att.n_heads)) if heads is None else [int(h) for h in heads]
-    for h in chosen or [0]:
-        att.head(layer, h)  # IndexError for a layer or head out of range
-    if highlight is not None and not 0 <= highlight < n:
-        raise IndexError(f"highlight {highlight} out of range 0..{n - 1}")
-    queries = np.arange(n) if highlight is None else np.array([highlight])
-    budget = DEFAULT_MAX_LINKS if max_links is None else max(1, int(max_links))
-    per_query = min(n, max(1, budget // max(1, len(chosen) * len(queries))))
-    return _Selection(layer, chosen, queries, per_query, highlight)
-
-
-def _links(weights: np.ndarray, sel: _Selection) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(query, key, weight) of one head's links worth drawing, from its (n, n) map."""
-    sub = weights[sel.queries]  # (q, n)
-    n = sub.shape[1]
-    if sel.per_query < n:
-        keys = np.argpartition(-sub, sel.per_query - 1, axis=1)[:, : sel.per_query]  # (q, k)
+def _link_traces(rows: np.ndarray, heads: list[int], queries: np.ndarray, per_query: int, lang: str) -> list[Json]:
+    """One line trace per (head, opacity level) that has links, from each head's rows (heads, q, n):
+    each query's `per_query` strongest keys that weigh at least MIN_LINK_WEIGHT. The strongest
+    level carries the legend."""
+    n = rows.shape[-1]
+    if per_query < n:
+        keys = np.argpartition(-rows, per_query - 1, axis=-1)[..., :per_query]  # (heads, q, k)
     else:
-        keys = np.broadcast_to(np.arange(n), sub.shape)  # (q, n)
-    w = np.take_along_axis(sub, keys, axis=1).ravel()
-    src = np.repeat(sel.queries, keys.shape[1])
-    dst = keys.ravel()
-    keep = w >= MIN_LINK_WEIGHT
-    return src[keep], dst[keep], w[keep]
-
-
-def _link_traces(att: Attention, sel: _Selection, lang: str) -> list[Json]:
-    """One line trace per (head, opacity level) that has links; the strongest carries the legend."""
+        keys = np.broadcast_to(np.arange(n), rows.shape)  # (heads, q, n)
+    src = np.repeat(queries, keys.shape[-1])
     traces: list[Json] = []
-    for colour_index, h in enumerate(sel.heads):
-        src, dst, w = _links(att.weights[sel.layer, h], sel)
-        levels = level(w, LINK_LEVELS)
-        strongest = int(levels.max()) if levels.size else -1
+    for colour_index, (h, dst, w) in enumerate(zip(heads, keys, np.take_along_axis(rows, keys, -1), strict=True)):
+        w, dst = w.ravel(), dst.ravel()
+        levels = np.where(w >= MIN_LINK_WEIGHT, level(w, LINK_LEVELS), -1)  # -1: not drawn (NaN too)
         for index, (_, opacity) in enumerate(LINK_LEVELS):
             chosen = levels == index
             if not chosen.any():
@@ -128,7 +101,7 @@ def _link_traces(att: Attention, sel: _Selection, lang: str) -> list[Json]:
                     "hoverinfo": "skip",
                     "name": t("fig.head_n", lang, h=h),
                     "legendgroup": f"h{h}",
-                    "showlegend": index == strongest,
+                    "showlegend": index == int(levels.max()),
                 }
             )
     return traces
@@ -164,15 +137,14 @@ def _token_traces(tokens: list[str], highlight: int | None, lang: str) -> list[J
     ]
 
 
-def _heading(att: Attention, sel: _Selection, tokens: list[str], lang: str) -> str:
+def _heading(att: Attention, layer: int, heads: list[int], highlight: int | None, tokens: list[str], lang: str) -> str:
     """The heading: layer and heads ("layer 2, heads 0, 3"), and what the highlighted token looks at."""
-    if len(sel.heads) == att.n_heads:
+    if len(heads) == att.n_heads:
         which = t("fig.all_heads", lang)
-    elif len(sel.heads) == 1:
-        which = t("fig.head_n", lang, h=sel.heads[0])
+    elif len(heads) == 1:
+        which = t("fig.head_n", lang, h=heads[0])
     else:
-        which = t("fig.heads_n", lang, heads=", ".join(t("fig.head_index", lang, h=h) for h in sel.heads))
-    if sel.highlight is None:
-        return t("fig.layer_which", lang, layer=sel.layer, which=which)
-    token = tokens[sel.highlight]
-    return t("fig.head_view_focus", lang, layer=sel.layer, which=which, token=token, i=sel.highlight)
+        which = t("fig.heads_n", lang, heads=", ".join(t("fig.head_index", lang, h=h) for h in heads))
+    if highlight is None:
+        return t("fig.layer_which", lang, layer=layer, which=which)
+    return t("fig.head_view_focus", lang, layer=layer, which=which, token=tokens[highlight], i=highlight)
