@@ -156,11 +156,8 @@ def _numbers(result: explain.Ablation) -> None:
     with st.container(key="abl_numbers"):
         st.info(t("abl.showing", k=len(result.heads)), icon=":material/content_cut:")
         a, b, col = st.columns(3)
-        if result.measure == "next_token":
-            help_ = t("abl.next_token_drop_help", token=code_span(result.next_token))
-            a.metric(t("abl.next_token_drop"), f"{result.effect:.4f}", help=help_)
-        else:
-            a.metric(t("abl.sentence_distance"), f"{result.effect:.4f}", help=t("abl.sentence_distance_help"))
+        name = "abl.next_token_drop" if result.measure == "next_token" else "abl.sentence_distance"
+        a.metric(t(name), f"{result.effect:.4f}", help=t(f"{name}_help", token=code_span(result.next_token)))
         b.metric(t("abl.token_distance"), f"{result.token_distance.mean():.4f}", help=t("abl.token_distance_help"))
         i = int(np.argmax(result.token_distance))
         col.metric(t("abl.token_max"), f"{result.token_distance[i]:.4f}")
@@ -206,15 +203,14 @@ def _importance(
         )
         return imp, curves
 
-    n = min(s.att.n, limit)
-    label = t("abl.computing_importance", heads=runner.n_layers * runner.n_heads, n=n)
+    label = t("abl.computing_importance", heads=runner.n_layers * runner.n_heads, n=min(s.att.n, limit))
     return widgets.attempt(
         lambda: work.cached_long(context, s.loaded, "head_importance", s.fitted, mode, limit, label=label, fn=both),
         "head importance",
     )
 
 
-def _wanted(context: Ctx, s: Subject, limit: int) -> bool:
+def _wanted(s: Subject, limit: int) -> bool:
     """Computed at once for short texts, on request beyond AUTO_IMPORTANCE_N tokens."""
     session, n = st.session_state, min(s.att.n, limit)
     if s.att.n > limit:
@@ -240,7 +236,7 @@ def importance(context: Ctx, s: Subject) -> None:
             st.caption(t("abl.unsupported"))
             return
         limit = token_limit(context.settings.explain_tokens, IMPORTANCE_MAX_TOKENS)
-        if not _wanted(context, s, limit):
+        if not _wanted(s, limit):
             return
         result = _importance(context, s, limit, _mode(runner))
         if result is None:
@@ -281,10 +277,8 @@ def _importance_grid(context: Ctx, s: Subject, imp: HeadImportance) -> None:
     a, b = st.columns(2)
     a.metric(t("abl.kendall"), f"{imp.kendall:.2f}", help=t("abl.agreement_help"))
     b.metric(t("abl.spearman"), f"{imp.spearman:.2f}", help=t("abl.agreement_help"))
-    if imp.measure == "next_token":
-        st.caption(t("abl.loss_note_lm", token=code_span(imp.next_token)))
-    else:
-        st.caption(t("abl.loss_note"))
+    lm = "_lm" if imp.measure == "next_token" else ""
+    st.caption(t("abl.loss_note" + lm, token=code_span(imp.next_token)))
     with st.container(key="abl_importance_off"):
         st.caption(_off_list(off, context.lang))
         if off:
