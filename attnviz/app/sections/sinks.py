@@ -96,38 +96,27 @@ def _hidden(columns: tuple[int, ...], att: Attention) -> Attention:
     return explain.hide_sinks(att, np.array(columns, dtype=np.int64))[0]
 
 
-def strongest_sink(scores: SinkScores, norms: np.ndarray | None, att: Attention) -> dict[str, Any] | None:
-    """The head that sinks hardest, its token, and (with value norms of `att`'s shape, (layers,
-    heads, n)) how much the token moves there: the norm-based share (||alpha f||, rows normalised)
-    of that column beside the attention share."""
-    if not scores.is_sink.any():
-        return None
-    layer, head = np.unravel_index(int(np.where(scores.is_sink, scores.share, -1).argmax()), scores.share.shape)
-    k = int(scores.token[layer, head])
-    found: dict[str, Any] = {"layer": int(layer), "head": int(head), "token": att.tokens[k],
-                             "share": float(scores.share[layer, head])}  # fmt: skip
-    if norms is not None:
-        found["moved"] = explain.moved_share(att.weights[layer, head], norms[layer, head], k)
-        found["ratio"] = float(scores.value_norm[layer, head] / max(scores.mean_value_norm[layer, head], 1e-12))
-    return found
-
-
 def sink_caveat(context: Ctx, focus: Focus) -> None:
-    """The sinks caveat on the visitor's sentence (numbers from the raw analysis), linking the
-    Caveats page."""
+    """The sinks caveat on the visitor's sentence (numbers from the raw analysis): the head that
+    sinks hardest, its token, and (with value norms of the raw shape, (layers, heads, n)) how much
+    the token moves there, the norm-based share (||alpha f||, rows normalised) of that column
+    beside the attention share; then a link to the Caveats page."""
     raw = runners.analyse(context, focus.loaded, focus.text)
     if raw is None:
         return
     norms = _fits(_value_norms(context, focus.loaded, focus.text), raw)
     scores = explain.sink_scores(raw, norms=norms)
-    found = strongest_sink(scores, norms, raw)
-    if found is None:
+    if not scores.is_sink.any():
         st.caption(t("sinks.caveat_none"))
     else:
-        token = escape_md(found["token"], 40)
-        text = t("sinks.caveat", layer=found["layer"], head=found["head"], share=f"{found['share']:.0%}", token=token)
-        if "moved" in found:
-            text += " " + t("sinks.caveat_norm", ratio=f"{found['ratio']:.2f}", moved=f"{found['moved']:.0%}")
+        layer, head = np.unravel_index(int(np.where(scores.is_sink, scores.share, -1).argmax()), scores.share.shape)
+        k = int(scores.token[layer, head])
+        share, token = f"{scores.share[layer, head]:.0%}", escape_md(raw.tokens[k], 40)
+        text = t("sinks.caveat", layer=int(layer), head=int(head), share=share, token=token)
+        if norms is not None:
+            moved = explain.moved_share(raw.weights[layer, head], norms[layer, head], k)
+            ratio = float(scores.value_norm[layer, head] / max(scores.mean_value_norm[layer, head], 1e-12))
+            text += " " + t("sinks.caveat_norm", ratio=f"{ratio:.2f}", moved=f"{moved:.0%}")
         st.caption(text)
     st.page_link(nav.page("caveats", context.lang), label=t("caveat.more"), icon="ℹ️")
 
