@@ -44,7 +44,6 @@ class Lesson:
     known: int | None  # the referent the lesson knows (its own example sentence), else None
     signature: str
     facts: Facts | None = None
-    referent: int | None = None
 
     def key(self, step: str) -> str:
         """The answer widget of `step` for this sentence."""
@@ -79,7 +78,7 @@ def with_referent(run: Lesson, referent: int | None) -> Lesson:
     if referent is None:
         return run
     pick = lesson.find_head(run.att, run.look.pick.query, referent)
-    return dataclasses.replace(run, facts=Facts.of(run.att, pick), referent=referent)
+    return dataclasses.replace(run, facts=Facts.of(run.att, pick))
 
 
 def with_switch(context: Ctx, run: Lesson) -> Lesson:
