@@ -14,8 +14,6 @@ import threading
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["FairQueue", "Waiter", "arrival"]
-
 _ARRIVAL = itertools.count()
 
 

@@ -30,27 +30,6 @@ from . import fair
 from .admission import Admission, Memory, OutOfMemory, Ticket
 from .fair import FairQueue
 
-__all__ = [
-    "HEAVY_SLOTS",
-    "INTERACTIVE_SLOTS",
-    "Cancelled",
-    "ForwardGate",
-    "OutOfMemory",
-    "Progress",
-    "Ticket",
-    "background_lane",
-    "charged",
-    "configure",
-    "current_visitor",
-    "gate_for",
-    "heavy",
-    "heavy_queue",
-    "holding_a_pass",
-    "interactive_waiting",
-    "rss_mb",
-    "visiting",
-]
-
 INTERACTIVE_SLOTS = 2
 # What one interactive pass may add at its peak: SmolLM2 at 512 tokens, +430 MB over its weights
 # (its attention maps alone 270 MB), MiniLM +140 MB; measured by RSS on one pass each.
@@ -90,17 +69,12 @@ def configure(
     relieve: Callable[[float], float] | None = None,
 ) -> None:
     """Plug in who is spending what (the app's budget table), the server's memory budget and
-    what it gives back past it (`relieve(budget)`: the resident MB after)."""
-    if priority is not None:
-        _HOOKS.priority = priority
-    if charge is not None:
-        _HOOKS.charge = charge
-    if resolver is not None:
-        _HOOKS.resolver = resolver
-    if memory_mb is not None:
-        _HOOKS.memory_mb = float(memory_mb)
-    if relieve is not None:
-        _HOOKS.relieve = relieve
+    what it gives back past it (`relieve(budget)`: the resident MB after); None keeps what is there."""
+    given: dict[str, object] = {"priority": priority, "charge": charge, "resolver": resolver, "relieve": relieve}
+    given["memory_mb"] = None if memory_mb is None else float(memory_mb)
+    for name, value in given.items():
+        if value is not None:
+            setattr(_HOOKS, name, value)
 
 
 def current_visitor() -> str:
@@ -250,6 +224,25 @@ def charged(visitor: str) -> Iterator[None]:
         _charge(visitor, time.monotonic() - start)
 
 
+@contextlib.contextmanager
+def background_lane() -> Iterator[None]:
+    """One batch of heavy work: waits its turn in the process-wide lane, then for interactive
+    passes to finish, and holds the lane (charged to its visitor) while the batch runs."""
+    if _IN_LANE.get():  # a batch within a batch (a pass inside an explanation's batch)
+        yield
+        return
+    visitor = current_visitor()
+    with _LANE.hold(visitor):
+        while not _ACTIVITY.wait_until_idle(YIELD_WAIT_S):
+            pass
+        token = _IN_LANE.set(True)
+        try:
+            with charged(visitor):
+                yield
+        finally:
+            _IN_LANE.reset(token)
+
+
 class ForwardGate:
     """One model's bound: `interactive()` around a visitor's pass, `background()` around a batch."""
 
@@ -277,29 +270,7 @@ class ForwardGate:
             finally:
                 _IN_PASS.reset(token)
 
-    @contextlib.contextmanager
-    def background(self) -> Iterator[None]:
-        with background_lane():
-            yield
-
-
-@contextlib.contextmanager
-def background_lane() -> Iterator[None]:
-    """One batch of heavy work: waits its turn in the process-wide lane, then for interactive
-    passes to finish, and holds the lane (charged to its visitor) while the batch runs."""
-    if _IN_LANE.get():  # a batch within a batch (a pass inside an explanation's batch)
-        yield
-        return
-    visitor = current_visitor()
-    with _LANE.hold(visitor):
-        while not _ACTIVITY.wait_until_idle(YIELD_WAIT_S):
-            pass
-        token = _IN_LANE.set(True)
-        try:
-            with charged(visitor):
-                yield
-        finally:
-            _IN_LANE.reset(token)
+    background = staticmethod(background_lane)
 
 
 def interactive_waiting() -> int:

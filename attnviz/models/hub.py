@@ -101,13 +101,9 @@ def _probe(url: str, timeout: float) -> bool:
 
 
 # --- quiet and offline, for the duration of a load ----------------------------------------------
-class _DropRetryChatter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return not any(s in message for s in _CHATTER)
-
-
-_FILTER = _DropRetryChatter()
+def _not_chatter(record: logging.LogRecord) -> bool:
+    """A logging filter (a callable is one) that drops the hub client's retry warnings."""
+    return not any(s in record.getMessage() for s in _CHATTER)
 
 
 @contextlib.contextmanager
@@ -125,14 +121,14 @@ def quiet() -> Iterator[None]:
             _verbosity, _progress = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
             hf_logging.set_verbosity_error()
             hf_logging.disable_progress_bar()
-            log.addFilter(_FILTER)
+            log.addFilter(_not_chatter)
     try:
         yield
     finally:
         with _state_lock:
             _quiet_users -= 1
             if _quiet_users == 0:
-                log.removeFilter(_FILTER)
+                log.removeFilter(_not_chatter)
                 hf_logging.set_verbosity(_verbosity)
                 if _progress:
                     hf_logging.enable_progress_bar()
