@@ -27,13 +27,11 @@ DEFAULTS: tuple[tuple[str, object], ...] = (("hide_special", False), ("merge_wor
                                             ("threshold", 0.1), ("hv_heads", []))  # fmt: skip
 
 
-def analysis(context: Ctx, text: str | None = None) -> Focus | None:
-    """Sentence box (unless the page drew it already and passes its `text`), model, layer/head
-    and view switches, then the (cached) analysis."""
+def analysis(context: Ctx, text: str) -> Focus | None:
+    """`text` (the page's sentence box) through the model, the layer/head and view switches, then
+    the (cached) analysis."""
     for key, default in DEFAULTS:
         st.session_state.setdefault(key, default)
-    if text is None:
-        text = widgets.sentence_box(context)
     controls = st.container(key="controls")  # filled once the model is known, above its notices
     view = (bool(st.session_state["hide_special"]), bool(st.session_state["merge_words"]))  # the switches below
     got = subject.analysis(context, text, view=view)
@@ -141,17 +139,16 @@ def grid_figure(
 
 
 def more_views(context: Ctx, focus: Focus) -> None:
-    """The head view and the graph view in one expander, closed by default, computed only while
-    open; it stays open for the session and in the shared link."""
-    box = st.expander(t("lazy.views"), key=urls.VIEWS_OPEN, on_change="rerun")  # no icon: its chevron shows
-    if not box.open:
-        return
-    with box:
-        left, right = st.columns(2, gap="large")
-        with left:
-            head_lines_view(context, focus)
-        with right:
-            graph_section(context, focus)
+    """The head view and the graph view in `widgets.lazily`'s expander, kept open in the shared link too."""
+    widgets.lazily(urls.VIEWS_OPEN, "lazy.views", _more_views, context, focus)
+
+
+def _more_views(context: Ctx, focus: Focus) -> None:
+    left, right = st.columns(2, gap="large")
+    with left:
+        head_lines_view(context, focus)
+    with right:
+        graph_section(context, focus)
 
 
 def head_lines_view(context: Ctx, focus: Focus) -> None:
