@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -84,9 +83,12 @@ def panel_px(n_heads: int) -> int:
     return int(np.clip(NOMINAL_PLOT_PX // max(n_heads, 1) - GAP_PX, 150, 380))
 
 
-def _grid_axes(n_layers: int, n_heads: int, side: int) -> tuple[list[tuple[str, str]], Json, int]:
-    """Axis names of each head's subplot (layer down, head across), their domains and the
-    figure's height: square maps (`scaleanchor`), each row `side` px plus its head labels."""
+def _grid_axes(
+    n_layers: int, n_heads: int, side: int, ticks: Json, lang: str
+) -> tuple[list[tuple[str, str]], Json, int]:
+    """Axis names of each head's subplot (layer down, head across), the layout of their axes
+    with each head's label over its map, and the figure's height: square maps (`scaleanchor`),
+    each row `side` px plus its head labels; token `ticks` ({}: none) on the outer axes only."""
     plot_h = n_layers * side + (n_layers - 1) * LABEL_PX
     height = plot_h + TOP_PX + BOTTOM_PX
     vgap = LABEL_PX / plot_h  # room between rows for each head's label
@@ -95,13 +97,17 @@ def _grid_axes(n_layers: int, n_heads: int, side: int) -> tuple[list[tuple[str, 
     shrink = min(1.0, 1 / (n_heads * width + (n_heads - 1) * gap))
     width, gap, h = width * shrink, gap * shrink, (1 - vgap * (n_layers - 1)) / n_layers
     names: list[tuple[str, str]] = []
-    layout: Json = {}
+    layout: Json = {"annotations": []}
+    shared = {"tickfont": {"size": 10}, "constrain": "domain"} | ticks
     for k, (layer, head) in enumerate(np.ndindex(n_layers, n_heads)):
         x0, y1 = head * (width + gap), 1 - layer * (h + vgap)
-        x_axis = {"domain": _domain(x0, x0 + width), "constrain": "domain"}
-        y_axis = {"domain": _domain(y1 - h, y1), "autorange": "reversed", "scaleratio": 1, "constrain": "domain"}
-        axes = subplot(layout, k, x_axis, y_axis, square=True)
+        xd, yd = _domain(x0, x0 + width), _domain(y1 - h, y1)
+        x_axis = {"domain": xd, "showticklabels": bool(ticks) and layer == n_layers - 1, "tickangle": -90}
+        y_axis = {"domain": yd, "autorange": "reversed", "scaleratio": 1, "showticklabels": bool(ticks) and head == 0}
+        axes = subplot(layout, k, x_axis | shared, y_axis | shared, square=True)
         names.append((axes["xaxis"], axes["yaxis"]))
+        label = {"text": head_label(layer, head, lang=lang), "xref": "paper", "yref": "paper", "showarrow": False}
+        layout["annotations"].append(label | {"x": sum(xd) / 2, "y": yd[1], "yanchor": "bottom", "font": {"size": 12}})
     return names, layout, height
 
 
@@ -127,9 +133,11 @@ def snapshot_grid(
     size = n if L * H * n * n <= MAX_CELLS else max(2, math.isqrt(MAX_CELLS // (L * H)))
     shrunk = size < n
     side = min(panel_px(H), MAX_GRID_PX // L)
-    axes, layout, height = _grid_axes(L, H, side)
     keys = [f"{escape(tok)} ({i})" for i, tok in enumerate(first.tokens)] if not shrunk else list(range(size))
     every = tick_every(n, side) if not shrunk and n <= MAX_TICKS_N else 0
+    labels = [escape(tok) for tok in first.tokens][::every] if every else []
+    ticks = {"type": "category", "tickmode": "array", "tickvals": keys[::every], "ticktext": labels} if every else {}
+    axes, layout, height = _grid_axes(L, H, side, ticks, lang)
     hover = t("train_fig.hover_cell", lang, q="%{y}", k="%{x}", w="%{z:.3f}") + "<extra></extra>"
 
     def traces(att: Attention) -> list[Json]:
@@ -139,7 +147,6 @@ def snapshot_grid(
                 for (layer, head), (x, y) in zip(np.ndindex(L, H), axes, strict=True)]  # fmt: skip
 
     frames: list[Json] = [{"name": str(steps[i]), "data": traces(snapshots[i])} for i in shown]
-    _label_axes(layout, L, H, keys, [escape(tok) for tok in first.tokens] if every else None, every, lang)
     position = shown.index(active)
     note = t("train_fig.grid_note", lang) if animate else t("train_fig.grid_live", lang, step=f"{int(steps[active]):,}")
     layout |= {
@@ -152,7 +159,7 @@ def snapshot_grid(
                  "tick_every": every, "side": side},
     }  # fmt: skip
     if animate:
-        layout |= {"sliders": [_slider(shown, steps, position, lang)], "updatemenus": [_play_buttons(lang)]}
+        layout |= _controls(shown, steps, position, lang)
     fig = figure(frames[position]["data"], layout)
     if animate:
         fig.frames = [go.Frame(f, _validate=False) for f in frames]
@@ -176,29 +183,14 @@ def tick_every(n: int, side: int) -> int:
     return max(1, math.ceil(n * MIN_TICK_PX / max(side, 1)))
 
 
-def _label_axes(layout: Json, L: int, H: int, keys: list[Any], labels: list[str] | None, every: int, lang: str) -> None:
-    """Each subplot labelled by its head, above it; token tick labels (when given, every
-    `every`-th) on the outer axes only."""
-    notes = []
-    ticks = {} if labels is None else {"type": "category", "tickmode": "array", "tickvals": keys[::every],
-                                       "ticktext": labels[::every]}  # fmt: skip
-    font = {"size": 10}
-    for k in range(L * H):
-        layer, head = divmod(k, H)
-        ax, ay = layout[f"xaxis{'' if k == 0 else k + 1}"], layout[f"yaxis{'' if k == 0 else k + 1}"]
-        ax |= {"showticklabels": labels is not None and layer == L - 1, "tickfont": font, "tickangle": -90} | ticks
-        ay |= {"showticklabels": labels is not None and head == 0, "tickfont": font} | ticks
-        notes.append({"text": head_label(layer, head, lang=lang), "xref": "paper", "yref": "paper", "showarrow": False,
-                      "x": sum(ax["domain"]) / 2, "y": ay["domain"][1], "yanchor": "bottom", "font": {"size": 12}})  # fmt: skip
-    layout["annotations"] = notes
-
-
 def _animate(duration: int) -> Json:
     return {"frame": {"duration": duration, "redraw": True}, "mode": "immediate", "transition": {"duration": 0}}
 
 
-def _slider(shown: list[int], steps: Sequence[int], active: int, lang: str) -> Json:
-    return {
+def _controls(shown: list[int], steps: Sequence[int], active: int, lang: str) -> Json:
+    """The slider over the `shown` snapshots and the play / pause buttons under it."""
+    play = _animate(250)  # every frame from the first: the last one is where a finished run rests
+    slider = {
         "active": active,
         "currentvalue": {"prefix": t("train_fig.slider_prefix", lang)},
         "pad": {"t": 50},
@@ -206,11 +198,7 @@ def _slider(shown: list[int], steps: Sequence[int], active: int, lang: str) -> J
             {"label": f"{int(steps[i]):,}", "method": "animate", "args": [[str(steps[i])], _animate(0)]} for i in shown
         ],
     }
-
-
-def _play_buttons(lang: str) -> Json:
-    play = _animate(250)  # every frame from the first: the last one is where a finished run rests
-    return {
+    buttons = {
         "type": "buttons",
         "direction": "left",
         "showactive": False,
@@ -224,6 +212,7 @@ def _play_buttons(lang: str) -> Json:
             {"label": t("train_fig.pause", lang), "method": "animate", "args": [[None], _animate(0)]},
         ],
     }
+    return {"sliders": [slider], "updatemenus": [buttons]}
 
 
 def head_score_curves(
