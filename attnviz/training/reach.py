@@ -2,8 +2,9 @@
 
 With a causal window of w, one layer lets a token read the w tokens before it; a second layer
 reads tokens that already read w more, so L layers reach L * w back. A task whose answer sits
-further back cannot be learned: induction copies r - 1 positions back (r, the period), copy m,
-reverse between 1 and 2m - 1; the text task is mostly decided by the few characters before.
+further back cannot be learned (its `reach`, tasks.py): induction copies r - 1 positions back
+(r, the period), copy m, reverse between 1 and 2m - 1; the text task is mostly decided by the
+few characters before.
 Dilated, global and random patterns do not follow this arithmetic: `verdict` says "unknown".
 """
 
@@ -22,23 +23,10 @@ class Verdict(NamedTuple):
     need: tuple[int, int]  # fewest and most tokens back the task's scored rows need
 
 
-def needed_reach(task: Task) -> tuple[int, int]:
-    """(fewest, most) tokens back a scored row's answer sits."""
-    if task.name == "induction":
-        lo, hi = task.periods  # type: ignore[attr-defined]
-        return lo - 1, hi - 1
-    if task.name == "copy":
-        m = task.length  # type: ignore[attr-defined]
-        return m, m
-    if task.name == "reverse":
-        return 1, 2 * task.length - 1  # type: ignore[attr-defined]
-    return 1, 1  # text: the character before already says much
-
-
 def verdict(cfg: TrainConfig, task: Task) -> Verdict:
     """Whether the pattern lets the task be learned at all: "ok" (every answer within reach),
     "partial" (only the nearer ones), "fail" (none), "unknown" (the other patterns)."""
-    need = needed_reach(task)
+    need = task.reach
     if not cfg.sparse:
         return Verdict("", 0, need)
     if cfg.sparse != "window":

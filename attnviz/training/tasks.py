@@ -70,6 +70,7 @@ class Task:
     pattern_names: tuple[str, ...] = ("previous",)
     expected: str = "previous"  # the pattern the task is meant to show
     every_token: bool = False  # every next token is scored (text), not only the expected pattern's rows
+    reach: tuple[int, int] = (1, 1)  # fewest, most tokens back a scored row's answer sits (text: the one before)
 
     @property
     def ids(self) -> dict[str, int]:
@@ -114,6 +115,7 @@ class CopyTask(Task):
         super().__init__(name, [*SPECIALS, SEP, *(symbol(i) for i in range(symbols))], 2 * length + 2)
         self.symbols, self.length = symbols, length
         self.pattern_names, self.expected = ("diagonal", "previous"), "diagonal"
+        self.reach = (length, length) if name == "copy" else (1, 2 * length - 1)
 
     def sequences(self, size: int, rng: np.random.Generator, probe: bool = False) -> Sequences:
         m = self.length
@@ -136,6 +138,7 @@ class InductionTask(Task):
         super().__init__("induction", [*SPECIALS, *(symbol(i) for i in range(symbols))], 2 * hi + 1)
         self.symbols, self.periods = symbols, (lo, hi)
         self.pattern_names, self.expected = ("induction", "previous"), "induction"
+        self.reach = (lo - 1, hi - 1)  # the token after the previous occurrence, r - 1 back
 
     def sequences(self, size: int, rng: np.random.Generator, probe: bool = False) -> Sequences:
         lo, hi = self.periods
