@@ -3,8 +3,6 @@ example chart from bundled numbers or the task itself (no model is loaded for it
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from ...corpus.example import load_example
@@ -66,16 +64,11 @@ def _probe(task_name: str, text: str) -> tuple[list[str], list[int]] | None:
     return tokens, [int(c) for c in probe.patterns[task.expected]]
 
 
-def _chosen(key: str) -> Any:
-    """A Training control's value before its widget is drawn (kept across pages as `_kept_<key>`)."""
-    return st.session_state.get(key, st.session_state.get(f"_kept_{key}"))
-
-
 def training_picture(context: Ctx) -> None:
     """The map a head that solved the chosen task would draw on its probe sequence."""
-    from ...training import TASKS
+    from .training import TASKS, _value  # a Training control's value before its widget is drawn
 
-    task_name, text = _chosen("train_task"), _chosen("train_text")
+    task_name, text = _value("train_task"), _value("train_text")
     task_name = str(task_name) if task_name in TASKS else "induction"
     found = _probe(task_name, text if isinstance(text, str) else "") or _probe(task_name, t("train.default_text"))
     if found is None:
