@@ -16,23 +16,14 @@ import argparse
 import importlib
 import json
 import sys
-from typing import TYPE_CHECKING, Any
 
-from ._cli import Parser, guarded, with_text, write_json
-from .config import check_text, settings_from_env
+from ._cli import Parser, guarded, load_model, read_text, with_text, write_json
 from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, ModelLoadError
 from .result import Attention
 
-if TYPE_CHECKING:
-    from .models import Runner
-
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(
-        error_name="attnviz",
-        prog="python -m attnviz",
-        description="Attention weights of every layer and head for a text.",
-    )
+    p = Parser("attnviz", "Attention weights of every layer and head for a text.")
     p.add_argument("text", help="the text to analyse ('-' reads standard input)")
     p.add_argument(
         "--model", default=EMBEDDED_MODEL, help="minilm (embedded, default), scratch, a Hugging Face id or a directory"
@@ -84,14 +75,6 @@ def main(argv: list[str] | None = None) -> int:
     return analyse(argv)
 
 
-def load_model(name: str, **options: Any) -> Runner:
-    """`models.load_model`, imported when a model is loaded: torch comes with it, so `--help`
-    and a refused input answer at once (tests/test_imports.py)."""
-    from .models import load_model as load
-
-    return load(name, **options)
-
-
 def analyse(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -99,8 +82,7 @@ def analyse(argv: list[str]) -> int:
         parser.error("--head needs --layer")
 
     def body() -> int:
-        text = sys.stdin.read() if args.text == "-" else args.text
-        check_text(text, settings_from_env().max_chars)
+        text = read_text(args.text)
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:  # undecodable bytes in argv or stdin arrive as lone surrogates

@@ -11,20 +11,39 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-__all__ = ["Parser", "guarded", "one_line", "reader_gone", "with_text", "write_json"]
+from .config import check_text, settings_from_env
+
+if TYPE_CHECKING:
+    from .models import Runner
+
+__all__ = ["Parser", "guarded", "load_model", "read_text", "with_text", "write_json"]
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line, `<name>: error: ...`, with exit status 2."""
+    """argparse for the command `name` ("attnviz train"), shown as `python -m <name>` unless `prog`
+    says otherwise, whose usage errors are one line, `<name>: error: ...`, with exit status 2."""
 
-    def __init__(self, *args: Any, error_name: str, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.error_name = error_name
+    def __init__(self, name: str, description: str, prog: str | None = None) -> None:
+        super().__init__(prog=prog or f"python -m {name}", description=description)
+        self.error_name = name
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.error_name}: error: {message}\n")
+
+
+def read_text(arg: str) -> str:
+    """A text argument ('-' reads standard input) once `check_text` accepts it (ATTNVIZ_MAX_CHARS)."""
+    return check_text(sys.stdin.read() if arg == "-" else arg, settings_from_env().max_chars)
+
+
+def load_model(name: str, **options: Any) -> Runner:
+    """`models.load_model`, imported when a model is loaded: torch comes with it, so `--help`
+    and a refused input answer at once (tests/test_imports.py)."""
+    from .models import load_model as load
+
+    return load(name, **options)
 
 
 def with_text(payload: bytes, text: str) -> bytes:
@@ -55,31 +74,18 @@ def write_json(out: str, payload: bytes) -> None:
     stream.flush()
 
 
-def one_line(exc: BaseException) -> str:
-    """The first line of an error's message, at most 500 characters (its type's name when it
-    has none): a message can quote a visitor's file or text."""
-    lines = str(exc).strip().splitlines()
-    return lines[0][:500] if lines else type(exc).__name__
-
-
-def reader_gone() -> int:
-    """Standard output's reader closed the pipe: send what is left nowhere (the interpreter's own
-    flush at exit would fail again), exit 0."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    return 0
-
-
 def guarded(name: str, body: Callable[[], int], expected: tuple[type[Exception], ...]) -> int:
     """body()'s status; an `expected` error as `<name>: error: <message>` and any other as
-    `<name>: error: <Type>: <message>`, both with status 2; a closed pipe ends quietly."""
+    `<name>: error: <Type>: <message>`, both with status 2, the message's first line cut to 500
+    characters (its type's name when it has none: a message can quote a visitor's file or text)."""
     try:
         return body()
     except BrokenPipeError:  # `| head` closed the pipe: stop quietly
-        return reader_gone()
-    except expected as exc:
-        print(f"{name}: error: {one_line(exc)}", file=sys.stderr)
-        return 2
+        # what is left goes nowhere (the interpreter's own flush at exit would fail again)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:  # a CLI user gets one line, never a traceback
-        print(f"{name}: error: {type(exc).__name__}: {one_line(exc)}", file=sys.stderr)
+        lines = str(exc).strip().splitlines()
+        kind = "" if isinstance(exc, expected) else f"{type(exc).__name__}: "
+        print(f"{name}: error: {kind}{lines[0][:500] if lines else type(exc).__name__}", file=sys.stderr)
         return 2

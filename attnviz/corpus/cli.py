@@ -20,10 +20,10 @@ from .readers import DEFAULT_MAX_CHARS
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
-        error_name="attnviz corpus",
-        prog="attnviz corpus",
-        description="Per-head attention statistics over a corpus, written as Parquet files. "
+        "attnviz corpus",
+        "Per-head attention statistics over a corpus, written as Parquet files. "
         "An interrupted run continues when the same command is run again.",
+        prog="attnviz corpus",
     )
     p.add_argument("input", help="a .txt (one text a line), .csv or .jsonl (a 'text' column or field), or .parquet")
     p.add_argument("--out", required=True, help="output folder (a path, or a URI such as s3://bucket/run)")

@@ -18,17 +18,15 @@ import sys
 from typing import Any
 
 from .. import explain
-from .._cli import Parser, guarded
-from ..config import check_text, settings_from_env
+from .._cli import Parser, guarded, read_text, write_json
 from ..focus import find_token
 from ..models import EMBEDDED_MODEL, ModelLoadError, Runner, load_model
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
-        error_name="attnviz evidence",
-        prog="python -m attnviz evidence",
-        description="Which explanation tracks the model: the faithfulness scoreboard, contribution maps, sink heads, "
+        "attnviz evidence",
+        "Which explanation tracks the model: the faithfulness scoreboard, contribution maps, sink heads, "
         "and why a head looks where it does.",
     )
     p.add_argument("text", help="the text ('-' reads standard input)")
@@ -233,8 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
     def body() -> int:
-        text = sys.stdin.read() if args.text == "-" else args.text
-        check_text(text, settings_from_env().max_chars)
+        text = read_text(args.text)
         if args.max_tokens < 2:
             raise ValueError("--max-tokens must be at least 2")
         if sum(bool(x) for x in (args.map, args.sinks, args.why)) > 1:
@@ -252,22 +249,15 @@ def main(argv: list[str] | None = None) -> int:
             methods = [m.strip() for m in args.methods.split(",") if m.strip()]
             query = _query(model, text, args.query, args.max_tokens)
             kind, result = "scoreboard", scoreboard(model, text, query, methods, args.max_tokens)
-        _emit({**result, "text": text} if args.json else result, kind, args.json)  # --json says what it read
+        if args.json:  # --json says what it read
+            write_json(
+                args.json, json.dumps({**result, "text": text}, ensure_ascii=False).encode("utf-8", "backslashreplace")
+            )
+        else:
+            _print(result, kind)
         return 0
 
     return guarded("attnviz evidence", body, (ValueError, IndexError, ModelLoadError, OSError))
-
-
-def _emit(result: dict[str, Any], kind: str, json_out: str | None) -> None:
-    if not json_out:
-        _print(result, kind)
-        return
-    payload = json.dumps(result, ensure_ascii=False)
-    if json_out == "-":
-        sys.stdout.write(payload + "\n")
-    else:
-        with open(json_out, "w", encoding="utf-8") as fh:
-            fh.write(payload)
 
 
 if __name__ == "__main__":

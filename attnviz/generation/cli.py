@@ -14,26 +14,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._cli import Parser, guarded, write_json
-from ..config import check_text, settings_from_env
+from .._cli import Parser, guarded, load_model, read_text, write_json
 from ..models.errors import ModelLoadError
 from .limits import MAX_STEPS, check_arguments
 
 if TYPE_CHECKING:
-    from ..models import Runner
     from .steps import Generation
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
-        error_name="attnviz generate",
-        prog="python -m attnviz generate",
-        description="A decoder writes after a prompt token by token: each step's token, alternatives, attention and KV cache.",
+        "attnviz generate",
+        "A decoder writes after a prompt token by token: each step's token, alternatives, attention and KV cache.",
     )
     p.add_argument("prompt", help="the text to continue ('-' reads standard input)")
     p.add_argument("--model", default="smollm2", help="smollm2 (default), a causal Hugging Face id or a directory")
@@ -45,13 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="OUT", help="write the steps as JSON to OUT ('-' for stdout)")
     p.add_argument("--npz", metavar="OUT", help="write every step's attention rows to OUT (.npz)")
     return p
-
-
-def load_model(name: str, device: str) -> Runner:
-    """`attnviz.load_model`, imported on first use: --help and a refused argument need no torch."""
-    from ..models import load_model as load
-
-    return load(name, device=device)
 
 
 def rows_array(gen: Generation) -> np.ndarray:
@@ -68,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         check_arguments(args.steps, args.temperature, args.top_k, args.seed)
-        prompt = check_text(sys.stdin.read() if args.prompt == "-" else args.prompt, settings_from_env().max_chars)
+        prompt = read_text(args.prompt)
         from .write import generate
 
         model = load_model(args.model, device=args.device)

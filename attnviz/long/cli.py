@@ -25,9 +25,8 @@ from .run import attend_long, estimate, long_settings
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
-        error_name="attnviz long",
-        prog="python -m attnviz long",
-        description="Exact attention of a long text (up to 8,192 tokens): overviews and received weights of every head.",
+        "attnviz long",
+        "Exact attention of a long text (up to 8,192 tokens): overviews and received weights of every head.",
     )
     p.add_argument("file", help="a UTF-8 text file ('-' reads standard input)")
     p.add_argument("--model", default="smollm2", help="smollm2 (default), minilm, scratch, a Hugging Face id or folder")

@@ -19,9 +19,7 @@ from .tasks import TASKS
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
-        error_name="attnviz train",
-        prog="python -m attnviz train",
-        description="Train a tiny causal model from attnviz's own attention and watch its heads specialise.",
+        "attnviz train", "Train a tiny causal model from attnviz's own attention and watch its heads specialise."
     )
     p.add_argument("--task", required=True, choices=TASKS, help="what to learn")
     p.add_argument("--steps", type=int, default=1500, help="training steps (default 1500)")
