@@ -202,36 +202,22 @@ def parse_view(params: Mapping[str, str]) -> tuple[dict[str, object], list[str]]
     """The view's parts a link carries (`VIEW_PARAMS`), each read strictly: (session home ->
     value, the URL keys used). A value that cannot be read is left out; a number past its
     bound is clamped. The token-focus pair counts only whole (q and k both readable)."""
-    view: dict[str, object] = {}
-    used: list[str] = []
-    for param in VIEW_PARAMS:
-        value = _read(param, params.get(param.key))
-        if value is not None:
-            view[param.home] = value
-            used.append(param.key)
-    if not set(used) >= _PAIR_KEYS:
-        used = [k for k in used if k not in _PAIR_KEYS]
-        for param in VIEW_PARAMS:
-            if param.key in _PAIR_KEYS:
-                view.pop(param.home, None)
-    else:
+    read = [(param, value) for param in VIEW_PARAMS if (value := _read(param, params.get(param.key))) is not None]
+    whole = {param.key for param, _ in read} >= _PAIR_KEYS
+    kept = [(param, value) for param, value in read if whole or param.key not in _PAIR_KEYS]
+    view: dict[str, object] = {param.home: value for param, value in kept}
+    if whole:
         view[FOCUS_OPEN] = True  # a link with a pair opens the section that shows it
-    return view, used
+    return view, [param.key for param, _ in kept]
 
 
 def apply_view(session: MutableMapping[Any, Any], link: Link) -> None:
     """Set what a link's view carries into the session, on a session's first run (state.py)."""
-    tokens: dict[str, object] = {}
     for home, value in link.view.items():
-        if home == "heads_off":
-            session[home] = [list(h) for h in value]  # type: ignore[attr-defined]
-            session["heads_off_model"] = LINK_OWNER
-        elif home in _TOKEN_HOMES:
-            tokens[home] = value
-        else:
-            session[home] = value
-    if tokens:
-        session.update(tokens)
+        session[home] = [list(h) for h in value] if home == "heads_off" else value  # type: ignore[attr-defined]
+    if "heads_off" in link.view:
+        session["heads_off_model"] = LINK_OWNER
+    if tokens := {home: value for home, value in link.view.items() if home in _TOKEN_HOMES}:
         session[LINK_TOKENS] = tokens
     if link.view_keys & _VIEWS_KEYS:
         session[VIEWS_OPEN] = True  # a link with the views' threshold or highlight opens them
@@ -300,11 +286,10 @@ def _write(param: Param, value: object) -> str | None:
         return ("1" if value else "0") if isinstance(value, bool) else None
     if param.kind == "choice":
         return value if isinstance(value, str) and value in param.choices else None
-    number = isinstance(value, int | float) and not isinstance(value, bool)
     if param.kind == "int":
-        return str(value) if isinstance(value, int) and number and 0 <= value <= param.hi else None
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= param.hi else None
     if param.kind == "float":
-        if not (isinstance(value, int | float) and number and 0 <= value <= 1):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
             return None
         return f"{float(value):.2f}".rstrip("0").rstrip(".") or "0"
     return _write_pairs(value, param.hi)
@@ -342,15 +327,9 @@ def url_params(
 def unused_params(params: Mapping[str, str], link: Link) -> list[str]:
     """The keys of a link's query that nothing uses, for the page to remove: keys other than
     LINK_KEYS, and values `parse_link` refused or could not read."""
-    used = {
-        "text": link.text is not None,
-        "model": link.model is not None,
-        "lang": link.lang is not None,
-        "layer": link.layer is not None,
-        "head": link.head is not None,
-        **dict.fromkeys(link.view_keys, True),
-    }
-    return [k for k in params if k not in _STREAMLIT_KEYS and k not in CLASS_KEYS and not used.get(k, False)]
+    base = {"text": link.text, "model": link.model, "lang": link.lang, "layer": link.layer, "head": link.head}
+    used = {k for k, v in base.items() if v is not None} | link.view_keys | _STREAMLIT_KEYS | CLASS_KEYS
+    return [k for k in params if k not in used]
 
 
 def index_write_back(params: Mapping[str, str], layer: int, head: int | None) -> dict[str, str]:
