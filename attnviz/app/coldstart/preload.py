@@ -34,9 +34,9 @@ MAP_DRAWN = ".attnviz-map-drawn"  # the explorer's canvas map once drawn (app/to
 SAFE_SELECTOR = re.compile(r"[A-Za-z0-9_ .#>-]*")
 
 
-def preload_script(name: str, after: str = "", wait_ms: int = PRELOAD_WAIT_MS) -> str:
+def preload_script(name: str, after: str = "") -> str:
     """The script that imports Streamlit's module `name` once the element `after` (a CSS
-    selector of ours) is painted, or after `wait_ms`, so its compile does not hold up the
+    selector of ours) is painted, or after PRELOAD_WAIT_MS, so its compile does not hold up the
     sentence box or the first map."""
     if not any(p.fullmatch(name) for p in (CHART_CODE, COMPONENT_CODE, CODE_CODE)) or not SAFE_SELECTOR.fullmatch(
         after
@@ -46,7 +46,7 @@ def preload_script(name: str, after: str = "", wait_ms: int = PRELOAD_WAIT_MS) -
         _PRELOAD_JS.replace("ENTRY", ENTRY_MODULE)
         .replace("NAME", name)
         .replace("AFTER", after)
-        .replace("WAIT_MS", str(int(wait_ms)))
+        .replace("WAIT_MS", str(PRELOAD_WAIT_MS))
     )
 
 

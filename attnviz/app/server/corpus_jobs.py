@@ -10,6 +10,7 @@ visitor's budget is spent; a stopped or crashed run keeps its shards and resumes
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import shutil
 import tempfile
@@ -55,14 +56,11 @@ class Job(jobs.Job):
         return self.state == "running"
 
 
-_ROOT: list[Path] = []
-
-
+@functools.cache
 def _root() -> Path:
-    if not _ROOT:
-        _ROOT.append(Path(tempfile.mkdtemp(prefix="attnviz-corpus-")))
-        atexit.register(shutil.rmtree, _ROOT[0], True)
-    return _ROOT[0]
+    root = Path(tempfile.mkdtemp(prefix="attnviz-corpus-"))
+    atexit.register(shutil.rmtree, root, True)
+    return root
 
 
 def new_folder() -> Path:
