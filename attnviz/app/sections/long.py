@@ -217,17 +217,16 @@ def _row(context: Ctx, long: LongAttention, layer: int, head: int, name: str) ->
     st.session_state.setdefault("long_token", long.n - 1)
     token = int(st.number_input(t("long.token"), 0, long.n - 1, key="long_token"))
     row = long.rows(layer, head, [token])[0]
-    shown = escape_md(long.tokens[token], 40)
     title = t("long.row_fig", which=name, token=escape(long.tokens[token][:40]), i=token)
     charts.chart(fig.positions_figure(row, long, title, "long.fig_weight", context.lang), key="long_row")
-    top = np.argsort(-row)[:8]
-    st.caption(t("long.row_caption", token=shown, i=token))
-    st.dataframe(_table(long, top, row), hide_index=True)
+    st.caption(t("long.row_caption", token=escape_md(long.tokens[token], 40), i=token))
+    st.dataframe(_table(long, row), hide_index=True)
 
 
-def _table(long: LongAttention, idx: np.ndarray, values: np.ndarray) -> Any:
+def _table(long: LongAttention, values: np.ndarray) -> Any:
     import pandas as pd
 
+    idx = np.argsort(-values)[:8]
     tokens, weights = [long.tokens[int(i)] for i in idx], np.round(values[idx].astype(np.float64), 4)
     return pd.DataFrame(
         {t("long.col_position"): idx.astype(int), t("long.col_token"): tokens, t("long.col_weight"): weights}
@@ -240,8 +239,7 @@ def _sinks(context: Ctx, long: LongAttention, received: np.ndarray, name: str) -
         fig.positions_figure(received, long, t("long.sinks_fig", which=name), "long.fig_received", context.lang),
         key="long_received",
     )
-    top = np.argsort(-received)[:8]
-    table = _table(long, top, received)
+    table = _table(long, received)
     most = float(table.iloc[0, 2])  # the weight as the table's first row shows it
     st.caption(t("long.sinks_caption", n=f"{long.n:,}", weight=f"{most:,.2f}", share=fig.percent(most / long.n)))
     st.dataframe(table, hide_index=True)
