@@ -41,8 +41,7 @@ class PreNormRecord(ByKey):
     x: torch.Tensor  # (n, d) the layer's input (the residual stream)
     alpha: torch.Tensor  # (H, n, n) attention weights, 0 above the diagonal
     f: torch.Tensor  # (H, n, d) f_h(x_j): the value vector head h reads, through its W_O slice
-    attn_out: torch.Tensor  # (n, d) what o_proj returned
-    mid: torch.Tensor  # (n, d) x + attn_out: the attention block's output with its residual
+    mid: torch.Tensor  # (n, d) x + what o_proj returned: the attention block's output with its residual
 
     @cached_property
     def out(self) -> torch.Tensor:
@@ -117,8 +116,7 @@ def record_prenorm_layers(model: Runner, enc: Encoded) -> Iterator[PreNormRecord
         with torch.inference_mode():
             x = rec["x"].float()
             weights = torch.from_numpy(np.ascontiguousarray(alpha)).to(x.device).tril()  # exact zeros
-            attn_out = rec["attn_out"].float()
-            yield PreNormRecord(p, x, weights, transformed(p, rec["values"].float()), attn_out, x + attn_out)
+            yield PreNormRecord(p, x, weights, transformed(p, rec["values"].float()), x + rec["attn_out"].float())
 
 
 @torch.inference_mode()
