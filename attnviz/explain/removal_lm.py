@@ -126,25 +126,21 @@ def is_lm(model: Runner) -> bool:
 def scored_encoding(
     model: Runner, text: str, query: int | None, continuation: str | None, cap: int, lm: bool
 ) -> tuple[Encoded, LmTarget | None]:
-    """The encoding scored and, for a language model, its target (removal_lm.lm_target)."""
-    if continuation is not None and not lm:
-        raise ValueError("a continuation needs a causal language model (a decoder such as 'smollm2')")
-    enc, start = _continued(model, text, continuation, cap)
+    """The encoding scored and, for a language model, its target (removal_lm.lm_target); the
+    text's tokens must stay a prefix of the text with its continuation."""
+    enc, start = model.encode(text, cap), None
+    if continuation is not None:
+        if not lm:
+            raise ValueError("a continuation needs a causal language model (a decoder such as 'smollm2')")
+        if not continuation.strip():
+            raise ValueError("the continuation is empty: type the words the model should write next")
+        alone, enc = enc, model.encode(text + continuation, cap)
+        start = len(alone.tokens)
+        head = enc.inputs["input_ids"][0, :start]
+        if start >= len(enc.tokens) or not torch.equal(head, alone.inputs["input_ids"][0]):
+            raise ValueError(
+                "the continuation merges with the text's last token or does not fit: begin it with a space"
+            )
     if query is not None:
         check_query(query, len(enc.tokens))
     return enc, lm_target(model, enc, query, start) if lm else None
-
-
-def _continued(model: Runner, text: str, continuation: str | None, cap: int) -> tuple[Encoded, int | None]:
-    """The encoding and the continuation's first token; the text's tokens must stay a prefix."""
-    if continuation is None:
-        return model.encode(text, cap), None
-    if not continuation.strip():
-        raise ValueError("the continuation is empty: type the words the model should write next")
-    alone = model.encode(text, cap)
-    enc = model.encode(text + continuation, cap)
-    start = len(alone.tokens)
-    head = enc.inputs["input_ids"][0, :start]
-    if start >= len(enc.tokens) or not torch.equal(head, alone.inputs["input_ids"][0]):
-        raise ValueError("the continuation merges with the text's last token or does not fit: begin it with a space")
-    return enc, start
