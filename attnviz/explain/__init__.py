@@ -26,10 +26,9 @@ from .heads import (
 )
 from .logit_lens import LogitLens, logit_lens
 from .norms import NormWeights, norm_reconstruction, norm_weights
-from .pairs import MinimalPair, find_token, minimal_pair
+from .pairs import MinimalPair, across_share, find_token, minimal_pair, pair_blocks, pair_segments
 from .rollout import rollout, rollout_layers
 from .scoreboard import FAITHFULNESS_MAX_TOKENS, SCOREBOARD_METHODS, Scoreboard, ScoreRow, faithfulness
-from .sentence_pairs import across_share, pair_blocks, pair_segments
 from .sinks import SINK_THRESHOLD, SinkScores, hide_sinks, removed_share, sink_scores
 from .sources import SCORE_SOURCES_MAX_TOKENS, ScoreSources, score_sources
 from .value_norms import PassValues, attend_keeping_values, moved_share, value_norms
