@@ -1,6 +1,8 @@
 """Figures of a training run: loss and accuracy (`training_curves`), every head's map on the probe
-at each snapshot with a slider (`snapshot_grid`), and the head scores over time (`head_score_curves`).
-Data in, figure out: no dependency on attnviz.training.
+at each snapshot with a slider (`snapshot_grid`), and the head scores over time (`head_score_curves`);
+the encoder-decoder run's alignment and exact match (`alignment_curves`: its cross-attention maps
+are `heatmap`s of a rectangular `Attention`), and the digits ViT's class-token maps beside its image
+(`class_token_maps`, `digit_panels`). Data in, figure out: no dependency on attnviz.training.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
-from ._base import HEAD_COLORS, SEQUENTIAL, Json, escape, figure, head_label, layout_title, subplot
+from ._base import HEAD_COLORS, SEQUENTIAL, Json, escape, figure, head_label, layout_title, panel_title, subplot
 from .grid import block_mean
 
 MAX_CURVE_POINTS = 400  # per-step training curves are averaged down to this many points
@@ -247,4 +249,64 @@ def head_score_curves(
                                 "hovertemplate": t("train_fig.hover_score", lang, head=label, step="%{x}",
                                                    value="%{y:.3f}") + "<extra></extra>"})  # fmt: skip
     layout["title"] = layout_title(t("train_fig.scores_title", lang), t("train_fig.scores_note", lang))
+    return figure(data, layout)
+
+
+def alignment_curves(
+    steps: Sequence[int] | np.ndarray,
+    alignment: Sequence[float] | np.ndarray,
+    exact: Sequence[float] | np.ndarray,
+    *,
+    lang: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """Alignment score and exact match (both 0..1) at each snapshot's step."""
+    x = np.asarray(steps, dtype=np.int64)
+    data: list[Json] = []
+    for values, key, colour in ((alignment, "s2s.alignment", HEAD_COLORS[0]), (exact, "s2s.exact", HEAD_COLORS[1])):
+        y = np.asarray(values, dtype=np.float64)
+        if y.shape != x.shape:
+            raise ValueError(f"{key}: {y.shape} values for {x.shape} steps")
+        data.append({"type": "scatter", "mode": "lines+markers", "x": x, "y": y, "name": t(key, lang),
+                     "line": {"color": colour}, "hovertemplate": "%{x}: %{y:.3f}<extra></extra>"})  # fmt: skip
+    layout: Json = {
+        "title": layout_title(t("s2s.curves_title", lang)),
+        "height": 340,
+        "xaxis": {"title": {"text": t("s2s.step", lang)}},
+        "yaxis": {"range": [0, 1.02], "tickformat": ".0%"},
+        "legend": {"orientation": "h", "y": -0.25},
+    }
+    return figure(data, layout)
+
+
+def class_token_maps(weights: np.ndarray, rollout: np.ndarray, layer: int) -> list[np.ndarray]:
+    """Each head of `layer`'s class-token row over the 16 patches (row-major 4 x 4), then the
+    rollout's, each upsampled to 8 x 8 pixels."""
+    rows = [*weights[layer, :, 0, 1:], rollout[0, 1:]]
+    return [np.kron(np.asarray(row, dtype=np.float64).reshape(4, 4), np.ones((2, 2))) for row in rows]
+
+
+def digit_panels(
+    image: np.ndarray, maps: Sequence[np.ndarray], titles: Sequence[str], title: str, lang: str = DEFAULT_LANGUAGE
+) -> go.Figure:
+    """One row of square panels: the image (grey, 0..16), then each map (its own 0..max scale)."""
+    panels = [np.asarray(image, dtype=np.float64).reshape(8, 8), *maps]
+    n = len(panels)
+    gap = 0.02
+    width = (1 - gap * (n - 1)) / n
+    data: list[Json] = []
+    layout: Json = {"title": layout_title(title), "height": 300, "margin": {"l": 10, "r": 10, "t": 70, "b": 10},
+                    "annotations": []}  # fmt: skip
+    for k, (z, name) in enumerate(zip(panels, [t("digits.image", lang), *titles], strict=True)):
+        suffix = "" if k == 0 else str(k + 1)
+        start = k * (width + gap)
+        hover = t("digits.hover_pixel", lang) if k == 0 else t("digits.hover_share", lang)
+        data.append({"type": "heatmap", "z": z.tolist(), "xaxis": f"x{suffix}", "yaxis": f"y{suffix}",
+                     "colorscale": "Greys" if k == 0 else "Viridis", "showscale": False,
+                     "zmin": 0, "zmax": 16 if k == 0 else max(float(z.max()), 1e-9),
+                     "hovertemplate": hover + "<extra>" + name + "</extra>"})  # fmt: skip
+        bare = {"showticklabels": False, "showgrid": False, "zeroline": False}
+        x_axis = bare | {"ticks": "", "showline": False, "domain": [start, start + width]}
+        layout[f"xaxis{suffix}"] = x_axis | {"scaleanchor": f"y{suffix}", "constrain": "domain"}
+        layout[f"yaxis{suffix}"] = bare | {"autorange": "reversed"}
+        layout["annotations"].append(panel_title(name, start + width / 2))
     return figure(data, layout)

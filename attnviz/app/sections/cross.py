@@ -13,7 +13,7 @@ from ... import explain, lab, views
 from ...models import EMBEDDED_MODEL, Progress
 from ...result import Attention
 from ...views._base import head_label
-from ...views.cross import alignment_curves
+from ...views.training import alignment_curves
 from .. import charts, runners, subject, widgets
 from ..readers import model_label, unknown_notice
 from ..runners import Loaded

@@ -11,7 +11,7 @@ import streamlit as st
 
 from ...explain import rollout
 from ...models import Progress
-from ...views.digits import class_token_maps, digit_panels
+from ...views.training import class_token_maps, digit_panels
 from .. import charts, widgets, work
 from ..state import Ctx, t
 
