@@ -60,9 +60,7 @@ def t(key: str, lang: str = DEFAULT_LANGUAGE, **fmt: Any) -> str:
     """The text for `key` in `lang`, formatted with `fmt`. A key missing from `lang` falls back
     to English, and a key missing everywhere shows as itself (a test keeps both from happening)."""
     cat = catalogue(lang if lang in LANGUAGES else DEFAULT_LANGUAGE)
-    text = cat.get(key)
-    if text is None:
-        text = catalogue(DEFAULT_LANGUAGE).get(key, key)
+    text = cat[key] if key in cat else catalogue(DEFAULT_LANGUAGE).get(key, key)
     # Layer and head indices are shown as given, counted from 0 in every language, as the
     # pickers, the exported files, the share links and the API count them.
     return text.format(**fmt) if fmt else text

@@ -71,7 +71,7 @@ class Attention:
     segments: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        w = np.asarray(self.weights)
+        w = np.asarray(self.weights, dtype=np.float32)
         object.__setattr__(self, "key_tokens", tuple(self.key_tokens))
         if self.key_tokens:
             if w.ndim != 4 or w.shape[3] != len(self.key_tokens):
@@ -84,8 +84,6 @@ class Attention:
         n = w.shape[2]
         if len(self.tokens) != n:
             raise ValueError(f"{len(self.tokens)} tokens for attention maps of size {n}")
-        if w.dtype != np.float32:
-            w = w.astype(np.float32)
         object.__setattr__(self, "weights", w)
         special = np.asarray(self.special, dtype=bool)
         if special.size == 0:
@@ -217,9 +215,8 @@ class Attention:
             return [[i] for i in range(self.n)]
         return char_groups(self.spans, self.special)
 
-    def character_tokens(self, groups: list[list[int]] | None = None) -> list[str]:
-        """The tokens `merge_characters` gives (one a character), without merging the weights."""
-        groups = self.character_groups() if groups is None else groups
+    def character_tokens(self, groups: list[list[int]]) -> list[str]:
+        """The tokens `merge_characters` gives for `character_groups()`, without merging the weights."""
         spans = self._group_spans(groups)
         return [
             self.tokens[g[0]] if len(g) == 1 else (self.text[a:b].strip() or "\u2423")

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 # OWASP CSV injection (and ASVS 1.2.10): a cell starting with one of these is a formula to a
 # spreadsheet (tab, CR, LF and NUL because some strip them before looking).
 CSV_FORMULA_CHARS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
@@ -10,7 +12,8 @@ CSV_FORMULA_CHARS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
 # or ideographic space), or a full-width or small sign ("＝1+1", which an East Asian input method
 # types and a spreadsheet may fold to "="), the minus sign included.
 CSV_FORMULA_LOOKALIKES = ("=", "+", "-", "@", "＝", "＋", "－", "＠", "﹦", "﹢", "﹣", "﹫", "−")
-_CSV_INVISIBLE = "'\u200b\u200c\u200d\u2060\ufeff"  # skipped with white space before the sign
+# skipped before the sign: white space (\s is str.isspace), 's and zero-width characters
+_CSV_SKIPPED = re.compile("^[\\s'\u200b\u200c\u200d\u2060\ufeff]+")
 
 
 def csv_cell(text: str) -> str:
@@ -31,7 +34,4 @@ def _csv_formula(text: str) -> bool:
     which makes `csv_uncell` exact."""
     if text.lstrip("'").startswith(CSV_FORMULA_CHARS):
         return True
-    i = 0
-    while i < len(text) and (text[i].isspace() or text[i] in _CSV_INVISIBLE):
-        i += 1
-    return text.startswith(CSV_FORMULA_LOOKALIKES, i)
+    return _CSV_SKIPPED.sub("", text, count=1).startswith(CSV_FORMULA_LOOKALIKES)
