@@ -46,11 +46,11 @@ def can_write(runner: Any) -> bool:
     return True
 
 
-def panel(context: Ctx, loaded: Loaded, prompt: str, key: str = "write") -> None:
+def panel(context: Ctx, loaded: Loaded, prompt: str) -> None:
     """The panel in an expander, closed by default and run only while open; nothing for a model
     that cannot write (an encoder)."""
     if can_write(loaded.runner):
-        widgets.lazily(f"{key}_open", "write.title", body, context, loaded, prompt, key)
+        widgets.lazily("write_open", "write.title", body, context, loaded, prompt)
 
 
 def trained_panel(context: Ctx) -> None:
@@ -151,7 +151,7 @@ def _write(context: Ctx, loaded: Loaded, sig: tuple[Any, ...], fork: tuple[Writt
         parent, step, token = fork
         return _spans(runner, parent.gen.branch(step, token))
 
-    kind, parts = ("write", (steps, temperature, seed)) if fork is None else ("write branch", (steps, temperature, seed, fork[1], fork[2]))  # fmt: skip
+    kind, parts = ("write", sig[2:]) if fork is None else ("write branch", (*sig[2:], *fork[1:]))
     label = t("write.writing", n=steps)
     try:
         return work.cached_long(context, loaded, kind, prompt, *parts, label=label, fn=run)
