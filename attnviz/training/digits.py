@@ -60,7 +60,6 @@ class ViTConfig:
     d_model: int = 64
     n_layers: int = 2
     n_heads: int = 4
-    n_classes: int = 10
 
     def __post_init__(self) -> None:
         check_heads(self.d_model, self.n_heads)
@@ -75,7 +74,7 @@ class TinyViT(nn.Module):
         self.positions = nn.Parameter(torch.randn(1, N_PATCHES + 1, cfg.d_model) * 0.02)
         self.blocks = nn.ModuleList(PreNormBlock(cfg.d_model, cfg.n_heads, 2) for _ in range(cfg.n_layers))
         self.ln_final = nn.LayerNorm(cfg.d_model)
-        self.head = nn.Linear(cfg.d_model, cfg.n_classes)
+        self.head = nn.Linear(cfg.d_model, 10)  # the ten digits
 
     def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """images (B, 64) in 0..16 -> (logits (B, 10), one (B, nh, 17, 17) weight tensor a layer)."""
@@ -125,7 +124,6 @@ class DigitsRun:
 
 
 def _attend(model: TinyViT, run: DigitsRun, index: int) -> Attention:
-    """Held-out image `index` through `model`."""
     with torch.no_grad():
         _, maps = model(torch.as_tensor(run.images[index], dtype=torch.float32)[None])
     weights = torch.stack([m[0] for m in maps]).numpy().astype(np.float32)  # (L, nh, 17, 17)

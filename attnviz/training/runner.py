@@ -85,8 +85,7 @@ class TrainedModel(RunnerBase):
         return enc
 
     def attention_maps(self, inputs: Inputs) -> list[torch.Tensor]:
-        _, maps = self.decoder.run(inputs["input_ids"], inputs.get("attention_mask"))
-        return maps
+        return self.decoder.run(inputs["input_ids"], inputs.get("attention_mask"))[1]
 
     def last_hidden(self, inputs: Inputs, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
         ids = None if inputs_embeds is not None else inputs["input_ids"]
@@ -94,8 +93,7 @@ class TrainedModel(RunnerBase):
         return states[-1]
 
     def hidden_states(self, inputs: Inputs) -> list[torch.Tensor]:
-        states, _ = self.decoder.run(inputs["input_ids"], inputs.get("attention_mask"))
-        return states
+        return self.decoder.run(inputs["input_ids"], inputs.get("attention_mask"))[0]
 
     def input_embeddings(self) -> torch.nn.Embedding:
         return self.decoder.token_embeddings
