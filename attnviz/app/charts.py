@@ -26,7 +26,7 @@ from ..views.charts import CAPTION_CHARS
 from ..views.margins import square_fit
 from . import copy_link, nav, plot_theme, urls
 from .readers import model_label
-from .state import SENTENCE, Ctx, set_sentence, t
+from .state import SENTENCE, Ctx, browser, set_sentence, t
 from .streamlit_adapter import DeltaGenerator, PlotlyState, theme_options_set
 
 SLIDE_WIDTH = 960  # css px a slide (and the chart in it) is laid out at...
@@ -131,11 +131,7 @@ def _selection(kwargs: dict[str, Any]) -> tuple[str, ...]:
 
 def theme_mode() -> plot_theme.Mode:
     """The visitor's light or dark theme as the browser reported it (light when it did not)."""
-    try:
-        kind = st.context.theme.type
-    except Exception:  # bare mode, an older client: Streamlit's default
-        kind = None
-    return "dark" if kind == "dark" else "light"
+    return "dark" if browser("theme.type") == "dark" else "light"
 
 
 def caption_switches(settings: dict[str, Any]) -> None:
@@ -239,10 +235,7 @@ def share_link(context: Ctx, on_explorer: bool) -> None:
     button in the sidebar."""
     sync_url(context, on_explorer)
     query = urllib.parse.urlencode({k: v for k, v in st.query_params.to_dict().items() if k not in urls.CLASS_KEYS})
-    try:
-        base = st.context.url or ""
-    except Exception:  # bare mode, an older client: a link relative to the page
-        base = ""
+    base = browser("url") or ""  # none: a link relative to the page
     with st.sidebar.container(key="share_link"):
         st.caption(t("copylink.share"))
         copy_link.copy_link(f"{base}?{query}" if query else base or "?", key="share_link_copy")

@@ -8,6 +8,7 @@ receives the change, so a page switch in that run cannot lose it (docs/RELIABILI
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,6 +99,15 @@ def model_options(settings: Settings) -> list[str]:
     return [*settings.model_choices, CUSTOM]
 
 
+def browser(path: str) -> Any:
+    """What the browser told Streamlit: `st.context`'s `path` ("locale", "theme.type", "url"); None
+    where it said nothing (bare mode, an older client)."""
+    try:
+        return operator.attrgetter(path)(st.context)
+    except Exception:
+        return None
+
+
 def set_sentence(text: str) -> None:
     """Make `text` the sentence (example buttons, language switch, links)."""
     st.session_state[SENTENCE] = text
@@ -137,7 +147,7 @@ def _first_load(settings: Settings) -> None:
     """Defaults for a new session, then whatever a shared link carries."""
     session = st.session_state
     link = urls.parse_link(st.query_params.to_dict(), settings.max_chars)
-    language = link.lang or i18n.language_from_locale(_locale())
+    language = link.lang or i18n.language_from_locale(browser("locale"))
     session["lang"] = session[LANG_HOME] = language
     set_sentence(link.text or i18n.examples(language)["default"])
     session["model_choice"] = model_for_language(language, model_options(settings))  # e5-small for Chinese
@@ -184,10 +194,3 @@ def _choose_model(settings: Settings, model: str, language: str, notices: list[t
     else:
         session["model_choice"] = CUSTOM
         session["model_id"] = model
-
-
-def _locale() -> str | None:
-    try:
-        return st.context.locale
-    except Exception:  # older clients or bare mode: no locale
-        return None
