@@ -174,13 +174,8 @@ def segments(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray) -> 
 
 def polylines(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(m, k) point rows -> one NaN-broken float32 polyline each for x and y."""
-
-    def gaps(a: np.ndarray) -> np.ndarray:
-        out = np.full((a.shape[0], a.shape[1] + 1), np.nan, dtype=np.float32)
-        out[:, :-1] = a
-        return out.ravel()
-
-    return gaps(xs), gaps(ys)
+    gap = np.full((len(xs), 1), np.nan)
+    return np.hstack([xs, gap]).astype(np.float32).ravel(), np.hstack([ys, gap]).astype(np.float32).ravel()
 
 
 def level(weights: np.ndarray, levels: Sequence[tuple[float, float]]) -> np.ndarray:

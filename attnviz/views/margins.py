@@ -41,17 +41,12 @@ def wrapped(text: str, max_px: float, size: float = TICK_FONT_PX) -> str:
     """`text` (Plotly text, its entities kept) broken with <br> into lines of at most `max_px` as
     `label_px` estimates them: at spaces, and between any two wide (CJK) characters, which need
     no space; a word longer than a line keeps a line of its own."""
-    lines: list[str] = []
-    line = ""
+    lines = [""]
     for word in _breakable(text):
-        joined = line + word if line else word.lstrip()
-        if line and label_px(joined.rstrip(), size) > max_px:
-            lines.append(line.rstrip())
-            joined = word.lstrip()
-        line = joined
-    if line:
-        lines.append(line.rstrip())
-    return "<br>".join(lines)
+        if lines[-1] and label_px((lines[-1] + word).rstrip(), size) > max_px:
+            lines.append("")
+        lines[-1] = lines[-1] + word if lines[-1] else word.lstrip()
+    return "<br>".join(line.rstrip() for line in lines if line)
 
 
 def top_title(title: str, note: str | None = None, max_px: float = PHONE_TITLE_PX) -> tuple[Json, int]:
