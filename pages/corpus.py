@@ -17,7 +17,7 @@ if loaded is not None:
 section.progress()
 job = section.finished()
 # no st.stop() here: app.py writes the values the page clamped back into the link after the page
-if job is not None and section.summary(context, job):
+if job is not None and section.summary(job):
     stat = section.grid(context, job)
     layer, head = atlas.head_pickers(job)
     section.typical(context, job, stat, layer, head)

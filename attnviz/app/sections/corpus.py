@@ -61,9 +61,7 @@ def _input_for(context: Ctx, choice: str, folder: Path) -> tuple[Path, str] | No
         return BUNDLED / f"{choice}.txt", t(f"corpus.src_{choice}")
     if choice == "both":
         path = folder / "bundled.txt"
-        with open(path, "wb") as out:
-            for name in ("en.txt", "zh.txt"):
-                out.write((BUNDLED / name).read_bytes())
+        path.write_bytes(b"".join((BUNDLED / name).read_bytes() for name in ("en.txt", "zh.txt")))
         return path, t("corpus.src_both")
     upload = st.session_state.get("corpus_upload")
     if upload is None:
@@ -186,7 +184,7 @@ def finished() -> jobs.Job | None:
     return job if job is not None and job.state == "done" and job.result is not None else None
 
 
-def summary(context: Ctx, job: jobs.Job) -> bool:
+def summary(job: jobs.Job) -> bool:
     """What the run read, analysed and skipped, and its files; False when nothing was analysed."""
     result = result_of(job)
     r = result.report
@@ -258,11 +256,8 @@ def typical(context: Ctx, job: jobs.Job, stat: str, layer: int, head: int) -> No
     near, far = runners.results(context.settings).get_or_compute(
         key, lambda: result.typical(stat, layer, head, TYPICAL_K)
     )
-    columns = st.columns(2)
-    for col, rows, title, side in (
-        (columns[0], near, "corpus.most_typical", "near"),
-        (columns[1], far, "corpus.least_typical", "far"),
-    ):
+    sides = {"near": (near, "corpus.most_typical"), "far": (far, "corpus.least_typical")}
+    for col, (side, (rows, title)) in zip(st.columns(2), sides.items(), strict=True):
         with col, st.container(key=f"corpus_{side}"):
             st.markdown(f"**{t(title)}**")
             for i, row in enumerate(rows):

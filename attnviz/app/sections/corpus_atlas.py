@@ -25,7 +25,7 @@ def head_pickers(job: jobs.Job) -> tuple[int, int]:
     widgets.clamp_kept("corpus_head", 0, result.n_heads - 1, 0)
     a, b = st.columns(2)
     layer = a.selectbox(t("ctl.layer"), range(result.n_layers), key="corpus_layer")
-    head = b.selectbox(t("ctl.head"), range(result.n_heads), key="corpus_head", format_func=widgets.fmt_head)
+    head = b.selectbox(t("ctl.head"), range(result.n_heads), key="corpus_head")
     return int(layer), int(head)
 
 
@@ -53,9 +53,7 @@ def _controls(context: Ctx) -> tuple[str, str, int]:
         format_func=widgets.option_labels("corpus.colour_{}"),
     )  # fmt: skip
     cap = POINTS_MAX_DEMO if context.settings.demo else POINTS_MAX
-    session = st.session_state
-    if not isinstance(session.get("corpus_atlas_points"), int) or not 100 <= session["corpus_atlas_points"] <= cap:
-        session["corpus_atlas_points"] = min(POINTS_DEFAULT, cap)
+    widgets.clamp_kept("corpus_atlas_points", 100, cap, min(POINTS_DEFAULT, cap))
     points = d.number_input(
         t("corpus.atlas_points"), min_value=100, max_value=cap, step=1000, key="corpus_atlas_points",
         help=t("corpus.atlas_points_help", cap=f"{cap:,}"),
