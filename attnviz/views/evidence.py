@@ -23,14 +23,13 @@ from ._base import (
     token_axis,
     token_map_trace,
 )
-from .margins import PHONE_CHART_PX, fit_margins, label_px, square_map_layout, top_title, wrapped
+from .margins import PANEL_LINE_PX, PHONE_CHART_PX, fit_margins, label_px, square_map_layout, top_title, wrapped
 
 if TYPE_CHECKING:  # the views take explain's results but do not need torch to be imported
     from ..explain import Contributions, Scoreboard
 
 RANDOM_COLOR = "#999999"
 LEGEND_ROW_PX = 20  # a legend entry's row (12 px font)
-PANEL_LINE_PX = 15  # a line of it (12 px, 1.3 em apart) and a little air
 
 
 def method_label(method: str, lang: str = DEFAULT_LANGUAGE) -> str:

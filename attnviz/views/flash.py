@@ -12,9 +12,8 @@ import plotly.graph_objects as go
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..lab.flash import FlashResult
 from ._base import BAR_ROOM_PX, Json, colorbar_under, escape, figure, panel_title, subplot
-from .margins import top_title, wrapped
+from .margins import PANEL_LINE_PX, PANEL_TITLE_PX, top_title, wrapped
 
-PANEL_TITLE_PX = 130  # a map's title in the result pair: half of a 390 px phone's plot, less air
 DONE = "rgba(120,120,120,0.35)"
 CURRENT = "#d62728"
 
@@ -108,7 +107,7 @@ def result_pair(tiled: np.ndarray, plain: np.ndarray, *, lang: str = DEFAULT_LAN
     data: list[Json] = []
     heading, top = top_title(t("flash_fig.result_title", lang, diff=f"{diff:.1e}"), t("flash_fig.result_note", lang))
     names = [wrapped(t(key, lang), PANEL_TITLE_PX) for key in ("flash_fig.tiled", "flash_fig.plain")]
-    top += 15 * max(name.count("<br>") + 1 for name in names)  # the maps' own titles: 12 px lines, air
+    top += PANEL_LINE_PX * max(name.count("<br>") + 1 for name in names)  # the maps' own titles
     layout: Json = {"height": 270 + top, "margin": {"t": top, "b": 40}, "annotations": [], "title": heading}
     for k, (z, name) in enumerate(zip((tiled, plain), names, strict=True)):
         axes = subplot(layout, k, {"domain": [0.0, 0.46] if k == 0 else [0.54, 1.0]}, {"autorange": "reversed"})

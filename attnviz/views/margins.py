@@ -24,6 +24,8 @@ TITLE_FONT_PX = 16  # a figure title's font (app/plot_theme.py); its note is Plo
 LINE_PX, NOTE_LINE_PX, TITLE_PAD_PX, MULTILINE_SHIFT_PX = 21, 14, 10, 11
 PHONE_CHART_PX = 358  # a chart's width on a 390 px phone
 PHONE_TITLE_PX = 320  # a line of a title on a 390 px phone: the chart's 358 px less the title's pad and air
+PANEL_TITLE_PX = 130  # a map's title where two maps share a 390 px phone's chart: half its plot, less air
+PANEL_LINE_PX = 15  # a line of a panel's title (11 or 12 px font, 1.3 em apart) and a little air
 
 
 def _em(c: str) -> float:

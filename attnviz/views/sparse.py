@@ -10,13 +10,11 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ._base import HEAD_COLORS, Json, escape, figure, layout_title, panel_title, subplot
-from .margins import top_title, wrapped, wrapped_lines
+from .margins import PANEL_LINE_PX, PANEL_TITLE_PX, top_title, wrapped, wrapped_lines
 
 MAX_TICKS = 40  # token labels on a pattern's axes up to this many tokens
-PANEL_TITLE_PX = 130  # a map's title, wrapped: a map's width on a 390 px phone (about 140 px)
 FIGURE_TITLE_PX = 300  # the figure's title, wrapped: a 390 px phone's chart width less the room either side
 MAP_PX = 300  # a row of maps' height
-PANEL_LINE_PX = 15  # a line of a map's title (11 px font, 1.3 em apart) and a little air
 
 
 def pattern_maps(
