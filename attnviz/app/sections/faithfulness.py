@@ -210,11 +210,6 @@ def _average() -> dict[str, Any] | None:
     return data if isinstance(data.get("rows"), list) else None
 
 
-def _output_label(output: str) -> str:
-    """The benchmark file names its output in English; the page says it in the page's language."""
-    return t("fx.output_sentence") if output.startswith("sentence embedding") else output
-
-
 def average_scoreboard(context: Ctx) -> None:
     """The scoreboard averaged over the bundled sentences, from the file the benchmark writes."""
     with st.container(key="caveats_average"):
@@ -225,7 +220,9 @@ def average_scoreboard(context: Ctx) -> None:
             literal.literal(AVERAGE_COMMAND)
             return
         st.dataframe(_rows(data["rows"], AVERAGE_COLUMNS), hide_index=True, key="table_average")
-        model, output = model_label(str(data.get("model", "?"))), _output_label(str(data.get("output", "?")))
+        model, output = model_label(str(data.get("model", "?"))), str(data.get("output", "?"))
+        if output.startswith("sentence embedding"):  # the benchmark file names it in English
+            output = t("fx.output_sentence")
         # how to recompute it (the benchmark's command) is for developers: bench/README.md
         st.caption(t("fx.average_note", n=data.get("sentences", 0), model=model, output=output))
         st.page_link(nav.page("explain", context.lang), label=t("fx.to_explain"), icon="📊")
