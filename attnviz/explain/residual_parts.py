@@ -69,29 +69,24 @@ class LayerReader:
     model's own recorded projections (q (n, H * hs) and k (n, KV * hs)) to check against."""
 
     norm: nn.Module | None
-    query: nn.Linear
-    key: nn.Linear
-    head: int
-    kv_head: int
+    linears: tuple[nn.Linear, nn.Linear]  # the query and key projections
+    heads: tuple[int, int]  # the query head and the key/value head it reads
     head_dim: int
     scaling: float
-    q: torch.Tensor
-    k: torch.Tensor
+    projected: tuple[torch.Tensor, torch.Tensor]  # the model's own q and k
     alpha: float  # the head's attention weight at (query, key)
     positions: tuple[int, int]  # (query, key) token indices
-    q_norm: nn.Module | None = None  # Qwen3's per-head RMSNorm on q, and on k
-    k_norm: nn.Module | None = None
+    head_norms: tuple[nn.Module | None, nn.Module | None] = (None, None)  # Qwen3's per-head RMSNorms on q and k
     rotate: Any = None  # the model's apply_rotary_pos_emb(q, k, cos, sin)
     cos_sin: tuple[torch.Tensor, torch.Tensor] | None = None  # (1, n, hs) each
 
     def rows(self, side: int) -> slice:
         """The head's rows of the query (side 0) or key (side 1) projection."""
-        which = self.head if side == 0 else self.kv_head
-        return slice(which * self.head_dim, (which + 1) * self.head_dim)
+        return slice(self.heads[side] * self.head_dim, (self.heads[side] + 1) * self.head_dim)
 
     def recorded(self, side: int) -> torch.Tensor:
         """(hs,): the model's own query (side 0) or key (side 1) projection at that side's position."""
-        return (self.q if side == 0 else self.k)[self.positions[side], self.rows(side)]
+        return self.projected[side][self.positions[side], self.rows(side)]
 
 
 def _head_outputs(alpha: torch.Tensor, f: torch.Tensor, pos: list[int]) -> torch.Tensor:
@@ -177,11 +172,11 @@ def record_stream(
         raise ValueError(f"model '{model.name}' did not run layer {layer}'s projections")
     scale = p.scale if isinstance(p, LayerParts) else True
     reader = LayerReader(
-        norm=p.norm_attention if isinstance(p, PreNormParts) else None, query=p.query, key=p.key, head=head,
-        kv_head=kv_heads(p)[head], head_dim=p.head_dim,
+        norm=p.norm_attention if isinstance(p, PreNormParts) else None, linears=(p.query, p.key),
+        heads=(head, kv_heads(p)[head]), head_dim=p.head_dim,
         scaling=float(getattr(attn, "scaling", p.head_dim**-0.5)) if scale else 1.0,
-        q=seen["q"][0].double(), k=seen["k"][0].double(), alpha=alpha, positions=(query, key),
-        q_norm=getattr(attn, "q_norm", None), k_norm=getattr(attn, "k_norm", None), rotate=rotate,
+        projected=(seen["q"][0].double(), seen["k"][0].double()), alpha=alpha, positions=(query, key),
+        head_norms=(getattr(attn, "q_norm", None), getattr(attn, "k_norm", None)), rotate=rotate,
         cos_sin=seen.get("cos_sin"),
     )  # fmt: skip
     return stream, reader

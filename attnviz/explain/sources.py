@@ -85,7 +85,7 @@ class ScoreSources:
 def _projected(reader: LayerReader, parts: torch.Tensor, actual: torch.Tensor, side: int, bias: int) -> torch.Tensor:
     """parts (P, d) at one side's position summing to `actual` (d,), through the input norm
     (frozen) and the head's slice of the query (side 0) or key (side 1) projection: (P, hs)."""
-    linear, rows = (reader.query if side == 0 else reader.key), reader.rows(side)
+    linear, rows = reader.linears[side], reader.rows(side)
     normed = frozen_norm(reader.norm, parts[:, None], actual[None], bias)[:, 0]
     out = normed @ linear.weight.detach().double()[rows].T
     if linear.bias is not None:
@@ -96,7 +96,7 @@ def _projected(reader: LayerReader, parts: torch.Tensor, actual: torch.Tensor, s
 def _finished(reader: LayerReader, vecs: torch.Tensor, side: int, bias: int | None) -> torch.Tensor:
     """vecs (P, hs) of one side through the per-head norm (Qwen3; frozen at the model's own
     projection's scale) and the model's own rotary function at that side's position."""
-    per_head = reader.q_norm if side == 0 else reader.k_norm
+    per_head = reader.head_norms[side]
     if isinstance(per_head, torch.nn.Module):
         vecs = frozen_norm(per_head, vecs[:, None], reader.recorded(side)[None], bias)[:, 0]
     if reader.rotate is None or reader.cos_sin is None:
@@ -140,7 +140,7 @@ def score_sources(model: Runner, text: str, layer: int, head: int, query: int, k
         matrix = np.delete(np.delete(matrix, bias, 0), bias, 1)
         names.pop(bias)
     return ScoreSources(
-        model=model.name, tokens=list(enc.tokens), layer=layer, head=head, kv_head=reader.kv_head, query=query,
+        model=model.name, tokens=list(enc.tokens), layer=layer, head=head, kv_head=reader.heads[1], query=query,
         key=key, query_parts=names, key_parts=list(names), matrix=matrix, weight=reader.alpha,
         model_score=float(own_q @ own_k) * reader.scaling,
     )  # fmt: skip
