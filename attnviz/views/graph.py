@@ -34,16 +34,6 @@ LOOP = 0.09  # self-loop radius, in units of the circle's radius
 
 
 @dataclass(frozen=True)
-class _Edges:
-    """The edges drawn, strongest first, and how many passed the threshold before the cap."""
-
-    src: np.ndarray  # (e,) query index
-    dst: np.ndarray  # (e,) key index
-    w: np.ndarray  # (e,) weight
-    total: int
-
-
-@dataclass(frozen=True)
 class _Geometry:
     """Where each edge is drawn, on a unit circle of nodes at `pos` (n, 2)."""
 
@@ -71,18 +61,27 @@ def graph_view(
     """
     att.require_square("the graph view")
     m = att.head(layer, head)  # (n, n)
-    edges = _edges(m, threshold, max_edges)
-    geo = _geometry(att.n, edges)
+    src, dst = np.nonzero(m > threshold)
+    total = len(src)
+    cap = DEFAULT_MAX_EDGES if max_edges is None else max(0, int(max_edges))
+    strongest = np.argsort(-m[src, dst], kind="stable")[:cap]
+    src, dst = src[strongest], dst[strongest]  # (e,) query and key of each edge drawn, strongest first
+    w = m[src, dst]
+    geo = _geometry(att.n, src, dst)
     tokens = [escape(tok) for tok in att.tokens]
     data = [
-        *_edge_traces(geo, edges, threshold, lang),
-        _arrow_trace(geo, edges, tokens, lang),
+        *_edge_traces(geo, src, w, threshold, lang),
+        _arrow_trace(geo, src, dst, w, tokens, lang),
         _node_trace(geo.pos, m, tokens, att.special, lang),
     ]
     if title is None:
         title = t("fig.graph_title", lang, layer=layer, which=which_head(head, att.n_heads, lang))
+    above = f"{threshold:g}"
+    note = t("fig.note_edge", lang, t=above) if total else t("fig.note_no_edges", lang, t=above)
+    if total > len(w):
+        note = t("fig.note_edges_capped", lang, k=len(w), total=total, t=above)
     layout = {
-        "title": layout_title(title, _note(edges, threshold, lang)),
+        "title": layout_title(title, note),
         "height": 620,
         "hovermode": "closest",
         "legend": {"title": {"text": t("fig.edge_weight", lang)}},
@@ -92,21 +91,12 @@ def graph_view(
     return figure(data, layout)
 
 
-def _edges(m: np.ndarray, threshold: float, max_edges: int | None) -> _Edges:
-    src, dst = np.nonzero(m > threshold)
-    w = m[src, dst]
-    order = np.argsort(-w, kind="stable")
-    cap = DEFAULT_MAX_EDGES if max_edges is None else max(0, int(max_edges))
-    keep = order[:cap]
-    return _Edges(src[keep], dst[keep], w[keep], total=len(order))
-
-
-def _geometry(n: int, edges: _Edges) -> _Geometry:
+def _geometry(n: int, src: np.ndarray, dst: np.ndarray) -> _Geometry:
     angle = np.pi / 2 - 2 * np.pi * np.arange(n) / n
     pos = np.column_stack([np.cos(angle), np.sin(angle)])  # (n, 2) on the unit circle
     offset = min(0.025, 0.5 * np.sin(np.pi / max(n, 2)))  # i->j and j->i run side by side
-    start, end = pos[edges.src].copy(), pos[edges.dst].copy()
-    ordinary = edges.src != edges.dst
+    start, end = pos[src].copy(), pos[dst].copy()
+    ordinary = src != dst
     direction = end - start
     length = np.linalg.norm(direction, axis=1, keepdims=True)
     unit = np.divide(direction, length, out=np.zeros_like(direction), where=length > 0)
@@ -117,16 +107,16 @@ def _geometry(n: int, edges: _Edges) -> _Geometry:
     heading = unit.copy()
     # A self-loop is a small circle just inside its node (the label sits outside); the arrow
     # sits on its far side.
-    outward = pos[edges.src[~ordinary]]
+    outward = pos[src[~ordinary]]
     arrow[~ordinary] = outward * (1 - LOOP) - LOOP * outward
     heading[~ordinary] = np.column_stack([outward[:, 1], -outward[:, 0]])
     return _Geometry(pos, start, end, arrow, heading, ordinary)
 
 
-def _edge_traces(geo: _Geometry, edges: _Edges, threshold: float, lang: str) -> list[Json]:
+def _edge_traces(geo: _Geometry, src: np.ndarray, w: np.ndarray, threshold: float, lang: str) -> list[Json]:
     """One line trace per width bin that has edges: straight lines and self-loop rings."""
     ring = np.linspace(0, 2 * np.pi, 17)
-    widths = level(edges.w, EDGE_WIDTHS)
+    widths = level(w, EDGE_WIDTHS)
     traces: list[Json] = []
     for index, (lo, width) in enumerate(EDGE_WIDTHS):
         line = (widths == index) & geo.ordinary
@@ -134,7 +124,7 @@ def _edge_traces(geo: _Geometry, edges: _Edges, threshold: float, lang: str) -> 
         if not (line.any() or loop.any()):
             continue
         lx, ly = segments(geo.start[line, 0], geo.start[line, 1], geo.end[line, 0], geo.end[line, 1])
-        centres = geo.pos[edges.src[loop]] * (1 - LOOP)  # (loops, 2)
+        centres = geo.pos[src[loop]] * (1 - LOOP)  # (loops, 2)
         cx, cy = polylines(centres[:, :1] + LOOP * np.cos(ring), centres[:, 1:] + LOOP * np.sin(ring))
         lower = f"{max(lo, threshold):.2g}"
         upper = next((h for h, _ in EDGE_WIDTHS[index + 1 :]), None)
@@ -158,9 +148,8 @@ def _edge_traces(geo: _Geometry, edges: _Edges, threshold: float, lang: str) -> 
     return traces
 
 
-def _arrow_trace(geo: _Geometry, edges: _Edges, tokens: list[str], lang: str) -> Json:
+def _arrow_trace(geo: _Geometry, src: np.ndarray, dst: np.ndarray, w: np.ndarray, tokens: list[str], lang: str) -> Json:
     """Arrow heads: direction, and on hover the weight; customdata [i, j]."""
-    src, dst = edges.src.tolist(), edges.dst.tolist()
     return {
         "type": "scatter",
         "x": geo.arrow[:, 0].astype(np.float32),
@@ -173,10 +162,10 @@ def _arrow_trace(geo: _Geometry, edges: _Edges, tokens: list[str], lang: str) ->
             # arrow points up at angle 0 and turns clockwise: heading (dx, dy) is atan2(dx, dy)
             "angle": np.degrees(np.arctan2(geo.heading[:, 0], geo.heading[:, 1])).astype(np.float32),
         },
-        "customdata": [[i, j] for i, j in zip(src, dst, strict=True)],
+        "customdata": [[i, j] for i, j in zip(src.tolist(), dst.tolist(), strict=True)],
         "hovertext": [
             t("fig.hover_edge", lang, src=tokens[i], i=i, dst=tokens[j], j=j, w=f"{w:.4f}")
-            for i, j, w in zip(src, dst, edges.w.tolist(), strict=True)
+            for i, j, w in zip(src.tolist(), dst.tolist(), w.tolist(), strict=True)
         ],
         "hoverinfo": "text",
         "name": t("fig.edges", lang),
@@ -218,12 +207,3 @@ def _outside(x: float, y: float) -> str:
     if abs(x) > 0.05:
         return "middle right" if x > 0 else "middle left"
     return "top center" if y > 0 else "bottom center"
-
-
-def _note(edges: _Edges, threshold: float, lang: str) -> str:
-    above = f"{threshold:g}"
-    if edges.total > len(edges.w):
-        return t("fig.note_edges_capped", lang, k=len(edges.w), total=edges.total, t=above)
-    if edges.total == 0:
-        return t("fig.note_no_edges", lang, t=above)
-    return t("fig.note_edge", lang, t=above)
