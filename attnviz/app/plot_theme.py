@@ -209,11 +209,7 @@ def themed_traces(data: list[Json], mode: Mode) -> list[Json]:
     """Each trace with its type's defaults filled in (template.data, one entry per type) and
     its one-dimensional typed arrays as lists (`plain_arrays`)."""
     defaults = template_json(mode)["data"]
-    out = []
-    for trace in data:
-        entries = defaults.get(trace.get("type", "scatter"))
-        out.append(plain_arrays(_under(entries[0], trace) if entries else trace))
-    return out
+    return [plain_arrays(_under(defaults.get(trace.get("type", "scatter"), [{}])[0], trace)) for trace in data]
 
 
 def selection_layout(selection: tuple[str, ...]) -> Json:

@@ -9,6 +9,7 @@ import contextlib
 import contextvars
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -22,7 +23,6 @@ from .spending import (  # the tables the page runs are ordered by, re-exported:
     CPU_HORIZON_S,
     MAX_SESSIONS,
     MAX_VISITORS,
-    _charge,
     _ran,
     _spent,
     bind,
@@ -164,11 +164,9 @@ class _PageRuns(fair.FairQueue[PageRun]):
         return may
 
     def _eligible(self, view: _View) -> list[PageRun]:
-        n: dict[str, int] = {}
-        for r in [*self.under_way, *self.aside]:
-            n[r.visitor] = n.get(r.visitor, 0) + 1
+        n = Counter(r.visitor for r in [*self.under_way, *self.aside])
         may_start = self._may_start(view)
-        return [r for r in self.waiting if r.under_way or (n.get(r.visitor, 0) < PER_VISITOR_RUNS and may_start(r))]
+        return [r for r in self.waiting if r.under_way or (n[r.visitor] < PER_VISITOR_RUNS and may_start(r))]
 
     def _room(self, run: PageRun, view: _View) -> bool:
         """Whether `run` may go beside the runs going now: a light one while what the light runs
@@ -342,7 +340,7 @@ def page_turn(visitor: str, wait: Callable[[], None] | None = None, poll_s: floa
             _TURN.reset(token)
         if started is not None:
             _ran(visitor, time.thread_time() - started[0] + max(0.0, spent(visitor) - started[1]))
-        _charge(visitor, PAGE_RUNS.end(run), _PAGE_SPENT)
+        charge(visitor, PAGE_RUNS.end(run), _PAGE_SPENT)
 
 
 _TURN: contextvars.ContextVar[Turn | None] = contextvars.ContextVar("attnviz_page_turn", default=None)

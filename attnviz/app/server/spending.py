@@ -66,12 +66,8 @@ def left(budget_s: float, visitor: str) -> float:
     return max(0.0, budget_s - spent(visitor))
 
 
-def charge(visitor: str, seconds: float) -> None:
-    """`seconds` of model time spent for `visitor` (the gate's hook)."""
-    _charge(visitor, seconds, _SPENT)
-
-
-def _charge(visitor: str, seconds: float, table: OrderedDict[str, deque[tuple[float, float]]]) -> None:
+def charge(visitor: str, seconds: float, table: OrderedDict[str, deque[tuple[float, float]]] = _SPENT) -> None:
+    """`seconds` of model time spent for `visitor` (the gate's hook), or of page time (`_PAGE_SPENT`)."""
     if seconds <= 0:
         return
     now = time.monotonic()
