@@ -43,18 +43,7 @@ def model_view(
     """
     n_layers, n_heads = att.n_layers, att.n_heads
     trace, size, gap, heading = mosaic(att, focus, thumb, lang)
-    hover = [
-        t(
-            "fig.hover_model_cell",
-            lang,
-            head=head_label(layer, head, lang=lang),
-            token=escape(att.keys[k]),
-            i=k,
-            w=f"{w:.2f}",
-        )
-        for layer, head, k, w in top_keys(att)
-    ]
-    data = [trace, pick_markers(n_layers, n_heads, hover, lang)]
+    data = [trace, pick_markers(n_layers, n_heads, cell_hovers(att, lang), lang)]
     title = heading if title is None else title
     layout = _grid_layout(n_layers, n_heads, lang, square=True) | {
         "title": layout_title(title, t("fig.note_click_head", lang)),
@@ -170,12 +159,21 @@ def block_mean(weights: np.ndarray, size: int) -> np.ndarray:
     return out.reshape(*weights.shape[:-2], tq, tk)
 
 
-def top_keys(att: Attention) -> list[tuple[int, int, int, float]]:
-    """Per head, in pick-marker order: (layer, head, the key token it looks at most on average,
-    that average weight)."""
+def cell_hovers(att: Attention, lang: str) -> list[str]:
+    """Per head, in pick-marker order: `fig.hover_model_cell`, naming the key token it looks at
+    most on average (escaped) and that average weight."""
     received = att.weights.mean(axis=2)  # (L, H, n): average attention each key token gets
-    top = received.argmax(axis=-1)  # (L, H)
-    return [(layer, head, int(k), float(received[layer, head, k])) for (layer, head), k in np.ndenumerate(top)]
+    return [
+        t(
+            "fig.hover_model_cell",
+            lang,
+            head=head_label(layer, head, lang=lang),
+            token=escape(att.keys[k]),
+            i=int(k),
+            w=f"{float(received[layer, head, k]):.2f}",
+        )
+        for (layer, head), k in np.ndenumerate(received.argmax(axis=-1))
+    ]
 
 
 def _grid_layout(n_layers: int, n_heads: int, lang: str, *, square: bool) -> Json:

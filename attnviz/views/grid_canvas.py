@@ -6,6 +6,7 @@ text (tokens as they are: the canvas writes them as text, never as markup).
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable
 from typing import Any
 
@@ -13,14 +14,13 @@ import numpy as np
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
-from ._base import FOCUS_COLOR, Json, head_label
+from ._base import FOCUS_COLOR, Json
 from .ablation import OFF_COLOR
 from .decoder import group_marks
-from .grid import grid_height, mosaic, top_keys
+from .grid import cell_hovers, grid_height, mosaic
 from .token_canvas import pack, unpack, waits_for
 
 MAGIC = b"AVG1"
-_TOKEN = "\0"  # where the hover's token goes: filled after the lines are split, so a token is never a line break
 
 
 def grid_payload(
@@ -67,15 +67,9 @@ def grid_payload(
 
 
 def hover_lines(att: Attention, lang: str = DEFAULT_LANGUAGE) -> list[list[str]]:
-    """Per head, layer by layer (`model_view`'s hover order): `fig.hover_model_cell`'s lines as
-    plain text, the key token the head looks at most on average as it is."""
-    out = []
-    for layer, head, k, w in top_keys(att):
-        words = t(
-            "fig.hover_model_cell", lang, head=head_label(layer, head, lang=lang), token=_TOKEN, i=k, w=f"{w:.2f}"
-        )
-        out.append([line.replace(_TOKEN, str(att.keys[k])) for line in words.split("<br>")])
-    return out
+    """Per head, layer by layer (`model_view`'s hover order): its hover's lines as plain text, the
+    key token as it is (escaped in `cell_hovers`, so a token is never a line break, and read back)."""
+    return [[html.unescape(line) for line in text.split("<br>")] for text in cell_hovers(att, lang)]
 
 
 def read(data: bytes) -> tuple[dict[str, Any], np.ndarray]:
