@@ -200,7 +200,7 @@ def resume(
     def loss(rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         batch = run.task.batch(cfg.batch_size, rng)
         logits, _ = decoder(batch.ids)
-        return decoder.loss(logits, batch.targets), _accuracy(logits, batch.targets)
+        return scored(logits, batch.targets)
 
     with torch_threads(threads):
         drive(run, decoder, progress, loss, lambda: _snapshot(run, held_out, on_snapshot), cfg.plateau)
@@ -274,10 +274,11 @@ def _chunk(
                     return
 
 
-def _accuracy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Share of the scored predictions (target not IGNORE) whose top token is right."""
-    scored = targets != IGNORE
-    return (logits.argmax(-1)[scored] == targets[scored]).float().mean()
+def scored(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """logits (B, T, vocab), targets (B, T) -> (mean cross-entropy, share of right top tokens)
+    over the scored predictions (target not IGNORE), for every trainer's next-token model."""
+    mask = targets != IGNORE
+    return TinyDecoder.loss(logits, targets), (logits.argmax(-1)[mask] == targets[mask]).float().mean()
 
 
 def _snapshot(run: TrainingRun, held_out: Batch, on_snapshot: Callable[[TrainingRun], None] | None) -> None:
@@ -285,8 +286,7 @@ def _snapshot(run: TrainingRun, held_out: Batch, on_snapshot: Callable[[Training
     decoder = run.model.decoder
     with torch.no_grad():
         logits, maps = decoder(held_out.ids)
-        loss = float(decoder.loss(logits, held_out.targets))
-        accuracy = float(_accuracy(logits, held_out.targets))
+        loss, accuracy = (float(v) for v in scored(logits, held_out.targets))
         probe = torch.as_tensor(run.probe.ids)[None]
         probe_maps = torch.stack([m[0] for m in decoder(probe)[1]]).numpy().astype(np.float32)  # (L, H, n, n)
     scores = {

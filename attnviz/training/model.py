@@ -132,5 +132,7 @@ class TinyDecoder(nn.Module):
         states, maps = self.run(input_ids, attention_mask)
         return self.unembed(self.ln_final(states[-1])), maps
 
-    def loss(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    @staticmethod
+    def loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy of logits (B, T, vocab) against targets (B, T), IGNORE (-100) not scored."""
         return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)

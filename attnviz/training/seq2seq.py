@@ -19,7 +19,7 @@ import torch
 
 from ..models import Progress
 from ..result import Attention
-from .loop import RunState, check_shared, drive, torch_threads
+from .loop import RunState, check_shared, drive, scored, torch_threads
 from .seq2seq_model import Maps, Seq2Seq, Seq2SeqConfig
 from .seq2seq_tasks import PairBatch, PairTask, make_pair_task
 
@@ -136,7 +136,7 @@ def train_seq2seq(
     def loss(rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         batch = pairs.batch(cfg.batch_size, rng)
         logits, _ = model(batch.src, batch.dec_in)
-        return model.loss(logits, batch.tgt), (logits.argmax(-1) == batch.tgt).float().mean()
+        return scored(logits, batch.tgt)
 
     with torch_threads(threads):
         drive(run, model, progress, loss, lambda: _snapshot(run, held_out, on_snapshot))
@@ -147,8 +147,7 @@ def _snapshot(run: Seq2SeqRun, held: PairBatch, on_snapshot: Callable[[Seq2SeqRu
     model = run.model
     with torch.no_grad():  # in the background lane: loop.drive takes every snapshot there
         logits, maps = model(held.src, held.dec_in)
-        loss = float(model.loss(logits, held.tgt))
-        accuracy = float((logits.argmax(-1) == held.tgt).float().mean())
+        loss, accuracy = (float(v) for v in scored(logits, held.tgt))
         out, _ = model.generate(held.src, run.task.tgt_len)
         exact = float((out == held.tgt).all(1).float().mean())
         heads = np.stack([alignment_scores(w.numpy(), held.align) for w in maps.cross])  # (L, H)

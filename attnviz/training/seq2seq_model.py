@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from ..scratch import MultiHeadSelfAttention
 from .model import PreNormBlock, check_heads, mlp
@@ -110,7 +109,3 @@ class Seq2Seq(nn.Module):
             logits, self_maps, cross_maps = self.decode(memory, out)
             out = torch.cat([out, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
         return out[:, 1:], Maps(enc_maps, self_maps, cross_maps)
-
-    @staticmethod
-    def loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
