@@ -20,8 +20,6 @@ from .server import visitor
 from .server.registry import results
 from .state import Ctx
 
-__all__ = ["Again", "first", "model_of", "step"]
-
 T = TypeVar("T")
 # A result cache key (None: not kept, only made) and how to make its value from the step before's.
 Step = tuple[Hashable | None, Callable[[Any], Any]]

@@ -16,44 +16,10 @@ from typing import Any, NamedTuple
 
 import streamlit
 from streamlit import config as st_config
-from streamlit.delta_generator import DeltaGenerator
-from streamlit.elements.plotly_chart import PlotlyState
-from streamlit.navigation.page import StreamlitPage
+from streamlit.delta_generator import DeltaGenerator as DeltaGenerator
+from streamlit.elements.plotly_chart import PlotlyState as PlotlyState
+from streamlit.navigation.page import StreamlitPage as StreamlitPage
 from streamlit.runtime import scriptrunner
-
-__all__ = [
-    "ENTRY_MODULE",
-    "FIELDS_MAX",
-    "FRAME_LOGGER",
-    "INTERNALS",
-    "QUERY_MAX",
-    "TRIGGER_PREFIX",
-    "DeltaGenerator",
-    "Internal",
-    "PlotlyState",
-    "StreamlitMoved",
-    "StreamlitPage",
-    "before_each_message",
-    "build_file",
-    "chart_template",
-    "chunk_pattern",
-    "filter_query_strings",
-    "filter_widget_states",
-    "internal",
-    "is_element_id",
-    "leave_legacy_pages_mode",
-    "option_names",
-    "release",
-    "run_cursors",
-    "script_run",
-    "session_alive",
-    "session_id",
-    "set_upload_limit_mb",
-    "stop_check",
-    "theme_options_set",
-    "theme_surfaces",
-    "widget_metadata",
-]
 
 
 class Internal(NamedTuple):

@@ -17,8 +17,6 @@ from .. import charts, heads_off
 from ..state import lang, t
 from .token_canvas import CSS, module_js, palette, waiting
 
-__all__ = ["head_grid"]
-
 GRID_CSS = CSS + ".attnviz-grid canvas{cursor:default}"
 
 

@@ -20,8 +20,6 @@ from .. import charts, plot_theme
 from ..coldstart.preload import SAFE_SELECTOR
 from ..state import t
 
-__all__ = ["AFTER_WAIT_MS", "CSS", "module_js", "palette", "token_map", "waiting"]
-
 AFTER_WAIT_MS = 10_000  # the element `after` names is not in the page by then: the map is drawn anyway
 
 CSS = (

@@ -22,8 +22,6 @@ from ..canvas import token_canvas
 from ..state import MEAN, SENTENCE_TEXT_AREA, Ctx, t
 from ..streamlit_adapter import run_cursors
 
-__all__ = ["KEY", "SLOT", "clear", "draw", "drop"]
-
 LOG = logging.getLogger("attnviz")
 KEY = "chart_first_map"  # the map's component key (the explorer's own is chart_heatmap)
 SLOT = "_first_map_slot"  # session state: (the run's cursors, the slot) while it shows

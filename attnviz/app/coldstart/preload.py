@@ -9,8 +9,6 @@ import re
 
 from ..streamlit_adapter import ENTRY_MODULE, build_file, chunk_pattern
 
-__all__ = ["MAP_DRAWN", "SAFE_SELECTOR", "preload_chart_code", "preload_script"]
-
 # The chunks' names in Streamlit's build: Plotly's, the v2 components' (the canvas map), and
 # st.code's highlighter (no page loads it any more: app/literal.py, copy_link.py; tests watch for it)
 CHART_CODE, COMPONENT_CODE, CODE_CODE = (chunk_pattern(kind) for kind in ("chart", "component", "code"))

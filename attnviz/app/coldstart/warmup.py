@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from ...config import Settings
     from ..state import Ctx
 
-__all__ = ["first_screen", "loading", "start", "started", "warm_up"]
-
 LOG = logging.getLogger("attnviz")
 MODULES = ("numpy", "pandas", "pyarrow", "narwhals", "plotly.graph_objects", "plotly.io", "plotly.subplots")
 _DONE = threading.Event()

@@ -16,8 +16,6 @@ from ...classes.engine import shown_url
 from ...config import Settings
 from .spending import newest
 
-__all__ = ["FREE_TRIES", "WAIT_MAX_S", "Throttle", "store", "throttle"]
-
 LOG = logging.getLogger("attnviz")
 FREE_TRIES = 5
 WAIT_MAX_S = 300.0

@@ -32,19 +32,6 @@ from ..streamlit_adapter import (
 )
 from ..urls import CUT, LINK_KEYS, cut_length, value_max
 
-__all__ = [
-    "FIELDS_MAX",
-    "FRAME_LOGGER",
-    "MAX_ID_CHARS",
-    "QUERY_MAX",
-    "QUERY_PARAM_MAX",
-    "UPLOAD_FRAMING_MB",
-    "bounded_query",
-    "fits",
-    "head_max",
-    "install",
-]
-
 # Streamlit refuses an upload whose Content-Length (the file plus its multipart framing) exceeds
 # server.maxUploadSize: its cap is this far above ATTNVIZ_CORPUS_UPLOAD_MB, so no file the uploader
 # takes meets a raw 413.

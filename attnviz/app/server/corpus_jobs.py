@@ -22,8 +22,6 @@ from ... import corpus
 from ...models import Cancelled, Runner, gate
 from . import budget, jobs
 
-__all__ = ["MAX_ACTIVE", "MAX_JOBS", "Busy", "Job", "cancel", "discard", "get", "start"]
-
 LOG = logging.getLogger("attnviz")
 MAX_JOBS = 32
 MAX_ACTIVE = 2

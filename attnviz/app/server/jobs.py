@@ -19,8 +19,6 @@ from typing import Generic, TypeVar
 from ...models import Cancelled, fair, gate
 from . import budget, sessions
 
-__all__ = ["Busy", "Job", "Table"]
-
 
 class Busy(RuntimeError):
     """The job cannot start now: str() is "visitor" (one of theirs is going in another tab) or

@@ -25,20 +25,6 @@ from ...config import Settings
 from ...models import Runner, gate, load_model
 from .spending import newest
 
-__all__ = [
-    "FAILED_LOAD_TTL_S",
-    "MAX_FAILURES",
-    "MAX_MODELS",
-    "MAX_RANDOM",
-    "REGISTRY",
-    "Loaded",
-    "ModelKey",
-    "load",
-    "model_bytes",
-    "relieve",
-    "results",
-]
-
 LOG = logging.getLogger("attnviz")
 MAX_MODELS = 6  # ~90 MB each for MiniLM-sized models; scratch variants share one copy of the weights
 MAX_RANDOM = 2  # of which random-weight Lab encoders (one per seed)

@@ -16,8 +16,6 @@ from ..streamlit_adapter import session_id
 if TYPE_CHECKING:  # annotations only: the sidebar imports this module before torch is needed
     from ...models import Runner
 
-__all__ = ["PREFIX", "Trained", "add", "drop", "get", "is_trained", "names", "owns", "session_id", "trained"]
-
 PREFIX = "trained:"
 PER_SESSION = 3  # a visitor comparing runs keeps the last three
 MAX_MODELS = 64  # process-wide; each is well under a megabyte at the lab's sizes

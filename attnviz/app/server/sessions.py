@@ -16,8 +16,6 @@ from collections.abc import Callable
 
 from ..streamlit_adapter import session_alive
 
-__all__ = ["CHECK_S", "GRACE_S", "alive", "clear", "set_alive", "unwatch", "watch", "watched"]
-
 LOG = logging.getLogger("attnviz")
 CHECK_S = 0.5
 GRACE_S = 3.0  # a websocket that drops and comes back within this keeps its jobs

@@ -21,8 +21,6 @@ from ...training import TrainConfig, TrainingRun, prepare
 from ...training.child import TrainingFailed, resume_in_child
 from . import budget, jobs, session_models, sessions
 
-__all__ = ["MAX_JOBS", "MAX_QUEUED", "MAX_RUNNING", "Busy", "Job", "forget", "get", "running_count", "start", "stop"]
-
 LOG = logging.getLogger("attnviz")
 MAX_RUNNING = gate.HEAVY_SLOTS  # trainings at once: as many as the heavy-work queue lets in
 MAX_QUEUED = 32  # runs waiting their turn

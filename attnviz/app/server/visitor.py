@@ -24,8 +24,6 @@ from ..state import t
 from ..streamlit_adapter import DeltaGenerator, before_each_message, script_run, session_id, stop_check
 from . import budget
 
-__all__ = ["COOKIE", "MAX_AGE_S", "identify", "session_id", "turn", "visitor"]
-
 COOKIE = "attnviz_visitor"
 MAX_AGE_S = 30 * 24 * 3600
 TOKEN = re.compile(r"[0-9a-f]{32}")
