@@ -41,23 +41,16 @@ class Choice:
     chosen: bool
 
 
-def _own_bytes(token: str) -> bytes:
-    """What a vocabulary entry writes, as bytes: a byte piece's bytes, else its text's."""
-    data = piece_bytes(token)
-    return token.encode("utf-8") if data is None else data
-
-
 def _pending(gen: Generation, k: int) -> bytes:
     """The bytes of a character the steps before step k began and did not finish (b"" if none)."""
     data = b""
     for step in reversed(gen.steps[:k]):
-        if piece_bytes(step.token) is None:
+        own = piece_bytes(step.token)
+        if own is None:
             break
-        data = _own_bytes(step.token) + data
-    leads = [i for i, b in enumerate(data) if b >= 0xC0]  # where a character of 2 to 4 bytes starts
-    if not leads or missing_bytes(data[leads[-1] :]) <= 0:
-        return b""
-    return data[leads[-1] :]
+        data = own + data
+    start = max((i for i, b in enumerate(data) if b >= 0xC0), default=-1)  # the last character of 2 to 4 bytes
+    return data[start:] if start >= 0 and missing_bytes(data[start:]) > 0 else b""
 
 
 def _label(gen: Generation, k: int, token: str, probability: float, chosen: bool, lang: str) -> str:
@@ -67,9 +60,10 @@ def _label(gen: Generation, k: int, token: str, probability: float, chosen: bool
     full = _pending(gen, k) + own
     after = gen.steps[k + 1 :] if chosen else []
     for step in after[:3]:  # a character has at most 4 bytes: 3 more pieces at most
-        if missing_bytes(full) <= 0 or piece_bytes(step.token) is None:
+        more = piece_bytes(step.token)
+        if more is None or missing_bytes(full) <= 0:
             break
-        full += _own_bytes(step.token)
+        full += more
     whole = missing_bytes(full) == 0
     text = full.decode("utf-8") if whole else ""
     return next_label(NextToken(token, probability, text, True, len(own), len(full) if whole else 0), lang=lang)
