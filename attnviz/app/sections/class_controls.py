@@ -18,8 +18,6 @@ from ..state import Ctx, t
 from .class_dashboard import PROJECTOR
 from .class_teacher import Opened
 
-__all__ = ["controls", "projector_switch"]
-
 
 def projector_switch() -> None:
     st.toggle(t("class.projector"), key=PROJECTOR, help=t("class.projector_help"))

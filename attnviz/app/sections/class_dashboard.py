@@ -16,11 +16,9 @@ from ...classes import QUESTIONS, Board, student_label, summarise
 from ...lesson import Verdict
 from .. import copy_link
 from ..server import classes as server
-from ..state import Ctx, t
+from ..state import Ctx, browser, t
 from ..widgets import escape_md
 from .class_teacher import Opened
-
-__all__ = ["REFRESH_S", "board", "invite", "projector"]
 
 REFRESH_S = 3
 _URL = re.compile(r"https?://[^\s\"'<>\\]{1,300}")
@@ -35,10 +33,7 @@ def _base(context: Ctx) -> str:
     """The app's address as students reach it: the setting, else what the teacher's browser shows."""
     if context.settings.public_url:
         return context.settings.public_url
-    try:
-        url = st.context.url or ""
-    except Exception:  # bare mode, an older client
-        url = ""
+    url = browser("url") or ""
     if not _URL.fullmatch(url):
         return ""
     parts = urllib.parse.urlsplit(url)

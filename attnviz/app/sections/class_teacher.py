@@ -22,8 +22,6 @@ from ..server import visitor
 from ..sidebar import LANGUAGE_NAMES
 from ..state import Ctx, t
 
-__all__ = ["Opened", "opened", "start_form", "throttled", "wrong"]
-
 
 @dataclass(frozen=True)
 class Opened:
@@ -66,11 +64,10 @@ def wrong(who: str, message: str) -> str:
 
 def _sentence_inputs(context: Ctx, lang: str) -> tuple[str, str]:
     options = list(context.settings.model_choices)
-    default = model_for_language(lang, options)
     text = st.text_area(
         t(f"class.sentence_{lang}"), value=i18n.examples(lang)["default"], height=68, key=f"class_new_sentence_{lang}"
     )
-    model = st.selectbox(t(f"class.model_{lang}"), options, index=options.index(default) if default in options else 0,
+    model = st.selectbox(t(f"class.model_{lang}"), options, index=options.index(model_for_language(lang, options)),
                          format_func=model_label, key=f"class_new_model_{lang}")  # fmt: skip
     return text, str(model)
 

@@ -24,8 +24,6 @@ from ..state import Ctx, set_sentence, t
 from ..widgets import escape_md
 from .class_teacher import throttled, wrong
 
-__all__ = ["Seat", "closed", "footer", "keep_handout", "record", "seat", "sentence"]
-
 SEAT = "_class_seat"
 RECORDED = "_class_recorded"  # {(signature, question): the answer kept}
 PROBLEMS = "_class_problems"  # {(signature, question): (answer, why it was not kept)}
