@@ -17,7 +17,7 @@ from ...views.training import alignment_curves
 from .. import charts, runners, subject, widgets
 from ..readers import model_label, unknown_notice
 from ..runners import Loaded
-from ..state import Ctx, lang, t
+from ..state import Ctx, t
 from .ablation import has_layers
 from .digits import train_box
 from .lab import LAB_MODELS, SAME, SHOW_TOKENS, Pair, needs_minilm
@@ -57,8 +57,7 @@ def cross_lab(context: Ctx, p: Pair) -> None:
     layer, head = min(p.layer, att.n_layers - 1), min(p.head, att.n_heads - 1)  # another model's shape
     with st.container(key="cross_note"):
         if same:
-            itself = own.weights if own is not None else p.mine.weights
-            diff = lab.max_abs_diff(att.weights, itself)
+            diff = lab.max_abs_diff(att.weights, (p.mine if own is None else own).weights)
             heads = att.n_layers * att.n_heads
             if diff < SAME:
                 st.success(t("cross.same_equal", diff=f"{diff:.1e}", heads=heads), icon=":material/check:")
@@ -213,7 +212,7 @@ def _s2s_views(context: Ctx, run: Any) -> None:
     with st.container(key="s2s_cross"):
         fig = views.heatmap(snap.cross, layer, best, zmax=1.0, title=title, lang=context.lang)
         charts.chart(fig, "chart_s2s_cross")
-    charts.chart(alignment_curves(run.steps, run.alignment, run.exact, lang=lang()), "chart_s2s_curves")
+    charts.chart(alignment_curves(run.steps, run.alignment, run.exact, lang=context.lang), "chart_s2s_curves")
     _try_source(context, run)
 
 
