@@ -13,7 +13,7 @@ import numpy as np
 import streamlit as st
 
 from ... import explain
-from ...explain import NormWeights, SinkScores
+from ...explain import NormWeights
 from ...result import Attention
 from .. import again, nav, runners, state
 from ..runners import Loaded
@@ -58,17 +58,12 @@ def _view(focus: Focus) -> tuple[Any, ...]:
     return settings.get("hide_special"), settings.get("merge_words"), off, settings.get("ablation_mode")
 
 
-def _scores(context: Ctx, focus: Focus) -> SinkScores:
-    """Sink scores of what the views show (cached), with value norms when its tokens are the raw ones."""
-    usable = _fits(_value_norms(context, focus.loaded, focus.text), focus.att)
-    return runners.cached(context, focus.loaded, "sinks", focus.text, *_view(focus),
-                          fn=lambda: explain.sink_scores(focus.att, norms=usable))  # fmt: skip
-
-
 def hide_switch(context: Ctx, focus: Focus) -> Focus:
     """The switch, what it hides and how much, and the caveat; the focus the views then draw.
     The hidden maps (a 75 MB copy at 512 tokens) are made only while the switch is on."""
-    scores = _scores(context, focus)
+    usable = _fits(_value_norms(context, focus.loaded, focus.text), focus.att)  # when its tokens are the raw ones
+    sink_scores = partial(explain.sink_scores, focus.att, norms=usable)
+    scores = runners.cached(context, focus.loaded, "sinks", focus.text, *_view(focus), fn=sink_scores)
     columns = scores.parking()
     with st.container(key="sinks"):
         left, right = st.columns([1, 3])

@@ -110,14 +110,6 @@ def sources(
     )
 
 
-def _pickers(att: Attention) -> tuple[int, int]:
-    a, b = st.columns(2)
-    fmt = widgets.token_format(att.tokens)
-    query = widgets.pick(t("why.query"), range(att.n), QUERY, default=att.n - 1, box=a, format_func=fmt)
-    key = widgets.pick(t("why.key"), range(att.n_keys), KEY, box=b, format_func=fmt)
-    return int(query), int(key)
-
-
 def section(context: Ctx, focus: Focus) -> None:
     """The "why" of the explorer, under its views: closed until opened or a cell is clicked."""
     with st.container(key="why"):
@@ -138,8 +130,11 @@ def section(context: Ctx, focus: Focus) -> None:
         if len(groups) != focus.att.n:
             st.caption(t("why.unsupported"))
             return
-        i, j = _pickers(focus.att)
-        query, key = model_cell(raw, groups, focus.layer, focus.head, i, j)
+        a, b = st.columns(2)
+        fmt = widgets.token_format(focus.att.tokens)
+        i = widgets.pick(t("why.query"), range(focus.att.n), QUERY, default=focus.att.n - 1, box=a, format_func=fmt)
+        j = widgets.pick(t("why.key"), range(focus.att.n_keys), KEY, box=b, format_func=fmt)
+        query, key = model_cell(raw, groups, focus.layer, focus.head, int(i), int(j))
         if key is None:
             st.caption(t("why.ahead"))
             return

@@ -91,7 +91,8 @@ def body(context: Ctx, loaded: Loaded, prompt: str, key: str = "write") -> None:
     the first writing once one of the likeliest tokens was clicked."""
     with st.container(key=f"{key}_panel"):
         st.caption(t("write.intro"))
-        most = _most_steps(context, loaded.runner, prompt)
+        room = int(loaded.runner.max_tokens) - int(loaded.runner.encode(prompt).n_input_tokens)
+        most = min(DEMO_STEPS if context.settings.demo else MOST_STEPS, room)  # within the model's positions
         if most < 1:
             st.info(t("write.no_room"), icon=":material/block:")
             return
@@ -113,20 +114,11 @@ def body(context: Ctx, loaded: Loaded, prompt: str, key: str = "write") -> None:
             _compare(context, written, branch, key)
 
 
-def _most_steps(context: Ctx, runner: Any, prompt: str) -> int:
-    """Steps the slider offers: the app's bound (less in the demo), within the model's positions."""
-    enc = runner.encode(prompt)
-    room = int(runner.max_tokens) - int(enc.n_input_tokens)
-    return min(DEMO_STEPS if context.settings.demo else MOST_STEPS, room)
-
-
 def _controls(key: str, most: int) -> tuple[int, float, int]:
     session = st.session_state
     steps_key, temp_key, seed_key = f"{key}_steps", f"{key}_temperature", f"{key}_seed"
     if not isinstance(session.get(steps_key), int) or not 1 <= session[steps_key] <= most:
         session[steps_key] = min(FIRST_STEPS, most)
-    session.setdefault(temp_key, 0.0)
-    session.setdefault(seed_key, 0)
     a, b, c = st.columns(3)
     with a:
         steps = st.slider(t("write.steps"), 1, most, key=steps_key, help=t("write.steps_help")) if most > 1 else 1
