@@ -16,6 +16,7 @@ import argparse
 import importlib
 import json
 import sys
+from pathlib import Path
 
 from ._cli import Parser, guarded, load_model, read_text, with_text, write_json
 from .models import DEFAULT_MAX_TOKENS, EMBEDDED_MODEL, ModelLoadError
@@ -115,7 +116,7 @@ def analyse(argv: list[str]) -> int:
             print(f"attnviz: note: input truncated to {att.n} of {att.n_input_tokens} tokens", file=sys.stderr)
         for note in att.notes:  # e.g. the accelerator ran out of memory and the CPU answered
             print(f"attnviz: note: {note}", file=sys.stderr)
-        _write_outputs(att, args.json, args.html, args.layer, args.head, following)
+        _write_outputs(att, args, following)
         if not args.json and not args.html:
             _print_summary(att, args.layer, args.head)
             for token, p in following or []:
@@ -132,32 +133,23 @@ def _check_range(att: Attention, layer: int | None, head: int | None) -> None:
         raise ValueError(f"--head {head} is out of range: this model has heads 0..{att.n_heads - 1}")
 
 
-def _write_outputs(
-    att: Attention,
-    json_out: str | None,
-    html_out: str | None,
-    layer: int | None = None,
-    head: int | None = None,
-    following: list[tuple[str, float]] | None = None,
-) -> None:
+def _write_outputs(att: Attention, args: argparse.Namespace, following: list[tuple[str, float]] | None) -> None:
     from .export import figure_html, weights_json  # plotly loads only when something is written
 
-    if json_out:
-        payload = with_text(weights_json(att, layer=layer, head=head), att.text)
+    if args.json:
+        payload = with_text(weights_json(att, layer=args.layer, head=args.head), att.text)
         if following is not None:  # the document is one object: "next" goes in before its closing brace
-            body = payload.rstrip()
-            pairs = json.dumps([[t, round(p, 6)] for t, p in following], ensure_ascii=True)
-            payload = body[:-1] + b', "next": ' + pairs.encode("ascii") + b"}"
-        write_json(json_out, payload)
-    if html_out:
+            pairs = json.dumps([[t, round(p, 6)] for t, p in following], ensure_ascii=True).encode("ascii")
+            payload = payload.rstrip()[:-1] + b', "next": ' + pairs + b"}"
+        write_json(args.json, payload)
+    if args.html:
         from .views import model_view
 
-        settings = {"text": att.text, "model": att.model}
-        with open(html_out, "w", encoding="utf-8") as fh:
-            fh.write(figure_html(model_view(att), settings))
+        page = figure_html(model_view(att), {"text": att.text, "model": att.model})
+        Path(args.html).write_text(page, encoding="utf-8")
 
 
-def _print_summary(att: Attention, layer: int | None = None, head: int | None = None) -> None:
+def _print_summary(att: Attention, layer: int | None, head: int | None) -> None:
     print(f"{att.model} on {att.device}: {att.n_layers} layers x {att.n_heads} heads, {att.n} tokens")
     print(" ".join(att.tokens))
     if layer is not None:
