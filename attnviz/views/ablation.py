@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
-from ._base import Json, escape, figure, layout_title
+from ._base import escape, figure, layout_title
 from .charts import token_bars
 from .decoder import visible
 from .grid import layer_head_grid
@@ -32,23 +32,22 @@ def _token(token: str) -> str:
 
 def pruning_curve(curves: Mapping[str, PruningCurve], *, lang: str = DEFAULT_LANGUAGE) -> go.Figure:
     """The output's change against the number of heads switched off, one line per order."""
-    data: list[Json] = []
     first = next(iter(curves.values()), None)
     lm = first is not None and first.measure == "next_token"
     hover = t("abl.fig.hover_curve_lm" if lm else "abl.fig.hover_curve", lang, k="%{x}", d="%{y:.4f}")
     note = t("abl.fig.curve_note_lm", lang, token=_token(first.next_token)) if lm and first else None
-    for order, curve in curves.items():
-        data.append(
-            {
-                "type": "scatter",
-                "x": np.asarray(curve.k).tolist(),
-                "y": np.asarray(curve.distance, dtype=np.float64).tolist(),
-                "mode": "lines+markers",
-                "name": t(f"abl.fig.order_{order}", lang),
-                "line": {"color": CURVE_COLORS.get(order, "#636EFA")},
-                "hovertemplate": hover,
-            }
-        )
+    data = [
+        {
+            "type": "scatter",
+            "x": np.asarray(curve.k).tolist(),
+            "y": np.asarray(curve.distance, dtype=np.float64).tolist(),
+            "mode": "lines+markers",
+            "name": t(f"abl.fig.order_{order}", lang),
+            "line": {"color": CURVE_COLORS.get(order, "#636EFA")},
+            "hovertemplate": hover,
+        }
+        for order, curve in curves.items()
+    ]
     layout = {
         "title": layout_title(t("abl.fig.curve_title", lang), note or t("abl.fig.curve_note", lang)),
         "height": 420,
@@ -75,9 +74,8 @@ def importance_grid(
     if which not in ("effect", "gradient"):
         raise ValueError("which must be 'effect' or 'gradient'")
     lm = measure == "next_token"
-    fig = layer_head_grid(values, zmin=None if lm else 0.0, lang=lang)
     key = f"abl.fig.grid_{which}" + ("_lm" if lm and which == "effect" else "")
-    fig.update_layout(title=layout_title(t(key, lang), t("abl.fig.note_off", lang)))
+    fig = layer_head_grid(values, t(key, lang), zmin=None if lm else 0.0, note=t("abl.fig.note_off", lang), lang=lang)
     return mark_off(fig, off)
 
 
@@ -90,9 +88,8 @@ def attention_change(
     if base.weights.shape != switched.weights.shape:
         raise ValueError(f"attention shapes differ: {base.weights.shape} and {switched.weights.shape}")
     change = np.abs(switched.weights.astype(np.float64) - base.weights).mean(axis=(2, 3))  # (L, H)
-    fig = layer_head_grid(change, zmin=0.0, lang=lang)
-    fig.update_layout(title=layout_title(t("abl.fig.change_title", lang), t("abl.fig.change_note", lang)))
-    return mark_off(fig, off)
+    title, note = t("abl.fig.change_title", lang), t("abl.fig.change_note", lang)
+    return mark_off(layer_head_grid(change, title, zmin=0.0, note=note, lang=lang), off)
 
 
 def ablation_effect(

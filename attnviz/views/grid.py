@@ -108,10 +108,11 @@ def layer_head_grid(
     zmin: float | None = None,
     zmax: float | None = None,
     *,
+    note: str | None = None,
     lang: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """A (layers, heads) grid of numbers as a heatmap, clickable, with optional text in each
-    cell. `title` and `labels` are the caller's words, shown as given."""
+    cell. `title`, its `note` and `labels` are the caller's words, shown as given."""
     z = np.array(values, dtype=np.float64)  # a copy: the figure must not alias the caller's array
     if z.ndim != 2:
         raise ValueError(f"values must have shape (layers, heads), got {z.shape}")
@@ -130,7 +131,7 @@ def layer_head_grid(
     ]
     data = [trace | colour(z, zmin, zmax), pick_markers(n_layers, n_heads, hover, lang)]
     layout = _grid_layout(n_layers, n_heads, lang, square=False) | {
-        "title": layout_title(title or ""),
+        "title": layout_title(title or "", note),
         "height": 120 + 40 * n_layers,
     }
     return figure(data, layout)
