@@ -16,7 +16,7 @@ import streamlit as st
 
 from .. import i18n
 from . import literal, nav, urls
-from .state import MEAN, SENTENCE, SENTENCE_INPUT, Ctx, keep, lang, set_sentence, t
+from .state import MEAN, SENTENCE, SENTENCE_INPUT, Ctx, ctx, keep, lang, set_sentence, t
 
 TOKEN_SEPARATOR = " · "  # between tokens shown as text (brackets would blur with "[" tokens)
 # Option labels of selectboxes are the same in every language: Streamlit keeps a selectbox's
@@ -74,8 +74,6 @@ def attempt(
 def page_header(title_key: str, intro_key: str, *, markdown: bool = False) -> Ctx:
     """The page's context, title and intro, and the notices from reading a shared link (a refused
     model id, an unusable text), shown once."""
-    from .state import ctx
-
     context = ctx()
     st.title(t(title_key))
     (st.markdown if markdown else st.caption)(t(intro_key))

@@ -59,15 +59,8 @@ def _component() -> Any:
 @cache
 def palette() -> dict[str, dict[str, str]]:
     """The chart look's heading, label and background colours, light and dark (plot_theme)."""
-    out = {}
-    for mode in ("light", "dark"):
-        look = plot_theme.template_json(mode)["layout"]
-        out[mode] = {
-            "heading": look["title"]["font"]["color"],
-            "label": look["font"]["color"],
-            "background": look["paper_bgcolor"],
-        }
-    return out
+    colours = {mode: plot_theme.palette(mode) for mode in plot_theme.MODES}
+    return {mode: {"heading": p["heading"], "label": p["gray70"], "background": p["bg"]} for mode, p in colours.items()}
 
 
 def token_map(

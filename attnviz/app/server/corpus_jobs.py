@@ -76,7 +76,6 @@ def cancel(session: str) -> None:
 
 
 _TABLE: jobs.Table[Job] = jobs.Table("corpus", MAX_JOBS, gone=cancel, drop=_remove)
-_JOBS = _TABLE.jobs
 
 
 def start(job: Job) -> Job:
@@ -101,7 +100,7 @@ def resume(session: str, runner: Runner) -> Job | None:
     """Start the visitor's stopped job again with `runner` (its model): it continues from its
     shards."""
     with _TABLE.cond:
-        job = _JOBS.get(session)
+        job = _TABLE.jobs.get(session)
         if job is None or job.active:
             return job
         if _TABLE.count() >= MAX_ACTIVE:

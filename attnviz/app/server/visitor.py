@@ -100,12 +100,10 @@ def turn() -> Iterator[None]:
             yield
 
 
-@contextlib.contextmanager
-def aside() -> Iterator[None]:
+def aside() -> contextlib.AbstractContextManager[None]:
     """Heavy work of this script run (budget.aside): out of the page runs while it waits in the
     heavy queue and goes; a rerun request ends the wait to go on after it."""
-    with budget.aside(stop_check()):
-        yield
+    return budget.aside(stop_check())
 
 
 @contextlib.contextmanager
