@@ -1,11 +1,6 @@
 """`python -m attnviz evidence`: the faithfulness scoreboard (of the sentence embedding, or of the
 token --query names), a whole-layer contribution map, the sink heads of a text, or why a head
 scores a key (explain.score_sources, at most 256 tokens; --max-tokens does not apply).
-
-    python -m attnviz evidence "TEXT" [--query N|WORD] [--methods a,b] [--max-tokens 128]
-                               [--map METHOD] [--sinks] [--why LAYER,HEAD,I,J]
-                               [--model minilm] [--device auto] [--json OUT|-]
-
 Exit status 0 on success, 2 on bad input or a model that cannot be loaded (one line on stderr).
 """
 
