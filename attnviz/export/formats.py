@@ -150,16 +150,12 @@ def _shown(value: object) -> str:
     return "" if value is None else str(value).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _page_title(text: object, model: object) -> str:
+def _page_title(text: str, model: str) -> str:
     """ "attnviz · model · sentence" (the sentence cut to TITLE_CHARS), as plain text."""
-    parts = ["attnviz"]
-    if model:
-        parts.append(" ".join(str(model).split()))
-    if text:
-        from ..views._base import one_line  # as figure_html imports views: --json and CSV need none
+    from ..views._base import one_line  # as figure_html imports views: --json and CSV need none
 
-        parts.append(one_line(text, TITLE_CHARS))
-    return " · ".join(parts)
+    parts = ["attnviz", " ".join(model.split()) if model else None, one_line(text, TITLE_CHARS) if text else None]
+    return " · ".join(p for p in parts if p is not None)
 
 
 def settings_from_html(html: str) -> dict[str, Any] | None:
