@@ -28,6 +28,7 @@ from .agreement import agreement
 from .prenorm import is_prenorm
 from .removal import along_output, pool
 from .removal_lm import LmTarget, _log_probs, lm_target
+from .value_zeroing import cosine_distance
 
 # head_importance and pruning_curves run one variant per head or point: longer texts are cut (`capped`).
 IMPORTANCE_MAX_TOKENS = 128
@@ -49,10 +50,9 @@ def _effects(
 ) -> tuple[np.ndarray, np.ndarray]:
     """base (n, d), switched (B, n, d) -> per-token cosine distances (B, n) and the output's change
     (B,): the sentence embeddings' cosine distance, or with `target` its log-probability drop (nats)."""
-    cos = torch.nn.functional.cosine_similarity
-    tokens = (1.0 - cos(switched.double(), base.double()[None], dim=-1)).clamp(min=0.0)  # (B, n)
+    tokens = cosine_distance(switched.double(), base.double()[None])  # (B, n)
     if target is None:
-        out = (1.0 - cos(pool(switched.double(), None), pool(base.double()[None], None), dim=-1)).clamp(min=0.0)
+        out = cosine_distance(pool(switched.double(), None), pool(base.double()[None], None))
     else:
         out = _log_probs(model, base[None], target) - _log_probs(model, switched, target)
     return tokens.cpu().numpy(), out.cpu().numpy()

@@ -11,6 +11,7 @@ import torch
 from ..models import Progress, Runner
 from ._model import check_query, expand, in_batches, with_gradients
 from .removal import along_output, gradient_scores, masked_states
+from .value_zeroing import cosine_distance
 
 
 def occlusion(model: Runner, text: str, query: int, *, progress: Progress | None = None) -> np.ndarray:
@@ -30,8 +31,7 @@ def occlusion(model: Runner, text: str, query: int, *, progress: Progress | None
         with model.gate.background():
             h0 = model.last_hidden(enc.inputs)[0, query]  # (d,)
         for part, (h,) in masked_states(model, enc, masks, mask_id, progress, last_only=True):
-            cos = torch.nn.functional.cosine_similarity(h[:, query], h0[None], dim=-1)
-            scores[targets[part]] = (1 - cos).double().cpu().numpy()
+            scores[targets[part]] = cosine_distance(h[:, query], h0[None]).double().cpu().numpy()
     return scores
 
 
