@@ -5,6 +5,9 @@ parts that write its score at the chosen cell and the heads it composes with (El
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Hashable
+from functools import partial
+from typing import TypeVar
 
 import numpy as np
 import streamlit as st
@@ -22,6 +25,21 @@ from .explain import code_span
 
 COMPOSE_TOP = 3  # earlier heads named a composition kind
 _HEAD = re.compile(r"L(\d+)H(\d+)")
+T = TypeVar("T")
+
+
+def queued(
+    context: Ctx, loaded: Loaded, kind: str, text: str, *parts: Hashable, label: str, make: Callable[[], T]
+) -> T | None:
+    """`make()` through the result cache under `kind`, in its turn in the queue (a message and
+    None where the model or the text is refused)."""
+
+    def compute(progress: Progress) -> T:
+        progress(0.0)
+        return make()
+
+    run = partial(work.cached_long, context, loaded, kind, text, *parts, label=label, fn=compute)
+    return widgets.attempt(run, kind, message=t("why.unsupported"))
 
 
 def _named(name: str, kinds: np.ndarray, lang: str) -> str:
@@ -81,17 +99,8 @@ def _composition_line(context: Ctx, loaded: Loaded, s: explain.ScoreSources, kin
     """The earlier heads it composes with: from the weights (K and Q) and on this sentence."""
     if s.layer == 0:
         return t("why.card_first_layer")
-    runner, lang = loaded.runner, context.lang
-
-    def compute(progress: Progress) -> explain.Composition:
-        progress(0.0)
-        return explain.composition(runner)
-
-    comp = widgets.attempt(
-        lambda: work.cached_long(context, loaded, "composition", "", label=t("why.computing_composition"), fn=compute),
-        "composition",
-        message=t("why.unsupported"),
-    )
+    lang, label = context.lang, t("why.computing_composition")
+    comp = queued(context, loaded, "composition", "", label=label, make=partial(explain.composition, loaded.runner))
     if comp is None:
         return ""
     weights = {kind: t("why.list_sep").join(f"{_named(f'L{a}H{b}', kinds, lang)} {v:.2f}"

@@ -13,11 +13,10 @@ import streamlit as st
 
 from ... import explain
 from ...explain.sources import SCORE_SOURCES_MAX_TOKENS
-from ...models import Progress
 from ...result import Attention, word_groups
 from ...views import head_label
 from ...views import why as why_views
-from .. import charts, runners, widgets, work
+from .. import charts, runners, widgets
 from ..runners import Loaded
 from ..state import Ctx, t
 from ..subject import Focus
@@ -94,20 +93,9 @@ def model_cell(
 def sources(
     context: Ctx, loaded: Loaded, text: str, layer: int, head: int, query: int, key: int
 ) -> explain.ScoreSources | None:
-    """`explain.score_sources` through the result cache, in its turn in the queue (a message and
-    None where the model or the text is refused)."""
-    runner = loaded.runner
-
-    def compute(progress: Progress) -> explain.ScoreSources:
-        progress(0.0)
-        return explain.score_sources(runner, text, layer, head, query, key)
-
-    label = t("why.computing")
-    return widgets.attempt(
-        lambda: work.cached_long(context, loaded, "why", text, layer, head, query, key, label=label, fn=compute),
-        "why",
-        message=t("why.unsupported"),
-    )
+    """`explain.score_sources` through the result cache, in its turn in the queue."""
+    make = partial(explain.score_sources, loaded.runner, text, layer, head, query, key)
+    return head_card.queued(context, loaded, "why", text, layer, head, query, key, label=t("why.computing"), make=make)
 
 
 def section(context: Ctx, focus: Focus) -> None:
