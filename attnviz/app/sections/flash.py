@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from ...lab.flash import FlashResult, flash_attention
+from ...lab.flash import flash_attention
 from ...views.flash import plain_attention, random_example, result_pair, step_rows, tile_grid
 from .. import charts, nav, widgets
 from ..state import Ctx, t
@@ -46,21 +46,15 @@ def _scores(ex: dict[str, Any]) -> np.ndarray:
     return s
 
 
-def _step(result: FlashResult) -> int:
-    """The step slider (1-based on screen), its value kept inside the steps of this block size."""
-    last = len(result.steps)
-    if last <= 1:  # one tile holds everything (a slider from 1 to 1 is an error in Streamlit)
-        return 0
-    widgets.clamp_kept("flash_step", 1, last, 1)
-    return int(st.slider(t("flash.step"), 1, last, key="flash_step", help=t("flash.step_help"))) - 1
-
-
 def walk(context: Ctx, p: Pair) -> None:
     """The step-by-step walk and its check against plain attention."""
     ex, tokens = _example(context, p)
     block = st.selectbox(t("flash.block"), BLOCKS, index=2, key="flash_block", help=t("flash.block_help"))
     result = flash_attention(ex["q"], ex["k"], ex["v"], block=int(block), causal=ex["causal"], scale=ex["scale"])
-    step = _step(result)
+    step, last = 0, len(result.steps)
+    if last > 1:  # the step slider, 1-based on screen (one tile holds everything: a slider from 1 to 1 is an error)
+        widgets.clamp_kept("flash_step", 1, last, 1)  # kept inside the steps of this block size
+        step = int(st.slider(t("flash.step"), 1, last, key="flash_step", help=t("flash.step_help"))) - 1
     with st.container(key="flash_walk"):
         left, right = st.columns([3, 2])
         with left:

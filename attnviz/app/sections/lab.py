@@ -111,8 +111,7 @@ def side_by_side(context: Ctx, p: Pair) -> None:
     defaults = o["scale"] and o["positions"] and not o["causal"] and o["weights"] == "pretrained"
     heads = p.mine.n_layers * p.mine.n_heads
     left, right = st.columns(2)  # the two maps first, the verdict on them under them
-    note = st.container(key="lab_compare_note")
-    with note:
+    with st.container(key="lab_compare_note"):
         if diff < SAME:
             st.success(t("lab.identical", diff=f"{diff:.1e}", heads=heads), icon=":material/check:")
         else:
