@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
+from torch.nn.utils.rnn import pad_sequence
 
 from ..result import OOM_CPU, Attention, Note
 from ..scratch import LayerParts, causal_mask, post_ln_layer, scaled_dot_product_attention
@@ -69,13 +70,18 @@ class Runner(Protocol):
 
     def attention_array(self, inputs: Inputs) -> np.ndarray: ...
 
-    def attention_maps(self, inputs: Inputs) -> list[torch.Tensor]: ...
+    def attention_maps(self, inputs: Inputs) -> list[torch.Tensor]:
+        """One (B, heads, n, n) tensor per layer."""
 
     def attend_batch(self, texts: list[str], max_tokens: int | None = None) -> list[Attention]: ...
 
-    def last_hidden(self, inputs: Inputs, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor: ...
+    def last_hidden(self, inputs: Inputs, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        """Final hidden states (B, n, d); with `inputs_embeds` (B, n, d) in place of the word
+        embeddings of `inputs["input_ids"]` (for gradients). Not under inference mode here:
+        callers choose."""
 
-    def input_embeddings(self) -> torch.nn.Embedding: ...
+    def input_embeddings(self) -> torch.nn.Embedding:
+        """The word-embedding table (vocab, d)."""
 
     def layers(self) -> list[LayerParts]: ...
 
@@ -83,7 +89,8 @@ class Runner(Protocol):
 
     def unembed(self, hidden: torch.Tensor) -> torch.Tensor: ...
 
-    def hidden_states(self, inputs: Inputs) -> list[torch.Tensor]: ...
+    def hidden_states(self, inputs: Inputs) -> list[torch.Tensor]:
+        """The hidden state entering each layer, then the last layer's output: L + 1 tensors (B, n, d)."""
 
     def result(self, enc: Encoded, weights: np.ndarray) -> Attention: ...
 
@@ -132,12 +139,10 @@ def traced(
     return weights, records
 
 
-class RunnerBase:
-    """What the pretrained and the scratch runner share."""
+class RunnerBase(Runner):
+    """What every runner shares; a subclass gives the forward passes (`attention_maps`,
+    `last_hidden`, `hidden_states`) and `input_embeddings`."""
 
-    name: str
-    n_layers: int
-    n_heads: int
     causal: bool = False
     kv_heads: np.ndarray | None = None  # (heads,) the key/value head each query head reads
 
@@ -151,25 +156,7 @@ class RunnerBase:
         self._cpu_twin: RunnerBase | None = None
         self._switch_lock = threading.Lock()  # head switches change the model for everyone: one at a time
 
-    # --- subclasses ------------------------------------------------------------------------
-
-    def attention_maps(self, inputs: Inputs) -> list[torch.Tensor]:
-        """One (B, heads, n, n) tensor per layer."""
-        raise NotImplementedError
-
-    def last_hidden(self, inputs: Inputs, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
-        """Final hidden states (B, n, d); with `inputs_embeds` (B, n, d) in place of the word
-        embeddings of `inputs["input_ids"]` (for gradients). Not under inference mode here:
-        callers choose."""
-        raise NotImplementedError
-
-    def hidden_states(self, inputs: Inputs) -> list[torch.Tensor]:
-        """The hidden state entering each layer, then the last layer's output: L + 1 tensors (B, n, d)."""
-        raise NotImplementedError
-
-    def input_embeddings(self) -> torch.nn.Embedding:
-        """The word-embedding table (vocab, d)."""
-        raise NotImplementedError
+    # --- what a runner without a language-model head or a known layout answers ------------------
 
     def next_token_logits(self, text: str, max_tokens: int | None = None) -> np.ndarray:
         """A causal LM's logits (vocab,) for the token after `text`. ValueError without an LM head."""
@@ -258,22 +245,19 @@ class RunnerBase:
         encs = [self.encode(text, max_tokens) for text in texts]
         if not encs:
             return []
-        width = max(int(e.inputs["input_ids"].shape[1]) for e in encs)
         pad_id = getattr(self.tokenizer, "pad_token_id", None) or 0
-        batch: Inputs = {}
-        for name in encs[0].inputs:
-            fill = pad_id if name == "input_ids" else 0
-            rows = [
-                torch.nn.functional.pad(e.inputs[name], (0, width - e.inputs[name].shape[1]), value=fill) for e in encs
-            ]
-            batch[name] = torch.cat(rows)  # (B, width); attention_mask is 0 on the padding
+        batch = {  # (B, width), right-padded; attention_mask is 0 on the padding
+            name: pad_sequence(
+                [e.inputs[name][0] for e in encs], batch_first=True, padding_value=pad_id if name == "input_ids" else 0
+            )
+            for name in encs[0].inputs
+        }
         with self.gate.interactive(), torch.inference_mode():
             stacked = torch.stack(self._maps(batch), dim=1).float().cpu()  # (B, L, H, width, width)
-        out = []
-        for b, enc in enumerate(encs):
-            n = int(enc.inputs["input_ids"].shape[1])
-            out.append(self.result(enc, stacked[b, :, :, :n, :n].contiguous().numpy()))
-        return out
+        return [
+            self.result(enc, stacked[b, :, :, : len(enc.tokens), : len(enc.tokens)].contiguous().numpy())
+            for b, enc in enumerate(encs)
+        ]
 
     def attention_array(self, inputs: Inputs) -> np.ndarray:
         """All layers' weights of a batch of one as a float32 numpy array (L, H, n, n)."""

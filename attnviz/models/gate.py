@@ -98,11 +98,6 @@ def _priority(visitor: str) -> float:
         return 0.0
 
 
-def _charge(visitor: str, seconds: float) -> None:
-    with contextlib.suppress(Exception):
-        _HOOKS.charge(visitor, seconds)
-
-
 def memory_budget_mb() -> float:
     """The server's memory budget in MB (`configure(memory_mb=...)`; 0: none)."""
     return _HOOKS.memory_mb
@@ -221,7 +216,8 @@ def charged(visitor: str) -> Iterator[None]:
     try:
         yield
     finally:
-        _charge(visitor, time.monotonic() - start)
+        with contextlib.suppress(Exception):  # a broken hook must never stop a model pass
+            _HOOKS.charge(visitor, time.monotonic() - start)
 
 
 @contextlib.contextmanager

@@ -12,15 +12,13 @@ import torch
 SMALL_INPUT_TOKENS = 128  # up to this many tokens a CPU forward runs on one thread
 
 
-@contextlib.contextmanager
-def cpu_threads_for(n_tokens: int, device: torch.device) -> Iterator[None]:
+def cpu_threads_for(n_tokens: int, device: torch.device) -> contextlib.AbstractContextManager[None]:
     """One torch thread for a short input's CPU forward, then the thread count as it was.
 
     Two OpenMP threads wait on each other at every op's barrier, and when other work holds a
     core that wait is a time slice (bench/README.md); a short input gains nothing from a second
     thread anyway, a long one keeps torch's default."""
-    with torch_threads(1 if device.type == "cpu" and n_tokens <= SMALL_INPUT_TOKENS else None):
-        yield
+    return torch_threads(1 if device.type == "cpu" and n_tokens <= SMALL_INPUT_TOKENS else None)
 
 
 @contextlib.contextmanager

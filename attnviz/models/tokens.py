@@ -38,20 +38,12 @@ class Encoded:
 
     def attention(self, weights: np.ndarray, model: str, device: str, causal: bool, kv_heads: Any) -> Attention:
         """The `Attention` of these tokens with `weights` (L, H, n, n)."""
-        return Attention(
-            tokens=self.tokens,
-            weights=weights,
-            model=model,
-            device=device,
-            truncated=self.truncated,
-            special=self.special,
-            word_ids=self.word_ids,
-            text=self.text,
-            causal=causal,
-            kv_heads=kv_heads,
-            spans=self.spans,
-            n_input_tokens=self.n_input_tokens,
-        )
+        shared = {name: getattr(self, name) for name in _TO_ATTENTION}
+        return Attention(weights=weights, model=model, device=device, causal=causal, kv_heads=kv_heads, **shared)
+
+
+# the fields an `Attention` takes from its `Encoded` as they are
+_TO_ATTENTION = ("tokens", "special", "word_ids", "truncated", "n_input_tokens", "text", "spans")
 
 
 def build_encoded(
@@ -209,13 +201,8 @@ def encode_counted(tokenizer: Any, text: str, limit: int | None) -> tuple[Any, i
 def model_inputs(tokenizer: Any, enc: Any) -> dict[str, list[int]]:
     """The inputs a model takes of an encoding, as transformers' call returns them by default:
     the ids, and the token types and attention mask where the tokenizer's model takes them."""
-    names = tokenizer.model_input_names
-    data = {"input_ids": enc.ids}
-    if "token_type_ids" in names:
-        data["token_type_ids"] = enc.type_ids
-    if "attention_mask" in names:
-        data["attention_mask"] = enc.attention_mask
-    return data
+    every = {"input_ids": enc.ids, "token_type_ids": enc.type_ids, "attention_mask": enc.attention_mask}
+    return {k: v for k, v in every.items() if k == "input_ids" or k in tokenizer.model_input_names}
 
 
 def count_tokens(tokenizer: Any, text: str, pair: str | None = None) -> int:
