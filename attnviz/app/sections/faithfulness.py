@@ -191,15 +191,10 @@ def scoreboard_section(context: Ctx, s: Subject, query: int) -> None:
             st.markdown(t("fx.best_rank", method=label(ranked), rho=f"{board.row(ranked).spearman:.2f}"))
         agreement = views.layer_agreement(board, position=position, lang=context.lang)
         charts.chart(agreement, key="chart_layer_agreement")
-        doubts()
-
-
-def doubts() -> None:
-    """These metrics are themselves debated: say so beside the numbers, with sources."""
-    with st.container(key="scoreboard_doubts", border=True):
-        st.markdown(f"**{t('fx.doubt_title')}**")
-        st.markdown(t("fx.doubt_body"))
-        st.markdown("\n".join(f"- {who}: [{title}]({url})" for who, title, url in SOURCES))
+        with st.container(key="scoreboard_doubts", border=True):  # the metrics are themselves debated: sources
+            st.markdown(f"**{t('fx.doubt_title')}**")
+            st.markdown(t("fx.doubt_body"))
+            st.markdown("\n".join(f"- {who}: [{title}]({url})" for who, title, url in SOURCES))
 
 
 def _average() -> dict[str, Any] | None:
