@@ -68,7 +68,9 @@ def analyse(
     for batch in batches(items, batch_size, L * H):
         live = [it for i in batch if (it := items[i]) is not None]
         with runner.gate.background(), torch.inference_mode():
-            maps = _forward(runner, live)
+            maps = runner.attention_maps(padded(runner, live))  # one (B, H, w, w) tensor a layer
+            if not maps or any(m is None for m in maps):
+                raise ValueError(f"model '{runner.name}' returned no attention weights")
             per_layer = [_layer_stats(m, live) for m in maps]
         values = torch.stack(per_layer, dim=2).numpy()  # (stats, B, L, H)
         for k, name in enumerate(STATS):
@@ -134,52 +136,31 @@ def padded(runner: Runner, items: list[Item]) -> dict[str, torch.Tensor]:
     return inputs
 
 
-def _forward(runner: Runner, items: list[Item]) -> list[torch.Tensor]:
-    """Attention of a right-padded batch: one (B, H, w, w) tensor a layer."""
-    maps = runner.attention_maps(padded(runner, items))
-    if not maps or any(m is None for m in maps):
-        raise ValueError(f"model '{runner.name}' returned no attention weights")
-    return maps
-
-
 def _layer_stats(a: torch.Tensor, items: list[Item]) -> torch.Tensor:
     """One layer's statistics for a padded batch a (B, H, w, w): (len(STATS), B, H) on the CPU.
     Entropy is smoothed as in explain.head_stats: p = c (A + eps) with c = 1 / (1 + n eps)."""
     w = a.shape[-1]
     a = a.float()
     dev = a.device
+    zero = torch.zeros((), device=dev)
     n = torch.tensor([it.n for it in items], dtype=torch.float32, device=dev)  # (B,)
     valid = torch.arange(w, device=dev)[None, :] < n[:, None]  # (B, w)
     cell = valid[:, None, :, None] & valid[:, None, None, :]  # (B, 1, w, w)
     eps = ENTROPY_SMOOTHING
     q = a + eps
-    qlogq = torch.where(cell, q * torch.log(q), torch.zeros((), device=dev)).sum((-1, -2))  # (B, H)
+    qlogq = torch.where(cell, q * torch.log(q), zero).sum((-1, -2))  # (B, H)
     c = 1.0 / (1.0 + n * eps)
     entropy = -(torch.log(c)[:, None] + c[:, None] * qlogq / n[:, None])  # (B, H)
     log_n = torch.log(n).clamp_min(1e-12)[:, None]
-    entropy_rel = torch.where(n[:, None] > 1, entropy / log_n, torch.zeros((), device=dev))
-    rows = torch.where(cell, a, torch.zeros((), device=dev))  # padding rows and columns out
+    entropy_rel = torch.where(n[:, None] > 1, entropy / log_n, zero)
+    rows = torch.where(cell, a, zero)  # padding rows and columns out
     received = rows.sum(-2) / n[:, None, None]  # (B, H, w): mean attention each column receives
     groups = _groups(items, w).to(dev)  # (3, B, w): [CLS], [SEP], punctuation columns
     cls, sep, punct = ((received * g[:, None, :]).sum(-1) for g in groups)
-    pairs = (n - 1).clamp_min(1)[:, None]
-    off = valid[:, None, 1:]  # rows i >= 1 (prev) and rows i <= n - 2 (next) of a valid pair
-    diag = torch.where(valid[:, None, :], torch.diagonal(a, dim1=-2, dim2=-1), torch.zeros((), device=dev))
-    prev = torch.where(off, torch.diagonal(a, offset=-1, dim1=-2, dim2=-1), torch.zeros((), device=dev))
-    nxt = torch.where(off, torch.diagonal(a, offset=1, dim1=-2, dim2=-1), torch.zeros((), device=dev))
-    single = n[:, None] <= 1
-    zero = torch.zeros((), device=dev)
-    out = [
-        entropy,
-        entropy_rel,
-        diag.sum(-1) / n[:, None],
-        torch.where(single, zero, prev.sum(-1) / pairs),
-        torch.where(single, zero, nxt.sum(-1) / pairs),
-        cls,
-        sep,
-        punct,
-    ]
-    return torch.stack(out).cpu()
+    pairs = (n - 1).clamp_min(1)[:, None]  # (i, i - 1) and (i, i + 1) pairs of valid tokens
+    # padding is out of `rows`: its diagonals hold the self, previous and next weights of valid pairs only
+    diag, prev, nxt = (torch.diagonal(rows, offset=o, dim1=-2, dim2=-1).sum(-1) for o in (0, -1, 1))
+    return torch.stack([entropy, entropy_rel, diag / n[:, None], prev / pairs, nxt / pairs, cls, sep, punct]).cpu()
 
 
 def _groups(items: list[Item], width: int) -> torch.Tensor:

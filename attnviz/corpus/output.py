@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import json
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,15 +62,14 @@ def finish(store: Store, settings: dict[str, Any], n_shards: int, engine: str) -
 
     L, H = _shape(store, n_shards)
     counts = {"lines_read": 0, "analysed": 0, "truncated": 0}
-    reasons: dict[str, int] = {}
+    reasons: Counter[str] = Counter()
     moments = _Moments(L * H)
     with store.writing("sentences.parquet") as tmp:
         writer = None
         for shard in range(n_shards):
             table = store.read_table(part_name(shard))
             counts["lines_read"] += table.num_rows
-            for reason in table.column("skip").drop_null().to_pylist():
-                reasons[reason] = reasons.get(reason, 0) + 1
+            reasons.update(table.column("skip").drop_null().to_pylist())
             kept = table.filter(pc.is_null(table.column("skip"))).select(SENTENCE_COLUMNS)
             counts["analysed"] += kept.num_rows
             counts["truncated"] += int(pc.sum(kept.column("truncated")).as_py() or 0)
@@ -89,7 +89,7 @@ def finish(store: Store, settings: dict[str, Any], n_shards: int, engine: str) -
         "layers": L,
         "heads": H,
         **counts,
-        "skipped": sum(reasons.values()),
+        "skipped": reasons.total(),
         "skipped_by_reason": dict(sorted(reasons.items())),
     }
     _write_report(store, report, n_shards)

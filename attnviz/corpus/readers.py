@@ -65,8 +65,7 @@ class Source:
         return min(1.0, self._read / self._total) if self._total else 1.0
 
     def records(self) -> Iterator[Record]:
-        reader = {"txt": self._lines, "jsonl": self._lines, "csv": self._csv, "parquet": self._parquet}[self.kind]
-        yield from reader()
+        return {"txt": self._lines, "jsonl": self._lines, "csv": self._csv, "parquet": self._parquet}[self.kind]()
 
     def _lines(self) -> Iterator[Record]:
         # A JSON line may spell a character in up to 12 bytes ("\ud83d\ude00"); text needs 4 at most.

@@ -85,14 +85,8 @@ def _settings_of(raw: bytes) -> Any:
 
 def shards_of(source: Source, shard_size: int, limit: int | None) -> Iterator[tuple[int, list[Record]]]:
     """(shard number, its records) in input order, at most `limit` records in all."""
-    records = source.records() if limit is None else islice(source.records(), limit)
-    shard = 0
-    while True:
-        chunk = list(islice(records, shard_size))
-        if not chunk:
-            return
-        yield shard, chunk
-        shard += 1
+    records = islice(source.records(), limit)
+    return enumerate(iter(lambda: list(islice(records, shard_size)), []))  # chunks until the empty one
 
 
 def shard_schema(n_layers: int, n_heads: int) -> pa.Schema:

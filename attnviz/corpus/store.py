@@ -98,13 +98,9 @@ class Store:
         return pq.ParquetWriter(tmp, schema, compression="zstd", filesystem=self.fs)
 
     def remove(self, name: str) -> None:
-        import pyarrow.fs as pafs
-
-        info = self.fs.get_file_info(self.path(name))
-        if info.type == pafs.FileType.Directory:
+        """Delete the folder `name` with what it holds, if it is there."""
+        if self.exists(name):
             self.fs.delete_dir(self.path(name))
-        elif info.type == pafs.FileType.File:
-            self.fs.delete_file(self.path(name))
 
 
 def _fsync_file(path: str) -> None:
