@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -19,7 +19,7 @@ from ..models.base import Encoded, kv_shape
 from ..models.scratch_runner import ScratchModel
 from ..models.tokens import model_limit, token_limit
 from .attention import Cancel, LongAttention, check_cancel
-from .capture import Kept, run_hf, run_scratch
+from .capture import run_hf, run_scratch
 
 Progress = Callable[[int, int], None]  # (layers done, layers)
 
@@ -30,12 +30,11 @@ class LongSettings:
     head_mb: int = 1024
 
 
-def long_settings(env: Mapping[str, str] | None = None) -> LongSettings:
-    env = os.environ if env is None else env
-    demo = env_flag(env, "ATTNVIZ_DEMO")
+def long_settings() -> LongSettings:
+    demo = env_flag(os.environ, "ATTNVIZ_DEMO")
     return LongSettings(
-        max_tokens=env_int(env, "ATTNVIZ_LONG_TOKENS", 2048 if demo else 8192, 2),
-        head_mb=env_int(env, "ATTNVIZ_LONG_HEAD_MB", 64 if demo else 1024, 1),
+        max_tokens=env_int(os.environ, "ATTNVIZ_LONG_TOKENS", 2048 if demo else 8192, 2),
+        head_mb=env_int(os.environ, "ATTNVIZ_LONG_HEAD_MB", 64 if demo else 1024, 1),
     )
 
 
@@ -106,8 +105,14 @@ def attend_long(
         check_cancel(cancel)
 
     check(0)
+    hf = getattr(model, "hf_model", None)
+    if not isinstance(model, ScratchModel) and hf is None:
+        raise ValueError(f"model '{model.name}' has no long mode (a Hugging Face model or the scratch encoder has)")
     with model.gate.interactive():
-        kept = _forward(model, enc.inputs, check)
+        if isinstance(model, ScratchModel):
+            kept = run_scratch(model.encoder, model.layers(), enc.inputs, check)
+        else:
+            kept = run_hf(hf, enc.inputs, check)
     if len(kept.queries) != n_layers:
         raise ValueError(f"model '{model.name}' ran {len(kept.queries)} of its {n_layers} layers in the long mode")
     if progress is not None:
@@ -127,15 +132,6 @@ def attend_long(
         truncated=enc.truncated,
         n_input_tokens=enc.n_input_tokens,
     )
-
-
-def _forward(model: Any, inputs: dict[str, torch.Tensor], check: Callable[[int], None]) -> Kept:
-    if isinstance(model, ScratchModel):
-        return run_scratch(model.encoder, model.layers(), inputs, check)
-    hf = getattr(model, "hf_model", None)
-    if hf is None:
-        raise ValueError(f"model '{model.name}' has no long mode (a Hugging Face model or the scratch encoder has)")
-    return run_hf(hf, inputs, check)
 
 
 def scratch_model(max_positions: int = 8192, seed: int = 0, **shape: int) -> ScratchModel:
