@@ -82,11 +82,12 @@ _LAYER_NAMES = {
 }
 
 
-def _config(f: E5File) -> Any:
-    from transformers import BertConfig
+def build_bert(f: E5File) -> Any:
+    """A transformers `BertModel` (eager attention, eval mode) carrying the file's weights."""
+    from transformers import BertConfig, BertModel
 
-    return BertConfig(
-        vocab_size=f.vocab_rows,
+    config = BertConfig(
+        vocab_size=f.pad + 1,  # a float32 table would be 384 MB: built with two rows, replaced below
         hidden_size=f.hidden,
         num_hidden_layers=f.layers,
         num_attention_heads=f.heads,
@@ -101,14 +102,6 @@ def _config(f: E5File) -> Any:
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
     )
-
-
-def build_bert(f: E5File) -> Any:
-    """A transformers `BertModel` (eager attention, eval mode) carrying the file's weights."""
-    from transformers import BertModel
-
-    config = _config(f)
-    config.vocab_size = f.pad + 1  # a float32 table would be 384 MB: built with two rows, replaced below
     config._attn_implementation = "eager"
     with torch.random.fork_rng(devices=[]):  # the random initialisation is overwritten below
         model = BertModel(config, add_pooling_layer=False)

@@ -73,10 +73,7 @@ class _Cursor:
         self.buf, self.at = buf, at
 
     def take(self, fmt: str) -> tuple[int | float, ...]:
-        size = struct.calcsize("<" + fmt)
-        out = struct.unpack("<" + fmt, self.buf[self.at : self.at + size].tobytes())
-        self.at += size
-        return out
+        return struct.unpack("<" + fmt, self.raw(struct.calcsize("<" + fmt)))
 
     def array(self, dtype: str, count: int) -> np.ndarray:
         out = np.frombuffer(self.buf, dtype=dtype, count=count, offset=self.at)

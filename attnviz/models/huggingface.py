@@ -185,15 +185,10 @@ def vocab_string(tokenizer: Any, token_id: int) -> str:
 
 @functools.cache
 def _byte_decoder() -> dict[str, int]:
-    """GPT-2's byte-level alphabet: the printable character that stands for each byte."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("\xa1"), ord("\xac") + 1), *range(ord("\xae"), 256)]
-    chars, extra = list(keep), 0
-    for b in range(256):
-        if b not in keep:
-            keep.append(b)
-            chars.append(256 + extra)
-            extra += 1
-    return {chr(c): b for b, c in zip(keep, chars, strict=True)}
+    """GPT-2's byte-level alphabet: the byte each printable character stands for."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    return {c: b for b, c in bytes_to_unicode().items()}
 
 
 def _layer_parts(hf: Any, name: str) -> list[LayerParts]:

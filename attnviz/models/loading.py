@@ -14,15 +14,13 @@ import torch
 from ..scratch import ScratchEncoder
 from . import hub
 from .base import ModelLoadError
-from .e5 import E5_MODEL, load_e5_runner
+from .e5 import load_e5_runner
 from .gate import gate_for
 from .huggingface import PretrainedModel
 from .minilm_numpy import QuickTokenizer, embedded_model_dir
-from .minilm_quick import QuickMiniLM
-from .minilm_quick import scratch_config as _scratch_config
-from .names import EMBEDDED_MODEL, check_model_name
+from .minilm_quick import QuickMiniLM, scratch_config
+from .names import E5_MODEL, EMBEDDED_MODEL, SMOLLM2_MODEL, check_model_name
 from .scratch_runner import ScratchModel
-from .smollm2 import NAME as SMOLLM2_MODEL
 from .smollm2 import load_smollm2
 from .tokens import DEFAULT_MAX_TOKENS
 
@@ -92,7 +90,7 @@ def load_model(
         if name == "scratch":
             runner = _load_scratch(dev, scale, positions, causal, weights, seed, max_tokens)
         elif name == EMBEDDED_MODEL:  # on the CPU: transformers only on first need (models/minilm_quick.py)
-            full = partial(_locked, _load_hf, str(embedded_model_dir()), dev, max_tokens, EMBEDDED_MODEL)
+            full = partial(_load_hf, str(embedded_model_dir()), dev, max_tokens, EMBEDDED_MODEL)
             runner = QuickMiniLM(embedded_model_dir(), dev, max_tokens, full) if dev.type == "cpu" else full()
         elif name == E5_MODEL:
             runner = load_e5_runner(dev, max_tokens)
@@ -105,11 +103,6 @@ def load_model(
     if dev.type != "cpu":
         runner._reload = partial(load_model, name, "cpu", max_tokens=max_tokens, **options)  # type: ignore[arg-type]
     return runner
-
-
-def _locked(load: Any, *args: Any) -> Any:
-    with _LOAD_LOCK:
-        return load(*args)
 
 
 def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_name: str) -> PretrainedModel:
@@ -129,8 +122,9 @@ def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_nam
     source = str(local) if is_dir else path_or_id
     try:
         # quiet (no load reports, progress bars, retry chatter); with the hub out of reach, the
-        # local cache only, and an id not in it fails at once, before transformers is imported
-        with hub.prepare(source):
+        # local cache only, and an id not in it fails at once, before transformers is imported;
+        # under the load lock, as the quick MiniLM's full load comes outside load_model
+        with _LOAD_LOCK, hub.prepare(source):
             _import_transformers()
             from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
@@ -159,8 +153,8 @@ def _load_scratch(
     folder = embedded_model_dir()
     # MiniLM's tokenizer.json through the `tokenizers` library: the scratch model tokenises without
     # importing transformers' BERT code (seconds); transformers' tokenizer loads on a first need.
-    tokenizer = QuickTokenizer(folder, _hf_tokenizer)
-    cfg = _scratch_config(folder, scale=scale, positions=positions, causal=causal)
+    tokenizer = QuickTokenizer.from_folder(folder, _hf_tokenizer)
+    cfg = scratch_config(folder, scale=scale, positions=positions, causal=causal)
     if weights == "random":
         cfg = replace(cfg, sinusoidal=True)
         with torch.random.fork_rng(devices=[]):

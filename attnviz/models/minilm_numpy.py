@@ -64,47 +64,43 @@ class QuickTokenizer:
     split_special_tokens = False  # transformers' defaults, read without loading it
     truncation_side = "right"
 
-    def __init__(self, folder: Path, real: Callable[[], Any]):
-        from tokenizers import Tokenizer
-
-        settings = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-        self._setup(
-            Tokenizer.from_file(str(folder / "tokenizer.json")),
-            real,
-            int(settings.get("model_max_length", 512)),
-            str(settings.get("unk_token", "[UNK]")),
-            str(settings.get("pad_token", "[PAD]")),  # a corpus batch pads with it
-            str(settings.get("mask_token", "[MASK]")),  # occlusion masks with it
-            ["input_ids", "token_type_ids", "attention_mask"],  # BERT's
-        )
-
-    @classmethod
-    def of(cls, backend: Any, real: Callable[[], Any], model_max_length: int, unk: str, pad: str) -> QuickTokenizer:
-        """One over a `tokenizers.Tokenizer` built in code (the training lab's), `real()` the
-        PreTrainedTokenizerFast wrapping it (no token types, no mask token)."""
-        self = cls.__new__(cls)
-        self._setup(backend, real, model_max_length, unk, pad, None, ["input_ids", "attention_mask"])
-        return self
-
-    def _setup(
+    def __init__(
         self,
         backend: Any,
         real: Callable[[], Any],
         model_max_length: int,
         unk: str,
         pad: str,
-        mask: str | None,
-        input_names: list[str],
+        mask: str | None = None,
+        input_names: tuple[str, ...] = ("input_ids", "attention_mask"),
     ) -> None:
+        """One over a `tokenizers.Tokenizer`, `real()` the PreTrainedTokenizerFast wrapping it
+        (the training lab's: no token types, no mask token)."""
         self._backend = backend
         self._backend.no_padding()  # the file pads to 128: transformers turns that off per call
         self._real = real
         self.model_max_length = model_max_length
-        self.model_input_names = input_names
+        self.model_input_names = list(input_names)
         self.unk_token, self.pad_token = unk, pad
         self.unk_token_id = self._backend.token_to_id(unk)
         self.pad_token_id = self._backend.token_to_id(pad)
         self.mask_token_id = None if mask is None else self._backend.token_to_id(mask)
+
+    @classmethod
+    def from_folder(cls, folder: Path, real: Callable[[], Any]) -> QuickTokenizer:
+        """MiniLM's, from the model folder's tokenizer.json and tokenizer_config.json."""
+        from tokenizers import Tokenizer
+
+        settings = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        return cls(
+            Tokenizer.from_file(str(folder / "tokenizer.json")),
+            real,
+            int(settings.get("model_max_length", 512)),
+            str(settings.get("unk_token", "[UNK]")),
+            str(settings.get("pad_token", "[PAD]")),  # a corpus batch pads with it
+            str(settings.get("mask_token", "[MASK]")),  # occlusion masks with it
+            ("input_ids", "token_type_ids", "attention_mask"),  # BERT's
+        )
 
     @property
     def backend_tokenizer(self) -> Any:
@@ -131,9 +127,7 @@ class QuickTokenizer:
             import torch
 
             data = {k: torch.tensor([v], dtype=torch.long) for k, v in data.items()}
-        elif tensors == "np":
-            data = {k: np.asarray([v], dtype=np.int64) for k, v in data.items()}
-        elif tensors is not None:
+        elif tensors is not None:  # numpy arrays and the rest: transformers' own
             return self._handed_on(text, **kwargs)
         return QuickEncoding(data, list(enc.word_ids))
 
@@ -242,7 +236,7 @@ class NumpyMiniLM:
         self.head_dim = int(c["hidden_size"]) // self.n_heads
         self.eps = float(c["layer_norm_eps"])
         self.max_positions = int(c["max_position_embeddings"])
-        self.tokenizer = QuickTokenizer(folder, real_tokenizer)
+        self.tokenizer = QuickTokenizer.from_folder(folder, real_tokenizer)
         state = {k.removeprefix("bert."): v for k, v in load_file(str(folder / "model.safetensors")).items()}
         self.w: dict[str, np.ndarray] = {k: v for k, v in state.items() if v.dtype == np.float32}
 

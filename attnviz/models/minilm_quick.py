@@ -10,7 +10,6 @@ tests/test_coldstart_quick.py holds the two paths equal (1e-5).
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -61,14 +60,11 @@ def _run(encoder: ScratchEncoder, inputs: Inputs, slots: Sequence[torch.Tensor |
     x = encoder.ln_embeddings(x + encoder.position_embeddings(torch.arange(ids.shape[1], device=ids.device))[None])
     keep = inputs.get("attention_mask")
     mask = None if keep is None or bool(keep.all()) else padding_mask(keep, x.dtype)
+    B, T, _ = x.shape
     for layer, slot in zip(encoder.layers, slots, strict=True):
         p = cast(EncoderLayer, layer).parts()
-        B, T, _ = x.shape
-
-        def split(t: torch.Tensor, B: int = B, T: int = T, H: int = p.n_heads, hs: int = p.head_dim) -> torch.Tensor:
-            return t.view(B, T, H, hs).transpose(1, 2)  # (B, H, T, hs)
-
-        y, _ = scaled_dot_product_attention(split(p.query(x)), split(p.key(x)), split(p.value(x)), mask, out=slot)
+        q, k, v = (t.view(B, T, p.n_heads, p.head_dim).transpose(1, 2) for t in (p.query(x), p.key(x), p.value(x)))
+        y, _ = scaled_dot_product_attention(q, k, v, mask, out=slot)  # (B, H, T, hs)
         attn = p.output(y.transpose(1, 2).reshape(B, T, p.n_heads * p.head_dim))
         mid = p.ln_attention(x + attn)
         x = p.ln_ff(mid + p.ff_out(p.activation(p.ff_in(mid))))
@@ -76,8 +72,9 @@ def _run(encoder: ScratchEncoder, inputs: Inputs, slots: Sequence[torch.Tensor |
 
 
 def scratch_config(folder: Path, **switches: bool) -> EncoderConfig:
-    """A BERT config.json as the scratch encoder's config (`switches`: its extra fields)."""
-    c = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    """A BERT config.json (`bert_config`: GELU, or refused) as the scratch encoder's config
+    (`switches`: its extra fields)."""
+    c = bert_config(folder)
     return EncoderConfig(
         vocab_size=c["vocab_size"],
         max_positions=c["max_position_embeddings"],
@@ -100,12 +97,11 @@ class QuickMiniLM(PretrainedModel):
     def __init__(self, folder: Path, device: torch.device, max_tokens: int, full: Callable[[], PretrainedModel]):
         from safetensors.torch import load_file
 
-        bert_config(folder)  # refused unless a BERT encoder with GELU
         cfg = scratch_config(folder)
         self._full_loader = full
         self._full: PretrainedModel | None = None
         self._full_lock = threading.RLock()
-        tokenizer = QuickTokenizer(folder, lambda: self.loaded().tokenizer)
+        tokenizer = QuickTokenizer.from_folder(folder, lambda: self.loaded().tokenizer)
         RunnerBase.__init__(
             self, cast(Any, tokenizer), device, max_tokens, min(tokenizer.model_max_length, cfg.max_positions)
         )

@@ -22,8 +22,8 @@ import torch
 from . import hub
 from .base import ModelLoadError
 from .huggingface import PretrainedModel
+from .names import SMOLLM2_MODEL
 
-NAME = "smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MARKER = "attnviz-complete.json"
 _FORMAT = 1  # bump when what the cache folder holds changes
@@ -75,7 +75,7 @@ def is_complete(folder: Path) -> bool:
 def ensure_cache(gguf: Path | None = None) -> Path:
     """The float32 folder of this GGUF file, converted now if missing, half-written or stale."""
     gguf = gguf or gguf_path()
-    folder = cache_root() / f"{NAME}-{_key(gguf)}"
+    folder = cache_root() / f"{SMOLLM2_MODEL}-{_key(gguf)}"
     if is_complete(folder):
         return folder
     with _CONVERTING:  # two visitors choosing the model at once convert it once
@@ -144,8 +144,8 @@ def load_smollm2(device: torch.device, max_tokens: int) -> PretrainedModel:
     except Exception as exc:  # a missing gguf package, a full disk, a damaged file...
         reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise ModelLoadError(
-            f"could not load model '{NAME}' ({reason}); its cache is {cache_root()} (ATTNVIZ_MODEL_CACHE)",
-            public=f"could not load model '{NAME}' on this server",
+            f"could not load model '{SMOLLM2_MODEL}' ({reason}); its cache is {cache_root()} (ATTNVIZ_MODEL_CACHE)",
+            public=f"could not load model '{SMOLLM2_MODEL}' on this server",
         ) from exc
     model.eval().to(device)
-    return PretrainedModel(NAME, model.model, tokenizer, device, max_tokens, lm_head=model.lm_head)
+    return PretrainedModel(SMOLLM2_MODEL, model.model, tokenizer, device, max_tokens, lm_head=model.lm_head)

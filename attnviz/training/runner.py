@@ -53,7 +53,7 @@ def build_tokenizer(vocab: list[str], char_level: bool, max_len: int) -> PreTrai
                 )
             return real[0]
 
-    return cast("PreTrainedTokenizerFast", QuickTokenizer.of(tok, full, max_len, UNK, PAD))
+    return cast("PreTrainedTokenizerFast", QuickTokenizer(tok, full, max_len, UNK, PAD))
 
 
 class TrainedModel(RunnerBase):
