@@ -50,12 +50,10 @@ def permutation(tokens_a: list[str], tokens_b: list[str]) -> list[int] | None:
     None when B is not a reordering of A."""
     if sorted(tokens_a) != sorted(tokens_b):
         return None
-    used: set[int] = set()
-    perm = []
-    for tok in tokens_a:
-        j = next(j for j, other in enumerate(tokens_b) if other == tok and j not in used)
-        used.add(j)
-        perm.append(j)
+    order_a, order_b = (sorted(range(len(t)), key=t.__getitem__) for t in (tokens_a, tokens_b))
+    perm = [0] * len(tokens_a)
+    for i, j in zip(order_a, order_b, strict=True):  # stable sorts line up equal tokens in order of occurrence
+        perm[i] = j
     return perm
 
 

@@ -12,7 +12,7 @@ arithmetic is plain attention's n^2 d, only memory is saved. Float64 numpy, ever
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,8 +37,8 @@ class FlashResult:
     """output (n_q, d_v) float64, the record of every step, and the block size used."""
 
     output: np.ndarray
-    steps: list[FlashStep] = field(default_factory=list)
-    block: int = 0
+    steps: list[FlashStep]
+    block: int
 
     @property
     def largest_block_bytes(self) -> int:
