@@ -99,28 +99,14 @@ class Generation:
         return self.writer
 
     def summary(self) -> dict[str, Any]:
-        """The steps without their rows, as plain JSON types (the command line's --json, which
-        adds the prompt as "text")."""
+        """The steps without their rows, as JSON types (the command line's --json, which adds
+        the prompt as "text")."""
+        head = ("model", "written", "tokens", "n_prompt", "temperature", "top_k", "seed")
+        kept = ("token", "token_id", "probability", "alternatives", "cache_bytes", "cache_bytes_ungrouped", "seconds")
         return {
-            "model": self.model,
-            "written": self.written,
-            "tokens": self.tokens,
-            "n_prompt": self.n_prompt,
-            "temperature": self.temperature,
-            "top_k": self.top_k,
-            "seed": self.seed,
+            **{name: getattr(self, name) for name in head},
             "steps": [
-                {
-                    "position": s.position,
-                    "token": s.token,
-                    "token_id": s.token_id,
-                    "probability": s.probability,
-                    "alternatives": [[t, p] for t, p in s.alternatives],
-                    "cache_bytes": s.cache_bytes,
-                    "cache_bytes_ungrouped": s.cache_bytes_ungrouped,
-                    "seconds": s.seconds,
-                    "forced": s.forced,
-                }
+                {"position": s.position, **{name: getattr(s, name) for name in kept}, "forced": s.forced}
                 for s in self.steps
             ],
         }
