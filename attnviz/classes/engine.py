@@ -9,6 +9,7 @@ lock or SQLite's write lock (BEGIN IMMEDIATE), so replicas starting together mig
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,7 @@ def database_url(database: str = "", data_dir: str = "") -> str:
     """The SQLAlchemy URL: `database` (postgresql:// or postgres:// read with psycopg 3; any other
     SQLAlchemy URL as given) when set, else the SQLite file in `data_dir` (created)."""
     if database:
-        for prefix in ("postgresql://", "postgres://"):
-            if database.startswith(prefix):
-                return "postgresql+psycopg://" + database[len(prefix) :]
-        return database
+        return re.sub(r"^postgres(ql)?://", "postgresql+psycopg://", database)
     folder = Path(data_dir) if data_dir else default_data_dir()
     folder.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{folder / FILE_NAME}"
