@@ -156,7 +156,7 @@ class RunnerBase(Runner):
         self._cpu_twin: RunnerBase | None = None
         self._switch_lock = threading.Lock()  # head switches change the model for everyone: one at a time
 
-    # --- what a runner without a language-model head or a known layout answers ------------------
+    # --- defaults: what a runner without a language-model head or a known layout answers -------
 
     def next_token_logits(self, text: str, max_tokens: int | None = None) -> np.ndarray:
         """A causal LM's logits (vocab,) for the token after `text`. ValueError without an LM head."""
