@@ -95,12 +95,11 @@ def agreement(context: Ctx, s: Subject) -> None:
             return
         fn = partial(occlude, s.loaded.runner, s.fitted, query, kind)
         label = t("aware.computing_lm" if kind == "lm" else "explain.computing_attributions", n=att.n)
-        found = attempt(
-            s, lambda: work.cached_long(context, s.loaded, "attributions", s.fitted, query, label=label, fn=fn)
+        occlusion = attempt(
+            s, lambda: work.cached_long(context, s.loaded, f"occlusion_{kind}", s.fitted, query, label=label, fn=fn)
         )
-        if found is None:
+        if occlusion is None:
             return
-        occlusion = found[0]  # the Explain page's run: its input x gradient too
         rollout = runners.cached(context, s.loaded, "rollout", s.fitted, fn=lambda: explain.rollout(att))
         last = att.n_layers - 1
         taus = [

@@ -102,7 +102,7 @@ def attributions(context: Ctx, s: Subject, query: int) -> np.ndarray | None:
         s.notes.append(t("aware.no_occlusion"))
         return None
     label = t("aware.computing_lm" if kind == "lm" else "explain.computing_attributions", n=att.n)
-    fn = partial(occlude, s.loaded.runner, s.fitted, query, kind)
+    fn = partial(_attributions, s.loaded.runner, s.fitted, query, kind)
     result = attempt(
         s, lambda: work.cached_long(context, s.loaded, "attributions", s.fitted, query, label=label, fn=fn)
     )
@@ -124,13 +124,21 @@ def occlusion_kind(runner: Runner) -> str | None:
     return "mask" if getattr(runner.tokenizer, "mask_token_id", None) is not None else None
 
 
-def occlude(runner: Runner, text: str, query: int, kind: str, progress: Progress) -> tuple[np.ndarray, np.ndarray, str]:
-    """Occlusion scores (n,) of `kind` (see `occlusion_kind`), input x gradient (n,) and (for a
-    decoder) the next token both measure: one cached run for the Explain and Caveats pages."""
+def occlude(runner: Runner, text: str, query: int, kind: str, progress: Progress) -> np.ndarray:
+    """Occlusion scores (n,) of `kind` (see `occlusion_kind`)."""
+    if kind == "lm":
+        return lm_occlusion(runner, text, query, progress=progress)[0]
+    return explain.occlusion(runner, text, query, progress=progress)
+
+
+def _attributions(
+    runner: Runner, text: str, query: int, kind: str, progress: Progress
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """Occlusion, input x gradient and (for a decoder) the next token both measure."""
     if kind == "lm":
         occ, gradient, target = lm_occlusion(runner, text, query, progress=progress)
         return occ, gradient, target.text
-    return explain.occlusion(runner, text, query, progress=progress), explain.input_x_gradient(runner, text, query), ""
+    return occlude(runner, text, query, kind, progress), explain.input_x_gradient(runner, text, query), ""
 
 
 def code_span(token: str) -> str:
@@ -176,8 +184,9 @@ def head_statistics(context: Ctx, s: Subject) -> None:
     if s.att.causal:  # a decoder has no [CLS] or [SEP]: its sink is the first token, whatever it is
         first = s.att.weights[..., 0].mean(-1).astype(np.float64)  # (L, H): column 0, mean over rows
         stats = {**stats, "cls": first, "sep": np.zeros_like(first)}
-        names["cls"] = t("aware.stats_first")
-        del names["sep"]
+        names = {
+            stat: t("aware.stats_first") if stat == "cls" else name for stat, name in names.items() if stat != "sep"
+        }
         short_names["cls"] = t("aware.stats_l_first")
     kinds = explain.head_kinds(stats)
     short = np.vectorize(lambda kind: short_names.get(kind, kind), otypes=[str])(kinds)
