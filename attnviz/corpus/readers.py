@@ -72,13 +72,8 @@ class Source:
         per_char = 12 if self.kind == "jsonl" else 4
         limit = per_char * self.max_chars + 1024
         with open(self.path, "rb") as fh:
-            number = 0
-            while True:
-                line, whole = _bounded_line(fh, limit)
+            for number, (line, whole) in enumerate(_bounded_lines(fh, limit), start=1):
                 self._read = fh.tell()
-                if line is None:
-                    return
-                number += 1
                 if number == 1 and line.startswith(b"\xef\xbb\xbf"):
                     line = line[3:]  # a UTF-8 byte order mark
                 if not whole:
@@ -199,18 +194,16 @@ class Source:
         return Record(number, text)
 
 
-def _bounded_line(fh: IO[bytes], limit: int) -> tuple[bytes | None, bool]:
-    """The next line without its end (None at the end of the file), and whether it was whole: an
-    over-long line is read through in chunks, never held."""
-    line = fh.readline(limit + 1)
-    if not line:
-        return None, True
-    if len(line) <= limit or line.endswith(b"\n"):
-        return line.rstrip(b"\r\n"), True
-    while True:
-        rest = fh.readline(1 << 20)
-        if not rest or rest.endswith(b"\n"):
-            return b"", False
+def _bounded_lines(fh: IO[bytes], limit: int) -> Iterator[tuple[bytes, bool]]:
+    """Each line without its end, and whether it was whole: an over-long line is read through in
+    chunks, never held."""
+    while line := fh.readline(limit + 1):
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line.rstrip(b"\r\n"), True
+            continue
+        while (rest := fh.readline(1 << 20)) and not rest.endswith(b"\n"):
+            pass
+        yield b"", False
 
 
 def _arrow_values(array: Any, max_bytes: int) -> Iterator[tuple[Any, int]]:
