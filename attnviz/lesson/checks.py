@@ -68,15 +68,8 @@ def check(step: str, answer: object, facts: Facts, lang: str = i18n.DEFAULT_LANG
         fields = {"q": q, "heads": str(f.column.size), "k": str(f.distinct_tops)}
         return Verdict(answer == expected, f"lesson.why.all_heads_{expected}", fields)
     if step == "pronoun":
-        fields = {
-            "q": q,
-            "k": k,
-            "head": head,
-            "w": _pct(p.weight),
-            "n": str(p.n),
-            "u": _pct(p.uniform),
-            "ratio": f"{p.ratio:.1f}",
-        }
+        shown = step_fields(f, lang)  # the step's own text states the same weight, n and 1/n
+        fields = {name: shown[name] for name in ("q", "k", "head", "w", "n", "u")} | {"ratio": f"{p.ratio:.1f}"}
         key = "lesson.why.pronoun" if p.above_uniform else "lesson.why.pronoun_below"
         return Verdict(_near_top(f.column, index), key, fields)
     if step == "switch_off":
