@@ -130,15 +130,11 @@ def process_shard(
     skip: list[str | None] = [r.skip for r in records]
     tokens: list[list[str] | None] = [None] * n
     truncated = [False] * n
-    stats = {name: np.full((n, L * H), np.nan, dtype=np.float32) for name in STATS}
     for k, i in enumerate(todo):
         skip[i] = found.skip[k]
         tokens[i] = found.tokens[k]
         truncated[i] = found.truncated[k]
-        for name in STATS:
-            stats[name][i] = found.stats[name][k].reshape(-1)
     analysed = np.array([s is None for s in skip])
-    schema = shard_schema(L, H)
     columns = {
         "id": pa.array([r.id for r in records], pa.int64()),
         "text": pa.array([r.text if s is None else None for r, s in zip(records, skip, strict=True)], pa.string()),
@@ -149,9 +145,11 @@ def process_shard(
     }
     skipped = pa.array(~analysed, pa.bool_())
     for name in STATS:
-        flat = pa.array(stats[name].reshape(-1), pa.float32())
+        stats = np.full((n, L * H), np.nan, dtype=np.float32)  # layer-major, NaN (and masked) where skipped
+        stats[todo] = found.stats[name].reshape(len(todo), L * H)
+        flat = pa.array(stats.reshape(-1), pa.float32())
         columns[name] = pa.FixedSizeListArray.from_arrays(flat, L * H, mask=skipped)
-    return pa.table(columns, schema=schema)
+    return pa.table(columns, schema=shard_schema(L, H))
 
 
 def shard_is_complete(store: Store, shard: int, records: int) -> bool:
