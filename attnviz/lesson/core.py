@@ -4,6 +4,7 @@ example sentences), the heads it shows, and the facts its questions are checked 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,15 +19,12 @@ PRONOUNS: dict[str, tuple[str, ...]] = {
 }
 SAME_OPTIONS = ("same", "different")  # step 3: do all heads look at the same tokens?
 LIMIT_OPTIONS = ("proof", "mix", "nothing")  # step 6: what a weight of the head shows
-_MARKS = ("##", "▁", "Ġ", "Ċ")  # word-piece and SentencePiece marks on a token
+_MARKS = re.compile("##|▁|Ġ|Ċ")  # word-piece and SentencePiece marks on a token
 
 
 def _bare(token: str) -> str:
     """A token without its word-piece marks, lower case."""
-    text = token.strip()
-    for mark in _MARKS:
-        text = text.replace(mark, "")
-    return text.lower()
+    return _MARKS.sub("", token.strip()).lower()
 
 
 def find_word(tokens: list[str], word: str, special: np.ndarray | None = None, start: int = 0) -> int | None:
