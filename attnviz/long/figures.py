@@ -56,17 +56,16 @@ def overview_figure(overview: np.ndarray, n: int, size: int, title: str, lang: s
         hoverinfo="none",
         showlegend=False,
     )
-    axis = {"title": {"text": t("long.fig_key_pos", lang)}, "constrain": "domain"}
-    fig = go.Figure([trace, picks])
-    fig.update_layout(
-        _layout(title, height=560),
+    layout = _layout(
+        title,
+        height=560,
         hovermode="closest",
         hoverdistance=-1,
         clickmode="event+select",
-        xaxis=axis,
+        xaxis={"title": {"text": t("long.fig_key_pos", lang)}, "constrain": "domain"},
         yaxis={"title": {"text": t("long.fig_query_pos", lang)}, "autorange": "reversed", "scaleanchor": "x"},
     )
-    return fig
+    return go.Figure([trace, picks], layout)
 
 
 def tile_figure(tile: np.ndarray, long: LongAttention, rows: range, cols: range, title: str, lang: str) -> go.Figure:
@@ -82,13 +81,13 @@ def tile_figure(tile: np.ndarray, long: LongAttention, rows: range, cols: range,
         hovertemplate=t("long.fig_tile_hover", lang) + "<extra></extra>",
         colorbar={"title": {"text": t("long.fig_weight", lang)}},
     )
-    fig = go.Figure(trace)
-    fig.update_layout(
-        _layout(title, height=620),
+    layout = _layout(
+        title,
+        height=620,
         xaxis={"type": "category", "tickangle": -60, "tickfont": {"size": 9}},
         yaxis={"type": "category", "autorange": "reversed", "tickfont": {"size": 9}},
     )
-    return fig
+    return go.Figure(trace, layout)
 
 
 def positions_figure(values: np.ndarray, long: LongAttention, title: str, y_key: str, lang: str) -> go.Figure:
@@ -102,13 +101,8 @@ def positions_figure(values: np.ndarray, long: LongAttention, title: str, y_key:
         text=text,
         hovertemplate=t("long.fig_position_hover", lang) + "<extra></extra>",
     )
-    fig = go.Figure(trace)
-    fig.update_layout(
-        _layout(title, height=320),
-        xaxis={"title": {"text": t("long.fig_key_pos", lang)}},
-        yaxis={"title": {"text": t(y_key, lang)}},
-    )
-    return fig
+    axes = {"xaxis": {"title": {"text": t("long.fig_key_pos", lang)}}, "yaxis": {"title": {"text": t(y_key, lang)}}}
+    return go.Figure(trace, _layout(title, height=320, **axes))
 
 
 def distance_bins(profile: np.ndarray, causal: bool, bins: int = 48) -> tuple[np.ndarray, np.ndarray]:
@@ -126,13 +120,12 @@ def distance_bins(profile: np.ndarray, causal: bool, bins: int = 48) -> tuple[np
 def distance_figure(profiles: list[np.ndarray], causal: bool, title: str, lang: str) -> go.Figure:
     """Each head's mean weight against distance (log-log): local heads fall fast, long-range
     heads stay up."""
-    fig = go.Figure()
-    for head, profile in enumerate(profiles):
-        x, y = distance_bins(profile, causal)
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=t("long.fig_head", lang, head=head)))
-    fig.update_layout(
-        _layout(title, height=420),
+    bins = enumerate(distance_bins(profile, causal) for profile in profiles)
+    traces = [go.Scatter(x=x, y=y, mode="lines", name=t("long.fig_head", lang, head=head)) for head, (x, y) in bins]
+    layout = _layout(
+        title,
+        height=420,
         xaxis={"title": {"text": t("long.fig_distance", lang)}, "type": "log"},
         yaxis={"title": {"text": t("long.fig_mean", lang)}, "type": "log"},
     )
-    return fig
+    return go.Figure(traces, layout)
