@@ -59,8 +59,13 @@ def finish(store: Store, settings: dict[str, Any], n_shards: int, engine: str) -
     """Write the outputs from shards 0 .. n_shards - 1, then remove the shards."""
     import pyarrow as pa
     import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
-    L, H = _shape(store, n_shards)
+    L, H = 0, 0  # an empty input has no shard to say its model's shape
+    if n_shards:
+        with store.fs.open_input_file(store.path(part_name(0))) as fh:
+            meta = pq.ParquetFile(fh).schema_arrow.metadata or {}
+        L, H = int(meta[b"layers"]), int(meta[b"heads"])
     counts = {"lines_read": 0, "analysed": 0, "truncated": 0}
     reasons: Counter[str] = Counter()
     moments = _Moments(L * H)
@@ -94,16 +99,6 @@ def finish(store: Store, settings: dict[str, Any], n_shards: int, engine: str) -
     }
     _write_report(store, report, n_shards)
     store.remove(SHARDS)
-
-
-def _shape(store: Store, n_shards: int) -> tuple[int, int]:
-    if n_shards == 0:
-        return 0, 0
-    import pyarrow.parquet as pq
-
-    with store.fs.open_input_file(store.path(part_name(0))) as fh:
-        meta = pq.ParquetFile(fh).schema_arrow.metadata or {}
-    return int(meta[b"layers"]), int(meta[b"heads"])
 
 
 def _values(column: Any, size: int) -> np.ndarray:
