@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
+import torch
 
 from ..models import Runner, Steps
 from ..result import Attention
@@ -27,13 +28,10 @@ def max_abs_diff(a: np.ndarray, b: np.ndarray) -> float:
 
 def row_entropy(scores: np.ndarray, mask: np.ndarray | None = None) -> float:
     """Mean row entropy (nats) of softmax(scores + mask), in float64."""
-    z = np.asarray(scores, dtype=np.float64)
+    z = torch.as_tensor(np.asarray(scores, dtype=np.float64))
     if mask is not None:
-        z = z + np.asarray(mask, dtype=np.float64)
-    z = z - z.max(axis=-1, keepdims=True)
-    p = np.exp(z)
-    p /= p.sum(axis=-1, keepdims=True)
-    return float(-(p * np.log(np.clip(p, 1e-300, None))).sum(-1).mean())
+        z = z + torch.as_tensor(np.asarray(mask, dtype=np.float64))
+    return float(torch.distributions.Categorical(logits=z).entropy().mean())
 
 
 def scaling_entropies(steps: Steps) -> tuple[float, float, float]:
