@@ -93,11 +93,9 @@ def twin(hf_model: Any) -> Any:
         tensors.update(dict(hf_model.named_buffers(remove_duplicate=False)))
         for name, tensor in tensors.items():
             owner, _, leaf = name.rpartition(".")
-            module = made.get_submodule(owner) if owner else made
-            if leaf in module._parameters:
-                module._parameters[leaf] = tensor
-            else:
-                module._buffers[leaf] = tensor
+            module = made.get_submodule(owner)  # owner "" is the model itself
+            slots = module._parameters if leaf in module._parameters else module._buffers
+            slots[leaf] = tensor
         leftover = [n for n, t in [*made.named_parameters(), *made.named_buffers()] if t.is_meta]
         if leftover:
             raise ValueError(f"this model's long mode could not share its tensors ({leftover[0]})")
