@@ -179,29 +179,21 @@ class CorpusResult:
             raise ValueError(f"no statistic {stat!r} for layer {layer}, head {head}")
         mean = float(self.grid(stat)[layer, head])
         col = layer * self.n_heads + head
-        near: list[tuple[float, int, int, str, float]] = []  # max-heap by distance (negated)
-        far: list[tuple[float, int, int, str, float]] = []  # min-heap by distance
+        Entry = tuple[float, int, str, float]  # (distance from the mean, id, text, value)
+        near: list[Entry] = []
+        far: list[Entry] = []
         with self.store.fs.open_input_file(self.store.path("sentences.parquet")) as fh:
             for batch in pq.ParquetFile(fh).iter_batches(batch_size=4096, columns=["id", "text", stat]):
-                values = _values(batch.column(2), self.n_layers * self.n_heads)[:, col]
-                for rid, text, value in zip(
-                    batch.column(0).to_pylist(), batch.column(1).to_pylist(), values, strict=True
-                ):
-                    d = abs(float(value) - mean)
-                    _push(near, (-d, -rid, rid, text, float(value)), k)
-                    _push(far, (d, -rid, rid, text, float(value)), k)
+                values = [float(v) for v in _values(batch.column(2), self.n_layers * self.n_heads)[:, col]]
+                rows = zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), values, strict=True)
+                seen = [(abs(value - mean), rid, text, value) for rid, text, value in rows]
+                near = heapq.nsmallest(k, near + seen, key=lambda e: (e[0], e[1]))  # ties: the lower id
+                far = heapq.nsmallest(k, far + seen, key=lambda e: (-e[0], e[1]))
 
-        def rows(heap: list[tuple[float, int, int, str, float]]) -> list[dict[str, Any]]:
-            return [{"id": e[2], "text": e[3], "value": e[4]} for e in sorted(heap, reverse=True)]
+        def dicts(kept: list[Entry]) -> list[dict[str, Any]]:
+            return [{"id": e[1], "text": e[2], "value": e[3]} for e in kept]
 
-        return rows(near), rows(far)
-
-
-def _push(heap: list[Any], entry: tuple[Any, ...], k: int) -> None:
-    if len(heap) < k:
-        heapq.heappush(heap, entry)
-    elif entry > heap[0]:
-        heapq.heapreplace(heap, entry)
+        return dicts(near), dicts(far)
 
 
 def load(location: str) -> CorpusResult:
