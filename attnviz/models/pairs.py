@@ -8,8 +8,6 @@ came from (0 for A, 1 for B, -1 for the specials). Truncation cuts the longer te
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import torch
 
@@ -51,7 +49,7 @@ def encode_pair(model: RunnerBase, a: str, b: str, max_tokens: int | None = None
     word_ids = _word_ids(enc.word_ids(0), segments)
     n_input = count_tokens(tok, a, b)
     text = a + PAIR_JOIN + b
-    return build_encoded(tok, inputs, ids, special, text, spans, word_ids, n_input, {"segments": tuple(segments)})
+    return build_encoded(tok, inputs, ids, special, text, spans, word_ids, n_input, tuple(segments))
 
 
 def _word_ids(word_ids: list[int | None], segments: list[int]) -> list[int]:
@@ -66,7 +64,4 @@ def _word_ids(word_ids: list[int | None], segments: list[int]) -> list[int]:
 def attend_pair(model: RunnerBase, a: str, b: str, max_tokens: int | None = None) -> Attention:
     """A and B in one forward pass: an `Attention` over "[CLS] A [SEP] B [SEP]" with `segments`."""
     enc = encode_pair(model, a, b, max_tokens)
-    att = model.attend_encoded(enc, lambda cpu: cpu.attend(a, max_tokens, pair=b))  # type: ignore[call-arg]
-    segments = enc.extra["segments"]
-    assert isinstance(segments, tuple)
-    return replace(att, segments=segments)
+    return model.attend_encoded(enc, lambda cpu: cpu.attend(a, max_tokens, pair=b))  # type: ignore[call-arg]

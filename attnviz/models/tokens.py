@@ -33,8 +33,8 @@ class Encoded:
     truncated: bool
     n_input_tokens: int
     text: str = ""
-    extra: dict[str, object] = field(default_factory=dict)
     spans: list[tuple[int, int]] = field(default_factory=list)  # each token's character offsets in text
+    segments: tuple[int, ...] = ()  # a sentence pair's (pairs.py): 0 A, 1 B, -1 special; () for one text
 
     def attention(self, weights: np.ndarray, model: str, device: str, causal: bool, kv_heads: Any) -> Attention:
         """The `Attention` of these tokens with `weights` (L, H, n, n)."""
@@ -43,7 +43,7 @@ class Encoded:
 
 
 # the fields an `Attention` takes from its `Encoded` as they are
-_TO_ATTENTION = ("tokens", "special", "word_ids", "truncated", "n_input_tokens", "text", "spans")
+_TO_ATTENTION = ("tokens", "special", "word_ids", "truncated", "n_input_tokens", "text", "spans", "segments")
 
 
 def build_encoded(
@@ -55,7 +55,7 @@ def build_encoded(
     offsets: Offsets,
     word_ids: list[int],
     n_input: int,
-    extra: dict[str, object] | None = None,
+    segments: tuple[int, ...] = (),
 ) -> Encoded:
     """The `Encoded` of `ids`, cut from `n_input` tokens of `text`: readable tokens and spans from
     each token's character `offsets`."""
@@ -67,8 +67,8 @@ def build_encoded(
         truncated=n_input > len(ids),
         n_input_tokens=max(n_input, len(ids)),
         text=text,
-        extra={} if extra is None else extra,
         spans=token_spans(tokenizer, ids, text, offsets),
+        segments=segments,
     )
 
 
