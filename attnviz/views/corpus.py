@@ -13,8 +13,8 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ._base import SEQUENTIAL, Json, colour, escape, figure, head_label, layout_title, one_line
-from .grid import _grid_layout, grid_trace
-from .pick import pick_markers, token_pick
+from .grid import numbers_grid
+from .pick import token_pick
 
 ATLAS_SNIPPET = 60  # characters of a point's sentence in its hover box
 QUERY_COLOR = "#636EFA"
@@ -43,7 +43,7 @@ def corpus_grid(
     low = np.full_like(z, np.nan) if minimum is None else np.asarray(minimum, dtype=np.float64)
     high = np.full_like(z, np.nan) if maximum is None else np.asarray(maximum, dtype=np.float64)
     text = [[f"{z[i, j]:.2f}<br>±{spread[i, j]:.2f}" for j in range(n_heads)] for i in range(n_layers)]
-    trace = grid_trace(z) | {
+    cells = {
         "text": text,
         "texttemplate": "%{text}",
         "textfont": {"size": 10},
@@ -62,12 +62,8 @@ def corpus_grid(
         )
         for layer, head in np.ndindex(z.shape)
     ]
-    data = [trace | colour(z, zmin, zmax), pick_markers(n_layers, n_heads, hover, lang)]
-    layout = _grid_layout(n_layers, n_heads, lang, square=False) | {
-        "title": layout_title(title or "", t("fig.note_click_head", lang)),
-        "height": 140 + 48 * n_layers,
-    }
-    return figure(data, layout)
+    layout = {"title": layout_title(title or "", t("fig.note_click_head", lang)), "height": 140 + 48 * n_layers}
+    return numbers_grid(z, cells | colour(z, zmin, zmax), hover, layout, lang)
 
 
 def query_key_atlas(

@@ -116,30 +116,28 @@ def layer_head_grid(
     z = np.array(values, dtype=np.float64)  # a copy: the figure must not alias the caller's array
     if z.ndim != 2:
         raise ValueError(f"values must have shape (layers, heads), got {z.shape}")
-    n_layers, n_heads = z.shape
     text = None if labels is None else np.asarray(labels, dtype=str)
     if text is not None and text.shape != z.shape:
         raise ValueError(f"labels have shape {text.shape}, values {z.shape}")
-    trace = grid_trace(z)
     cells: list[str | None] = [None] * z.size if text is None else text.ravel().tolist()
-    if text is not None:
-        trace |= {"text": text.tolist(), "texttemplate": "%{text}"}
     key = "fig.hover_value" if text is None else "fig.hover_value_note"
     hover = [
         t(key, lang, label=head_label(layer, head, lang=lang), value=f"{value:.4g}", note=note)
         for (layer, head), value, note in zip(np.ndindex(z.shape), z.ravel().tolist(), cells, strict=True)
     ]
-    data = [trace | colour(z, zmin, zmax), pick_markers(n_layers, n_heads, hover, lang)]
-    layout = _grid_layout(n_layers, n_heads, lang, square=False) | {
-        "title": layout_title(title or "", note),
-        "height": 120 + 40 * n_layers,
-    }
-    return figure(data, layout)
+    shown = {} if text is None else {"text": text.tolist(), "texttemplate": "%{text}"}
+    layout = {"title": layout_title(title or "", note), "height": 120 + 40 * len(z)}
+    return numbers_grid(z, shown | colour(z, zmin, zmax), hover, layout, lang)
 
 
-def grid_trace(z: np.ndarray) -> Json:
-    """A (layers, heads) heatmap, cell (layer, head) centred on (head, layer); its hover is the pick markers'."""
-    return {"type": "heatmap", "z": z, "x0": 0, "dx": 1, "y0": 0, "dy": 1, "hoverinfo": "skip"}
+def numbers_grid(z: np.ndarray, cells: Json, hover: list[str], layout: Json, lang: str) -> go.Figure:
+    """A (layers, heads) heatmap of `z` with `cells` merged into its trace, cell (layer, head)
+    centred on (head, layer); clickable, each cell's `hover` on its pick marker; `layout` merged
+    into the grid's."""
+    n_layers, n_heads = z.shape
+    trace = {"type": "heatmap", "z": z, "x0": 0, "dx": 1, "y0": 0, "dy": 1, "hoverinfo": "skip"} | cells
+    data = [trace, pick_markers(n_layers, n_heads, hover, lang)]
+    return figure(data, _grid_layout(n_layers, n_heads, lang, square=False) | layout)
 
 
 def block_mean(weights: np.ndarray, size: int) -> np.ndarray:
