@@ -81,37 +81,34 @@ def with_referent(run: Lesson, referent: int | None) -> Lesson:
     return dataclasses.replace(run, facts=Facts.of(run.att, pick))
 
 
-def with_switch(context: Ctx, run: Lesson) -> Lesson:
-    """The facts with the picked head switched off (cached under the explorer's key)."""
-    if run.facts is None or not has_layers(run.loaded.runner):
-        return run
-    p = run.facts.pick
+def with_switch(context: Ctx, run: Lesson, facts: Facts) -> Facts:
+    """`facts` with the picked head switched off (cached under the explorer's key)."""
+    if not has_layers(run.loaded.runner):
+        return facts
+    p = facts.pick
     result = widgets.attempt(
         lambda: cached_ablation(context, run.loaded, run.text, ((p.layer, p.head),), "zero"),
         "switching a head off in the lesson",
     )
     if result is None or result.token_distance.shape != (run.att.n,):
-        return run
-    facts = dataclasses.replace(
-        run.facts, distances=np.asarray(result.token_distance), sentence_distance=float(result.sentence_distance)
+        return facts
+    return dataclasses.replace(
+        facts, distances=np.asarray(result.token_distance), sentence_distance=float(result.sentence_distance)
     )
-    return dataclasses.replace(run, facts=facts)
 
 
-def with_norms(context: Ctx, run: Lesson) -> Lesson:
-    """The facts with the picked head's norm-based row (cached under the sinks' key)."""
-    if run.facts is None or not has_layers(run.loaded.runner):
-        return run
-    runner, p = run.loaded.runner, run.facts.pick
+def with_norms(context: Ctx, run: Lesson, facts: Facts) -> Facts:
+    """`facts` with the picked head's norm-based row (cached under the sinks' key)."""
+    if not has_layers(run.loaded.runner):
+        return facts
+    runner, p = run.loaded.runner, facts.pick
     fitted = runner.fit(run.text, context.max_tokens)
     norms = widgets.attempt(lambda: cached_norms(context, run.loaded, fitted), "norm-based weights in the lesson")
     if norms is None or norms.per_head.shape[-1] != run.att.n:
-        return run
+        return facts
     row = np.asarray(norms.per_head[p.layer, p.head, p.query], dtype=np.float64)
     total = float(row.sum())
-    if not total > 0:
-        return run
-    return dataclasses.replace(run, facts=dataclasses.replace(run.facts, norm_row=row / total))
+    return dataclasses.replace(facts, norm_row=row / total) if total > 0 else facts
 
 
 def answers(run: Lesson, lang: str) -> dict[str, Answer]:

@@ -6,6 +6,7 @@ answer after a second. Step 4 first asks for the referent ("lesson_q_referent").
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import html
 from collections.abc import Callable, Iterator
 
@@ -32,12 +33,12 @@ def _look(step: str, f: dict[str, str], key: str | None = None) -> None:
 
 
 @contextlib.contextmanager
-def _box(i: int, step: str, context: Ctx, run: Lesson) -> Iterator[bool]:
+def _box(step: str, context: Ctx, run: Lesson) -> Iterator[bool]:
     """The step's container with its title; yields whether the step is shown (in a class, one
     the teacher has not opened gets a line that says so instead)."""
     with st.container(key=f"lesson_step_{step}", border=True):
         name = t(f"lesson.{step}.title", **fields(run.look, context.lang))
-        st.subheader(t("lesson.step_title", i=i, total=len(STEPS), title=name))
+        st.subheader(t("lesson.step_title", i=STEPS.index(step) + 1, total=len(STEPS), title=name))
         closed = classroom.closed(step)
         if closed:
             st.info(t("class.step_closed"), icon=":material/lock:")
@@ -96,10 +97,8 @@ def _count(label: str, key: str) -> object:
     return st.number_input(label, min_value=0, max_value=100_000, value=None, step=1, key=key)
 
 
-def _step(
-    i: int, step: str, context: Ctx, run: Lesson, facts: Facts, picture: Callable[[], object], widget: Widget
-) -> None:
-    with _box(i, step, context, run) as shown:
+def _step(step: str, context: Ctx, run: Lesson, facts: Facts, picture: Callable[[], object], widget: Widget) -> None:
+    with _box(step, context, run) as shown:
         if not shown:
             return
         f = fields(facts, context.lang)
@@ -117,9 +116,9 @@ def _step(
         _ask(context, run, step, facts, widget)
 
 
-def _waiting(i: int, step: str, context: Ctx, run: Lesson) -> None:
+def _waiting(step: str, context: Ctx, run: Lesson) -> None:
     """A step that follows the referent's heads, before the referent is said."""
-    with _box(i, step, context, run) as shown:
+    with _box(step, context, run) as shown:
         if shown:
             st.info(t("lesson.after_referent", **fields(run.look, context.lang)), icon=":material/arrow_upward:")
 
@@ -147,7 +146,7 @@ def _referent(context: Ctx, run: Lesson) -> Lesson:
 def _pronoun(context: Ctx, run: Lesson) -> Lesson:
     """Step 4: the referent, then which heads link the query to it."""
     lang = context.lang
-    with _box(4, "pronoun", context, run) as shown:
+    with _box("pronoun", context, run) as shown:
         if not shown:
             return run
         run = _referent(context, run)
@@ -168,26 +167,22 @@ def steps(context: Ctx, run: Lesson) -> Lesson:
     """Draw the six steps in order; returns the lesson with what steps 4-6 computed."""
     att, look, lang = run.att, run.look, context.lang
     p = look.pick
-    _step(1, "tokens", context, run, look, lambda: _tokens_picture(context, att), _count)
+    _step("tokens", context, run, look, lambda: _tokens_picture(context, att), _count)
     heat = views.heatmap(att, p.layer, p.head, zmax=1.0, lang=lang)
-    _step(2, "one_head", context, run, look, lambda: _one_head_picture(context, run, heat), _pick_token(look.tokens))
+    _step("one_head", context, run, look, lambda: _one_head_picture(context, run, heat), _pick_token(look.tokens))
     grid = views.model_view(att, focus=(p.layer, p.head), thumb=THUMB, lang=lang)
-    _step(3, "all_heads", context, run, look, lambda: charts.chart(grid, key="lesson_chart_all_heads"),
+    _step("all_heads", context, run, look, lambda: charts.chart(grid, key="lesson_chart_all_heads"),
           _pick_option(SAME_OPTIONS))  # fmt: skip
     run = _pronoun(context, run)
     if run.facts is None:
-        _waiting(5, "switch_off", context, run)
-        _waiting(6, "limits", context, run)
+        _waiting("switch_off", context, run)
+        _waiting("limits", context, run)
         return run
-    run = with_switch(context, run)
-    switched = run.facts
-    assert switched is not None
-    _step(5, "switch_off", context, run, switched, lambda: _switch_picture(context, switched), _pick_token(look.tokens))
-    run = with_norms(context, run)
-    normed = run.facts
-    assert normed is not None
-    _step(6, "limits", context, run, normed, lambda: _limits_picture(context, normed), _pick_option(LIMIT_OPTIONS))
-    return run
+    switched = with_switch(context, run, run.facts)
+    _step("switch_off", context, run, switched, lambda: _switch_picture(context, switched), _pick_token(look.tokens))
+    normed = with_norms(context, run, switched)
+    _step("limits", context, run, normed, lambda: _limits_picture(context, normed), _pick_option(LIMIT_OPTIONS))
+    return dataclasses.replace(run, facts=normed)
 
 
 def _one_head_picture(context: Ctx, run: Lesson, heat: go.Figure) -> None:
