@@ -41,15 +41,10 @@ def _base(context: Ctx) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def _qr_svg(link: str) -> str:
-    import segno
-
-    # medium error correction; a module of 10 px reads from the back of a room on a projector
-    return segno.make(link, error="m").svg_inline(scale=10, border=2)
-
-
 def invite(context: Ctx, opened: Opened) -> None:
     """The class's title, code, join link and QR code; the private teacher link outside projector mode."""
+    import segno
+
     info, big = opened.info, projector()
     if big:
         st.html(
@@ -66,46 +61,40 @@ def invite(context: Ctx, opened: Opened) -> None:
         copy_link.copy_link(link, key="class_join_copy")
         if info.ended:
             st.info(t("class.ended_teacher"), icon=":material/event_busy:")
+    # medium error correction; a module of 10 px reads from the back of a room on a projector
+    qr = segno.make(link, error="m").svg_inline(scale=10, border=2)
     with right, st.container(key="class_qr"):
-        st.image(_qr_svg(link), width=420 if big else 260, caption=t("class.qr_caption"))
+        st.image(qr, width=420 if big else 260, caption=t("class.qr_caption"))
     if not big:
         with st.expander(t("class.teacher_link"), icon=":material/key:"):
             st.caption(t("class.teacher_link_help"))
             copy_link.copy_link(f"{base}/class?class={info.code}&teacher={opened.secret}", key="class_teacher_copy")
 
 
-def _told(told: tuple[str, dict[str, str]] | None, lang: str) -> str:
-    if told is None:
-        return ""
-    return Verdict(False, told[0], told[1]).why(lang, lambda s: escape_md(s, limit=60))
-
-
 def _questions_table(b: Board, lang: str) -> pd.DataFrame:
     rows = []
     for q in b.questions:
         wrong = "" if q.wrong_answer is None else f"{escape_md(q.wrong_answer, limit=60)} ({q.wrong_count})"
+        told = "" if q.told is None else Verdict(False, *q.told).why(lang, lambda s: escape_md(s, limit=60))
         rows.append({
             t("class.col.question"): t(f"class.q.{q.step}"),
             t("class.col.answered"): q.answered,
             t("class.col.right"): q.right,
             t("class.col.wrong"): wrong,
-            t("class.col.told"): _told(q.told, lang),
+            t("class.col.told"): told,
         })  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def _number(question: str) -> str:
-    """A question's number ("4a"), the grid's narrow column heading (its name is in the table above)."""
-    return t(f"class.q.{question}").split(" ", 1)[0]
-
-
 def _grid(b: Board, lang: str, names: bool) -> pd.DataFrame:
+    # a question's number ("4a"): the narrow column heading (its name is in the table above)
+    numbers = [t(f"class.q.{q}").split(" ", 1)[0] for q in QUESTIONS]
     rows = []
     for i, row in enumerate(b.rows):
         who = escape_md(student_label(row.student, lang), limit=40) if names else str(i + 1)
         where = t("class.done") if row.at == "done" else t(f"class.q.{row.at}")
         rows.append({t("class.col.student"): who, t("class.col.at"): where,
-                     **{_number(q): mark for q, mark in zip(QUESTIONS, row.marks, strict=True)}})  # fmt: skip
+                     **dict(zip(numbers, row.marks, strict=True))})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -121,7 +110,6 @@ def board(context: Ctx, opened: Opened) -> None:
         students, answers = store.students(code, opened.secret), store.answers(code, opened.secret)
     except Exception:  # deleted meanwhile: the controls say so on the next full run
         st.rerun(scope="app")
-        return
     b, lang = summarise(students, answers, info.open_steps), context.lang
     with st.container(key="class_board"):
         a, c, d = st.columns(3)
