@@ -57,19 +57,12 @@ def _next_word(context: Ctx, focus: Focus) -> None:
     )
 
 
-def _positions(context: Ctx, focus: Focus) -> tuple[list[int], list[str]]:
-    """For each shown token (byte pieces merged): the model's position the lens reads (the
-    character's last piece, which has read all of it) and the token."""
-    loaded, text = focus.loaded, focus.text
-    raw = runners.cached(context, loaded, "attend", text, fn=lambda: loaded.runner.attend(text, context.max_tokens))
-    groups = raw.character_groups()
-    return [g[-1] for g in groups], raw.character_tokens(groups)
-
-
 def _lens(context: Ctx, focus: Focus) -> None:
     runner, text = focus.loaded.runner, focus.text
     try:
-        positions, tokens = _positions(context, focus)
+        raw = runners.cached(context, focus.loaded, "attend", text, fn=lambda: runner.attend(text, context.max_tokens))
+        groups = raw.character_groups()  # a shown token's byte pieces: the lens reads the last, which read them all
+        positions, tokens = [g[-1] for g in groups], raw.character_tokens(groups)
         shown = range(len(tokens))  # the shown list's positions, 0..m-1, as every other token picker of the page
         chosen = pick(t("dec.lens_token"), shown, "dec_lens_pos", default=shown[-1], format_func=token_format(tokens))
         pos = positions[int(chosen)]
