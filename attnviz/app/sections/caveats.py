@@ -9,9 +9,7 @@ import numpy as np
 import streamlit as st
 
 from ... import explain
-from ...explain import NormWeights
 from ...focus import default_focus
-from ...result import Attention
 from .. import literal, nav, runners, widgets, work
 from ..state import Ctx, t
 from ..subject import Subject
@@ -31,19 +29,6 @@ REFERENCES = (
 )  # fmt: skip
 GROUPS = {"[CLS]": "caveats.group_cls", "[SEP]": "caveats.group_sep", "punctuation": "caveats.group_punct"}
 FIRST = "first"  # a decoder's group: the first token, where its heads park attention (Xiao et al. 2024)
-
-
-def first_token_shares(
-    att: Attention, norms: NormWeights | None, shares: dict[str, dict[str, float]]
-) -> dict[str, dict[str, float]]:
-    """A decoder's rows for the sinks table: the share on its first token (mean over layers,
-    heads and rows, as `explain.sink_shares`) and on punctuation; no [CLS] or [SEP] rows."""
-    maps = {"attention": att.weights} | ({"norm": norms.per_head} if norms is not None and "norm" in shares else {})
-    out = {}
-    for kind, w in maps.items():
-        w = w / np.maximum(w.sum(-1, keepdims=True), np.finfo(np.float32).tiny)  # rows sum to 1
-        out[kind] = {FIRST: float(w[..., 0].mean()), "punctuation": shares[kind]["punctuation"]}
-    return out
 
 
 def points(decoder: bool = False) -> None:
@@ -66,8 +51,12 @@ def sinks(context: Ctx, s: Subject) -> None:
     norms = norms if norms is not None and norms.per_head.shape == s.att.weights.shape else None
     shares = explain.sink_shares(s.att, norms)
     groups = {group: t(key) for group, key in GROUPS.items()}
-    if s.att.causal:
-        shares = first_token_shares(s.att, norms, shares)
+    if s.att.causal:  # a decoder's rows: the share on its first token (mean over layers, heads and rows, as
+        # `explain.sink_shares`) and on punctuation; no [CLS] or [SEP] rows
+        maps = {"attention": s.att.weights} | ({} if norms is None else {"norm": norms.per_head})
+        for kind, w in maps.items():
+            w = w / np.maximum(w.sum(-1, keepdims=True), np.finfo(np.float32).tiny)  # rows sum to 1
+            shares[kind] = {FIRST: float(w[..., 0].mean()), "punctuation": shares[kind]["punctuation"]}
         groups = {FIRST: t("aware.group_first", token=" ".join(s.att.tokens[0].split())[:40]), **groups}
     rows = []
     for group, value in shares["attention"].items():

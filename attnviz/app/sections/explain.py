@@ -184,10 +184,8 @@ def head_statistics(context: Ctx, s: Subject) -> None:
     if s.att.causal:  # a decoder has no [CLS] or [SEP]: its sink is the first token, whatever it is
         first = s.att.weights[..., 0].mean(-1).astype(np.float64)  # (L, H): column 0, mean over rows
         stats = {**stats, "cls": first, "sep": np.zeros_like(first)}
-        names = {
-            stat: t("aware.stats_first") if stat == "cls" else name for stat, name in names.items() if stat != "sep"
-        }
-        short_names["cls"] = t("aware.stats_l_first")
+        del names["sep"]
+        names["cls"], short_names["cls"] = t("aware.stats_first"), t("aware.stats_l_first")
     kinds = explain.head_kinds(stats)
     short = np.vectorize(lambda kind: short_names.get(kind, kind), otypes=[str])(kinds)
     stat = widgets.pick(t("stats.which"), tuple(names), "x_stat", format_func=names.__getitem__)
