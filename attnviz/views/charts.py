@@ -124,8 +124,10 @@ def cost_sweep(
     rows: Sequence[Mapping[str, float]], *, title: str | None = None, lang: str = DEFAULT_LANGUAGE
 ) -> go.Figure:
     """Time and memory against sequence length, log-log, each with a dotted n^2 line through the
-    largest measurement. rows: dicts with "n", "forward_s", "figures_s", "mb" (the last three optional)."""
+    largest value at the largest n (in the first panel's legend). rows: dicts with "n",
+    "forward_s", "figures_s", "mb" (the last three optional)."""
     data = sorted(rows, key=lambda r: r["n"])
+    n = np.array([r["n"] for r in data], dtype=float)
     panels = (
         ("fig.cost_time", (("forward_s", "fig.cost_forward"), ("figures_s", "fig.cost_figures"))),
         ("fig.cost_memory_mb", (("mb", "fig.cost_memory"),)),
@@ -138,39 +140,28 @@ def cost_sweep(
         x_axis = {"domain": domain, "type": "log", "title": {"text": t("fig.cost_tokens", lang)}}
         axes = subplot(layout, k, x_axis, {"domain": [0.0, 1.0], "type": "log"})
         layout["annotations"].append(panel_title(t(label, lang), sum(domain) / 2) | {"font": {"size": 16}})
-        traces += [trace | axes for trace in _cost_panel(data, series, k == 0, lang)]
+        anchor = 0.0
+        for key, name in series:
+            y = np.array([r.get(key, np.nan) for r in data], dtype=float)
+            if np.isnan(y).all():
+                continue
+            line = {"type": "scatter", "x": n.tolist(), "y": y.tolist(), "mode": "lines+markers", "name": t(name, lang)}
+            traces.append(line | axes)
+            if np.isfinite(y[-1]):
+                anchor = max(anchor, float(y[-1]))
+        if anchor > 0:
+            reference = {
+                "type": "scatter",
+                "x": n.tolist(),
+                "y": (anchor * (n / n[-1]) ** 2).tolist(),
+                "mode": "lines",
+                "line": {"dash": "dot", "color": "gray"},
+                "name": "∝ n²",
+                "showlegend": k == 0,
+                "legendgroup": "n2",
+            }
+            traces.append(reference | axes)
     return figure(traces, layout)
-
-
-def _cost_panel(
-    data: Sequence[Mapping[str, float]], series: Sequence[tuple[str, str]], first: bool, lang: str
-) -> list[Json]:
-    """One panel of the cost sweep: a line per measured series (key, catalogue label) and the
-    dotted n^2 line through the largest value at the largest n (in the legend of the `first` panel)."""
-    n = np.array([r["n"] for r in data], dtype=float)
-    traces: list[Json] = []
-    anchor = 0.0
-    for key, label in series:
-        y = np.array([r.get(key, np.nan) for r in data], dtype=float)
-        if np.isnan(y).all():
-            continue
-        line = {"type": "scatter", "x": n.tolist(), "y": y.tolist(), "mode": "lines+markers", "name": t(label, lang)}
-        traces.append(line)
-        if np.isfinite(y[-1]):
-            anchor = max(anchor, float(y[-1]))
-    if anchor > 0:
-        reference = {
-            "type": "scatter",
-            "x": n.tolist(),
-            "y": (anchor * (n / n[-1]) ** 2).tolist(),
-            "mode": "lines",
-            "line": {"dash": "dot", "color": "gray"},
-            "name": "∝ n²",
-            "showlegend": first,
-            "legendgroup": "n2",
-        }
-        traces.append(reference)
-    return traces
 
 
 CAPTION_CHARS = 140  # a longer sentence is cut (with "…") in a caption: one line on a 1920 px slide
