@@ -30,10 +30,11 @@ DEFAULTS: tuple[tuple[str, object], ...] = (("hide_special", False), ("merge_wor
 def analysis(context: Ctx, text: str) -> Focus | None:
     """`text` (the page's sentence box) through the model, the layer/head and view switches, then
     the (cached) analysis."""
-    for key, default in DEFAULTS:
-        st.session_state.setdefault(key, default)
+    session = st.session_state
+    for name, default in DEFAULTS:
+        session.setdefault(name, default)
     controls = st.container(key="controls")  # filled once the model is known, above its notices
-    view = (bool(st.session_state["hide_special"]), bool(st.session_state["merge_words"]))  # the switches below
+    view = (bool(session["hide_special"]), bool(session["merge_words"]))  # the switches below
     got = subject.analysis(context, text, view=view)
     if got is None:
         return None
@@ -50,23 +51,17 @@ def analysis(context: Ctx, text: str) -> Focus | None:
                 format_func=widgets.option_labels("ctl.color_{}"), help=t("ctl.color_range_help"),
             )  # fmt: skip
     att = got.shown  # byte pieces merged into characters
-    _token_defaults(att, (att.text, att.model, att.n, hide, merge))
+    signature = (att.text, att.model, att.n, hide, merge)
+    if session.get("_token_signature") != signature:  # new tokens: the token choices start from defaults again
+        session["_token_signature"] = signature
+        example = widgets.example_for(att.text)
+        query, key = default_focus(att, example)
+        session["focus_query"], session["focus_key"] = query, key
+        session["highlight"] = query if example else -1
+        session.update(session.pop(urls.LINK_TOKENS, None) or {})  # a shared link's token choices win once
     opts = {"layer": layer, "head": head, "hide_special": hide, "merge_words": merge, "color_range": color_range}
     settings = downloads.run_settings(context, att, **opts)
     return Focus(got.loaded, got.text, att, layer, head, str(color_range), settings, again=got.again)
-
-
-def _token_defaults(att: Attention, signature: tuple[Any, ...]) -> None:
-    """Token choices start again from sensible defaults when the tokens change."""
-    session = st.session_state
-    if session.get("_token_signature") == signature:
-        return
-    session["_token_signature"] = signature
-    example = widgets.example_for(att.text)
-    query, key = default_focus(att, example)
-    session["focus_query"], session["focus_key"] = query, key
-    session["highlight"] = query if example else -1
-    session.update(session.pop(urls.LINK_TOKENS, None) or {})  # a shared link's token choices win once
 
 
 def sinks_switch(context: Ctx, focus: Focus) -> tuple[Focus, Callable[[], None]]:
@@ -144,16 +139,9 @@ def more_views(context: Ctx, focus: Focus) -> None:
 
 
 def _more_views(context: Ctx, focus: Focus) -> None:
-    left, right = st.columns(2, gap="large")
-    with left:
-        head_lines_view(context, focus)
-    with right:
-        graph_section(context, focus)
-
-
-def head_lines_view(context: Ctx, focus: Focus) -> None:
     att = focus.att
-    with st.container(key="view_head"):
+    left, right = st.columns(2, gap="large")
+    with left, st.container(key="view_head"):
         st.subheader(t("view.head"))
         h1, h2 = st.columns(2)
         chosen = h1.multiselect(
@@ -169,15 +157,12 @@ def head_lines_view(context: Ctx, focus: Focus) -> None:
             att, focus.layer, heads=heads, highlight=None if highlight < 0 else highlight, lang=context.lang
         )
         _show(focus, fig, "chart_head_view", "caveat.head_view", "head-view", on_select=charts.highlight_from_chart)
-
-
-def graph_section(context: Ctx, focus: Focus) -> None:
-    with st.container(key="view_graph"):
+    with right, st.container(key="view_graph"):
         st.subheader(t("view.graph"))
         threshold = st.slider(
             t("ctl.threshold"), min_value=0.0, max_value=1.0, step=0.01, key="threshold", help=t("ctl.threshold_help")
         )
-        fig = views.graph_view(focus.att, focus.layer, focus.head, threshold=threshold, lang=context.lang)
+        fig = views.graph_view(att, focus.layer, focus.head, threshold=threshold, lang=context.lang)
         _show(focus, fig, "chart_graph", "caveat.graph", "graph")
 
 
