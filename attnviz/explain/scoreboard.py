@@ -122,23 +122,28 @@ def _steps(k: int, steps: int) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, k, min(k, steps) + 1)).astype(int))
 
 
+@dataclass
+class _Scores:
+    """Each method's (n,) token scores; whole-layer methods' (L, n) rolled and own-layer rows."""
+
+    tokens: dict[str, np.ndarray]
+    layers: dict[str, tuple[np.ndarray, np.ndarray]]
+    notes: tuple[str, ...] = ()
+
+
 def _method_scores(
     model: Runner,
     enc: Encoded,
     query: int | None,
     methods: list[str],
-    extra: Mapping[str, np.ndarray] | None,
     cap: int,
     progress: Progress | None,
-    target: LmTarget | None,
-) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]], tuple[str, ...]]:
-    """Each method's (n,) token scores, then `extra`'s; the whole-layer methods' (L, n) rolled and
-    own-layer rows; their notes."""
-    n = len(enc.tokens)
+    target: LmTarget | None = None,
+    extra: Mapping[str, np.ndarray] | None = None,
+) -> _Scores:
+    """The methods' token scores, then `extra`'s (the caller's own, each (n,))."""
     wanted = [m for m in METHODS if m in methods or (m == "attention" and "attention_last" in methods)]
-    tokens: dict[str, np.ndarray] = {}
-    layers: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    notes: tuple[str, ...] = ()
+    out = _Scores({}, {})
     if wanted:
         found = contributions_all(model, enc.text, wanted, max_tokens=cap, progress=progress)
 
@@ -148,21 +153,22 @@ def _method_scores(
             return m.mean(axis=-2) if query is None else m[..., query, :]
 
         for method, c in found.items():
-            if c.n != n:
-                raise ValueError(f"{method} saw {c.n} tokens, the scoreboard {n}")
+            if c.n != len(enc.tokens):
+                raise ValueError(f"{method} saw {c.n} tokens, the scoreboard {len(enc.tokens)}")
             if method in methods:
-                tokens[method] = rows(c.rolled).astype(np.float64)
-                layers[method] = (rows(c.rolled_layers), rows(c.per_layer))
-            notes += c.notes
+                out.tokens[method] = rows(c.rolled).astype(np.float64)
+                out.layers[method] = (rows(c.rolled_layers), rows(c.per_layer))
+            out.notes += c.notes
         if "attention_last" in methods:
-            tokens["attention_last"] = rows(found["attention"].per_layer[-1]).astype(np.float64)
+            out.tokens["attention_last"] = rows(found["attention"].per_layer[-1]).astype(np.float64)
     if "gradient" in methods:
-        tokens["gradient"] = lm_gradient_scores(model, enc, target) if target else gradient_scores(model, enc, query)
+        scores = gradient_scores(model, enc, query) if target is None else lm_gradient_scores(model, enc, target)
+        out.tokens["gradient"] = scores
     for name, values in (extra or {}).items():
-        tokens[name] = np.asarray(values, dtype=np.float64).reshape(-1)
-        if tokens[name].shape != (n,):
-            raise ValueError(f"extra scores {name!r} have {tokens[name].size} values for {n} tokens")
-    return tokens, layers, notes
+        out.tokens[name] = np.asarray(values, dtype=np.float64).reshape(-1)
+        if out.tokens[name].shape != (len(enc.tokens),):
+            raise ValueError(f"extra scores {name!r} have {out.tokens[name].size} values for {len(enc.tokens)} tokens")
+    return out
 
 
 def _checked(methods: Iterable[str], extra: Mapping[str, np.ndarray] | None, n_steps: int, orders: int) -> list[str]:
@@ -199,25 +205,25 @@ def faithfulness(
     extra: your own token scores {name: (n,)}, ranked alongside. The text is cut to
     `max_tokens` (None: the model's limit) with a note."""
     lm = is_lm(model)
-    if lm and methods is SCOREBOARD_METHODS:  # GlobEnc is defined for post-LN encoders
-        methods = [m for m in SCOREBOARD_METHODS if m != "globenc"]
-    chosen = _checked(methods, extra, steps, random_orders)
+    chosen = _checked(_for_model(methods, lm), extra, steps, random_orders)
     cap = model.max_tokens if max_tokens is None else max_tokens
     enc, target = scored_encoding(model, text, query, continuation, cap, lm)
     n = len(enc.tokens)
     first = None if progress is None else (lambda f: progress(f * (1 - _FORWARD_SHARE)))
-    scores, layers, notes = _method_scores(model, enc, query, chosen, extra, cap, first, target)
+    found = _method_scores(model, enc, query, chosen, cap, first, target, extra)
     names = [*chosen, *(extra or {})]
     keep = ~enc.special
     keep[n if target is None else target.start :] = False  # a continuation is never removed
     removed = _steps(int(keep.sum()), steps)
     rng = np.random.default_rng(seed)
     randoms = [rng.permutation(np.flatnonzero(keep)) for _ in range(random_orders)]
-    masks, where = _masks(n, keep, [*(_order(scores[m], keep) for m in names), *randoms], removed)
+    masks, where = _masks(n, keep, [*(_order(found.tokens[m], keep) for m in names), *randoms], removed)
     rest = None if progress is None else (lambda f: progress(1 - _FORWARD_SHARE + f * _FORWARD_SHARE))
     loo_layers, loo, output = _effects(model, enc, masks, keep, query, target, rest)
     curves = np.concatenate([np.zeros((len(where), 1)), output[where]], axis=1)  # (orders, steps + 1)
-    rows = [_row(m, scores[m], curves[k], loo, loo_layers, keep, layers.get(m)) for k, m in enumerate(names)]
+    rows = [
+        _row(m, found.tokens[m], curves[k], loo, loo_layers, keep, found.layers.get(m)) for k, m in enumerate(names)
+    ]
     floor = curves[len(names) :]
     cut = (CUT_NOTE.format(kept=n, total=enc.n_input_tokens),) if enc.truncated else ()
     rows.append(ScoreRow("random", math.nan, math.nan, float(floor.mean()), floor.mean(0), np.full(n, np.nan)))
@@ -233,10 +239,15 @@ def faithfulness(
         random_aopc_std=float(floor.mean(axis=1).std()),
         truncated=enc.truncated,
         n_input_tokens=enc.n_input_tokens,
-        notes=cut + tuple(dict.fromkeys(notes)),
+        notes=cut + tuple(dict.fromkeys(found.notes)),
         output="cosine distance" if target is None else "log-probability drop",
         target="" if target is None else target.text,
     )
+
+
+def _for_model(methods: Iterable[str], lm: bool) -> Iterable[str]:
+    """The default list without GlobEnc for a decoder (it is defined for post-LN encoders)."""
+    return [m for m in SCOREBOARD_METHODS if m != "globenc"] if lm and methods is SCOREBOARD_METHODS else methods
 
 
 def _effects(
