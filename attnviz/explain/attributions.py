@@ -10,8 +10,7 @@ import torch
 
 from ..models import Progress, Runner
 from ._model import check_query, expand, in_batches, with_gradients
-from .removal import along_output, gradient_scores, masked_states
-from .value_zeroing import cosine_distance
+from .removal import along_output, gradient_scores, removal_effects
 
 
 def occlusion(model: Runner, text: str, query: int, *, progress: Progress | None = None) -> np.ndarray:
@@ -25,13 +24,8 @@ def occlusion(model: Runner, text: str, query: int, *, progress: Progress | None
     n = int(enc.inputs["input_ids"].shape[1])
     check_query(query, n)
     targets = np.flatnonzero(~enc.special)
-    masks = np.eye(n, dtype=bool)[targets]  # one masked token a variant
     scores = np.zeros(n)
-    with torch.inference_mode():
-        with model.gate.background():
-            h0 = model.last_hidden(enc.inputs)[0, query]  # (d,)
-        for part, (h,) in masked_states(model, enc, masks, mask_id, progress, last_only=True):
-            scores[targets[part]] = cosine_distance(h[:, query], h0[None]).double().cpu().numpy()
+    scores[targets] = removal_effects(model, enc, np.eye(n, dtype=bool)[targets], query, progress=progress)[:, -1]
     return scores
 
 
