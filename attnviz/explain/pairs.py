@@ -73,15 +73,10 @@ def pair_segments(att: Attention) -> np.ndarray:
     att.require_square("pair blocks")
     if att.segments:
         seg = np.array(att.segments, dtype=np.int64)
-    else:
-        seg = np.full(att.n, -1, dtype=np.int64)
-        text, seen_a = 0, False
-        for i, special in enumerate(att.special):
-            if special:
-                text = 1 if seen_a else 0
-            else:
-                seen_a = seen_a or text == 0
-                seg[i] = text
+    else:  # B begins after the first special token that follows an ordinary one
+        special = np.asarray(att.special, dtype=bool)
+        in_b = np.cumsum(special & (np.arange(att.n) > np.argmax(~special))) > 0
+        seg = np.where(special, -1, in_b.astype(np.int64))
     if not ((seg == 0).any() and (seg == 1).any()):
         raise ValueError(
             "pair blocks need a sentence pair: give the model two texts (model.attend(a, pair=b)), "
@@ -93,14 +88,8 @@ def pair_segments(att: Attention) -> np.ndarray:
 def pair_blocks(att: Attention) -> np.ndarray:
     """(layers, heads, 2, 2) float64: [r, c] = the mean share of text r's rows sent to text c
     (r, c: 0 = A, 1 = B), specials apart on both sides."""
-    seg = pair_segments(att)
-    w = att.weights.astype(np.float64)
-    out = np.empty((att.n_layers, att.n_heads, 2, 2))
-    for r in (0, 1):
-        rows = w[:, :, seg == r, :]  # (L, H, n_r, n)
-        for c in (0, 1):
-            out[:, :, r, c] = rows[..., seg == c].sum(-1).mean(-1)
-    return out
+    texts = (pair_segments(att)[:, None] == np.arange(2)).astype(np.float64)  # (n, 2) one-hot, specials in neither
+    return texts.T @ att.weights.astype(np.float64) @ texts / texts.sum(0)[:, None]  # sums over blocks / rows of r
 
 
 def across_share(blocks: np.ndarray) -> np.ndarray:
