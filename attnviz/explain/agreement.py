@@ -52,11 +52,9 @@ def agreement(a: np.ndarray, b: np.ndarray, keep: Attention | np.ndarray | None 
     b = np.asarray(b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"scores must be two vectors over the same tokens, got {a.shape} and {b.shape}")
-    mask = np.ones(a.size, dtype=bool)
     if isinstance(keep, Attention):
-        mask = ~keep.special
-    elif keep is not None:
-        mask = np.asarray(keep, dtype=bool)
+        keep = ~keep.special
+    mask = np.ones(a.size, dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
     if mask.shape != a.shape:
         raise ValueError(f"keep mask has {mask.size} entries for {a.size} tokens")
     return {

@@ -100,12 +100,10 @@ def contribution_map(model: Runner, text: str, method: str, max_tokens: int) -> 
 def sink_heads(model: Runner, text: str, max_tokens: int) -> dict[str, Any]:
     # Value norms from the attention's own pass where it keeps them (no second model load).
     att, values = explain.attend_keeping_values(model, text, max_tokens)
-    norms = values.norms() if values is not None else None
-    if norms is None:
-        try:
-            norms = explain.norm_weights(model, model.fit(text, max_tokens)).value_norms
-        except ValueError:  # a model whose layers cannot be taken apart: no value norms
-            norms = None
+    try:  # a model whose layers cannot be taken apart has no value norms
+        norms = values.norms() if values else explain.norm_weights(model, model.fit(text, max_tokens)).value_norms
+    except ValueError:
+        norms = None
     s = explain.sink_scores(att, norms=norms if norms is not None and norms.shape == att.weights.shape[:3] else None)
     heads = [  # every (layer, head, token) above epsilon (Gu et al.), strongest first in each head
         {

@@ -124,14 +124,6 @@ _MAPS: dict[str, Callable[[Any], torch.Tensor]] = {
 _PRENORM_MAPS = {**_MAPS, "alti": alti_prenorm_map}  # a decoder's alpha is 0 above the diagonal
 
 
-def _check(methods: Iterable[str]) -> list[str]:
-    chosen = list(dict.fromkeys(methods))
-    unknown = [m for m in chosen if m not in METHODS]
-    if unknown or not chosen:
-        raise ValueError(f"unknown method {unknown[0] if unknown else '(none)'!r}; choose from {', '.join(METHODS)}")
-    return chosen
-
-
 def contributions_all(
     model: Runner,
     text: str,
@@ -145,7 +137,10 @@ def contributions_all(
     `max_tokens` (default: the model's limit, or VALUE_ZEROING_MAX_TOKENS with Value Zeroing,
     said in `notes`). Encoders and Llama-family decoders (PRENORM_METHODS, maps 0 above the
     diagonal); ValueError for other layouts. `progress(fraction)` may raise to cancel."""
-    chosen = _check(methods)
+    chosen = list(dict.fromkeys(methods))
+    unknown = [m for m in chosen if m not in METHODS]
+    if unknown or not chosen:
+        raise ValueError(f"unknown method {unknown[0] if unknown else '(none)'!r}; choose from {', '.join(METHODS)}")
     if globenc_rollout not in GLOBENC_ROLLOUTS:
         raise ValueError(f"unknown globenc_rollout {globenc_rollout!r}; choose from {', '.join(GLOBENC_ROLLOUTS)}")
     cap = VALUE_ZEROING_MAX_TOKENS if max_tokens is None and "value_zeroing" in chosen else max_tokens

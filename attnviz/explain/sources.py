@@ -108,16 +108,6 @@ def _finished(reader: LayerReader, vecs: torch.Tensor, side: int, bias: int | No
     return (q_rot if side == 0 else k_rot)[0, :, 0]
 
 
-def _checked(model: Runner, layer: int, head: int, query: int, key: int, n: int) -> None:
-    if not 0 <= layer < model.n_layers or not 0 <= head < model.n_heads:
-        raise IndexError(f"layer {layer}, head {head} outside {model.n_layers} layers x {model.n_heads} heads")
-    for name, index in (("query", query), ("key", key)):
-        if not 0 <= index < n:
-            raise IndexError(f"{name} token {index} out of range 0..{n - 1}")
-    if getattr(model, "causal", False) and key > query:
-        raise ValueError(f"key {key} comes after query {query}: a causal model never scores it")
-
-
 @torch.inference_mode()
 def score_sources(model: Runner, text: str, layer: int, head: int, query: int, key: int) -> ScoreSources:
     """Head (layer, head)'s pre-softmax score of token `key` from token `query` on `text`, taken
@@ -129,7 +119,13 @@ def score_sources(model: Runner, text: str, layer: int, head: int, query: int, k
             f"score_sources reads at most {SCORE_SOURCES_MAX_TOKENS} tokens (one forward keeps every layer's "
             f"attention weights); this text has {enc.n_input_tokens}"
         )
-    _checked(model, layer, head, query, key, len(enc.tokens))
+    if not 0 <= layer < model.n_layers or not 0 <= head < model.n_heads:
+        raise IndexError(f"layer {layer}, head {head} outside {model.n_layers} layers x {model.n_heads} heads")
+    for name, index in (("query", query), ("key", key)):
+        if not 0 <= index < len(enc.tokens):
+            raise IndexError(f"{name} token {index} out of range 0..{len(enc.tokens) - 1}")
+    if getattr(model, "causal", False) and key > query:
+        raise ValueError(f"key {key} comes after query {query}: a causal model never scores it")
     stream, reader = record_stream(model, enc, layer, head, query, key)
     bias = stream.names.index(BIAS)
     q, k = (_finished(reader, _projected(reader, stream.parts[:, s], stream.x[s], s, bias), s, bias) for s in (0, 1))
