@@ -150,9 +150,7 @@ def progress() -> None:
     if job.active:
         _live()
     elif job.state in ("cancelled", "budget", "failed", "refused"):
-        message = {"cancelled": "corpus.cancelled", "budget": "corpus.over_budget", "failed": "corpus.failed",
-                   "refused": "corpus.refused"}  # fmt: skip
-        widgets.show_error(t(message[job.state]), job.error)
+        widgets.show_error(t("corpus.over_budget" if job.state == "budget" else f"corpus.{job.state}"), job.error)
         if job.state == "refused":  # the same file would be refused again: nothing to resume
             return
         st.button(t("corpus.resume"), key="corpus_resume", on_click=_resume, help=t("corpus.resume_help"))
@@ -167,7 +165,6 @@ def _live() -> None:
     job = jobs.get(visitor.session_id())
     if job is None or (id(job), job.state) != st.session_state.get("_corpus_seen"):
         st.rerun(scope="app")
-    assert job is not None
     p = job.progress
     done = 0 if p is None else p.records
     text = t("corpus.running", label=widgets.escape_md(job.label, 80), done=f"{done:,}", limit=f"{job.limit:,}")

@@ -90,11 +90,8 @@ def atlas(context: Ctx, job: jobs.Job, layer: int, head: int) -> None:
                                  label=label, fn=compute),
         "corpus atlas", message=t("corpus.atlas_failed"),
     )  # fmt: skip
-    if found is not None:
-        _draw(context, found, colour)
-
-
-def _draw(context: Ctx, found: corpus.Atlas, colour: str) -> None:
+    if found is None:
+        return
     fig = views.query_key_atlas(
         found.xy, found.is_key, found.row, found.relative, found.tokens, found.texts,
         layer=found.layer, head=found.head, method=found.method, colour_by=colour, lang=context.lang,
