@@ -57,9 +57,17 @@ def section(context: Ctx, text: str) -> None:
         st.info(t("long.model_short", **words), icon=":material/info:")
         return
     warmup.warm_up()  # before the long mode's figures (the explorer's loading() leaves it to its views)
+    n = min(n_tokens, limit)
+    est = estimate(loaded.runner, n)
     with st.container(key="long_mode"):
         st.subheader(t("long.title"))
-        _mode(context, loaded, source, n_tokens, limit)
+        st.info(t("long.estimate", n=f"{n_tokens:,}", memory=f"{memory:,}", kept=f"{n:,}", full=_size(est.full_bytes),
+                  keeps=_size(est.kept_bytes)), icon=":material/memory:")  # fmt: skip
+        if n < n_tokens:
+            st.warning(t("long.truncated", kept=f"{n:,}", total=f"{n_tokens:,}"), icon=":material/content_cut:")
+        held = _result(context, loaded, source, limit)
+        if held is not None:
+            _views(context, held)
     st.stop()
 
 
@@ -97,19 +105,6 @@ def _count(loaded: Loaded, text: str) -> int:
 
 def _size(n_bytes: int) -> str:
     return f"{n_bytes / 1e9:,.1f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:,.0f} MB"
-
-
-def _mode(context: Ctx, loaded: Loaded, text: str, n_tokens: int, limit: int) -> None:
-    runner = loaded.runner
-    n = min(n_tokens, limit)
-    est = estimate(runner, n)
-    st.info(t("long.estimate", n=f"{n_tokens:,}", memory=f"{context.settings.max_tokens:,}", kept=f"{n:,}",
-              full=_size(est.full_bytes), keeps=_size(est.kept_bytes)), icon=":material/memory:")  # fmt: skip
-    if n < n_tokens:
-        st.warning(t("long.truncated", kept=f"{n:,}", total=f"{n_tokens:,}"), icon=":material/content_cut:")
-    held = _result(context, loaded, text, limit)
-    if held is not None:
-        _views(context, held)
 
 
 def _result(context: Ctx, loaded: Loaded, text: str, limit: int) -> dict[str, Any] | None:
