@@ -78,17 +78,17 @@ BAR_ROOM_PX = 56  # under a square map's x axis: a lying colour bar (10 px), its
 BAR_LEN_PX = 220
 
 
-def colorbar_under(title: str, x: float = 0.5) -> Json:
-    """A colour bar lying along the figure's bottom edge, centred at `x` (paper): a square map is
-    centred at a width the server does not know, so a bar standing beside it can end up far from it.
-    The figure keeps `BAR_ROOM_PX` for it in its bottom margin (`margins.fit_margins(below=...)`)."""
+def colorbar_under(title: str) -> Json:
+    """A colour bar lying centred along the figure's bottom edge: a square map is centred at a width
+    the server does not know, so a bar standing beside it can end up far from it. The figure keeps
+    `BAR_ROOM_PX` for it in its bottom margin (`margins.fit_margins(below=...)`)."""
     return {
         "title": {"text": title, "side": "right"},  # plotly.js drew a "top" title over a lying bar
         "orientation": "h",
         "lenmode": "pixels",
         "len": BAR_LEN_PX,
         "thickness": 10,
-        "x": x,
+        "x": 0.5,
         "xanchor": "center",
         "yref": "container",
         "y": 0,

@@ -38,9 +38,8 @@ def grid_payload(
     `token_canvas.map_payload`'s; `hint`: what a click does, for screen readers."""
     n_layers, n_heads = att.n_layers, att.n_heads
     trace, size, gap, title = mosaic(att, focus, thumb, lang)
-    z = np.asarray(trace["z"], dtype=np.float32)
     head: Json = {
-        "shape": list(z.shape),
+        "shape": list(trace["z"].shape),
         "layers": n_layers,
         "heads": n_heads,
         "thumb": size,
@@ -63,7 +62,7 @@ def grid_payload(
         "hint": hint,
         "after": waits_for(after),
     } | group_marks(att, lang=lang)
-    return pack(MAGIC, head, z)
+    return pack(MAGIC, head, trace["z"])
 
 
 def hover_lines(att: Attention, lang: str = DEFAULT_LANGUAGE) -> list[list[str]]:

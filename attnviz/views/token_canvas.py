@@ -35,10 +35,9 @@ def map_payload(
     "label", "background"}, "dark": ...}); `hint`: how to zoom, for screen readers; `after`: see
     `waits_for`; `click`: a click on a cell is sent back (the app's "why"); `mark`: the (row,
     column) cell outlined."""
-    z = np.ascontiguousarray(spec.z, dtype="<f4")
     words = ("title", "note", "xtitle", "ytitle", "bar", "zmin", "zmax", "height")
     head_: Json = {name: getattr(spec, name) for name in words} | {
-        "shape": list(z.shape),
+        "shape": list(spec.z.shape),
         "rows": list(spec.rows),
         "cols": list(spec.cols),
         "hover": spec.hover.split("<br>"),
@@ -49,7 +48,7 @@ def map_payload(
         "click": bool(click),
         "mark": None if mark is None else [int(mark[0]), int(mark[1])],
     }
-    return pack(MAGIC, head_, z)
+    return pack(MAGIC, head_, spec.z)
 
 
 def read(data: bytes) -> tuple[dict[str, Any], np.ndarray]:
