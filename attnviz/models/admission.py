@@ -33,8 +33,8 @@ class Ticket:
     """One piece of heavy work's place in the admission queue."""
 
     visitor: str
-    size_mb: float = 0.0  # its caller's estimate of the memory it takes (0: none given)
-    queue: Admission | None = field(default=None, repr=False)
+    size_mb: float  # its caller's estimate of the memory it takes (0: none given)
+    queue: Admission = field(repr=False)
     seq: int = field(default_factory=fair.arrival)
     admitted: bool = False
     left: bool = False
@@ -43,7 +43,7 @@ class Ticket:
     @property
     def place(self) -> int:
         """1 for the next to go in, 0 once admitted (or gone)."""
-        return 0 if self.queue is None else self.queue.place(self)
+        return self.queue.place(self)
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,8 @@ import threading
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
-_ARRIVAL = itertools.count()
-
-
-def arrival() -> int:
-    """The next arrival number, process-wide: between equal spenders the smaller goes first."""
-    return next(_ARRIVAL)
+# the next arrival number, process-wide: between equal spenders the smaller goes first
+arrival = itertools.count().__next__
 
 
 class Waiter(Protocol):
