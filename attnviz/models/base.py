@@ -212,32 +212,29 @@ class RunnerBase(Runner):
         return self.attend_encoded(self.encode(text, max_tokens), lambda cpu: cpu.attend(text, max_tokens))
 
     def attend_encoded(self, enc: Encoded, on_cpu: Callable[[RunnerBase], Attention]) -> Attention:
-        """The result of `enc`; when the device runs out of memory, `on_cpu(the CPU twin)` with a note."""
+        """The result of `enc`; when the device runs out of memory, `on_cpu(the CPU twin)` with a
+        note, the twin (the same model on the CPU) loaded once, on first need."""
         try:
             with self.gate.interactive(), torch.inference_mode(), cpu_threads_for(len(enc.tokens), self.device):
                 weights = self.attention_array(enc.inputs)
-        except torch.OutOfMemoryError:
+        except torch.OutOfMemoryError as oom:
             if self.device.type == "cpu":
                 raise
-            att = on_cpu(self._on_cpu())
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            with self._twin_lock:  # two requests failing at once load one CPU copy, not two
+                if self._cpu_twin is None:
+                    if self._reload is None:
+                        raise ModelLoadError(
+                            f"out of memory on {self.device} and no way to reload '{self.name}' on the CPU"
+                        ) from oom
+                    self._cpu_twin = self._reload()
+            att = on_cpu(self._cpu_twin)
             return replace(att, notes=(*att.notes, oom_note(self.device)))
         return self.result(enc, weights)
 
     def result(self, enc: Encoded, weights: np.ndarray) -> Attention:
         return enc.attention(weights, self.name, str(self.device), self.causal, self.kv_heads)
-
-    def _on_cpu(self) -> RunnerBase:
-        """The same model on the CPU, loaded once, on first need."""
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        with self._twin_lock:  # two requests failing at once load one CPU copy, not two
-            if self._cpu_twin is None:
-                if self._reload is None:
-                    raise ModelLoadError(
-                        f"out of memory on {self.device} and no way to reload '{self.name}' on the CPU"
-                    )
-                self._cpu_twin = self._reload()
-        return self._cpu_twin
 
     def attend_batch(self, texts: list[str], max_tokens: int | None = None) -> list[Attention]:
         """Several texts in one padded forward pass; each result equals `attend(text)` (padding

@@ -53,7 +53,11 @@ class PretrainedModel(RunnerBase):
         self.n_layers = int(_first_attr(cfg, "num_hidden_layers", "n_layer", "n_layers"))
         self.n_heads = int(_first_attr(cfg, "num_attention_heads", "n_head", "n_heads"))
         self.causal = bool(getattr(cfg, "is_decoder", False)) or cfg.model_type in CAUSAL_TYPES
-        self.kv_heads = kv_heads_of(cfg, self.n_heads)
+        n_kv = int(getattr(cfg, "num_key_value_heads", None) or self.n_heads)
+        if self.n_heads % n_kv:
+            raise ModelLoadError(f"{self.n_heads} query heads cannot share {n_kv} key/value heads evenly")
+        # query head h reads key/value head h // (H / KV), as transformers' repeat_kv lays them out
+        self.kv_heads = np.arange(self.n_heads) // (self.n_heads // n_kv)
         self.lm_head = lm_head  # the unembedding of a causal LM (hf_model is then its base model)
         self.writes_in_place = _use_in_place_attention(hf_model)
         self._layers: list[LayerParts] | None = None
@@ -104,7 +108,11 @@ class PretrainedModel(RunnerBase):
         self, text: str, position: int = -1, max_tokens: int | None = None
     ) -> tuple[Encoded, np.ndarray]:
         enc = self.encode(text, max_tokens)
-        norm, blocks = self._lens_parts()
+        base = self.hf_model  # a causal LM's base model: its final norm and decoder blocks
+        norm = next((getattr(base, a) for a in ("norm", "ln_f", "final_layer_norm") if hasattr(base, a)), None)
+        blocks = next((getattr(base, a) for a in ("layers", "h") if hasattr(base, a)), None)
+        if self.lm_head is None or norm is None or blocks is None:
+            raise ValueError(_NO_HEAD.format(name=self.name))
         n = int(enc.inputs["input_ids"].shape[1])
         if not -n <= position < n:
             raise IndexError(f"position {position} out of range for {n} tokens")
@@ -116,7 +124,7 @@ class PretrainedModel(RunnerBase):
             rows.append((out[0] if isinstance(out, tuple) else out)[0, pos])
 
         with self.gate.interactive(), torch.inference_mode(), contextlib.ExitStack() as stack:
-            for block in blocks:
+            for block in list(blocks)[: self.n_layers]:
                 stack.callback(block.register_forward_hook(keep).remove)
             self.hf_model(**enc.inputs, return_dict=True)
             if len(rows) != self.n_layers:
@@ -141,22 +149,32 @@ class PretrainedModel(RunnerBase):
     def vocab_strings(self, ids: list[int]) -> list[str]:
         return [vocab_string(self.tokenizer, i) for i in ids]
 
-    def _lens_parts(self) -> tuple[torch.nn.Module, list[torch.nn.Module]]:
-        """The final norm and the decoder blocks of a causal LM's base model."""
-        base = self.hf_model
-        norm = next((getattr(base, a) for a in ("norm", "ln_f", "final_layer_norm") if hasattr(base, a)), None)
-        blocks = next((getattr(base, a) for a in ("layers", "h") if hasattr(base, a)), None)
-        if self.lm_head is None or norm is None or blocks is None:
-            raise ValueError(_NO_HEAD.format(name=self.name))
-        return norm, list(blocks)[: self.n_layers]
-
     def layers(self) -> list[LayerParts]:
         if self._layers is None:
             self._layers = _layer_parts(self.hf_model, self.name)
         return self._layers
 
     def prenorm_layers(self) -> list[PreNormParts]:
-        return _prenorm_parts(self.hf_model, self.name)
+        """A Llama-family model's layers (`model.layers[i]`: input_layernorm, self_attn.{q,k,v,o}_proj,
+        post_attention_layernorm, mlp)."""
+        hf = self.hf_model
+        cfg: Any = getattr(hf, "config", None)
+        kind = getattr(cfg, "model_type", type(hf).__name__)
+        layers = getattr(getattr(hf, "base_model", hf), "layers", None)
+        if kind not in PRENORM_TYPES or layers is None:
+            raise ValueError(
+                f"this needs a pre-norm decoder of the Llama family (Llama, Mistral, Qwen2, SmolLM2); "
+                f"model '{self.name}' ({kind}) has another layout"
+            )
+        n_heads = int(cfg.num_attention_heads)
+        n_kv = int(getattr(cfg, "num_key_value_heads", None) or n_heads)
+        out = []
+        for layer in layers[: int(cfg.num_hidden_layers)]:
+            a = layer.self_attn
+            head_dim = a.q_proj.weight.shape[0] // n_heads
+            parts = (layer.input_layernorm, a.q_proj, a.k_proj, a.v_proj, a.o_proj, layer.post_attention_layernorm)
+            out.append(PreNormParts(*parts, layer.mlp, n_heads, n_kv, head_dim))
+        return out
 
 
 _NO_HEAD = "model '{name}' has no language-model head: the next word needs a decoder such as 'smollm2'"
@@ -213,28 +231,6 @@ def _layer_parts(hf: Any, name: str) -> list[LayerParts]:
 # model types whose decoder layer is exactly x + attn(norm(x)), then + mlp(norm(.)); Gemma 2/3
 # add norms after each block and are not listed
 PRENORM_TYPES = {"llama", "mistral", "qwen2", "qwen3", "smollm3"}
-
-
-def _prenorm_parts(hf: Any, name: str) -> list[PreNormParts]:
-    """A Llama-family model's layers (`model.layers[i]`: input_layernorm, self_attn.{q,k,v,o}_proj,
-    post_attention_layernorm, mlp) as PreNormParts."""
-    cfg: Any = getattr(hf, "config", None)
-    kind = getattr(cfg, "model_type", type(hf).__name__)
-    layers = getattr(getattr(hf, "base_model", hf), "layers", None)
-    if kind not in PRENORM_TYPES or layers is None:
-        raise ValueError(
-            f"this needs a pre-norm decoder of the Llama family (Llama, Mistral, Qwen2, SmolLM2); "
-            f"model '{name}' ({kind}) has another layout"
-        )
-    n_heads = int(cfg.num_attention_heads)
-    n_kv = int(getattr(cfg, "num_key_value_heads", None) or n_heads)
-    out = []
-    for layer in layers[: int(cfg.num_hidden_layers)]:
-        a = layer.self_attn
-        head_dim = a.q_proj.weight.shape[0] // n_heads
-        parts = (layer.input_layernorm, a.q_proj, a.k_proj, a.v_proj, a.o_proj, layer.post_attention_layernorm)
-        out.append(PreNormParts(*parts, layer.mlp, n_heads, n_kv, head_dim))
-    return out
 
 
 # Where each part of a post-LN layer lives in DistilBERT: LayerParts field -> attribute path

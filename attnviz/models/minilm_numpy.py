@@ -227,8 +227,8 @@ def _no_transformers() -> Any:
 class NumpyMiniLM:
     """MiniLM's tokenizer and weights, and its attention in numpy (see the module's docstring)."""
 
-    def __init__(self, folder: Path | None = None, real_tokenizer: Callable[[], Any] = _no_transformers):
-        folder = embedded_model_dir() if folder is None else folder
+    def __init__(self) -> None:
+        folder = embedded_model_dir()
         c = bert_config(folder)
         from safetensors.numpy import load_file
 
@@ -236,7 +236,7 @@ class NumpyMiniLM:
         self.head_dim = int(c["hidden_size"]) // self.n_heads
         self.eps = float(c["layer_norm_eps"])
         self.max_positions = int(c["max_position_embeddings"])
-        self.tokenizer = QuickTokenizer.from_folder(folder, real_tokenizer)
+        self.tokenizer = QuickTokenizer.from_folder(folder, _no_transformers)
         state = {k.removeprefix("bert."): v for k, v in load_file(str(folder / "model.safetensors")).items()}
         self.w: dict[str, np.ndarray] = {k: v for k, v in state.items() if v.dtype == np.float32}
 

@@ -32,20 +32,10 @@ def quick_attention(encoder: ScratchEncoder, inputs: Inputs, out: np.ndarray | N
     """Every layer's attention of a batch of one, computed in `out` (L, H, n, n) float32 (a new
     array when None), as transformers' BertModel computes it in eval mode."""
     if out is None:
-        n, p = int(inputs["input_ids"].shape[1]), cast(EncoderLayer, encoder.layers[0]).parts()
-        out = np.empty((len(encoder.layers), p.n_heads, n, n), dtype=np.float32)
+        n = int(inputs["input_ids"].shape[1])
+        out = np.empty((encoder.cfg.n_layers, encoder.cfg.n_heads, n, n), dtype=np.float32)
     _run(encoder, inputs, torch.from_numpy(out).unsqueeze(1).unbind(0))  # L views of (1, H, n, n)
     return out
-
-
-def quick_maps(encoder: ScratchEncoder, inputs: Inputs) -> list[torch.Tensor]:
-    """`attention_maps` of a padded batch (B, w) through the quick encoder: one (B, H, w, w)
-    float32 tensor a layer, padding columns weighted 0, as transformers' eager BERT gives them."""
-    B, w = inputs["input_ids"].shape
-    n_heads = cast(EncoderLayer, encoder.layers[0]).parts().n_heads
-    slots = [torch.empty(B, n_heads, w, w, device=inputs["input_ids"].device) for _ in encoder.layers]
-    _run(encoder, inputs, slots)
-    return slots
 
 
 def _run(encoder: ScratchEncoder, inputs: Inputs, slots: Sequence[torch.Tensor | None]) -> torch.Tensor:
@@ -107,7 +97,6 @@ class QuickMiniLM(PretrainedModel):
         )
         self.name = EMBEDDED_MODEL
         self.n_layers, self.n_heads = cfg.n_layers, cfg.n_heads
-        self.causal = False
         self.kv_heads = np.arange(cfg.n_heads)  # every head its own keys and values
         self.lm_head = None
         self._layers = None
@@ -148,11 +137,15 @@ class QuickMiniLM(PretrainedModel):
         return [cast(EncoderLayer, layer).parts() for layer in quick.layers]
 
     def attention_maps(self, inputs: Inputs) -> list[torch.Tensor]:
-        """A padded batch's attention (a corpus run) through the quick encoder while there is one."""
+        """A padded batch's (B, w) attention (a corpus run) through the quick encoder while there is
+        one: a (B, H, w, w) float32 tensor a layer, padding columns weighted 0, as eager BERT's."""
         quick = self.quick
         if quick is None:
             return super().attention_maps(inputs)
-        return quick_maps(quick, inputs)
+        B, w = inputs["input_ids"].shape
+        slots = [torch.empty(B, self.n_heads, w, w, device=inputs["input_ids"].device) for _ in quick.layers]
+        _run(quick, inputs, slots)
+        return slots
 
     def last_hidden(self, inputs: Inputs, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
         """Through the quick encoder while there is one and no gradient is asked for."""

@@ -46,19 +46,14 @@ def encode_pair(model: RunnerBase, a: str, b: str, max_tokens: int | None = None
         for s, (x, y) in zip(seq, enc.pop("offset_mapping")[0].tolist(), strict=True)
     ]
     inputs = {k: v.to(model.device) for k, v in enc.items() if isinstance(v, torch.Tensor)}
-    word_ids = _word_ids(enc.word_ids(0), segments)
+    words = enc.word_ids(0)  # B's start again at 0: they continue after A's
+    a_words = max((w for w, s in zip(words, segments, strict=True) if s == 0 and w is not None), default=-1) + 1
+    word_ids = [
+        -1 if w is None or s < 0 else int(w) + (a_words if s == 1 else 0) for w, s in zip(words, segments, strict=True)
+    ]
     n_input = count_tokens(tok, a, b)
     text = a + PAIR_JOIN + b
     return build_encoded(tok, inputs, ids, special, text, spans, word_ids, n_input, tuple(segments))
-
-
-def _word_ids(word_ids: list[int | None], segments: list[int]) -> list[int]:
-    """B's word ids continue after A's (the tokenizer starts them again at 0)."""
-    a_words = max((w for w, s in zip(word_ids, segments, strict=True) if s == 0 and w is not None), default=-1) + 1
-    return [
-        -1 if w is None or s < 0 else int(w) + (a_words if s == 1 else 0)
-        for w, s in zip(word_ids, segments, strict=True)
-    ]
 
 
 def attend_pair(model: RunnerBase, a: str, b: str, max_tokens: int | None = None) -> Attention:

@@ -52,14 +52,6 @@ def cache_root() -> Path:
     return Path(base).expanduser() / "attnviz"
 
 
-def _key(gguf: Path) -> str:
-    h = hashlib.sha256(str(gguf.stat().st_size).encode())
-    with open(gguf, "rb") as fh:
-        h.update(fh.read(1 << 20))
-    h.update(f"format {_FORMAT}".encode())
-    return h.hexdigest()[:16]
-
-
 def is_complete(folder: Path) -> bool:
     """The marker is there, names this format, and every file it lists has its size."""
     try:
@@ -75,7 +67,11 @@ def is_complete(folder: Path) -> bool:
 def ensure_cache(gguf: Path | None = None) -> Path:
     """The float32 folder of this GGUF file, converted now if missing, half-written or stale."""
     gguf = gguf or gguf_path()
-    folder = cache_root() / f"{SMOLLM2_MODEL}-{_key(gguf)}"
+    key = hashlib.sha256(str(gguf.stat().st_size).encode())
+    with open(gguf, "rb") as fh:
+        key.update(fh.read(1 << 20))
+    key.update(f"format {_FORMAT}".encode())
+    folder = cache_root() / f"{SMOLLM2_MODEL}-{key.hexdigest()[:16]}"
     if is_complete(folder):
         return folder
     with _CONVERTING:  # two visitors choosing the model at once convert it once
