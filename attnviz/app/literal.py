@@ -26,27 +26,24 @@ _BODY = re.compile(r'<pre class="' + CLASS + r'"[^>]*><code[^>]*>(.*)</code></pr
 
 def body(text: str) -> str:
     """The HTML that shows `text` literally (every character escaped; nothing of it is markup)."""
-    return _wrap(_escaped(text))
+    return parts_body([text], "", {})
 
 
 def parts_body(parts: list[str], separator: str, titles: dict[int, str]) -> str:
-    """`body` of the parts joined by `separator` (the same text shown), part i inside a span
+    """`body` of the parts joined by `separator` (the same HTML for the same text), part i inside a span
     whose hover title is titles[i]: the byte pieces a character of a token list was cut into."""
     inner = [_escaped(part) for part in parts]
     for i, title in titles.items():
         if 0 <= i < len(inner):
             tip = _escaped(title)  # quotes too: html.escape's default
             inner[i] = f'<span title="{tip}" style="{_TIP_STYLE}">{inner[i]}</span>'
-    return _wrap(_escaped(separator).join(inner))
+    joined = _escaped(separator).join(inner)
+    return f'<pre class="{CLASS}" style="{_STYLE}"><code style="{_CODE_STYLE}">{joined}</code></pre>'
 
 
 def _escaped(text: str) -> str:
     # line breaks as references too: one line, which st.html's dedent and strip leave alone
     return html.escape(text).replace("\r", "&#13;").replace("\n", "&#10;")
-
-
-def _wrap(inner: str) -> str:
-    return f'<pre class="{CLASS}" style="{_STYLE}"><code style="{_CODE_STYLE}">{inner}</code></pre>'
 
 
 def literal(text: str) -> None:

@@ -107,10 +107,7 @@ def show_tokens(tokens: list[str], key: str = "tokens", titles: dict[int, str] |
     token i shows titles[i] on hover (a character's byte pieces)."""
     with st.container(key=key):
         st.caption(t("tokens.label", n=len(tokens)))
-        if titles:
-            st.html(literal.parts_body(tokens, TOKEN_SEPARATOR, titles))
-        else:
-            literal.literal(TOKEN_SEPARATOR.join(tokens))
+        st.html(literal.parts_body(tokens, TOKEN_SEPARATOR, titles or {}))
 
 
 def example_for(text: str) -> dict[str, str] | None:
