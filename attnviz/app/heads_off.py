@@ -20,35 +20,31 @@ CLICK = state.ABLATION_CLICK  # bool
 MODES: tuple[HeadMode, ...] = ("zero", "mean")
 
 
-def _own(model: str) -> None:
-    """The set belongs to `model`: another model starts with all heads on; the set a shared link
-    brought belongs to the first model that reads it (urls.LINK_OWNER)."""
+def _own(model: str) -> set[tuple[int, int]]:
+    """The heads switched off, the set made `model`'s: another model starts with all heads on; the
+    set a shared link brought belongs to the first model that reads it (urls.LINK_OWNER)."""
     session = st.session_state
     if session.get(OFF_MODEL) == urls.LINK_OWNER:
         session[OFF_MODEL] = model
     elif session.get(OFF_MODEL) != model:
         session[OFF], session[OFF_MODEL] = [], model
+    return {(int(a), int(b)) for a, b in session.get(OFF, [])}
 
 
 def current(model: str, n_layers: int, n_heads: int) -> tuple[tuple[int, int], ...]:
     """The heads switched off for `model` (none after a change of model), within its shape
     (heads outside it, from a link, are dropped from the set, and so from the link)."""
-    session = st.session_state
-    _own(model)
-    heads = {(int(a), int(b)) for a, b in session.get(OFF, [])}
+    heads = _own(model)
     kept = tuple(sorted((a, b) for a, b in heads if 0 <= a < n_layers and 0 <= b < n_heads))
     if len(kept) != len(heads):
-        session[OFF] = [list(h) for h in kept]
+        st.session_state[OFF] = [list(h) for h in kept]
     return kept
 
 
 def toggle(model: str, layer: int, head: int) -> None:
     """Switch (layer, head) of `model` off, or back on if it is off."""
-    session = st.session_state
-    _own(model)
-    heads = {(int(a), int(b)) for a, b in session.get(OFF, [])}
-    heads ^= {(int(layer), int(head))}
-    session[OFF] = [list(h) for h in sorted(heads)]
+    heads = _own(model) ^ {(int(layer), int(head))}
+    st.session_state[OFF] = [list(h) for h in sorted(heads)]
 
 
 def replace_with(model: str, heads: list[tuple[int, int]]) -> None:
