@@ -24,9 +24,7 @@ def _array(value: Any) -> np.ndarray:
 
 def _numbers(values: np.ndarray) -> list[str]:
     """Each value as its shortest exact decimal (a float32 as float32: 0.3, not 0.30000001)."""
-    if values.dtype.kind in "iub":
-        return [str(v) for v in values.tolist()]
-    if values.dtype != np.float32:
+    if values.dtype.kind not in "iub" and values.dtype != np.float32:
         values = values.astype(np.float64)
     return [s.removesuffix(".0") for s in values.astype(str).tolist()]
 
