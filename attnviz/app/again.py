@@ -62,7 +62,8 @@ def model_of(context: Ctx, loaded: Loaded) -> Callable[[], Loaded]:
 def first(context: Ctx, loaded: Loaded, text: str, att: Attention, view: tuple[bool, bool]) -> Again:
     """The explorer's analysis of `text` (`runners.analyse` with the `view` switches), `att`."""
     key = runners.result_key(context, loaded, "attend", text)
-    steps: tuple[Step, ...] = ((key, partial(_attend, context, model_of(context, loaded), text)),)
+    model = model_of(context, loaded)
+    steps: tuple[Step, ...] = ((key, lambda _before: runners.attend_views(context, model(), text)),)
     if any(view):  # runners.analyse's second key
         steps += ((runners.result_key(context, loaded, "view", text, *view), partial(runners.viewed, *view)),)
     return Again(context.settings, visitor.visitor(), steps).holding(att)
@@ -73,7 +74,3 @@ def step(context: Ctx, back: Again, key: Hashable, make: Callable[[Any], T], bef
     with it as one more step, its value held."""
     value = results(context.settings).get_or_compute(key, partial(make, before))
     return value, replace(back, steps=(*back.steps, (key, make)), held=weakref.ref(value))
-
-
-def _attend(context: Ctx, model: Callable[[], Loaded], text: str, _before: None) -> Attention:
-    return runners.attend_views(context, model(), text)

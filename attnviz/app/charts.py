@@ -54,12 +54,6 @@ _IMAGES_CSS = (
 )
 
 
-def _height(fig: go.Figure) -> int:
-    """The chart's own height in css px (what the slide scales down to fit when taller)."""
-    height = fig.layout.height
-    return int(min(max(height, 300), 2400)) if isinstance(height, int | float) else SLIDE_HEIGHT
-
-
 def image_config(fig: go.Figure, name: str) -> dict[str, Any]:
     """Plotly's config for a chart: no logo, and the camera saves a 16:9 PNG, 1920 x 1080."""
     size = {"width": SLIDE_WIDTH, "height": SLIDE_HEIGHT, "scale": SLIDE_SCALE}
@@ -85,8 +79,9 @@ def chart(fig: go.Figure, key: str, *, caption: str | None = None, **kwargs: Any
     theme: Literal["streamlit"] | None = None
     if theme_options_set():  # a [theme] of the deployment's own: Streamlit's colours
         shown, theme = fig, "streamlit"
-    else:  # drawn once, not twice (plot_theme's doc)
-        shown = plot_theme.for_browser(fig, theme_mode(), _selection(kwargs))
+    else:  # drawn once, not twice (plot_theme's doc); light unless the browser reported dark
+        mode: plot_theme.Mode = "dark" if browser("theme.type") == "dark" else "light"
+        shown = plot_theme.for_browser(fig, mode, _selection(kwargs))
     config = image_config(fig, _image_name(key))
     out = st.plotly_chart(shown, width="stretch", key=key, config=config, theme=theme, **kwargs)
     image_buttons(fig, key, caption, style=fit_style(fig, shown, key))
@@ -129,11 +124,6 @@ def _selection(kwargs: dict[str, Any]) -> tuple[str, ...]:
     return (modes,) if isinstance(modes, str) else tuple(modes)
 
 
-def theme_mode() -> plot_theme.Mode:
-    """The visitor's light or dark theme as the browser reported it (light when it did not)."""
-    return "dark" if browser("theme.type") == "dark" else "light"
-
-
 def caption_switches(settings: dict[str, Any]) -> None:
     """The switches that change this page's pictures (`settings` as the exports record them:
     "heads_off", "hide_sinks"), for the captions of its images (`page_caption`)."""
@@ -172,13 +162,14 @@ def image_buttons(fig: go.Figure | int, key: str, caption: str | list[str] | Non
     px; `caption`: plain-text lines or one line of Plotly text (`page_caption` by default). The
     caption's JSON escapes markup characters: Streamlit's sanitiser drops an attribute whose value
     holds "</script>"."""
-    height = fig if isinstance(fig, int) else _height(fig)
+    height, title = (fig, None) if isinstance(fig, int) else (fig.layout.height, image_title(fig))
+    if not isinstance(fig, int):  # the chart's own height in css px (a slide scales a taller one down)
+        height = int(min(max(height, 300), 2400)) if isinstance(height, int | float) else SLIDE_HEIGHT
     caption = page_caption() if caption is None else caption
     lines = [_plain(caption)] if isinstance(caption, str) else list(caption)
     attrs = {"data-chart": key, "data-name": _image_name(key), "data-caption": script_json(lines),
              "data-width": str(SLIDE_WIDTH), "data-height": str(height), "data-slide-height": str(SLIDE_HEIGHT),
              "data-scale": str(SLIDE_SCALE)}  # fmt: skip
-    title = None if isinstance(fig, int) else image_title(fig)
     if title is not None:
         attrs["data-title"] = title
     common = " ".join(f'{k}="{html.escape(v, quote=True)}"' for k, v in attrs.items())
