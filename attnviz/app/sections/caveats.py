@@ -96,10 +96,9 @@ def agreement(context: Ctx, s: Subject) -> None:
         ]
         st.caption(t("caveats.agreement_for"))
         literal.literal(widgets.token_label(att.tokens, query))
-        a, b, col = st.columns(3)
-        a.metric(t("caveats.tau_first"), f"{taus[0]:.2f}")
-        b.metric(t("caveats.tau_last", layer=last), f"{taus[1]:.2f}")
-        col.metric(t("caveats.tau_rollout"), f"{taus[2]:.2f}")
+        names = (t("caveats.tau_first"), t("caveats.tau_last", layer=last), t("caveats.tau_rollout"))
+        for box, name, tau in zip(st.columns(3), names, taus, strict=True):
+            box.metric(name, f"{tau:.2f}")
         st.caption(t("caveats.agreement_note"))
     st.page_link(nav.page("explain", context.lang), label=t("caveats.to_explain"), icon=":material/insights:")
 

@@ -20,7 +20,7 @@ from ..canvas import grid_canvas, token_canvas
 from ..coldstart import warmup
 from ..state import SENTENCE_TEXT_AREA, Ctx, t
 from ..subject import Focus
-from . import why
+from . import sinks, why
 
 THUMB = 32  # model-view thumbnails of at most 32 x 32 cells: 72 heads at 512 tokens stay ~0.5 MB
 DEFAULTS: tuple[tuple[str, object], ...] = (("hide_special", False), ("merge_words", False), ("color_range", "fixed"),
@@ -68,8 +68,6 @@ def sinks_switch(context: Ctx, focus: Focus) -> tuple[Focus, Callable[[], None]]
     """The hide-sinks switch's place above the views, and a function that draws it later: its
     words need a second forward pass (the value norms), which the views wait for only when it is
     on."""
-    from . import sinks
-
     slot = st.container()
     if st.session_state.get(sinks.STATE, False):
         with slot:

@@ -129,9 +129,8 @@ def steps(context: Ctx, p: Pair) -> None:
     """One head step by step: Q, K, QK^T, scaling, mask, softmax, V, the weighted sum."""
     st.subheader(t("lab.steps_title", layer=p.layer, head=p.head))
     walk = p.walk(context, p.layer)  # the maps' token limit: the walk shows exactly the tokens they show
-    tokens = p.mine.tokens
     n, hs = walk["q"].shape
-    rows = tokens[:SHOW_TOKENS]
+    rows = p.mine.tokens[:SHOW_TOKENS]
     dims = [f"d{j}" for j in range(min(hs, SHOW_DIMS))]
     if n > SHOW_TOKENS or hs > SHOW_DIMS:
         st.caption(t("lab.steps_cut", tokens=min(n, SHOW_TOKENS), n=n, dims=min(hs, SHOW_DIMS), hs=hs))
@@ -157,12 +156,10 @@ def steps(context: Ctx, p: Pair) -> None:
     match = lab.max_abs_diff(walk["weights"], p.mine.weights[p.layer, p.head])
     st.caption(t("lab.steps_match", diff=f"{match:.1e}"))
     with st.container(key="lab_scaling"):
-        scaled, unscaled, uniform = lab.scaling_entropies(walk)
-        a, b, col = st.columns(3)
-        a.metric(t("lab.entropy_scaled"), f"{scaled:.2f}")
-        b.metric(t("lab.entropy_unscaled"), f"{unscaled:.2f}")
-        col.metric(t("lab.entropy_uniform"), f"{uniform:.2f}")
-        st.caption(t("lab.entropy_note", hs=walk["q"].shape[1]))
+        names = (t("lab.entropy_scaled"), t("lab.entropy_unscaled"), t("lab.entropy_uniform"))
+        for box, name, entropy in zip(st.columns(3), names, lab.scaling_entropies(walk), strict=True):
+            box.metric(name, f"{entropy:.2f}")
+        st.caption(t("lab.entropy_note", hs=hs))
 
 
 def order_demo(context: Ctx, p: Pair) -> None:
@@ -177,12 +174,11 @@ def order_demo(context: Ctx, p: Pair) -> None:
         got_b = subject.analysis(context, second, "scratch", fallback=False, opts=opts, notices=False)
         if got_a is None or got_b is None:
             return
-        att_a = got_a.att
-        result = lab.order_demo(att_a, got_b.att)
+        result = lab.order_demo(got_a.att, got_b.att)
         if result is None:
             st.warning(t("lab.order_not_permutation"))
             return
-        results[positions] = (att_a, result)
+        results[positions] = (got_a.att, result)
     with st.container(key="lab_order_note"):
         off, on = results[False][1].diff, results[True][1].diff
         st.info(t("lab.order_result", off=f"{off:.1e}", on=f"{on:.3f}"), icon=":material/swap_horiz:")
