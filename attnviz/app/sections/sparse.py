@@ -65,8 +65,7 @@ def show(context: Ctx, p: Pair) -> None:
         enc = runner.encode(p.text, context.max_tokens)
         return encoder_maps(runner.encoder, enc.inputs["input_ids"], allowed)  # type: ignore[attr-defined]
 
-    key = (kind, *sorted(options.items()))
-    weights = runners.cached(context, p.scratch, "sparse", p.text, *key, fn=compute)
+    weights = runners.cached(context, p.scratch, "sparse", p.text, kind, *sorted(options.items()), fn=compute)
     if weights.shape[-1] != n:  # a tokenizer that disagrees with the maps above: say nothing wrong
         return
     sparse_att = replace(p.mine, weights=weights)
