@@ -40,18 +40,6 @@ def _steps(context: Ctx, opened: Opened) -> None:
             st.rerun()
 
 
-def _handouts(context: Ctx, opened: Opened) -> bytes:
-    """Every student's latest handout in one ZIP; files named by number only (names are visitor text)."""
-    store, code = server.store(context.settings), opened.info.code
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for student in store.students(code, opened.secret):
-            page = store.handout(code, opened.secret, student.number)
-            if page:
-                z.writestr(f"attnviz-{code}-student-{student.number:03d}.html", page)
-    return out.getvalue()
-
-
 def _downloads(context: Ctx, opened: Opened) -> None:
     store, code, secret, lang = server.store(context.settings), opened.info.code, opened.secret, context.lang
     a, b = st.columns(2)
@@ -60,11 +48,20 @@ def _downloads(context: Ctx, opened: Opened) -> None:
     def results() -> str:
         return results_csv(code, store.students(code, secret), store.answers(code, secret), lang)
 
+    def handouts() -> bytes:
+        """Every student's latest handout in one ZIP; files named by number only (names are visitor text)."""
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+            for student in store.students(code, secret):
+                page = store.handout(code, secret, student.number)
+                if page:
+                    z.writestr(f"attnviz-{code}-student-{student.number:03d}.html", page)
+        return out.getvalue()
+
     a.download_button(t("class.csv"), data=results, file_name=f"{name}.csv", mime="text/csv", key="class_csv",
                       on_click="ignore", icon=":material/download:", width="stretch")  # fmt: skip
-    b.download_button(t("class.handouts"), data=lambda: _handouts(context, opened), file_name=f"{name}-handouts.zip",
-                      mime="application/zip", key="class_handouts", on_click="ignore", icon=":material/folder_zip:",
-                      width="stretch")  # fmt: skip
+    b.download_button(t("class.handouts"), data=handouts, file_name=f"{name}-handouts.zip", mime="application/zip",
+                      key="class_handouts", on_click="ignore", icon=":material/folder_zip:", width="stretch")  # fmt: skip
 
 
 def controls(context: Ctx, opened: Opened) -> None:
