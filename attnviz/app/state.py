@@ -146,7 +146,8 @@ def ctx() -> Ctx:
 def _first_load(settings: Settings) -> None:
     """Defaults for a new session, then whatever a shared link carries."""
     session = st.session_state
-    link = urls.parse_link(st.query_params.to_dict(), settings.max_chars)
+    params = st.query_params.to_dict()
+    link = urls.parse_link(params, settings.max_chars)
     language = link.lang or i18n.language_from_locale(browser("locale"))
     session["lang"] = session[LANG_HOME] = language
     set_sentence(link.text or i18n.examples(language)["default"])
@@ -160,37 +161,24 @@ def _first_load(settings: Settings) -> None:
     if "model" in link.problems:
         notices.append((i18n.t("err.model_not_allowed", language), i18n.t("err.bad_model_name", language)))
     if link.model:
-        _choose_model(settings, link.model, language, notices)
+        try:
+            model = settings.check_model(link.model)
+        except ValueError as exc:  # refused before any loading
+            notices.append((i18n.t("err.model_not_allowed", language), str(exc)))
+        else:  # one the sidebar lists, or the free-text choice holding it
+            custom = model not in model_options(settings)
+            session["model_choice"] = CUSTOM if custom else model
+            session["model_id"] = model if custom else ""
     if link.layer is not None:
         session["layer"] = link.layer
     if link.head is not None:
         session["head"] = link.head
     urls.apply_view(session, link)  # the rest of the view: heads off, sinks, tokens, ...
-    _drop_unused(link, language, notices)
-    session["_notices"] = notices
-
-
-def _drop_unused(link: urls.Link, language: str, notices: list[tuple[str, str]]) -> None:
-    """Remove what the link carried and nothing uses from the URL (and Streamlit's copy of it);
-    say so, naming our own keys with why (text and model have their notices above) and counting
-    others."""
-    params = st.query_params.to_dict()
+    # what the link carried and nothing uses leaves the URL (and Streamlit's copy of it), said so:
+    # our own keys with why (text and model have their notices above), others counted
     unused = urls.unused_params(params, link)
     for key in unused:
         del st.query_params[key]
     if names := link_refusals.removed_names(params, unused, language):
         notices.append((i18n.t("links.removed", language, names=names), ""))
-
-
-def _choose_model(settings: Settings, model: str, language: str, notices: list[tuple[str, str]]) -> None:
-    session = st.session_state
-    try:
-        model = settings.check_model(model)
-    except ValueError as exc:  # refused before any loading
-        notices.append((i18n.t("err.model_not_allowed", language), str(exc)))
-        return
-    if model in model_options(settings):
-        session["model_choice"] = model
-    else:
-        session["model_choice"] = CUSTOM
-        session["model_id"] = model
+    session["_notices"] = notices
