@@ -25,16 +25,11 @@ LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 TRANSLATED_OPTIONS = ("model_choice", "color_range", "x_stat", "train_task")
 
 
-def _no_accelerator_here() -> bool:
-    """True where no GPU can exist (no NVIDIA or AMD driver, not a Mac): the list is then known
-    without torch, which a cold server's first run is still importing in the warm-up thread."""
-    return sys.platform != "darwin" and not any(Path(p).exists() for p in ("/proc/driver/nvidia", "/dev/kfd"))
-
-
 def available_devices() -> list[str]:
-    """Only devices that exist here."""
+    """Only devices that exist here. Where no GPU can (no NVIDIA or AMD driver, not a Mac), known
+    without torch, which a cold server's first run is still importing in the warm-up thread."""
     devices = ["auto", "cpu"]
-    if _no_accelerator_here():
+    if sys.platform != "darwin" and not any(Path(p).exists() for p in ("/proc/driver/nvidia", "/dev/kfd")):
         return devices
     import torch
 

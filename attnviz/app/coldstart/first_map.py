@@ -42,20 +42,9 @@ def _cold() -> bool:
     return "torch" not in sys.modules and not _DROPPED.is_set()
 
 
-def _model() -> NumpyMiniLM | None:
-    with _LOCK:
-        if _DROPPED.is_set():
-            return None
-        if not _MODEL:
-            _MODEL.append(NumpyMiniLM())
-        return _MODEL[0]
-
-
 def _focus(n_layers: int, n_heads: int) -> tuple[int, int | None]:
     """The layer and head the explorer's selectboxes will show (widgets.layer_head's defaults)."""
-    session = st.session_state
-    layer = session.get("layer")
-    head = session.get("head")
+    layer, head = st.session_state.get("layer"), st.session_state.get("head")
     layer = min(max(layer, 0), n_layers - 1) if isinstance(layer, int) else 0  # clamped as layer_head clamps it
     if head == MEAN:
         return layer, None
@@ -69,16 +58,18 @@ def _answer(context: Ctx, text: str) -> Attention | None:
         clean = check_text(text, context.settings.max_chars)
     except TextRefused:
         return None
-    model = _model()
-    if model is None:
-        return None
+    with _LOCK:
+        if _DROPPED.is_set():
+            return None
+        if not _MODEL:
+            _MODEL.append(NumpyMiniLM())
+        model = _MODEL[0]
     att = model.attend(clean, context.max_tokens, limit=context.settings.max_tokens)
     if att.truncated:
         return None
-    session = st.session_state
-    if session.get("hide_special", False):
+    if st.session_state.get("hide_special", False):
         att = att.without_special()
-    return att.merge_words() if session.get("merge_words", False) else att
+    return att.merge_words() if st.session_state.get("merge_words", False) else att
 
 
 def draw(context: Ctx, text: str | None) -> bool:
