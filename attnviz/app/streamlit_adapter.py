@@ -83,13 +83,12 @@ def internal(path: str) -> Any:
             continue
         for name in parts[cut:]:
             fields = getattr(found, "__dataclass_fields__", {})
-            if name in fields and not hasattr(found, name):
-                found = fields[name]
-            elif hasattr(found, name):
-                found = getattr(found, name)
-            else:
-                raise StreamlitMoved(f"{path} is gone (Streamlit {streamlit.__version__}): {need}")
-        return found
+            if not hasattr(found, name) and name not in fields:
+                break
+            found = getattr(found, name) if hasattr(found, name) else fields[name]
+        else:
+            return found
+        break
     raise StreamlitMoved(f"{path} is gone (Streamlit {streamlit.__version__}): {need}")
 
 
