@@ -6,8 +6,6 @@ with the attention the token receives.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import plotly.graph_objects as go
 
@@ -33,18 +31,6 @@ EDGE_WIDTHS = ((0.0, 1.0), (0.2, 2.0), (0.4, 3.5), (0.7, 5.0))  # (lowest weight
 LOOP = 0.09  # self-loop radius, in units of the circle's radius
 
 
-@dataclass(frozen=True)
-class _Geometry:
-    """Where each edge is drawn, on a unit circle of nodes at `pos` (n, 2)."""
-
-    pos: np.ndarray  # (n, 2) node centres
-    start: np.ndarray  # (e, 2) line start, shifted right of the i -> j direction
-    end: np.ndarray  # (e, 2)
-    arrow: np.ndarray  # (e, 2) arrow-head position
-    heading: np.ndarray  # (e, 2) unit direction the arrow points
-    ordinary: np.ndarray  # (e,) False for self-loops
-
-
 def graph_view(
     att: Attention,
     layer: int = 0,
@@ -67,12 +53,12 @@ def graph_view(
     strongest = np.argsort(-m[src, dst], kind="stable")[:cap]
     src, dst = src[strongest], dst[strongest]  # (e,) query and key of each edge drawn, strongest first
     w = m[src, dst]
-    geo = _geometry(att.n, src, dst)
+    pos, start, end, arrow, angle = _geometry(att.n, src, dst)
     tokens = [escape(tok) for tok in att.tokens]
     data = [
-        *_edge_traces(geo, src, w, threshold, lang),
-        _arrow_trace(geo, src, dst, w, tokens, lang),
-        _node_trace(geo.pos, m, tokens, att.special, lang),
+        *_edge_traces(start, end, src == dst, w, threshold, lang),
+        _arrow_trace(arrow, angle, src, dst, w, tokens, lang),
+        _node_trace(pos, m, tokens, att.special, lang),
     ]
     if title is None:
         title = t("fig.graph_title", lang, layer=layer, which=which_head(head, att.n_heads, lang))
@@ -91,7 +77,10 @@ def graph_view(
     return figure(data, layout)
 
 
-def _geometry(n: int, src: np.ndarray, dst: np.ndarray) -> _Geometry:
+def _geometry(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Node centres (n, 2) on the unit circle, then per edge: its line's start and end (e, 2),
+    shifted right of the i -> j direction (a self-loop starts at its ring's centre), its arrow
+    head's position (e, 2) and angle (e,) in degrees."""
     angle = np.pi / 2 - 2 * np.pi * np.arange(n) / n
     pos = np.column_stack([np.cos(angle), np.sin(angle)])  # (n, 2) on the unit circle
     offset = min(0.025, 0.5 * np.sin(np.pi / max(n, 2)))  # i->j and j->i run side by side
@@ -99,32 +88,35 @@ def _geometry(n: int, src: np.ndarray, dst: np.ndarray) -> _Geometry:
     ordinary = src != dst
     direction = end - start
     length = np.linalg.norm(direction, axis=1, keepdims=True)
-    unit = np.divide(direction, length, out=np.zeros_like(direction), where=length > 0)
-    right = np.column_stack([unit[:, 1], -unit[:, 0]])
+    heading = np.divide(direction, length, out=np.zeros_like(direction), where=length > 0)  # unit
+    right = np.column_stack([heading[:, 1], -heading[:, 0]])
     start[ordinary] += offset * right[ordinary]
     end[ordinary] += offset * right[ordinary]
     arrow = start + 0.8 * (end - start)
-    heading = unit.copy()
     # A self-loop is a small circle just inside its node (the label sits outside); the arrow
     # sits on its far side.
     outward = pos[src[~ordinary]]
-    arrow[~ordinary] = outward * (1 - LOOP) - LOOP * outward
+    start[~ordinary] = outward * (1 - LOOP)
+    arrow[~ordinary] = start[~ordinary] - LOOP * outward
     heading[~ordinary] = np.column_stack([outward[:, 1], -outward[:, 0]])
-    return _Geometry(pos, start, end, arrow, heading, ordinary)
+    # arrow points up at angle 0 and turns clockwise: heading (dx, dy) is atan2(dx, dy)
+    return pos, start, end, arrow, np.degrees(np.arctan2(heading[:, 0], heading[:, 1])).astype(np.float32)
 
 
-def _edge_traces(geo: _Geometry, src: np.ndarray, w: np.ndarray, threshold: float, lang: str) -> list[Json]:
-    """One line trace per width bin that has edges: straight lines and self-loop rings."""
+def _edge_traces(
+    start: np.ndarray, end: np.ndarray, loops: np.ndarray, w: np.ndarray, threshold: float, lang: str
+) -> list[Json]:
+    """One line trace per width bin that has edges: straight lines and self-loop rings (`loops`)."""
     ring = np.linspace(0, 2 * np.pi, 17)
     widths = level(w, EDGE_WIDTHS)
     traces: list[Json] = []
     for index, (lo, width) in enumerate(EDGE_WIDTHS):
-        line = (widths == index) & geo.ordinary
-        loop = (widths == index) & ~geo.ordinary
+        line = (widths == index) & ~loops
+        loop = (widths == index) & loops
         if not (line.any() or loop.any()):
             continue
-        lx, ly = segments(geo.start[line, 0], geo.start[line, 1], geo.end[line, 0], geo.end[line, 1])
-        centres = geo.pos[src[loop]] * (1 - LOOP)  # (loops, 2)
+        lx, ly = segments(start[line, 0], start[line, 1], end[line, 0], end[line, 1])
+        centres = start[loop]  # (loops, 2)
         cx, cy = polylines(centres[:, :1] + LOOP * np.cos(ring), centres[:, 1:] + LOOP * np.sin(ring))
         lower = f"{max(lo, threshold):.2g}"
         upper = next((h for h, _ in EDGE_WIDTHS[index + 1 :]), None)
@@ -148,20 +140,16 @@ def _edge_traces(geo: _Geometry, src: np.ndarray, w: np.ndarray, threshold: floa
     return traces
 
 
-def _arrow_trace(geo: _Geometry, src: np.ndarray, dst: np.ndarray, w: np.ndarray, tokens: list[str], lang: str) -> Json:
+def _arrow_trace(
+    arrow: np.ndarray, angle: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, tokens: list[str], lang: str
+) -> Json:
     """Arrow heads: direction, and on hover the weight; customdata [i, j]."""
     return {
         "type": "scatter",
-        "x": geo.arrow[:, 0].astype(np.float32),
-        "y": geo.arrow[:, 1].astype(np.float32),
+        "x": arrow[:, 0].astype(np.float32),
+        "y": arrow[:, 1].astype(np.float32),
         "mode": "markers",
-        "marker": {
-            "symbol": "arrow",
-            "size": 10,
-            "color": EDGE_COLOR,
-            # arrow points up at angle 0 and turns clockwise: heading (dx, dy) is atan2(dx, dy)
-            "angle": np.degrees(np.arctan2(geo.heading[:, 0], geo.heading[:, 1])).astype(np.float32),
-        },
+        "marker": {"symbol": "arrow", "size": 10, "color": EDGE_COLOR, "angle": angle},
         "customdata": [[i, j] for i, j in zip(src.tolist(), dst.tolist(), strict=True)],
         "hovertext": [
             t("fig.hover_edge", lang, src=tokens[i], i=i, dst=tokens[j], j=j, w=f"{w:.4f}")
