@@ -130,8 +130,6 @@ def load_e5_runner(device: torch.device, max_tokens: int) -> PretrainedModel:
     """The Hugging Face runner over the e5 model: every method that takes a Runner works."""
     try:
         model, tokenizer = build_bert(read_file()), e5_tokenizer()
-    except ModelLoadError:
-        raise
     except (OSError, ValueError, KeyError, struct.error) as exc:  # a damaged or unexpected file
         raise ModelLoadError(f"could not read the e5-small model file: {exc}") from exc
     model.to(device)

@@ -69,8 +69,8 @@ def model_file() -> Path:
 
 
 class _Cursor:
-    def __init__(self, buf: np.ndarray, at: int = 0):
-        self.buf, self.at = buf, at
+    def __init__(self, buf: np.ndarray):
+        self.buf, self.at = buf, 0
 
     def take(self, fmt: str) -> tuple[int | float, ...]:
         return struct.unpack("<" + fmt, self.raw(struct.calcsize("<" + fmt)))
@@ -86,9 +86,9 @@ class _Cursor:
         return out
 
 
-def read_file(path: Path | None = None) -> E5File:
+def read_file() -> E5File:
     """Parse the file; tensors stay in the page cache until dequantised (np.memmap)."""
-    path = model_file() if path is None else path
+    path = model_file()
     buf = np.memmap(path, dtype=np.uint8, mode="r")
     c = _Cursor(buf)
     if c.raw(4) != _MAGIC:
@@ -105,31 +105,17 @@ def read_file(path: Path | None = None) -> E5File:
     scores = c.array("<f4", n_pieces).astype(np.float32)
     blob = c.raw(int(blob_len))
     pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(n_pieces)]
-    normalise = _read_map(c)
-    tensors = _read_directory(c, buf)
-    return E5File(
-        hidden, layers, heads, ffn, vocab_rows, positions, token_types, float(eps),
-        pieces, scores, bos, eos, pad, unk, normalise, tensors,
-    )  # fmt: skip
-
-
-def _read_map(c: _Cursor) -> dict[int, str]:
-    n, size = (int(v) for v in c.take("iI"))
-    raw = c.raw(size)
-    out: dict[int, str] = {}
+    n_map, map_bytes = (int(v) for v in c.take("iI"))
+    raw = c.raw(map_bytes)
+    normalise: dict[int, str] = {}
     at = 0
-    for _ in range(n):
+    for _ in range(n_map):
         cp, k = struct.unpack_from("<IB", raw, at)
-        at += 5
-        out[cp] = "".join(map(chr, struct.unpack_from(f"<{k}I", raw, at)))
-        at += 4 * k
-    return out
-
-
-def _read_directory(c: _Cursor, buf: np.ndarray) -> dict[str, np.ndarray]:
-    (n,) = c.take("i")
+        normalise[cp] = "".join(map(chr, struct.unpack_from(f"<{k}I", raw, at + 5)))
+        at += 5 + 4 * k
+    (n_tensors,) = c.take("i")
     tensors: dict[str, np.ndarray] = {}
-    for _ in range(int(n)):
+    for _ in range(int(n_tensors)):
         (name_len,) = c.take("H")
         name = c.raw(int(name_len)).decode("ascii")
         dtype, count, offset, nbytes = (int(v) for v in c.take("BIQQ"))
@@ -140,7 +126,10 @@ def _read_directory(c: _Cursor, buf: np.ndarray) -> dict[str, np.ndarray]:
             tensors[name] = data.reshape(-1, _BLOCK_BYTES)
         else:
             raise ModelLoadError(f"tensor {name}: unknown dtype {dtype}")
-    return tensors
+    return E5File(
+        hidden, layers, heads, ffn, vocab_rows, positions, token_types, float(eps),
+        pieces, scores, bos, eos, pad, unk, normalise, tensors,
+    )  # fmt: skip
 
 
 def dequantise(blocks: np.ndarray, width: int) -> np.ndarray:
