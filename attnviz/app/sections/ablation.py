@@ -146,22 +146,18 @@ def switch(context: Ctx, focus: Focus) -> Focus:
         result = _ablation(context, focus.loaded, focus.text, off, mode)
         if result is None:
             return focus
-        _numbers(result)
+        with st.container(key="abl_numbers"):
+            st.info(t("abl.showing", k=len(result.heads)), icon=":material/content_cut:")
+            a, b, col = st.columns(3)
+            name = "abl.next_token_drop" if result.measure == "next_token" else "abl.sentence_distance"
+            a.metric(t(name), f"{result.effect:.4f}", help=t(f"{name}_help", token=code_span(result.next_token)))
+            b.metric(t("abl.token_distance"), f"{result.token_distance.mean():.4f}", help=t("abl.token_distance_help"))
+            i = int(np.argmax(result.token_distance))
+            col.metric(t("abl.token_max"), f"{result.token_distance[i]:.4f}")
+            col.caption(widgets.escape_md(f"{i}: {result.attention.tokens[i]}"))
     settings = {**focus.settings, "heads_off": [list(h) for h in off], "ablation_mode": mode}
     att, back = _derived(context, focus, result)
     return replace(focus, att=att, base=focus.att, off=off, settings=settings, again=back)
-
-
-def _numbers(result: explain.Ablation) -> None:
-    with st.container(key="abl_numbers"):
-        st.info(t("abl.showing", k=len(result.heads)), icon=":material/content_cut:")
-        a, b, col = st.columns(3)
-        name = "abl.next_token_drop" if result.measure == "next_token" else "abl.sentence_distance"
-        a.metric(t(name), f"{result.effect:.4f}", help=t(f"{name}_help", token=code_span(result.next_token)))
-        b.metric(t("abl.token_distance"), f"{result.token_distance.mean():.4f}", help=t("abl.token_distance_help"))
-        i = int(np.argmax(result.token_distance))
-        col.metric(t("abl.token_max"), f"{result.token_distance[i]:.4f}")
-        col.caption(widgets.escape_md(f"{i}: {result.attention.tokens[i]}"))
 
 
 def effect(context: Ctx, focus: Focus) -> None:
@@ -210,20 +206,6 @@ def _importance(
     )
 
 
-def _wanted(s: Subject, limit: int) -> bool:
-    """Computed at once for short texts, on request beyond AUTO_IMPORTANCE_N tokens."""
-    session, n = st.session_state, min(s.att.n, limit)
-    if s.att.n > limit:
-        st.info(t("abl.capped", n=s.att.n, limit=limit), icon=":material/content_cut:")
-    signature = (s.att.text, s.att.model, n)
-    if n > AUTO_IMPORTANCE_N and session.get("_abl_importance") != signature:
-        st.caption(t("abl.on_request", n=n))
-        if not st.button(t("abl.compute", n=n), key="abl_compute"):
-            return False
-        session["_abl_importance"] = signature
-    return True
-
-
 def importance(context: Ctx, s: Subject) -> None:
     """Head importance as a clickable grid (click: switch that head off), the rank agreement of
     the real effect and Michel et al.'s estimate, and the pruning curve."""
@@ -236,8 +218,15 @@ def importance(context: Ctx, s: Subject) -> None:
             st.caption(t("abl.unsupported"))
             return
         limit = token_limit(context.settings.explain_tokens, IMPORTANCE_MAX_TOKENS)
-        if not _wanted(s, limit):
-            return
+        session, n = st.session_state, min(s.att.n, limit)
+        if s.att.n > limit:
+            st.info(t("abl.capped", n=s.att.n, limit=limit), icon=":material/content_cut:")
+        signature = (s.att.text, s.att.model, n)
+        if n > AUTO_IMPORTANCE_N and session.get("_abl_importance") != signature:  # past it: on request
+            st.caption(t("abl.on_request", n=n))
+            if not st.button(t("abl.compute", n=n), key="abl_compute"):
+                return
+            session["_abl_importance"] = signature
         result = _importance(context, s, limit, _mode(runner))
         if result is None:
             return
