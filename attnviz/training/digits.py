@@ -98,7 +98,6 @@ class DigitsSnapshot(NamedTuple):
 class DigitsRun:
     config: ViTConfig
     model: TinyViT
-    seed: int
     probe: int  # index into the held-out images of the digit the snapshots show
     images: np.ndarray  # the held-out images (N, 64), 0..16
     labels: np.ndarray  # their labels (N,)
@@ -163,7 +162,7 @@ def train_digits(
     with torch_threads(threads):
         torch.manual_seed(seed)
         cfg = ViTConfig(d_model=d_model, n_layers=layers, n_heads=heads)
-        run = DigitsRun(cfg, TinyViT(cfg), seed, probe, images[test_idx], labels[test_idx])
+        run = DigitsRun(cfg, TinyViT(cfg), probe, images[test_idx], labels[test_idx])
         opt = torch.optim.AdamW(run.model.parameters(), lr=lr, weight_decay=0.01)
         schedule = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
         marks = set(np.unique(np.linspace(0, steps, snapshots + 1).round().astype(int)[1:]).tolist())

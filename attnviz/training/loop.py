@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+from torch.nn import functional as F
 
 from ..lab.sparse import row_counts
 from ..models import Cancelled, Progress
@@ -278,7 +279,8 @@ def scored(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, t
     """logits (B, T, vocab), targets (B, T) -> (mean cross-entropy, share of right top tokens)
     over the scored predictions (target not IGNORE), for every trainer's next-token model."""
     mask = targets != IGNORE
-    return TinyDecoder.loss(logits, targets), (logits.argmax(-1)[mask] == targets[mask]).float().mean()
+    loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
+    return loss, (logits.argmax(-1)[mask] == targets[mask]).float().mean()
 
 
 def _snapshot(run: TrainingRun, held_out: Batch, on_snapshot: Callable[[TrainingRun], None] | None) -> None:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
 from ..lab.sparse import sparse_mask
 from ..scratch import MultiHeadSelfAttention
@@ -100,15 +99,6 @@ class TinyDecoder(nn.Module):
             for emb in (self.token_embeddings, self.position_embeddings):
                 nn.init.normal_(emb.weight, std=cfg.embed_std)
 
-    def embed(self, input_ids: torch.Tensor | None, inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
-        """Token (or given) embeddings plus positions: (B, T, d)."""
-        if inputs_embeds is None:
-            if input_ids is None:
-                raise ValueError("give input_ids or inputs_embeds")
-            inputs_embeds = self.token_embeddings(input_ids)  # (B, T, d)
-        T = inputs_embeds.shape[1]
-        return inputs_embeds + self.position_embeddings(torch.arange(T, device=inputs_embeds.device))[None]
-
     def run(
         self,
         input_ids: torch.Tensor | None,
@@ -116,8 +106,13 @@ class TinyDecoder(nn.Module):
         inputs_embeds: torch.Tensor | None = None,
     ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """The residual stream entering each layer plus the last layer's output (L + 1 tensors
-        (B, T, d)), and each layer's weights (B, nh, T, T)."""
-        x = self.embed(input_ids, inputs_embeds)
+        (B, T, d)), and each layer's weights (B, nh, T, T); `inputs_embeds` replaces the token embeddings."""
+        if inputs_embeds is None:
+            if input_ids is None:
+                raise ValueError("give input_ids or inputs_embeds")
+            inputs_embeds = self.token_embeddings(input_ids)  # (B, T, d)
+        positions = torch.arange(inputs_embeds.shape[1], device=inputs_embeds.device)
+        x = inputs_embeds + self.position_embeddings(positions)[None]
         states, maps = [x], []
         for layer in self.layers:
             x, weights = layer(x, attention_mask, self.allowed)
@@ -131,8 +126,3 @@ class TinyDecoder(nn.Module):
         """Returns (logits (B, T, vocab), one (B, nh, T, T) weight tensor per layer)."""
         states, maps = self.run(input_ids, attention_mask)
         return self.unembed(self.ln_final(states[-1])), maps
-
-    @staticmethod
-    def loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """Mean cross-entropy of logits (B, T, vocab) against targets (B, T), IGNORE (-100) not scored."""
-        return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)

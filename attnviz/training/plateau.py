@@ -1,8 +1,8 @@
 """When more steps stop teaching: the held-out accuracy has plateaued.
 
 A run with `TrainConfig(plateau=True)` (the Training lab's presets) ends at the first snapshot
-where the best held-out accuracy of the last `window` steps is no more than `min_gain` above the
-best before them, once it has reached `floor`. Below the floor a flat stretch is not a plateau:
+where the best held-out accuracy of the last `window` steps is no more than MIN_GAIN above the
+best before them, once it has reached FLOOR. Below the floor a flat stretch is not a plateau:
 an induction model's accuracy sits flat for a while and then jumps when its two heads start to
 work together (Olsson et al. 2022, the "phase change"), so a low flat curve keeps training.
 """
@@ -31,7 +31,7 @@ class Plateau(NamedTuple):
     step: int  # where the run stopped
     accuracy: float  # the best held-out accuracy of the last window
     window: int  # steps looked back
-    gain: float  # how much the last window gained over the best before it (<= min_gain)
+    gain: float  # how much the last window gained over the best before it (<= MIN_GAIN)
 
 
 def plateau_window(every: int) -> int:
@@ -40,11 +40,9 @@ def plateau_window(every: int) -> int:
     return max(MIN_WINDOW, SNAPSHOTS_IN_WINDOW * every)
 
 
-def plateau_at(
-    points: Sequence[tuple[int, float]], window: int = MIN_WINDOW, min_gain: float = MIN_GAIN, floor: float = FLOOR
-) -> Plateau | None:
+def plateau_at(points: Sequence[tuple[int, float]], window: int = MIN_WINDOW) -> Plateau | None:
     """The plateau ending at the last of `points` ((step, held-out accuracy), in step order),
-    or None while the accuracy still rises (or is below `floor`)."""
+    or None while the accuracy still rises (or is below FLOOR)."""
     if not points:
         return None
     last = points[-1][0]
@@ -54,6 +52,6 @@ def plateau_at(
         return None
     best = max(recent)
     gain = best - max(before)
-    if max(best, max(before)) < floor or gain > min_gain:
+    if max(best, max(before)) < FLOOR or gain > MIN_GAIN:
         return None
     return Plateau(last, best, window, max(gain, 0.0))

@@ -72,10 +72,6 @@ class Task:
     every_token: bool = False  # every next token is scored (text), not only the expected pattern's rows
     reach: tuple[int, int] = (1, 1)  # fewest, most tokens back a scored row's answer sits (text: the one before)
 
-    @property
-    def ids(self) -> dict[str, int]:
-        return {tok: i for i, tok in enumerate(self.vocab)}
-
     def batch(self, size: int, rng: np.random.Generator) -> Batch:
         seqs, cols = self.sequences(size, rng)  # (B, S), name -> (B, S)
         ids = torch.as_tensor(seqs[:, :-1], dtype=torch.long)  # (B, S-1)
@@ -168,7 +164,7 @@ class TextTask(Task):
         super().__init__(
             "text", [*SPECIALS, *sorted(kept)], min(block, len(text) + 1), char_level=True, every_token=True
         )
-        ids = self.ids
+        ids = {tok: i for i, tok in enumerate(self.vocab)}
         self.text = text
         self.data = np.array([ids.get(ch, 1) for ch in text], dtype=np.int64)
 
