@@ -154,22 +154,21 @@ class MultiHeadSelfAttention(nn.Module):
     from x to another stream (an encoder-decoder's cross-attention).
     """
 
-    def __init__(self, d_model: int, n_heads: int, head_dim: int | None = None, bias: bool = True):
+    def __init__(self, d_model: int, n_heads: int, head_dim: int | None = None):
         super().__init__()
         self.n_heads = n_heads
         self.head_dim = head_dim if head_dim is not None else d_model // n_heads
         inner = self.n_heads * self.head_dim
-        self.query = nn.Linear(d_model, inner, bias=bias)
-        self.key = nn.Linear(d_model, inner, bias=bias)
-        self.value = nn.Linear(d_model, inner, bias=bias)
-        self.output = nn.Linear(inner, d_model, bias=bias)
+        self.query = nn.Linear(d_model, inner)
+        self.key = nn.Linear(d_model, inner)
+        self.value = nn.Linear(d_model, inner)
+        self.output = nn.Linear(inner, d_model)
 
     def forward(
         self,
         x: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         causal: bool = False,
-        scale: bool = True,
         allowed: torch.Tensor | None = None,
         memory: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -178,7 +177,7 @@ class MultiHeadSelfAttention(nn.Module):
         and values' stream, unmasked. Returns (output (B, T, d_model), weights (B, nh, T, T or S))."""
         mask = combined_mask(attention_mask, x.shape[1], causal, x.dtype, x.device, allowed)
         return multi_head_attention(
-            x, self.query, self.key, self.value, self.output, self.n_heads, self.head_dim, mask, scale, memory=memory
+            x, self.query, self.key, self.value, self.output, self.n_heads, self.head_dim, mask, memory=memory
         )
 
 
