@@ -106,7 +106,10 @@ def analyse(argv: list[str]) -> int:
             max_tokens=args.max_tokens,
         )
         att = model.attend(text)
-        _check_range(att, args.layer, args.head)
+        if args.layer is not None and not 0 <= args.layer < att.n_layers:
+            raise ValueError(f"--layer {args.layer} is out of range: this model has layers 0..{att.n_layers - 1}")
+        if args.head is not None and not 0 <= args.head < att.n_heads:
+            raise ValueError(f"--head {args.head} is out of range: this model has heads 0..{att.n_heads - 1}")
         following = None
         if args.next is not None:
             from .nextword import predict
@@ -124,13 +127,6 @@ def analyse(argv: list[str]) -> int:
         return 0
 
     return guarded("attnviz", body, (ValueError, ModelLoadError, OSError))
-
-
-def _check_range(att: Attention, layer: int | None, head: int | None) -> None:
-    if layer is not None and not 0 <= layer < att.n_layers:
-        raise ValueError(f"--layer {layer} is out of range: this model has layers 0..{att.n_layers - 1}")
-    if head is not None and not 0 <= head < att.n_heads:
-        raise ValueError(f"--head {head} is out of range: this model has heads 0..{att.n_heads - 1}")
 
 
 def _write_outputs(att: Attention, args: argparse.Namespace, following: list[tuple[str, float]] | None) -> None:
