@@ -44,8 +44,7 @@ class FairQueue(Generic[W]):
 
     def first(self) -> W | None:
         """Under cond: whose turn it is."""
-        order = self.order()
-        return order[0] if order else None
+        return next(iter(self.order()), None)
 
     def place(self, waiter: W) -> int:
         """1 for the next to go, 0 when not waiting."""

@@ -155,12 +155,6 @@ def offline() -> Iterator[None]:
                 constants.HF_HUB_OFFLINE = _offline_before
 
 
-def _cached(model_id: str) -> bool:
-    from huggingface_hub import try_to_load_from_cache
-
-    return isinstance(try_to_load_from_cache(model_id, "config.json"), str)
-
-
 @contextlib.contextmanager
 def prepare(source: str) -> Iterator[None]:
     """Around the from_pretrained calls for `source` (a local directory or a hub id): quiet.
@@ -170,7 +164,9 @@ def prepare(source: str) -> Iterator[None]:
         with quiet():
             yield
         return
-    if not _cached(source):
+    from huggingface_hub import try_to_load_from_cache
+
+    if not isinstance(try_to_load_from_cache(source, "config.json"), str):
         raise NotCachedError(f"'{source}' is not in the local Hugging Face cache")
     with quiet(), offline():
         yield

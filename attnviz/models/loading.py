@@ -121,9 +121,7 @@ def _load_hf(path_or_id: str, device: torch.device, max_tokens: int, display_nam
         )
     source = str(local) if is_dir else path_or_id
     try:
-        # quiet (no load reports, progress bars, retry chatter); with the hub out of reach, the
-        # local cache only, and an id not in it fails at once, before transformers is imported;
-        # under the load lock, as the quick MiniLM's full load comes outside load_model
+        # under the load lock itself: the quick MiniLM's full load comes outside load_model
         with _LOAD_LOCK, hub.prepare(source):
             _import_transformers()
             from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer

@@ -85,9 +85,8 @@ def encoded(tokenizer: Any, text: object, limit: int) -> tuple[Any, Encoded]:
 
 
 def token_limit(asked: int | None, limit: int) -> int:
-    """The token limit a request gets: what it asked for, at most `limit` (the model's, or the
-    deployment's) and at least 2 (a text needs room beside [CLS] and [SEP]); `limit` when it asked
-    for none."""
+    """The token limit a request gets: `asked` (None: `limit`, the model's or the deployment's),
+    at most `limit` and at least 2 (a text needs room beside [CLS] and [SEP])."""
     return max(2, min(int(limit if asked is None else asked), int(limit)))
 
 
@@ -113,9 +112,7 @@ class TextRefused(ValueError):
 
 
 def check_text(text: object, max_chars: int | None = None) -> str:
-    """`text` itself if it can be analysed; TextRefused before any tokenising if it is not a
-    string, is blank once control characters are cleaned (`clean_text`), or is longer than
-    `max_chars`."""
+    """`text` itself if it can be analysed; TextRefused, before any tokenising, if not."""
     if not isinstance(text, str):
         raise TextRefused("not_text")
     if not clean_text(text).strip():

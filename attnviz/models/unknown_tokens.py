@@ -33,10 +33,9 @@ class Unknown:
 def unknown_tokens(tokenizer: Any, text: str, max_tokens: int | None = None) -> Unknown:
     """Count `text`'s unknown tokens under `tokenizer` (cut to `max_tokens` as a runner cuts)."""
     unk = getattr(tokenizer, "unk_token_id", None)
-    fast = bool(getattr(tokenizer, "is_fast", False))
     enc = tokenize(tokenizer, text, max_tokens, verbose=False)
     ids, special = enc["input_ids"], enc["special_tokens_mask"]
-    offsets = enc["offset_mapping"] if fast else [(0, 0)] * len(ids)
+    offsets = enc.get("offset_mapping", [(0, 0)] * len(ids))  # a slow tokenizer gives none
     ordinary = [(i, span) for i, span, s in zip(ids, offsets, special, strict=True) if not s]
     hits = [text[a:b].strip() for i, (a, b) in ordinary if unk is not None and i == unk]
     return Unknown(len(hits), len(ordinary), tuple(dict.fromkeys(h for h in hits if h)))
