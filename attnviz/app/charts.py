@@ -136,13 +136,12 @@ def page_caption() -> list[str]:
     switches that change the picture (heads off, sinks hidden)."""
     session = st.session_state
     context = session.get("_ctx")
-    model = model_label(context.model) if isinstance(context, Ctx) else None
+    label = model_label(context.model) if isinstance(context, Ctx) else None
+    model = [one_line(label, 80)] if label else []
     if session.get(PAGE) in NO_SENTENCE_PAGES:
-        return [" · ".join(["attnviz", one_line(model, 80)] if model else ["attnviz"])]
+        return [" · ".join(["attnviz", *model])]
     sentence = str(session.get(SENTENCE, "")).strip()
-    first = " · ".join(
-        ([one_line(model, 80)] if model else []) + ([f"“{one_line(sentence, CAPTION_CHARS)}”"] if sentence else [])
-    )
+    first = " · ".join(model + ([f"“{one_line(sentence, CAPTION_CHARS)}”"] if sentence else []))
     page, heads, sinks = session.get(SWITCHES, (None, [], False))
     switched = []
     if page == session.get(PAGE) and heads:

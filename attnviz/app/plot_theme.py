@@ -205,13 +205,6 @@ def plain_arrays(value: Any) -> Any:
     return {key: plain_arrays(item) for key, item in value.items()}
 
 
-def themed_traces(data: list[Json], mode: Mode) -> list[Json]:
-    """Each trace with its type's defaults filled in (template.data, one entry per type) and
-    its one-dimensional typed arrays as lists (`plain_arrays`)."""
-    defaults = template_json(mode)["data"]
-    return [plain_arrays(_under(defaults.get(trace.get("type", "scatter"), [{}])[0], trace)) for trace in data]
-
-
 def selection_layout(selection: tuple[str, ...]) -> Json:
     """The click, hover and drag modes Streamlit's chart element sets once mounted on a chart
     that reports selections (`selection`: its selection modes; empty: it reports none). The
@@ -230,8 +223,11 @@ def for_browser(fig: go.Figure, mode: Mode, selection: tuple[str, ...] = ()) -> 
     `Plotly.react` of it costs no redraw. `selection`: the chart's selection modes when it
     reports selections (`selection_layout`). `fig` (maybe cached, shared) is not touched."""
     spec = fig.to_dict()
+    data = spec.get("data", [])
     layout = _under(selection_layout(selection), spec.get("layout", {}))
-    out = figure(themed_traces(spec.get("data", []), mode), themed_layout(layout, spec.get("data", []), mode))
+    defaults = template_json(mode)["data"]  # template.data: one entry a trace type
+    traces = [plain_arrays(_under(defaults.get(trace.get("type", "scatter"), [{}])[0], trace)) for trace in data]
+    out = figure(traces, themed_layout(layout, data, mode))
     out.layout.template = None  # serialised as null: plotly.js then has no template to compare
     if spec.get("frames"):  # an animation (the training page's snapshots) plays as it was
         out.frames = [go.Frame(frame, _validate=False) for frame in spec["frames"]]

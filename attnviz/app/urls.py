@@ -182,15 +182,14 @@ def parse_link(params: Mapping[str, str], max_chars: int) -> Link:
         except ValueError:
             problems.append("model")
             model = None
-    head_raw = params.get("head")
-    head = MEAN if head_raw == "mean" else parse_index(head_raw)
+    head = params.get("head")
     view, view_keys = parse_view(params)
     return Link(
         lang=lang if lang in i18n.LANGUAGES else None,
         text=text,
         model=model,
         layer=parse_index(params.get("layer")),
-        head=head,
+        head=MEAN if head == "mean" else parse_index(head),
         problems=tuple(problems),
         view=view,
         view_keys=frozenset(view_keys),

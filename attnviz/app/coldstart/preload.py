@@ -36,9 +36,8 @@ def preload_script(name: str, after: str = "") -> str:
     """The script that imports Streamlit's module `name` once the element `after` (a CSS
     selector of ours) is painted, or after PRELOAD_WAIT_MS, so its compile does not hold up the
     sentence box or the first map."""
-    if not any(p.fullmatch(name) for p in (CHART_CODE, COMPONENT_CODE, CODE_CODE)) or not SAFE_SELECTOR.fullmatch(
-        after
-    ):
+    known = any(p.fullmatch(name) for p in (CHART_CODE, COMPONENT_CODE, CODE_CODE))
+    if not known or not SAFE_SELECTOR.fullmatch(after):
         raise ValueError("not a chart or component code file name or not a plain selector")
     return (
         _PRELOAD_JS.replace("ENTRY", ENTRY_MODULE)
