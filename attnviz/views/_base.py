@@ -166,14 +166,9 @@ def colour(values: np.ndarray, zmin: float | None, zmax: float | None) -> Json:
 # Lines: many straight segments or small rings as one trace
 
 
-def segments(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Straight segments as one float32 polyline broken by NaN (as None breaks a list), so one
-    trace draws them all; arrays serialise far faster than long lists."""
-    return polylines(np.column_stack([x0, x1]), np.column_stack([y0, y1]))
-
-
 def polylines(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(m, k) point rows -> one NaN-broken float32 polyline each for x and y."""
+    """(m, k) point rows -> one float32 polyline each for x and y, the rows broken apart by NaN (as
+    None breaks a list), so one trace draws them all; arrays serialise far faster than long lists."""
     gap = np.full((len(xs), 1), np.nan)
     return np.hstack([xs, gap]).astype(np.float32).ravel(), np.hstack([ys, gap]).astype(np.float32).ravel()
 

@@ -21,7 +21,6 @@ from ._base import (
     layout_title,
     level,
     polylines,
-    segments,
     tick_step,
     which_head,
 )
@@ -115,7 +114,8 @@ def _edge_traces(
         loop = (widths == index) & loops
         if not (line.any() or loop.any()):
             continue
-        lx, ly = segments(start[line, 0], start[line, 1], end[line, 0], end[line, 1])
+        ends = np.stack([start[line], end[line]], axis=1)  # (lines, 2, 2): each line's two ends
+        lx, ly = polylines(ends[..., 0], ends[..., 1])
         centres = start[loop]  # (loops, 2)
         cx, cy = polylines(centres[:, :1] + LOOP * np.cos(ring), centres[:, 1:] + LOOP * np.sin(ring))
         lower = f"{max(lo, threshold):.2g}"

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ..result import Attention
-from ._base import HEAD_COLORS, MAX_TICK_LABELS, Json, escape, figure, layout_title, level, segments, tick_step
+from ._base import HEAD_COLORS, MAX_TICK_LABELS, Json, escape, figure, layout_title, level, polylines, tick_step
 
 DEFAULT_MAX_LINKS = 4096  # more lines than this are unreadable and slow to draw
 MIN_LINK_WEIGHT = 0.01  # lighter links are not drawn (bertviz draws them at opacity < 0.01)
@@ -89,7 +89,7 @@ def _link_traces(rows: np.ndarray, heads: list[int], queries: np.ndarray, per_qu
             if not chosen.any():
                 continue
             count = int(chosen.sum())
-            xs, ys = segments(np.zeros(count), src[chosen], np.ones(count), dst[chosen])
+            xs, ys = polylines(np.tile([0.0, 1.0], (count, 1)), np.column_stack([src[chosen], dst[chosen]]))
             traces.append(
                 {
                     "type": "scatter",
