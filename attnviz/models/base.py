@@ -1,10 +1,7 @@
 """The seam between the engines and everything else: the `Runner` protocol and what every
-runner shares (tokenising, limits, `attend`, the one out-of-memory fallback, per-head
-steps, layer traces and head switches).
-
-Torch tensors never leave the runners and the explanation methods: `attend` returns numpy. A
-Hugging Face model's module tree is known to `huggingface.py` alone.
-"""
+runner shares (tokenising, limits, `attend`, the one out-of-memory fallback, per-head steps,
+layer traces and head switches). Torch tensors never leave the runners and the explanation
+methods: `attend` returns numpy."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""Hugging Face models (BERT, DistilBERT, RoBERTa, GPT-2, ...) behind the Runner seam.
-
-Every model is loaded with `attn_implementation="eager"` (transformers 5 picks SDPA by
-default, which returns no weights), put in `eval()` and run under `torch.inference_mode()`.
-This is the only module that knows a Hugging Face model's module tree (`layers()`,
-`prenorm_layers()`).
-"""
+"""Hugging Face models (BERT, DistilBERT, RoBERTa, GPT-2, ...) behind the Runner seam: loaded
+with eager attention (SDPA, transformers 5's default, returns no weights) in eval mode
+(loading.py), run under inference mode. The only module that knows a Hugging Face model's
+module tree (`layers()`, `prenorm_layers()`)."""
 
 from __future__ import annotations
 
@@ -178,15 +175,6 @@ class PretrainedModel(RunnerBase):
 
 
 _NO_HEAD = "model '{name}' has no language-model head: the next word needs a decoder such as 'smollm2'"
-
-
-def kv_heads_of(cfg: Any, n_heads: int) -> np.ndarray:
-    """The key/value head each query head reads: h // (H / KV), as transformers' repeat_kv
-    lays grouped heads out; arange(H) when every head has its own keys and values."""
-    n_kv = getattr(cfg, "num_key_value_heads", None) or n_heads
-    if n_heads % int(n_kv):
-        raise ModelLoadError(f"{n_heads} query heads cannot share {n_kv} key/value heads evenly")
-    return np.arange(n_heads) // (n_heads // int(n_kv))
 
 
 def vocab_string(tokenizer: Any, token_id: int) -> str:
