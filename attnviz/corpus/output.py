@@ -63,8 +63,7 @@ def finish(store: Store, settings: dict[str, Any], n_shards: int, engine: str) -
 
     L, H = 0, 0  # an empty input has no shard to say its model's shape
     if n_shards:
-        with store.fs.open_input_file(store.path(part_name(0))) as fh:
-            meta = pq.ParquetFile(fh).schema_arrow.metadata or {}
+        meta = pq.read_schema(store.path(part_name(0)), filesystem=store.fs).metadata or {}
         L, H = int(meta[b"layers"]), int(meta[b"heads"])
     counts = {"lines_read": 0, "analysed": 0, "truncated": 0}
     reasons: Counter[str] = Counter()
@@ -80,11 +79,11 @@ def finish(store: Store, settings: dict[str, Any], n_shards: int, engine: str) -
             counts["truncated"] += int(pc.sum(kept.column("truncated")).as_py() or 0)
             moments.add(np.stack([_values(kept.column(name), L * H) for name in STATS]).astype(np.float64))
             if writer is None:
-                writer = store.parquet_writer(tmp, kept.schema)
+                writer = pq.ParquetWriter(tmp, kept.schema, compression="zstd", filesystem=store.fs)
             writer.write_table(kept)
         if writer is None:  # an empty input: an empty table of the same columns
             schema = pa.schema([shard_schema(L, H).field(c) for c in SENTENCE_COLUMNS], metadata=shard_meta(L, H))
-            writer = store.parquet_writer(tmp, schema)
+            writer = pq.ParquetWriter(tmp, schema, compression="zstd", filesystem=store.fs)
         writer.close()
     store.write_table("heads.parquet", _heads_table(moments, L, H))
     report = {
@@ -199,16 +198,13 @@ class CorpusResult:
 def load(location: str) -> CorpusResult:
     """Read a finished run back from its folder (a path or a URI). ValueError if the folder
     holds no finished run."""
-    import pyarrow.parquet as pq
-
     store = Store(location)
     raw = store.read_bytes(REPORT)
     if raw is None:
         raise ValueError(f"'{location}' holds no finished corpus run (no {REPORT})")
     report = json.loads(raw)
     L, H = int(report["layers"]), int(report["heads"])
-    with store.fs.open_input_file(store.path("heads.parquet")) as fh:
-        table = pq.read_table(fh)
+    table = store.read_table("heads.parquet")
     heads = {
         name: np.asarray(table.column(name).to_numpy(zero_copy_only=False)).reshape(L, H)
         for name in table.column_names

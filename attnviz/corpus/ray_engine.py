@@ -140,7 +140,7 @@ def run_ray(
         done = shards.map_batches(
             ShardWorker,
             fn_constructor_kwargs={
-                "location": store.shareable,
+                "location": store.location if "://" in store.location else store.root,  # as a worker opens it
                 "model": model,
                 "device": device,
                 "max_tokens": settings["max_tokens"],

@@ -134,7 +134,6 @@ def process_shard(
         skip[i] = found.skip[k]
         tokens[i] = found.tokens[k]
         truncated[i] = found.truncated[k]
-    analysed = np.array([s is None for s in skip])
     columns = {
         "id": pa.array([r.id for r in records], pa.int64()),
         "text": pa.array([r.text if s is None else None for r, s in zip(records, skip, strict=True)], pa.string()),
@@ -143,7 +142,7 @@ def process_shard(
         "n_tokens": pa.array([len(t) if t else 0 for t in tokens], pa.int32()),
         "truncated": pa.array(truncated, pa.bool_()),
     }
-    skipped = pa.array(~analysed, pa.bool_())
+    skipped = pa.array([s is not None for s in skip], pa.bool_())
     for name in STATS:
         stats = np.full((n, L * H), np.nan, dtype=np.float32)  # layer-major, NaN (and masked) where skipped
         stats[todo] = found.stats[name].reshape(len(todo), L * H)
@@ -161,7 +160,6 @@ def shard_is_complete(store: Store, shard: int, records: int) -> bool:
     if not store.exists(name):
         return False
     try:
-        with store.fs.open_input_file(store.path(name)) as fh:
-            return bool(pq.ParquetFile(fh).metadata.num_rows == records)
+        return bool(pq.read_metadata(store.path(name), filesystem=store.fs).num_rows == records)
     except Exception:
         return False

@@ -12,11 +12,10 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    import pyarrow.fs as pafs
 
 
 class Store:
@@ -25,21 +24,13 @@ class Store:
     def __init__(self, location: str | os.PathLike[str]):
         import pyarrow.fs as pafs
 
-        raw = os.fspath(location)
-        self.location = raw
-        self.local = "://" not in raw
-        if self.local:
-            self.root = str(Path(raw).expanduser().absolute())
-            self.fs: pafs.FileSystem = pafs.LocalFileSystem()
+        self.location = os.fspath(location)
+        if "://" in self.location:
+            self.fs, self.root = pafs.FileSystem.from_uri(self.location)
         else:
-            self.fs, self.root = pafs.FileSystem.from_uri(raw)
-            self.local = type(self.fs).__name__ == "LocalFileSystem"
+            self.fs, self.root = pafs.LocalFileSystem(), str(Path(self.location).expanduser().absolute())
+        self.local = isinstance(self.fs, pafs.LocalFileSystem)
         self.fs.create_dir(self.root, recursive=True)
-
-    @property
-    def shareable(self) -> str:
-        """The location as another process (a Ray worker) can open it: absolute, or the URI."""
-        return self.location if "://" in self.location else self.root
 
     def path(self, name: str) -> str:
         return f"{self.root.rstrip('/')}/{name}"
@@ -91,11 +82,6 @@ class Store:
             with contextlib.suppress(Exception):
                 self.fs.delete_file(tmp)
             raise
-
-    def parquet_writer(self, tmp: str, schema: pa.Schema) -> Any:
-        import pyarrow.parquet as pq
-
-        return pq.ParquetWriter(tmp, schema, compression="zstd", filesystem=self.fs)
 
     def remove(self, name: str) -> None:
         """Delete the folder `name` with what it holds, if it is there."""
