@@ -157,8 +157,16 @@ class Source:
             kind = kind.value_type
         if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
             raise ValueError(f"{self.path.name}: column '{TEXT_COLUMN}' holds {kind}, not text")
-        self._parquet_sizes(pf.metadata)
-        self._total = max(1, pf.metadata.num_rows)
+        # a row group whose text declares more than BOMB_FLOOR_BYTES and BOMB_RATIO times its compressed
+        # bytes is refused from the footer, before pyarrow unpacks a whole page
+        meta = pf.metadata
+        column = [meta.schema.column(j).path for j in range(meta.num_columns)].index(TEXT_COLUMN)
+        for group in range(meta.num_row_groups):
+            chunk = meta.row_group(group).column(column)
+            size = int(chunk.total_uncompressed_size)
+            if size > BOMB_FLOOR_BYTES and size > BOMB_RATIO * max(1, int(chunk.total_compressed_size)):
+                raise ValueError(_bomb(self.path.name, f"row group {group + 1} declares", size, self.size))
+        self._total = max(1, meta.num_rows)
         row, unpacked, most = 0, 0, max(BOMB_FLOOR_BYTES, BOMB_RATIO * self.size)
         for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=[TEXT_COLUMN]):
             for value, size in _arrow_values(batch.column(0), self.max_bytes):
@@ -168,17 +176,6 @@ class Source:
                 if unpacked > most:
                     raise ValueError(_bomb(self.path.name, f"its first {row:,} rows unpack to", unpacked, self.size))
                 yield self._check(row, *_sized(value, size))
-
-    def _parquet_sizes(self, meta: Any) -> None:
-        """Refuse a row group whose text declares more than BOMB_FLOOR_BYTES and BOMB_RATIO times
-        its compressed bytes: read from the footer, before pyarrow unpacks a whole page."""
-        paths = [meta.schema.column(j).path for j in range(meta.num_columns)]
-        column = paths.index(TEXT_COLUMN)
-        for group in range(meta.num_row_groups):
-            chunk = meta.row_group(group).column(column)
-            size = int(chunk.total_uncompressed_size)
-            if size > BOMB_FLOOR_BYTES and size > BOMB_RATIO * max(1, int(chunk.total_compressed_size)):
-                raise ValueError(_bomb(self.path.name, f"row group {group + 1} declares", size, self.size))
 
     def _check(self, number: int, text: str | None, reason: str | None) -> Record:
         if reason is not None or text is None:
