@@ -25,17 +25,16 @@ EXAMPLE_STAT = "prev"  # the share on the previous token: previous-token heads s
 MAX_HEADS = 64  # a file with more layers or heads than this is not the bundled example
 
 
-def compute_example(model: Any = None, limit: int = EXAMPLE_SENTENCES, lang: str = "en") -> dict[str, Any]:
-    """Run the bundled corpus of `lang` (its first `limit` lines) with `model` (default: the
-    language's, EXAMPLES) and keep one statistic's per-head mean and spread."""
+def compute_example(lang: str = "en") -> dict[str, Any]:
+    """Run the first EXAMPLE_SENTENCES lines of the bundled corpus of `lang` with its model
+    (EXAMPLES) and keep one statistic's per-head mean and spread."""
     from .engine import run
 
-    _file, source, default_model = EXAMPLES[lang]
-    model = default_model if model is None else model
+    _file, source, model = EXAMPLES[lang]
     with tempfile.TemporaryDirectory() as out:
-        result = run(source, out, model, limit=limit)
+        result = run(source, out, model, limit=EXAMPLE_SENTENCES)
         return {
-            "model": model if isinstance(model, str) else model.name,
+            "model": model,
             "source": source.name,
             "sentences": int(result.analysed),
             "stat": EXAMPLE_STAT,
