@@ -63,8 +63,8 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: object) -> None:
     cursor.close()
 
 
-def migrate(engine: Engine, revision: str = "head") -> None:
-    """Bring the database to `revision` (an empty one included), once however many start together."""
+def migrate(engine: Engine) -> None:
+    """Bring the database to the newest revision (an empty one included), once however many start together."""
     from alembic import command
     from alembic.config import Config
 
@@ -76,7 +76,7 @@ def migrate(engine: Engine, revision: str = "head") -> None:
             connection.commit()
         try:
             config.attributes["connection"] = connection
-            command.upgrade(config, revision)
+            command.upgrade(config, "head")
             connection.commit()
         finally:
             if engine.dialect.name == "postgresql":

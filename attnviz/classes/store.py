@@ -162,10 +162,9 @@ class ClassStore:
         title = codes.clean_name(spec.title, codes.TITLE_MAX)
         steps = ",".join(s for s in STEPS if s in spec.open_steps)
         en, zh = spec.sentences.get("en"), spec.sentences.get("zh")
-        if en is None and zh is None:
+        en, zh = en or zh, zh or en  # one language's sentence stands in for the other's
+        if en is None or zh is None:
             raise Refused("bad")
-        en, zh = en or zh, zh or en
-        assert en is not None and zh is not None
         secret = codes.new_secret()
         for _ in range(8):  # a code already taken: draw again (887 million codes)
             row = ClassRow(

@@ -1,6 +1,5 @@
-"""Alembic's environment for the class tables: always run from `store.migrate` with a connection
-handed over in `config.attributes["connection"]` (the package has no alembic.ini; the command
-line is `python -m attnviz.classes.migrate URL`)."""
+"""Alembic's environment for the class tables: always run from `engine.migrate` with a connection
+handed over in `config.attributes["connection"]` (the package has no alembic.ini)."""
 
 from __future__ import annotations
 
