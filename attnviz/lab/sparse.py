@@ -59,8 +59,7 @@ def sparse_mask(
     _check(n, kind, window, global_tokens, dilation, random_keys)
     eye = np.eye(n, dtype=bool)
     lower = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
-    g = np.zeros(n, dtype=bool)
-    g[:global_tokens] = True
+    g = np.arange(n) < global_tokens
     if kind == "window":
         allowed = _window(n, window)
     elif kind == "dilated":
@@ -115,14 +114,13 @@ def sparse_count(n: int, kind: str, **options: int | bool) -> int:
     return int(row_counts(n, kind, **options).sum())  # type: ignore[arg-type]
 
 
-def additive_mask(allowed: np.ndarray | torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
-    """The additive mask `scratch.scaled_dot_product_attention` takes: 0 where allowed, the dtype's
-    most negative finite value where not (a weight of exactly 0)."""
+def additive_mask(allowed: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """The additive float32 mask `scratch.scaled_dot_product_attention` takes: 0 where allowed,
+    float32's most negative finite value where not (a weight of exactly 0)."""
     import torch
 
-    dtype = dtype or torch.float32
     keep = torch.as_tensor(np.asarray(allowed, dtype=bool))
-    return torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, torch.finfo(dtype).min)
+    return torch.zeros(keep.shape, dtype=torch.float32).masked_fill(~keep, torch.finfo(torch.float32).min)
 
 
 def encoder_maps(encoder: ScratchEncoder, input_ids: torch.Tensor, allowed: np.ndarray) -> np.ndarray:
