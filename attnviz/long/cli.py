@@ -76,11 +76,10 @@ def write(long: LongAttention, out: Path, size: int) -> None:
     b = len(edges) - 1
     overview = np.zeros((long.layers, long.heads, b, b), dtype=np.float32)
     received = np.zeros((long.layers, long.heads, long.n), dtype=np.float32)
-    count = long.layers * long.heads
     for layer in range(long.layers):
         for head in range(long.heads):
             overview[layer, head], received[layer, head] = long.summary(layer, head, size)
-            _say(f"heads: {layer * long.heads + head + 1}/{count}")
+            _say(f"heads: {layer * long.heads + head + 1}/{long.layers * long.heads}")
     out.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(out / "long.npz", overview=overview, received=received, edges=edges)
     top = np.argsort(-received, axis=-1)[..., :5]
