@@ -35,10 +35,8 @@ CONTROL_DEFAULTS = {"train_task": "induction", "train_layers": 2, "train_heads":
 def _value(key: str, default: Any = None) -> Any:
     """A control's value in a callback, whatever the client sent: a client may leave out any
     widget's state."""
-    session_state = st.session_state
-    if default is None:
-        default = CONTROL_DEFAULTS.get(key)
-    return session_state.get(key, session_state.get(f"_kept_{key}", default))
+    fallback = CONTROL_DEFAULTS.get(key) if default is None else default
+    return st.session_state.get(key, st.session_state.get(f"_kept_{key}", fallback))
 
 
 def _on_task(most: int) -> None:
@@ -149,11 +147,24 @@ def _live(context: Ctx) -> None:
         st.caption(t("trainlab.waited", waited=f"{run.waited:.0f}", seconds=f"{run.seconds:.0f}"))
     if job.finished and run.config.sparse:
         _sparse_verdict(run, snapshots[-1].accuracy)
-    _curves(context, run, snapshots, job.finished)
+    with st.container(key="train_curves"):
+        st.subheader(t("train.curves"))
+        held_out = [(s.step, s.loss, s.accuracy) for s in snapshots]
+        # while it trains the axis runs to the steps asked for (the curve grows towards its end);
+        # a run that ended (done, stopped, plateaued, out of budget) ends it at its last step
+        last = max(int(run.step), 1) if job.finished else run.config.steps
+        fig = views.training_curves(run.history[:], held_out, total_steps=last, lang=context.lang)
+        charts.chart(fig, key="chart_train_curves")
     # While it trains the page redraws every POLL_S: the latest maps alone and no score panel,
     # so the redraws (built on the server, drawn by the browser, both on the training's cores)
     # cost little; the slider over every snapshot and the scores come when the run ends.
-    _grid(context, run, snapshots, animate=job.finished)
+    with st.container(key="train_grid"):
+        st.subheader(t("train.snapshots"))
+        st.caption(t("train.snapshots_help") if job.finished else t("trainlab.snapshots_live"))
+        literal.literal(t("train.probe", text=run.probe.text))
+        fig = views.snapshot_grid([s.attention for s in snapshots], [s.step for s in snapshots],
+                                  animate=job.finished, lang=context.lang)  # fmt: skip
+        charts.chart(fig, key="chart_train_grid")
     if job.finished:
         _scores(context, run, len(snapshots))
         induction_card(context, run, job.model_name)
@@ -201,27 +212,6 @@ def _sparse_verdict(run: TrainingRun, accuracy: float) -> None:
     }.get(v.kind, (st.info, cfg.sparse, ":material/grid_on:"))
     with st.container(key="train_sparse_verdict"):
         show(t(f"trainlab.verdict_{key}", **words), icon=icon)
-
-
-def _curves(context: Ctx, run: TrainingRun, snapshots: list[Any], finished: bool) -> None:
-    """While it trains the axis runs to the steps asked for (the curve grows towards its end);
-    a run that ended (done, stopped, plateaued, out of budget) ends it at its last step."""
-    with st.container(key="train_curves"):
-        st.subheader(t("train.curves"))
-        held_out = [(s.step, s.loss, s.accuracy) for s in snapshots]
-        last = max(int(run.step), 1) if finished else run.config.steps
-        fig = views.training_curves(run.history[:], held_out, total_steps=last, lang=context.lang)
-        charts.chart(fig, key="chart_train_curves")
-
-
-def _grid(context: Ctx, run: TrainingRun, snapshots: list[Any], animate: bool = True) -> None:
-    with st.container(key="train_grid"):
-        st.subheader(t("train.snapshots"))
-        st.caption(t("train.snapshots_help") if animate else t("trainlab.snapshots_live"))
-        literal.literal(t("train.probe", text=run.probe.text))
-        fig = views.snapshot_grid([s.attention for s in snapshots], [s.step for s in snapshots], animate=animate,
-                                  lang=context.lang)  # fmt: skip
-        charts.chart(fig, key="chart_train_grid")
 
 
 def _scores(context: Ctx, run: TrainingRun, count: int) -> None:
