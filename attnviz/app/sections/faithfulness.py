@@ -57,9 +57,8 @@ def _methods(causal: bool) -> list[str]:
 
 
 def _contributions(context: Ctx, s: Subject, method: str) -> Contributions | None:
-    """The closed-form methods from one cached forward; Value Zeroing alone, on at most the
-    deployment's explanation length and its own cap. Both with progress, Cancel, budget and a
-    notice when the text was cut."""
+    """The closed-form methods from one cached forward, Value Zeroing alone (at most the deployment's
+    explanation length and its own cap); with progress, Cancel, budget and a notice when the text was cut."""
     runner, closed = s.loaded.runner, method in CHEAP
     methods = [m for m in CHEAP if m in _methods(runner.causal)] if closed else [method]
     cap = context.settings.explain_tokens  # the deployment's bound on explanation work (demo: 128)
@@ -112,28 +111,23 @@ def _characters(s: Subject, c: Contributions) -> Contributions:
     )
 
 
-def _output_choice(s: Subject, query: int, limit: int) -> int | None:
-    """None: the sentence embedding (an encoder) or the next token after the text (a decoder,
-    its default); else the chosen token's own vector, or for a decoder the token after it."""
-    lm = is_lm(s.loaded.runner)
+def _board(context: Ctx, s: Subject, query: int) -> Scoreboard | None:
+    """The scoreboard of the output picked here: the sentence embedding (an encoder) or the next
+    token after the text (a decoder, its default); else the chosen token's own vector, or for a
+    decoder the token after it."""
+    limit = min(context.settings.explain_tokens, explain.FAITHFULNESS_MAX_TOKENS)
+    runner = s.loaded.runner
+    lm = is_lm(runner)
     labels = {
         "sentence": t("aware.fx_output_next") if lm else t("fx.output_sentence"),
         "token": t("aware.fx_output_after") if lm else t("fx.output_token"),
     }
     choice = st.radio(t("fx.output"), tuple(labels), key="fx_output", horizontal=True, format_func=labels.__getitem__,
                       help=t("aware.fx_output_help_lm") if lm else t("fx.output_help"))  # fmt: skip
-    if choice == "sentence":
-        return None
-    if query >= limit:
+    target = None if choice == "sentence" else query  # None: the sentence embedding or the next token
+    if target is not None and target >= limit:
         st.info(t("aware.fx_query_beyond_lm" if lm else "fx.query_beyond", limit=limit), icon="✂️")
-        return None
-    return query
-
-
-def _board(context: Ctx, s: Subject, query: int) -> Scoreboard | None:
-    limit = min(context.settings.explain_tokens, explain.FAITHFULNESS_MAX_TOKENS)
-    target = _output_choice(s, query, limit)
-    runner = s.loaded.runner
+        target = None
 
     def score(progress: Progress) -> Scoreboard:
         return explain.faithfulness(runner, s.fitted, target, max_tokens=limit, progress=progress)

@@ -47,10 +47,6 @@ def _fits(norms: np.ndarray | None, att: Attention) -> np.ndarray | None:
     return norms if norms is not None and norms.shape == att.weights.shape[:3] else None
 
 
-def _quoted(att: Attention, columns: np.ndarray) -> str:
-    return ", ".join(code_span(att.tokens[int(k)]) for k in columns)
-
-
 def _view(focus: Focus) -> tuple[Any, ...]:
     """What decides the maps the views draw, for the cache keys: the token view and any heads
     switched off (the ablation switch runs before this one, so `f.att` may be the switched model's)."""
@@ -72,12 +68,13 @@ def hide_switch(context: Ctx, focus: Focus) -> Focus:
         removed = explain.removed_share(focus.att.weights[focus.layer : focus.layer + 1], columns)[0]  # (heads,)
         share = float(removed.mean() if focus.head is None else removed[focus.head])
         heads = int(scores.heads_on_any(columns).sum())  # every head above epsilon on one of them
+        tokens = ", ".join(code_span(focus.att.tokens[k]) for k in columns.tolist())
         if not columns.size:
             right.caption(t("sinks.none", eps=scores.threshold))
         elif on:
-            right.markdown(t("sinks.hidden", tokens=_quoted(focus.att, columns), share=f"{share:.0%}"))
+            right.markdown(t("sinks.hidden", tokens=tokens, share=f"{share:.0%}"))
         else:
-            right.markdown(t("sinks.found", tokens=_quoted(focus.att, columns), heads=heads, share=f"{share:.0%}"))
+            right.markdown(t("sinks.found", tokens=tokens, heads=heads, share=f"{share:.0%}"))
         sink_caveat(context, focus)
     if not (on and columns.size):
         return focus
@@ -92,10 +89,10 @@ def _hidden(columns: tuple[int, ...], att: Attention) -> Attention:
 
 
 def sink_caveat(context: Ctx, focus: Focus) -> None:
-    """The sinks caveat on the visitor's sentence (numbers from the raw analysis): the head that
-    sinks hardest, its token, and (with value norms of the raw shape, (layers, heads, n)) how much
-    the token moves there, the norm-based share (||alpha f||, rows normalised) of that column
-    beside the attention share; then a link to the Caveats page."""
+    """The sinks caveat on the visitor's sentence (the raw analysis): the head that sinks hardest,
+    its token and, with value norms of the raw shape (layers, heads, n), how much the token moves
+    there (the column's norm-based share, ||alpha f|| rows normalised, beside its attention share);
+    then a link to the Caveats page."""
     raw = runners.analyse(context, focus.loaded, focus.text)
     if raw is None:
         return
