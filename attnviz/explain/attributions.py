@@ -17,8 +17,7 @@ def occlusion(model: Runner, text: str, query: int, *, progress: Progress | None
     """Leave-one-out for token `query`: (n,) float64, score[j] = cosine distance between the
     query's final representation with token j replaced by [MASK] and without. Special tokens
     are not masked and score 0; the query itself is scored."""
-    mask_id = getattr(model.tokenizer, "mask_token_id", None)
-    if mask_id is None:
+    if getattr(model.tokenizer, "mask_token_id", None) is None:
         raise ValueError(f"model '{model.name}' has no [MASK] token to occlude with")
     enc = model.encode(text)
     n = int(enc.inputs["input_ids"].shape[1])

@@ -69,9 +69,7 @@ def rotary_scores(
         cos, sin = seen["cos_sin"]
         q_rot, k_rot = rotate(q, k, cos, sin)
         scaling = float(getattr(attn, "scaling", attn.head_dim**-0.5))
-        rotated = _scores(q_rot[0], k_rot[0], scaling)
-        plain = _scores(q[0], k[0], scaling)
-    return list(enc.tokens), rotated, plain
+        return list(enc.tokens), _scores(q_rot[0], k_rot[0], scaling), _scores(q[0], k[0], scaling)
 
 
 def keep_tables(attn: Any, seen: dict[str, Any]) -> torch.utils.hooks.RemovableHandle:

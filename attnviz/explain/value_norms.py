@@ -36,15 +36,13 @@ class PassValues:
         with self._lock:
             if self._norms is None:
                 with torch.inference_mode():
-                    self._norms = np.stack(
-                        [_lengths(p, v) for p, v in zip(self.parts, self.values, strict=True)]
-                    ).astype(np.float32, copy=False)
+                    self._norms = np.stack([_lengths(p, v) for p, v in zip(self.parts, self.values, strict=True)])
                 self.values = []
             return self._norms
 
 
 def _lengths(p: LayerParts, v: np.ndarray) -> np.ndarray:
-    """||f_h(x_j)|| (H, n) of one layer from its kept values (n, H * hs), on the weights' device."""
+    """||f_h(x_j)|| (H, n) float32 of one layer from its kept values (n, H * hs), on the weights' device."""
     values = torch.from_numpy(v).to(device=p.output.weight.device, dtype=torch.float32)
     return torch.linalg.vector_norm(_transformed(p, values), dim=-1).cpu().numpy()
 
