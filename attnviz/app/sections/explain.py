@@ -16,7 +16,6 @@ from ...explain import NormWeights
 from ...explain.removal_lm import is_lm, lm_occlusion
 from ...focus import default_focus, find_token, parse_words
 from ...models import Progress, Runner
-from ...result import Attention
 from .. import charts, downloads, runners, subject, widgets, work
 from ..readers import unknown_notice
 from ..runners import Loaded
@@ -36,9 +35,8 @@ def analysis(context: Ctx) -> Subject | None:
 
 
 def cached_norms(context: Ctx, loaded: Loaded, fitted: str) -> NormWeights:
-    """Norm-based weights of `fitted` (the text as the views cut it): one cached forward for the
-    Caveats and Explain pages and the lesson. Raises ValueError for a model whose layers cannot be
-    taken apart."""
+    """Norm-based weights of `fitted` (the text as the views cut it), one cached forward shared by
+    the Caveats and Explain pages and the lesson; ValueError where its layers cannot be taken apart."""
     return runners.cached(context, loaded, "norms", fitted, fn=lambda: explain.norm_weights(loaded.runner, fitted))
 
 
@@ -246,16 +244,12 @@ def minimal_pair(context: Ctx, s: Subject) -> None:
         pick = views.model_view_pick(charts.chart(fig, key="chart_pair", on_select="rerun", selection_mode="points"))
         if pick is not None:
             charts.open_in_explorer(context, *pick, sentence=ta)
-        st.dataframe(_pair_rows(att_a, att_b, result), hide_index=True, key="table_pair")
+        rows = []
+        for lay, hd in result.ranked[:5]:
+            row: dict[str, Any] = {t("pair.col_head"): views.head_label(lay, hd, lang=lang())}
+            for k in result.keys:
+                row[f"A → {att_a.tokens[k]}"] = round(float(att_a.weights[lay, hd, result.query, k]), 3)
+                row[f"B → {att_b.tokens[k]}"] = round(float(att_b.weights[lay, hd, result.query, k]), 3)
+            rows.append(row)
+        st.dataframe(rows, hide_index=True, key="table_pair")
         st.caption(t("pair.note"))
-
-
-def _pair_rows(att_a: Attention, att_b: Attention, result: explain.MinimalPair) -> list[dict[str, Any]]:
-    rows = []
-    for lay, hd in result.ranked[:5]:
-        row: dict[str, Any] = {t("pair.col_head"): views.head_label(lay, hd, lang=lang())}
-        for k in result.keys:
-            row[f"A → {att_a.tokens[k]}"] = round(float(att_a.weights[lay, hd, result.query, k]), 3)
-            row[f"B → {att_b.tokens[k]}"] = round(float(att_b.weights[lay, hd, result.query, k]), 3)
-        rows.append(row)
-    return rows
