@@ -65,9 +65,8 @@ def analysis(context: Ctx, text: str) -> Focus | None:
 
 
 def sinks_switch(context: Ctx, focus: Focus) -> tuple[Focus, Callable[[], None]]:
-    """The hide-sinks switch's place above the views, and a function that draws it later: its
-    words need a second forward pass (the value norms), which the views wait for only when it is
-    on."""
+    """The hide-sinks switch's place above the views and a function that draws it there later: its
+    words need a second forward pass (the value norms), which the views await only while it is on."""
     slot = st.container()
     if st.session_state.get(sinks.STATE, False):
         with slot:

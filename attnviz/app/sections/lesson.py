@@ -56,9 +56,8 @@ def fields(facts: Facts, lang: str) -> dict[str, str]:
 
 
 def prepare(context: Ctx, text: str, model: str | None = None) -> Lesson | None:
-    """Load the lesson's model (`model`, a class's; else the language's), analyse the sentence,
-    find the pronoun and the head steps 2-3 show. None (after a readable message) when the text
-    cannot be analysed."""
+    """Load the lesson's model (`model`, a class's; else the language's), analyse the sentence, find
+    the pronoun and the head steps 2-3 show; None (after a readable message) if it cannot be analysed."""
     model = model or model_for_language(context.lang, list(context.settings.model_choices))
     got = subject.analysis(context, text, model, tokens=False)  # step 1 lists the tokens
     if got is None:

@@ -29,8 +29,7 @@ def caveats_picture(context: Ctx) -> None:
 
 
 def corpus_picture(context: Ctx) -> None:
-    """A finished run of the bundled sentences of the visitor's language: what the page draws
-    after a run."""
+    """A finished run of the bundled sentences of the visitor's language, as the page draws it."""
     example = load_example(lang=context.lang)
     if example is None:
         return
