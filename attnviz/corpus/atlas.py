@@ -152,7 +152,6 @@ def atlas(
     method: str = "pca",
     max_points: int = DEFAULT_MAX_POINTS,
     max_tokens: int = 128,
-    batch_size: int = 32,
     progress: Callable[[float], None] | None = None,
 ) -> Atlas:
     """The atlas of head (layer, head) over `texts`, in order until the queries and keys of
@@ -167,9 +166,7 @@ def atlas(
             break
         kept.append(text)
         points += 2 * n
-    q, k, v = query_key_vectors(
-        runner, kept, layer, head, max_tokens=max_tokens, batch_size=batch_size, progress=progress
-    )
+    q, k, v = query_key_vectors(runner, kept, layer, head, max_tokens=max_tokens, progress=progress)
     q, k = align(q, k)
     xy = project(np.concatenate([q, k]), method)
     return Atlas(
@@ -183,6 +180,6 @@ def atlas(
         relative=np.tile(v.relative, 2),
         tokens=v.tokens,
         special=v.special,
-        texts=list(kept),
+        texts=kept,
         capped=len(kept) < len(texts),
     )
