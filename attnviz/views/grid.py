@@ -131,9 +131,8 @@ def layer_head_grid(
 
 
 def numbers_grid(z: np.ndarray, cells: Json, hover: list[str], layout: Json, lang: str) -> go.Figure:
-    """A (layers, heads) heatmap of `z` with `cells` merged into its trace, cell (layer, head)
-    centred on (head, layer); clickable, each cell's `hover` on its pick marker; `layout` merged
-    into the grid's."""
+    """A clickable (layers, heads) heatmap of `z`, cell (layer, head) centred on (head, layer):
+    `cells` merged into its trace, each cell's `hover` on its pick marker, `layout` into the grid's."""
     n_layers, n_heads = z.shape
     trace = {"type": "heatmap", "z": z, "x0": 0, "dx": 1, "y0": 0, "dy": 1, "hoverinfo": "skip"} | cells
     data = [trace, pick_markers(n_layers, n_heads, hover, lang)]
