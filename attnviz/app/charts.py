@@ -68,8 +68,7 @@ def image_title(fig: go.Figure) -> str | None:
         return None
     shown = title
     for key, instead in HINT_NOTES.items():
-        note = f"<br><sup>{t(key)}</sup>"
-        shown = shown.replace(note, f"<br><sup>{t(instead)}</sup>" if instead else "")
+        shown = shown.replace(f"<br><sup>{t(key)}</sup>", f"<br><sup>{t(instead)}</sup>" if instead else "")
     return shown if shown != title else None
 
 

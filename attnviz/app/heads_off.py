@@ -57,8 +57,7 @@ def clear() -> None:
 
 
 def mode() -> HeadMode:
-    value = st.session_state.get(MODE)
-    return "mean" if value == "mean" else "zero"
+    return "mean" if st.session_state.get(MODE) == "mean" else "zero"
 
 
 def grid_pick(chart_key: str, n_layers: int, n_heads: int) -> None:

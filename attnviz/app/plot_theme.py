@@ -186,13 +186,6 @@ def themed_layout(layout: Json, data: list[Json], mode: Mode) -> Json:
     return out
 
 
-def _as_list(spec: Json) -> list[Any]:
-    values = np.frombuffer(base64.b64decode(spec["bdata"]), dtype=np.dtype(spec["dtype"]))
-    if values.dtype == np.float32:  # each number's shortest decimals, not float64's 17 digits
-        return [float(text) for text in values.astype(str).tolist()]
-    return list(values.tolist())
-
-
 def plain_arrays(value: Any) -> Any:
     """`value` (a trace, or a part of one) with its one-dimensional typed arrays as lists: plotly.js
     decodes one to a new typed array at every `Plotly.react`, which counts as changed data even
@@ -201,7 +194,10 @@ def plain_arrays(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
     if isinstance(value.get("bdata"), str) and "dtype" in value and "," not in str(value.get("shape", "")):
-        return _as_list(value)
+        values = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        if values.dtype == np.float32:  # each number's shortest decimals, not float64's 17 digits
+            return [float(text) for text in values.astype(str).tolist()]
+        return list(values.tolist())
     return {key: plain_arrays(item) for key, item in value.items()}
 
 
