@@ -8,6 +8,7 @@ Row i of every (n, n) map is where token i looks; rows sum to 1. A cross-attenti
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from itertools import groupby
 
 import numpy as np
 
@@ -253,14 +254,9 @@ def char_groups(spans: list[tuple[int, int]], special: np.ndarray) -> list[list[
 
 
 def word_groups(word_ids: list[int]) -> list[list[int]]:
-    """Consecutive token indices that share a word id; special tokens (-1) stay alone."""
-    groups: list[list[int]] = []
-    for i, wid in enumerate(word_ids):
-        if groups and wid >= 0 and word_ids[groups[-1][-1]] == wid:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    return groups
+    """Consecutive token indices that share a word id; special tokens (-1) stay alone (each its own key)."""
+    runs = groupby(range(len(word_ids)), key=lambda i: word_ids[i] if word_ids[i] >= 0 else -1 - i)
+    return [list(run) for _, run in runs]
 
 
 def merge_word_matrix(weights: np.ndarray, groups: list[list[int]]) -> np.ndarray:
