@@ -101,10 +101,14 @@ def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None, *, la
     """
     import plotly.io as pio
 
+    from ..views._base import one_line
     from ..views.charts import captioned, slide_caption
 
     settings = dict(settings or {})
     text, model = (_shown(settings.get(k)) for k in ("text", "model"))
+    # the page's title, plain text: "attnviz · model · sentence" (the sentence cut to TITLE_CHARS)
+    parts = ["attnviz", " ".join(model.split()) if model else None, one_line(text, TITLE_CHARS) if text else None]
+    title = " · ".join(p for p in parts if p is not None)
     shown = captioned(fig, slide_caption(text or None, model or None))
     # Streamlit's template's colours are placeholders ("#000001"...) only Streamlit's page resolves
     if "streamlit" in pio.templates and shown.layout.template == pio.templates["streamlit"]:
@@ -138,7 +142,7 @@ def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None, *, la
         "<!DOCTYPE html>\n<html>\n<head>\n"
         '<meta charset="utf-8" />\n'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}" />\n'
-        f"<title>{html.escape(_page_title(text, model))}</title>\n"
+        f"<title>{html.escape(title)}</title>\n"
         f"{block}"
         "<style>html, body {height: 100%;} pre {white-space: pre-wrap;}</style>\n"
         f"</head>\n<body>\n{div}\n{shown_settings}</body>\n</html>\n"
@@ -148,14 +152,6 @@ def figure_html(fig: go.Figure, settings: Mapping[str, Any] | None = None, *, la
 def _shown(value: object) -> str:
     """A value as text a page can show: a lone surrogate (undecodable input) as its escape."""
     return "" if value is None else str(value).encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _page_title(text: str, model: str) -> str:
-    """ "attnviz · model · sentence" (the sentence cut to TITLE_CHARS), as plain text."""
-    from ..views._base import one_line  # as figure_html imports views: --json and CSV need none
-
-    parts = ["attnviz", " ".join(model.split()) if model else None, one_line(text, TITLE_CHARS) if text else None]
-    return " · ".join(p for p in parts if p is not None)
 
 
 def settings_from_html(html: str) -> dict[str, Any] | None:
