@@ -100,21 +100,15 @@ class PairTask:
     def parse(self, text: str) -> list[int]:
         """A source typed by a visitor ("t03 t17 t05", "3 May 2026") as ids; ValueError naming
         what is wrong (a token outside the vocabulary, a wrong length)."""
-        words = date_words(text) if self.name == "date" else text.split()
+        words = text.split()
+        if self.name == "date" and len(words) == 3 and words[2].isdigit():  # "3 May 2026" -> 3 May 2 0 2 6
+            words = [words[0], words[1][:3].title(), *words[2]]
         bad = [w for w in words if w not in self.ids or self.ids[w] < len(SPECIALS)]
         if bad:
             raise ValueError(f"not in the vocabulary of the {self.name} task: {', '.join(bad[:5])}")
         if len(words) != self.src_len:
             raise ValueError(f"the {self.name} task reads {self.src_len} source tokens, got {len(words)}")
         return [self.ids[w] for w in words]
-
-
-def date_words(text: str) -> list[str]:
-    """ "3 May 2026" -> ["3", "May", "2", "0", "2", "6"]: the day, the month, the year's digits."""
-    parts = text.split()
-    if len(parts) == 3 and parts[2].isdigit():
-        return [parts[0], parts[1][:3].title(), *parts[2]]
-    return parts
 
 
 def date_text(day: int, month: int, year: int) -> str:
