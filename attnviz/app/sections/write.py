@@ -120,8 +120,7 @@ def _controls(key: str, most: int) -> tuple[int, float, int]:
     if not isinstance(session.get(steps_key), int) or not 1 <= session[steps_key] <= most:
         session[steps_key] = min(FIRST_STEPS, most)
     a, b, c = st.columns(3)
-    with a:
-        steps = st.slider(t("write.steps"), 1, most, key=steps_key, help=t("write.steps_help")) if most > 1 else 1
+    steps = a.slider(t("write.steps"), 1, most, key=steps_key, help=t("write.steps_help")) if most > 1 else 1
     temperature = b.number_input(t("write.temperature"), 0.0, 1.5, step=0.1, format="%.1f", key=temp_key,
                                  help=t("write.temperature_help"))  # fmt: skip
     seed = c.number_input(t("write.seed"), 0, 2**31 - 1, step=1, key=seed_key, help=t("write.seed_help"),
@@ -188,8 +187,7 @@ def _play_button(key: str, n: int) -> bool:
 
 
 def _next(key: str, n: int) -> None:
-    session = st.session_state
-    session[f"{key}_at"] = min(n, int(session.get(f"{key}_at", 1)) + 1)
+    st.session_state[f"{key}_at"] = min(n, int(st.session_state.get(f"{key}_at", 1)) + 1)
 
 
 def _slid(key: str) -> None:
