@@ -80,9 +80,8 @@ def _upload(context: Ctx) -> str | None:
         st.caption(t("upload.over_limit", mb=limit))  # the browser's own refusal is in English
     if got is None:
         return None
-    raw = got.getvalue()
     try:
-        text = raw.decode("utf-8")
+        text = got.getvalue().decode("utf-8")
     except UnicodeDecodeError:
         show_error(t("long.not_utf8"))
         return None
