@@ -103,10 +103,8 @@ def ablation_effect(
 ) -> go.Figure:
     """Per-token cosine distance of the final states with heads switched off; the output's
     change (by `measure`) in the title."""
-    if measure == "next_token":
-        title = t("abl.fig.effect_title_lm", lang, token=_token(next_token), d=f"{effect:.4f}")
-    else:
-        title = t("abl.fig.effect_title", lang, d=f"{effect:.4f}")
+    key = "abl.fig.effect_title_lm" if measure == "next_token" else "abl.fig.effect_title"
+    title = t(key, lang, token=_token(next_token), d=f"{effect:.4f}")
     return token_bars(tokens, {t("abl.fig.distance", lang): np.asarray(distances)}, title=title, lang=lang)
 
 

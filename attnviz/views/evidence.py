@@ -172,10 +172,8 @@ def _is_lm(board: Scoreboard) -> bool:
 def _output_name(board: Scoreboard, lang: str, position: int | None = None) -> str:
     i = board.query if position is None else position  # the number the page's token list gives it
     if _is_lm(board):  # the token whose log-probability is scored
-        token = escape(board.target)
-        if board.query is None:
-            return t("aware.fig_next_token", lang, token=token)
-        return t("aware.fig_next_after", lang, token=token, i=i)
+        key = "aware.fig_next_token" if board.query is None else "aware.fig_next_after"
+        return t(key, lang, token=escape(board.target), i=i)
     if board.query is None:
         return t("fig.output_sentence", lang)
     return t("fig.output_token", lang, token=escape(board.tokens[board.query]), i=i)

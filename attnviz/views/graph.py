@@ -61,10 +61,8 @@ def graph_view(
     ]
     if title is None:
         title = t("fig.graph_title", lang, layer=layer, which=which_head(head, att.n_heads, lang))
-    above = f"{threshold:g}"
-    note = t("fig.note_edge", lang, t=above) if total else t("fig.note_no_edges", lang, t=above)
-    if total > len(w):
-        note = t("fig.note_edges_capped", lang, k=len(w), total=total, t=above)
+    key = "fig.note_edges_capped" if total > len(w) else "fig.note_edge" if total else "fig.note_no_edges"
+    note = t(key, lang, k=len(w), total=total, t=f"{threshold:g}")
     layout = {
         "title": layout_title(title, note),
         "height": 620,
