@@ -46,18 +46,6 @@ class FlashResult:
         return max((s.scores.nbytes for s in self.steps if s.scores is not None), default=0)
 
 
-def _allowed(mask: np.ndarray | None, causal: bool, n_q: int, n_k: int) -> np.ndarray | None:
-    allowed = None if mask is None else np.asarray(mask, dtype=bool)
-    if allowed is not None and allowed.shape != (n_q, n_k):
-        raise ValueError(f"mask must have shape ({n_q}, {n_k}), got {allowed.shape}")
-    if causal:
-        lower = np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)  # query i sees keys up to its own position
-        allowed = lower if allowed is None else allowed & lower
-    if allowed is not None and not allowed.any(axis=1).all():
-        raise ValueError(f"query row {int(np.flatnonzero(~allowed.any(axis=1))[0])} may attend to no key")
-    return allowed
-
-
 def flash_attention(
     q: np.ndarray,
     k: np.ndarray,
@@ -80,7 +68,14 @@ def flash_attention(
     if block < 1:
         raise ValueError("block must be at least 1")
     n_q, n_k = q.shape[0], k.shape[0]
-    allowed = _allowed(mask, causal, n_q, n_k)
+    allowed = None if mask is None else np.asarray(mask, dtype=bool)  # None: every key
+    if allowed is not None and allowed.shape != (n_q, n_k):
+        raise ValueError(f"mask must have shape ({n_q}, {n_k}), got {allowed.shape}")
+    if causal:
+        lower = np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)  # query i sees keys up to its own position
+        allowed = lower if allowed is None else allowed & lower
+    if allowed is not None and not allowed.any(axis=1).all():
+        raise ValueError(f"query row {int(np.flatnonzero(~allowed.any(axis=1))[0])} may attend to no key")
     s = float(scale) if scale is not None else q.shape[1] ** -0.5
     out = np.zeros((n_q, v.shape[1]))
     steps: list[FlashStep] = []
