@@ -126,9 +126,8 @@ def next_label(candidate: NextToken, *, lang: str = DEFAULT_LANGUAGE) -> str:
     (2 of its 3 bytes)", never its raw bytes."""
     if not candidate.piece:
         return visible(candidate.text)
-    if not candidate.text:
-        return t("dec.piece_unknown", lang, own=candidate.own_bytes)
-    return t("dec.piece_of", lang, text=visible(candidate.text), own=candidate.own_bytes, total=candidate.text_bytes)
+    key = "dec.piece_of" if candidate.text else "dec.piece_unknown"
+    return t(key, lang, text=visible(candidate.text), own=candidate.own_bytes, total=candidate.text_bytes)
 
 
 def lens_rows(
