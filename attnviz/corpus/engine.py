@@ -66,9 +66,7 @@ def run(
         meter = Meter(progress)
         from .ray_engine import run_ray
 
-        n_shards = run_ray(
-            source, store, settings, name, meter, batch_size=batch_size, device=device, address=ray_address
-        )
+        n_shards = run_ray(source, store, settings, meter, batch_size=batch_size, device=device, address=ray_address)
     else:
         runner = model if not isinstance(model, str) else load_model(model, device, max_tokens=max_tokens)
         meter = Meter(progress)  # the rate counts from here: a model load is not analysis

@@ -112,7 +112,6 @@ def run_ray(
     source: Source,
     store: Store,
     settings: dict[str, Any],
-    model: str,
     meter: Meter,
     *,
     batch_size: int,
@@ -141,7 +140,7 @@ def run_ray(
             ShardWorker,
             fn_constructor_kwargs={
                 "location": store.location if "://" in store.location else store.root,  # as a worker opens it
-                "model": model,
+                "model": settings["model"],
                 "device": device,
                 "max_tokens": settings["max_tokens"],
                 "batch_size": batch_size,
