@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -20,7 +19,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..result import Attention
-from .loop import torch_threads
+from .loop import Snapshot, torch_threads
 from .model import PreNormBlock, check_heads
 
 PATCH = 2  # 2 x 2 pixels a patch: 16 patches of an 8 x 8 image
@@ -87,11 +86,8 @@ class TinyViT(nn.Module):
         return self.head(self.ln_final(x[:, 0])), maps
 
 
-class DigitsSnapshot(NamedTuple):
-    step: int
-    loss: float  # mean cross-entropy on the held-out images
-    accuracy: float  # share of the held-out images classified right
-    attention: Attention  # the probe digit's maps at this step
+# loop.Snapshot: the step, the held-out images' mean cross-entropy and share classified right, the probe digit's maps
+DigitsSnapshot = Snapshot
 
 
 @dataclass
