@@ -45,9 +45,7 @@ def catalogue(lang: str) -> dict[str, str]:
         raise ValueError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
     merged: dict[str, str] = {}
     for path in sorted((LOCALES / lang).glob("*.json")):
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-        for key, value in data.items():
+        for key, value in json.loads(path.read_text(encoding="utf-8")).items():
             if key.startswith("_"):  # "_comment" keys are notes
                 continue
             if key in merged:
@@ -73,8 +71,7 @@ def placeholders(text: str) -> set[str]:
 
 @cache
 def _examples() -> dict[str, Any]:
-    with open(LOCALES / "examples.json", encoding="utf-8") as fh:
-        data: dict[str, Any] = json.load(fh)
+    data: dict[str, Any] = json.loads((LOCALES / "examples.json").read_text(encoding="utf-8"))
     return data
 
 
