@@ -178,21 +178,17 @@ class CorpusResult:
             raise ValueError(f"no statistic {stat!r} for layer {layer}, head {head}")
         mean = float(self.grid(stat)[layer, head])
         col = layer * self.n_heads + head
-        Entry = tuple[float, int, str, float]  # (distance from the mean, id, text, value)
-        near: list[Entry] = []
-        far: list[Entry] = []
+        near: list[dict[str, Any]] = []
+        far: list[dict[str, Any]] = []
         with self.store.fs.open_input_file(self.store.path("sentences.parquet")) as fh:
             for batch in pq.ParquetFile(fh).iter_batches(batch_size=4096, columns=["id", "text", stat]):
                 values = [float(v) for v in _values(batch.column(2), self.n_layers * self.n_heads)[:, col]]
                 rows = zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), values, strict=True)
-                seen = [(abs(value - mean), rid, text, value) for rid, text, value in rows]
-                near = heapq.nsmallest(k, near + seen, key=lambda e: (e[0], e[1]))  # ties: the lower id
-                far = heapq.nsmallest(k, far + seen, key=lambda e: (-e[0], e[1]))
-
-        def dicts(kept: list[Entry]) -> list[dict[str, Any]]:
-            return [{"id": e[1], "text": e[2], "value": e[3]} for e in kept]
-
-        return dicts(near), dicts(far)
+                seen = [{"id": rid, "text": text, "value": value} for rid, text, value in rows]
+                # by the distance from the mean, ties to the lower id
+                near = heapq.nsmallest(k, near + seen, key=lambda e: (abs(e["value"] - mean), e["id"]))
+                far = heapq.nsmallest(k, far + seen, key=lambda e: (-abs(e["value"] - mean), e["id"]))
+        return near, far
 
 
 def load(location: str) -> CorpusResult:
