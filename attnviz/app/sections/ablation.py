@@ -79,17 +79,16 @@ def _off_list(off: Heads, lang: str) -> str:
 
 
 def _controls(context: Ctx, focus: Focus, off: Heads) -> None:
-    model, decoder = focus.att.model, is_lm(focus.loaded.runner)
     a, b, col, d = st.columns([3, 3, 3, 2])
     if focus.head is None:
         a.caption(t("abl.pick_head"))
     else:
         key = "abl.switch_on" if (focus.layer, focus.head) in off else "abl.switch_off"
         a.button(t(key, layer=focus.layer, head=focus.head), key="abl_toggle", on_click=heads_off.toggle,
-                 args=(model, focus.layer, focus.head))  # fmt: skip
+                 args=(focus.att.model, focus.layer, focus.head))  # fmt: skip
     b.checkbox(t("abl.click_mode"), key=CLICK_WIDGET, on_change=keep, args=(CLICK_WIDGET,),
                help=t("abl.click_mode_help"))  # fmt: skip
-    if decoder:
+    if is_lm(focus.loaded.runner):
         col.caption(t("abl.mode_decoder"))
     else:
         col.radio(t("abl.mode"), heads_off.MODES, key=MODE_WIDGET, format_func=widgets.option_labels("abl.mode_{}"),

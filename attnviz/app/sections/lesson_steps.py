@@ -116,13 +116,6 @@ def _step(step: str, context: Ctx, run: Lesson, facts: Facts, picture: Callable[
         _ask(context, run, step, facts, widget)
 
 
-def _waiting(step: str, context: Ctx, run: Lesson) -> None:
-    """A step that follows the referent's heads, before the referent is said."""
-    with _box(step, context, run) as shown:
-        if shown:
-            st.info(t("lesson.after_referent", **fields(run.look, context.lang)), icon=":material/arrow_upward:")
-
-
 def _referent(context: Ctx, run: Lesson) -> Lesson:
     """Step 4's first question: what the pronoun refers to, the student's reading (checked where
     the lesson knows the answer, its own example); the lesson with the heads linking the two."""
@@ -153,9 +146,8 @@ def _pronoun(context: Ctx, run: Lesson) -> Lesson:
         if run.facts is None:
             return run
         facts = run.facts
-        f = fields(facts, lang)
-        _look("pronoun", f, "lesson.pronoun.look" if facts.pick.above_uniform else "lesson.pronoun.look_below")
         p = facts.pick
+        _look("pronoun", fields(facts, lang), "lesson.pronoun.look" if p.above_uniform else "lesson.pronoun.look_below")
         charts.chart(views.token_focus(run.att, p.query, p.key, top=12, lang=lang), key="lesson_chart_pronoun")
         L, H = facts.column.shape
         names = [lesson.head_name(layer, head, lang) for layer in range(L) for head in range(H)]
@@ -174,9 +166,11 @@ def steps(context: Ctx, run: Lesson) -> Lesson:
     _step("all_heads", context, run, look, lambda: charts.chart(grid, key="lesson_chart_all_heads"),
           _pick_option(SAME_OPTIONS))  # fmt: skip
     run = _pronoun(context, run)
-    if run.facts is None:
-        _waiting("switch_off", context, run)
-        _waiting("limits", context, run)
+    if run.facts is None:  # steps 5-6 follow the referent's heads: before the referent is said, they wait
+        for step in ("switch_off", "limits"):
+            with _box(step, context, run) as shown:
+                if shown:
+                    st.info(t("lesson.after_referent", **fields(look, lang)), icon=":material/arrow_upward:")
         return run
     switched = with_switch(context, run, run.facts)
     _step("switch_off", context, run, switched, lambda: _switch_picture(context, switched), _pick_token(look.tokens))

@@ -139,8 +139,7 @@ def _show(context: Ctx, focus: Focus, raw: Attention, s: explain.ScoreSources) -
                   weight=f"{s.weight:.3f}", score=f"{s.score:.3f}"))  # fmt: skip
     if focus.off:
         st.caption(t("why.whole_model"))
-    side_q, side_k = st.columns(2, gap="large")
-    for column, side in ((side_q, "query"), (side_k, "key")):
+    for column, side in zip(st.columns(2, gap="large"), ("query", "key"), strict=True):
         with column, st.container(key=f"why_{side}_parts"):
             st.markdown(f"**{t(f'why.{side}_side')}**")
             st.table(why_views.side_rows(s, side, lang=lang))
