@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
+from ..models import Runner
 from ..models.names import SMOLLM2_MODEL
 from ..nextword import piece_bytes
 from ..result import Attention
@@ -135,15 +136,13 @@ def analysis(
     return Analysis(loaded, clean, att, shown, again, unknown)
 
 
-def truncation_notice(att: Attention, context: Ctx, runner: Any) -> None:
+def truncation_notice(att: Attention, context: Ctx, runner: Runner) -> None:
     """A cut text: raise Max tokens where the sidebar can give more, else the most this model
     reads here (the smallest of the model's own limit, the deployment's and the deployment's for
     this model: Settings.token_limit, the sidebar's ceiling)."""
     if not att.truncated:
         return
-    most = min(
-        int(getattr(runner, "max_tokens", context.settings.max_tokens)), context.settings.token_limit(context.model)
-    )
+    most = min(runner.max_tokens, context.settings.token_limit(context.model))
     words = {"kept": f"{att.n:,}", "total": f"{att.n_input_tokens:,}"}
     if context.max_tokens < most:
         st.warning(t("notice.truncated", **words), icon=":material/content_cut:")
