@@ -42,8 +42,7 @@ def flow(att: AttentionLike, row: int | None = None, max_n: int | None = None) -
     FLOW_MAX_N_ALL tokens (all rows), FLOW_MAX_N_ROW (one row) or `max_n` when given."""
     w = as_weights(att)
     n = w.shape[-1]
-    message = flow_limit(n, row, max_n)
-    if message:
+    if message := flow_limit(n, row, max_n):
         raise FlowTooLarge(message)
     if row is not None and not 0 <= row < n:
         raise IndexError(f"row {row} out of range 0..{n - 1}")

@@ -81,7 +81,6 @@ class Scoreboard:
 
     @property
     def best(self) -> str:
-        """The first of `leaders` in table order."""
         return self.leaders[0]
 
     @property
