@@ -32,6 +32,11 @@ _STREAMLIT_KEYS = frozenset({"embed", "embed_options"})
 CLASS_KEYS = frozenset({"join", "class", "student", "teacher"})
 
 
+def as_int(value: object) -> int | None:
+    """`value` when it is an int (a client may send anything; a bool is no number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def parse_index(raw: object, max_digits: int = MAX_INDEX_DIGITS) -> int | None:
     """A non-negative index written in ASCII decimal digits only, at most `max_digits` long;
     None for anything else. `str.isdigit` is not enough: it accepts superscripts ("²"),
@@ -286,7 +291,8 @@ def _write(param: Param, value: object) -> str | None:
     if param.kind == "choice":
         return value if isinstance(value, str) and value in param.choices else None
     if param.kind == "int":
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= param.hi else None
+        number = as_int(value)
+        return str(number) if number is not None and 0 <= number <= param.hi else None
     if param.kind == "float":
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
             return None
@@ -312,14 +318,13 @@ def url_params(
 ) -> dict[str, str | None]:
     """The query parameters that describe a view; None removes a parameter. layer and head are
     written only when they are ints (the explorer passes them, other pages do not)."""
+    layer, head = as_int(layer), as_int(head)
     return {
         "text": text if text.strip() and len(text) <= URL_TEXT_MAX else None,
         "model": model if model != default_model else None,
         "lang": lang,
-        "layer": str(layer) if isinstance(layer, int) and not isinstance(layer, bool) else None,
-        "head": ("mean" if head == MEAN else str(head))
-        if isinstance(head, int) and not isinstance(head, bool)
-        else None,
+        "layer": None if layer is None else str(layer),
+        "head": None if head is None else "mean" if head == MEAN else str(head),
     }
 
 

@@ -156,15 +156,10 @@ def pick(label: str, options: Sequence[Any], key: str, *, default: Any = None, b
     return box.selectbox(label, options, key=key, **kwargs)
 
 
-def _number(value: Any) -> int | None:
-    """A kept value when it is an int (a client may send anything; a bool is no number)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def clamp_kept(key: str, lo: int, hi: int, default: int | None = None) -> None:
     """The number kept under `key` (across runs, set by shared links) brought within [lo, hi]
     before its widget is drawn; anything else becomes `default`, clamped too (None: left as is)."""
-    value = _number(st.session_state.get(key))
+    value = urls.as_int(st.session_state.get(key))
     if value is None:
         value = default
     if value is not None:
@@ -173,7 +168,7 @@ def clamp_kept(key: str, lo: int, hi: int, default: int | None = None) -> None:
 
 def nearest(options: Sequence[int], value: Any, default: int) -> int:
     """The option nearest `value` (a link's number), or nearest `default` when it is no number."""
-    number = _number(value)
+    number = urls.as_int(value)
     target = default if number is None else number
     return min(options, key=lambda option: abs(option - target))
 
