@@ -238,18 +238,12 @@ def _read(param: Param, raw: object) -> object:
     if param.kind == "int":
         value = parse_index(raw, len(str(param.hi)) + 3)  # "0001" and a few digits past the bound
         return None if value is None else min(value, param.hi)
-    if param.kind == "float":
-        return _read_share(raw)
+    if param.kind == "float":  # 0..1 as ASCII digits with at most one point ("0.25", ".5", "1")
+        whole, _dot, frac = raw.partition(".")
+        if not 0 < len(raw) <= 6 or (not whole and not frac) or not set(whole + frac) <= _ASCII_DIGITS:
+            return None
+        return round(min(float(raw), 1.0), 2)  # past 1 clamped, two decimals: the slider's step
     return _read_pairs(raw, param.hi)
-
-
-def _read_share(raw: str) -> float | None:
-    """A number 0..1 written as ASCII digits with at most one point ("0.25", ".5", "1");
-    past 1 clamped to 1, rounded to two decimals (the slider's step)."""
-    whole, _dot, frac = raw.partition(".")
-    if not 0 < len(raw) <= 6 or (not whole and not frac) or not set(whole + frac) <= _ASCII_DIGITS:
-        return None
-    return round(min(float(raw), 1.0), 2)
 
 
 def _read_pairs(raw: str, most: int) -> tuple[tuple[int, int], ...] | None:
