@@ -17,13 +17,12 @@ from .. import charts, heads_off
 from ..state import lang, t
 from .token_canvas import CSS, module_js, palette, waiting
 
-GRID_CSS = CSS + ".attnviz-grid canvas{cursor:default}"
-
 
 @cache
 def _component() -> Any:
+    css = CSS + ".attnviz-grid canvas{cursor:default}"  # the map's look, with no crosshair
     return st.components.v2.component(
-        "attnviz_head_grid", js=module_js("grid_canvas.js"), css=GRID_CSS, isolate_styles=False
+        "attnviz_head_grid", js=module_js("grid_canvas.js"), css=css, isolate_styles=False
     )
 
 
