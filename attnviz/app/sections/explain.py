@@ -188,8 +188,7 @@ def head_statistics(context: Ctx, s: Subject) -> None:
     short = np.vectorize(lambda kind: short_names.get(kind, kind), otypes=[str])(kinds)
     stat = widgets.pick(t("stats.which"), tuple(names), "x_stat", format_func=names.__getitem__)
     fig = views.layer_head_grid(stats[stat], title=names[stat], labels=short, zmin=0.0, zmax=1.0, lang=context.lang)
-    event = charts.chart(fig, key="chart_stats", on_select="rerun", selection_mode="points")
-    pick = views.model_view_pick(event)
+    pick = views.model_view_pick(charts.chart(fig, key="chart_stats", on_select="rerun", selection_mode="points"))
     if pick is not None:
         charts.open_in_explorer(context, *pick)
     st.caption(t("stats.click"))

@@ -8,7 +8,6 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -183,8 +182,7 @@ def scoreboard_section(context: Ctx, s: Subject, query: int) -> None:
         ranked = board.best_by_rank
         if ranked is not None and ranked != board.best:
             st.markdown(t("fx.best_rank", method=label(ranked), rho=f"{board.row(ranked).spearman:.2f}"))
-        agreement = views.layer_agreement(board, position=position, lang=context.lang)
-        charts.chart(agreement, key="chart_layer_agreement")
+        charts.chart(views.layer_agreement(board, position=position, lang=context.lang), key="chart_layer_agreement")
         with st.container(key="scoreboard_doubts", border=True):  # the metrics are themselves debated: sources
             st.markdown(f"**{t('fx.doubt_title')}**")
             st.markdown(t("fx.doubt_body"))
@@ -193,7 +191,7 @@ def scoreboard_section(context: Ctx, s: Subject, query: int) -> None:
 
 def _average() -> dict[str, Any] | None:
     try:
-        data: dict[str, Any] = json.loads(Path(AVERAGE_FILE).read_text(encoding="utf-8"))
+        data: dict[str, Any] = json.loads(AVERAGE_FILE.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data.get("rows"), list) else None

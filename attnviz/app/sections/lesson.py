@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -30,7 +29,7 @@ from .explain import cached_norms
 QUESTIONS = (*lesson.STEPS, "referent")  # "referent": step 4's first question
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Lesson:
     """The visitor's sentence as the lesson reads it. `look` holds the facts of steps 1-3 (a head
     chosen without any referent); `facts` those of steps 4-6, the heads linking the query to what

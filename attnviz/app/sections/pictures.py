@@ -72,8 +72,7 @@ def training_picture(context: Ctx) -> None:
     found = _probe(task_name, text if isinstance(text, str) else "") or _probe(task_name, t("train.default_text"))
     if found is None:
         return
-    tokens, cols = found
-    fig = pattern_map(tokens, cols, title=t("pic.pattern_title", task=t(f"train.task.{task_name}")), lang=context.lang)
+    fig = pattern_map(*found, title=t("pic.pattern_title", task=t(f"train.task.{task_name}")), lang=context.lang)
     with st.container(key="picture_training"):
         charts.chart(fig, key="chart_picture_training")
         st.caption(t(f"pic.pattern_caption.{task_name}"))

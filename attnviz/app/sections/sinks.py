@@ -27,24 +27,21 @@ TOGGLE = "sinks_toggle"  # the widget
 STATE = state.HIDE_SINKS  # its value: a plain key survives a visit to another page (state.KEPT)
 
 
-def _value_norms(context: Ctx, loaded: Loaded, text: str) -> np.ndarray | None:
-    """||f_h(x_j)|| (layers, heads, n) of the text as the views cut it, or None for a model whose
-    layers cannot be taken apart: from the views' own forward (cached by runners.analyse), else
-    one cached forward that keeps no maps."""
+def _value_norms(context: Ctx, loaded: Loaded, text: str, att: Attention) -> np.ndarray | None:
+    """||f_h(x_j)|| (layers, heads, n) of the text as the views cut it, where that fits `att`'s maps;
+    None for a model whose layers cannot be taken apart: from the views' own forward (cached by
+    runners.analyse), else one cached forward that keeps no maps."""
     try:  # the explorer's own pass put its values in the cache (runners.attend_views); a second forward only without
         runner = loaded.runner  # the text fitted only on a miss: a hit costs no tokenization
         got = runners.cached(context, loaded, "value_norms", text,
                              fn=lambda: explain.value_norms(runner, runner.fit(text, context.max_tokens)))  # fmt: skip
-        return got.norms() if isinstance(got, explain.PassValues) else got
+        norms = got.norms() if isinstance(got, explain.PassValues) else got
     except RuntimeError as exc:  # the accelerator out of memory, say: the caveat goes without the norms
         LOG.warning("attnviz: value norms failed: %s: %.300s", type(exc).__name__, exc)
         return None
     except ValueError:
         return None
-
-
-def _fits(norms: np.ndarray | None, att: Attention) -> np.ndarray | None:
-    return norms if norms is not None and norms.shape == att.weights.shape[:3] else None
+    return norms if norms.shape == att.weights.shape[:3] else None
 
 
 def _view(focus: Focus) -> tuple[Any, ...]:
@@ -57,7 +54,7 @@ def _view(focus: Focus) -> tuple[Any, ...]:
 def hide_switch(context: Ctx, focus: Focus) -> Focus:
     """The switch, what it hides and how much, and the caveat; the focus the views then draw.
     The hidden maps (a 75 MB copy at 512 tokens) are made only while the switch is on."""
-    usable = _fits(_value_norms(context, focus.loaded, focus.text), focus.att)  # when its tokens are the raw ones
+    usable = _value_norms(context, focus.loaded, focus.text, focus.att)  # when its tokens are the raw ones
     sink_scores = partial(explain.sink_scores, focus.att, norms=usable)
     scores = runners.cached(context, focus.loaded, "sinks", focus.text, *_view(focus), fn=sink_scores)
     columns = scores.parking()
@@ -96,7 +93,7 @@ def sink_caveat(context: Ctx, focus: Focus) -> None:
     raw = runners.analyse(context, focus.loaded, focus.text)
     if raw is None:
         return
-    norms = _fits(_value_norms(context, focus.loaded, focus.text), raw)
+    norms = _value_norms(context, focus.loaded, focus.text, raw)
     scores = explain.sink_scores(raw, norms=norms)
     if not scores.is_sink.any():
         st.caption(t("sinks.caveat_none"))
