@@ -140,19 +140,16 @@ def lens_rows(
     for layer, (tokens, probs) in enumerate(zip(lens.tokens, lens.probs.tolist(), strict=True)):
         row = {t("dec.lens_layer", lang): str(layer)}
         for rank, (tok, p) in enumerate(zip(tokens, probs, strict=True), start=1):
-            label = _lens_label(tok, known or {}, lang)
+            own = piece_bytes(tok)
+            if own is None:
+                label = visible(tok)
+            elif known and tok in known:
+                label = next_label(known[tok], lang=lang)
+            else:
+                label = t("dec.piece_unknown", lang, own=len(own))
             row[f"{t('dec.rank', lang)} {rank}"] = t("dec.lens_cell", lang, token=label, p=f"{p:.1%}")
         rows.append(row)
     return rows
-
-
-def _lens_label(token: str, known: Mapping[str, NextToken], lang: str) -> str:
-    own = piece_bytes(token)
-    if own is None:
-        return visible(token)
-    if token in known:
-        return next_label(known[token], lang=lang)
-    return t("dec.piece_unknown", lang, own=len(own))
 
 
 def visible(token: str) -> str:
