@@ -96,12 +96,8 @@ class Task:
 
 
 def _previous(seqs: np.ndarray) -> np.ndarray:
-    """Row t looks at t - 1, for every real token after the first."""
-    B, S = seqs.shape
-    cols = np.broadcast_to(np.arange(S) - 1, (B, S)).copy()
-    cols[seqs == 0] = -1  # padding rows
-    cols[:, 0] = -1
-    return cols
+    """Row t looks at t - 1, for every real token after the first (row 0 and padding rows: -1)."""
+    return np.where(seqs == 0, -1, np.arange(seqs.shape[1]) - 1)
 
 
 class CopyTask(Task):
