@@ -43,8 +43,14 @@ def wrapped(text: str, max_px: float, size: float = TICK_FONT_PX) -> str:
     """`text` (Plotly text, its entities kept) broken with <br> into lines of at most `max_px` as
     `label_px` estimates them: at spaces, and between any two wide (CJK) characters, which need
     no space; a word longer than a line keeps a line of its own."""
+    pieces: list[str] = []  # where a line may break: a word with the space before it, or one wide character
+    for c in text:
+        if pieces and not c.isspace() and _em(c) < 1 and _em(pieces[-1][-1]) < 1:  # a space is narrow too
+            pieces[-1] += c
+        else:
+            pieces.append(c)
     lines = [""]
-    for word in _breakable(text):
+    for word in pieces:
         if lines[-1] and label_px((lines[-1] + word).rstrip(), size) > max_px:
             lines.append("")
         lines[-1] = lines[-1] + word if lines[-1] else word.lstrip()
@@ -66,17 +72,6 @@ def top_title(title: str, note: str | None = None, max_px: float = PHONE_TITLE_P
 def wrapped_lines(text: str, max_px: float, size: float) -> str:
     """`wrapped`, each of the text's own lines (<br>) apart."""
     return "<br>".join(wrapped(line, max_px, size) for line in text.split("<br>"))
-
-
-def _breakable(text: str) -> list[str]:
-    """`text` in the pieces a line may break between: a word with the space before it, or one wide character."""
-    pieces: list[str] = []
-    for c in text:
-        if pieces and not c.isspace() and _em(c) < 1 and _em(pieces[-1][-1]) < 1:  # a space is narrow too
-            pieces[-1] += c
-        else:
-            pieces.append(c)
-    return pieces
 
 
 def _shortened(text: str, max_px: float) -> str:
