@@ -55,8 +55,7 @@ class Composition:
 def _split(linear: nn.Linear, head_dim: int, norm: nn.Module | None) -> torch.Tensor:
     """(heads, hs, d) float64: a projection's rows per head reading x through `norm`, folded in
     (times RMSNorm's weight or LayerNorm's gamma, and LayerNorm's centring: each row less its mean)."""
-    w = linear.weight.detach().double()
-    w = w.view(-1, head_dim, w.shape[-1])
+    w = linear.weight.detach().double().view(-1, head_dim, linear.weight.shape[-1])
     weight = getattr(norm, "weight", None)
     if weight is not None:
         w = w * weight.detach().double()

@@ -170,7 +170,11 @@ def _method_scores(
     return out
 
 
-def _checked(methods: Iterable[str], extra: Mapping[str, np.ndarray] | None, n_steps: int, orders: int) -> list[str]:
+def _checked(
+    methods: Iterable[str], lm: bool, extra: Mapping[str, np.ndarray] | None, n_steps: int, orders: int
+) -> list[str]:
+    if lm and methods is SCOREBOARD_METHODS:  # GlobEnc is defined for post-LN encoders: not a decoder's default
+        methods = [m for m in SCOREBOARD_METHODS if m != "globenc"]
     chosen = list(dict.fromkeys(methods))
     unknown = [m for m in chosen if m not in SCOREBOARD_METHODS]
     if unknown or not (chosen or extra):
@@ -204,7 +208,7 @@ def faithfulness(
     extra: your own token scores {name: (n,)}, ranked alongside. The text is cut to
     `max_tokens` (None: the model's limit) with a note."""
     lm = is_lm(model)
-    chosen = _checked(_for_model(methods, lm), extra, steps, random_orders)
+    chosen = _checked(methods, lm, extra, steps, random_orders)
     cap = model.max_tokens if max_tokens is None else max_tokens
     enc, target = scored_encoding(model, text, query, continuation, cap, lm)
     n = len(enc.tokens)
@@ -242,11 +246,6 @@ def faithfulness(
         output="cosine distance" if target is None else "log-probability drop",
         target="" if target is None else target.text,
     )
-
-
-def _for_model(methods: Iterable[str], lm: bool) -> Iterable[str]:
-    """The default list without GlobEnc for a decoder (it is defined for post-LN encoders)."""
-    return [m for m in SCOREBOARD_METHODS if m != "globenc"] if lm and methods is SCOREBOARD_METHODS else methods
 
 
 def _effects(
