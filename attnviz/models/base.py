@@ -199,8 +199,7 @@ class RunnerBase(Runner):
     def fit(self, text: str, max_tokens: int | None = None) -> str:
         """The prefix of `text` that `encode` keeps within `max_tokens` tokens, so a method that
         encodes the text itself sees the same tokens as the views (a notice says it was cut)."""
-        limit = token_limit(max_tokens, self.max_tokens)
-        enc, _ = encode_counted(self.tokenizer, text, limit)
+        enc, _ = encode_counted(self.tokenizer, text, token_limit(max_tokens, self.max_tokens))
         ends = [end for _, end in enc.offsets if end]
         return text[: max(ends)] if ends and max(ends) < len(text) else text
 

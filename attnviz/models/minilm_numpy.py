@@ -44,8 +44,6 @@ _BLAS_LOCK = threading.Lock()
 class QuickEncoding(dict[str, Any]):
     """What transformers' BatchEncoding gives for one text: the lists (or (1, n) tensors), `word_ids`."""
 
-    is_fast = True
-
     def __init__(self, data: dict[str, Any], words: list[int | None]):
         super().__init__(data)
         self._words = words
@@ -76,15 +74,15 @@ class QuickTokenizer:
     ) -> None:
         """One over a `tokenizers.Tokenizer`, `real()` the PreTrainedTokenizerFast wrapping it
         (the training lab's: no token types, no mask token)."""
-        self._backend = backend
-        self._backend.no_padding()  # the file pads to 128: transformers turns that off per call
+        self.backend_tokenizer = backend  # whose truncation a call sets (`tokens.tokenizer_lock`'s key)
+        backend.no_padding()  # the file pads to 128: transformers turns that off per call
         self._real = real
         self.model_max_length = model_max_length
         self.model_input_names = list(input_names)
         self.unk_token, self.pad_token = unk, pad
-        self.unk_token_id = self._backend.token_to_id(unk)
-        self.pad_token_id = self._backend.token_to_id(pad)
-        self.mask_token_id = None if mask is None else self._backend.token_to_id(mask)
+        self.unk_token_id = backend.token_to_id(unk)
+        self.pad_token_id = backend.token_to_id(pad)
+        self.mask_token_id = None if mask is None else backend.token_to_id(mask)
 
     @classmethod
     def from_folder(cls, folder: Path, real: Callable[[], Any]) -> QuickTokenizer:
@@ -101,11 +99,6 @@ class QuickTokenizer:
             str(settings.get("mask_token", "[MASK]")),  # occlusion masks with it
             ("input_ids", "token_type_ids", "attention_mask"),  # BERT's
         )
-
-    @property
-    def backend_tokenizer(self) -> Any:
-        """The `tokenizers.Tokenizer` whose truncation a call sets (`tokens.tokenizer_lock`'s key)."""
-        return self._backend
 
     def __call__(self, text: Any, *args: Any, **kwargs: Any) -> Any:
         if args or not isinstance(text, str) or not set(kwargs) <= _QUICK_KWARGS:
@@ -139,15 +132,15 @@ class QuickTokenizer:
 
     def convert_ids_to_tokens(self, ids: int | list[int]) -> Any:
         if isinstance(ids, int):
-            return self._backend.id_to_token(ids)
-        return [self._backend.id_to_token(int(i)) for i in ids]
+            return self.backend_tokenizer.id_to_token(ids)
+        return [self.backend_tokenizer.id_to_token(int(i)) for i in ids]
 
     def convert_tokens_to_string(self, tokens: list[str]) -> str:
-        decoder = self._backend.decoder
+        decoder = self.backend_tokenizer.decoder
         return str(decoder.decode(tokens)) if decoder is not None else " ".join(tokens)
 
     def __getattr__(self, name: str) -> Any:  # anything else: transformers' tokenizer
-        if name.startswith("__") or name in ("_backend", "_real"):
+        if name.startswith("__") or name in ("backend_tokenizer", "_real"):
             raise AttributeError(name)
         return getattr(self._real(), name)
 
@@ -197,8 +190,7 @@ def gelu(x: np.ndarray) -> np.ndarray:
 
 
 def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
-    mean = x.mean(axis=-1, keepdims=True)
-    centred = x - mean
+    centred = x - x.mean(axis=-1, keepdims=True)
     var = (centred * centred).mean(axis=-1, keepdims=True)
     return (centred / np.sqrt(var + np.float32(eps)) * weight + bias).astype(np.float32, copy=False)
 

@@ -7,7 +7,7 @@ import threading
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -37,13 +37,9 @@ class Encoded:
     segments: tuple[int, ...] = ()  # a sentence pair's (pairs.py): 0 A, 1 B, -1 special; () for one text
 
     def attention(self, weights: np.ndarray, model: str, device: str, causal: bool, kv_heads: Any) -> Attention:
-        """The `Attention` of these tokens with `weights` (L, H, n, n)."""
-        shared = {name: getattr(self, name) for name in _TO_ATTENTION}
+        """The `Attention` of these tokens with `weights` (L, H, n, n): every field but the inputs."""
+        shared = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "inputs"}
         return Attention(weights=weights, model=model, device=device, causal=causal, kv_heads=kv_heads, **shared)
-
-
-# the fields an `Attention` takes from its `Encoded` as they are
-_TO_ATTENTION = ("tokens", "special", "word_ids", "truncated", "n_input_tokens", "text", "spans", "segments")
 
 
 def build_encoded(
