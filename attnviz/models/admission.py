@@ -131,6 +131,5 @@ class Admission(FairQueue[Ticket]):
             self.cond.notify_all()
 
     def counts(self) -> tuple[int, int]:
-        """(admitted, waiting) now."""
         with self.cond:
             return len(self.admitted), len(self.waiting)

@@ -53,6 +53,5 @@ class FairQueue(Generic[W]):
             return next((i for i, w in enumerate(order, 1) if w is waiter), 0)
 
     def others_waiting(self, visitor: str) -> bool:
-        """Whether anyone but `visitor` waits."""
         with self.cond:
             return any(w.visitor != visitor for w in self.waiting)

@@ -44,7 +44,6 @@ def gguf_path() -> Path:
 
 
 def cache_root() -> Path:
-    """ATTNVIZ_MODEL_CACHE, else the user's cache directory + /attnviz."""
     configured = os.environ.get("ATTNVIZ_MODEL_CACHE", "").strip()
     if configured:
         return Path(configured).expanduser()
