@@ -89,9 +89,8 @@ def twin(hf_model: Any) -> Any:
         cfg._attn_implementation = _NAME
         with torch.device("meta"):
             made = type(hf_model)._from_config(cfg, attn_implementation=_NAME)
-        tensors = dict(hf_model.named_parameters(remove_duplicate=False))
-        tensors.update(dict(hf_model.named_buffers(remove_duplicate=False)))
-        for name, tensor in tensors.items():
+        shared = [*hf_model.named_parameters(remove_duplicate=False), *hf_model.named_buffers(remove_duplicate=False)]
+        for name, tensor in shared:
             owner, _, leaf = name.rpartition(".")
             module = made.get_submodule(owner)  # owner "" is the model itself
             slots = module._parameters if leaf in module._parameters else module._buffers
