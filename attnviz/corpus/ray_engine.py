@@ -39,9 +39,7 @@ class ShardWorker:
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {"shard": [], "records": [], "analysed": []}
         for shard in (int(s) for s in batch["shard"]):
-            table = self.store.read_table(input_name(shard))
-            columns = table.to_pydict()
-            records = [Record(i, t, s) for i, t, s in zip(columns["id"], columns["text"], columns["skip"], strict=True)]
+            records = [Record(**row) for row in self.store.read_table(input_name(shard)).to_pylist()]
             result = process_shard(self.runner, records, max_tokens=self.max_tokens, batch_size=self.batch_size)
             self.store.write_table(part_name(shard), result)
             out["shard"].append(shard)
@@ -64,8 +62,7 @@ def _plan(source: Source, store: Store, settings: dict[str, Any], meter: Meter) 
             meter.records += len(records)
             meter.resumed += len(records)
             continue
-        columns = {"id": [r.id for r in records], "text": [r.text for r in records], "skip": [r.skip for r in records]}
-        store.write_table(input_name(shard), pa.table(columns, schema=schema))
+        store.write_table(input_name(shard), pa.Table.from_pylist([vars(r) for r in records], schema=schema))
         pending.append((shard, len(records)))
     return n_shards, pending
 
