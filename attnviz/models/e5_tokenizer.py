@@ -15,6 +15,7 @@ tokenises (`tok_content`):
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Mapping
 from typing import Any
@@ -103,12 +104,10 @@ class _DoubleArray:
 def _outside(pieces: list[str]) -> str:
     """A regex matching one character that occurs in no piece."""
     known = sorted({ord(c) for p in pieces for c in p})
-    ranges, start, prev = [], known[0], known[0]
-    for cp in [*known[1:], -1]:
-        if cp != prev + 1:
-            ranges.append(f"\\x{{{start:x}}}" + (f"-\\x{{{prev:x}}}" if prev > start else ""))
-            start = cp
-        prev = cp
+    ranges = []
+    for _, run in itertools.groupby(enumerate(known), key=lambda i_cp: i_cp[1] - i_cp[0]):  # consecutive runs
+        first, *rest = (cp for _, cp in run)
+        ranges.append(f"\\x{{{first:x}}}" + (f"-\\x{{{rest[-1]:x}}}" if rest else ""))
     return "[^" + "".join(ranges) + "]"
 
 
