@@ -157,8 +157,7 @@ class Source:
             kind = kind.value_type
         if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
             raise ValueError(f"{self.path.name}: column '{TEXT_COLUMN}' holds {kind}, not text")
-        # a row group whose text declares more than BOMB_FLOOR_BYTES and BOMB_RATIO times its compressed
-        # bytes is refused from the footer, before pyarrow unpacks a whole page
+        # each row group's declared text size, from the footer: a bomb is refused before a page is unpacked
         meta = pf.metadata
         column = [meta.schema.column(j).path for j in range(meta.num_columns)].index(TEXT_COLUMN)
         for group in range(meta.num_row_groups):

@@ -138,7 +138,7 @@ class LongAttention:
         out = np.zeros((len(idx), self.n), dtype=np.float32)
         for start in range(0, len(idx), self.tile_rows):
             part = idx[start : start + self.tile_rows]
-            width = int(part.max()) + 1 if self.causal and part.size else self.n
+            width = int(part.max()) + 1 if self.causal else self.n
             out[start : start + len(part), :width] = self._weights(layer, head, part, width).numpy()
         return out
 
