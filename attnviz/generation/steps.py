@@ -48,7 +48,7 @@ class Step:
 
 
 class Writer(Protocol):
-    def attention(self, gen: Generation) -> Attention: ...
+    def attention(self) -> Attention: ...
 
     def branch(self, gen: Generation, step: int, token: str | int) -> Generation: ...
 
@@ -83,7 +83,7 @@ class Generation:
 
     def attention(self) -> Attention:
         """The whole sequence's causal attention, one forward as the runner's `attend` runs it."""
-        return self._writer().attention(self)
+        return self._writer().attention()
 
     def branch(self, step: int, token: str | int) -> Generation:
         """A new generation that writes `token` at step `step` instead, then goes on as this one

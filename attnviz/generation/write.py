@@ -157,7 +157,7 @@ class _Writer:
             kv_heads=getattr(r, "kv_heads", None), writer=mine,
         )  # fmt: skip
 
-    def attention(self, gen: Generation) -> Attention:
+    def attention(self) -> Attention:
         r, enc = self.runner, self.sequence
         assert enc is not None
         with r.gate.interactive(), torch.inference_mode(), cpu_threads_for(len(enc.tokens), r.device):
