@@ -162,18 +162,10 @@ class Attention:
         if keep.all() or not keep.any():
             return self
         self.require_square("dropping special tokens")
-        idx = np.flatnonzero(keep)
+        idx = np.flatnonzero(keep).tolist()
         w = self.weights[:, :, idx][:, :, :, idx]
         w = w / np.maximum(w.sum(-1, keepdims=True), np.finfo(np.float32).tiny)
-        return replace(
-            self,
-            tokens=[self.tokens[i] for i in idx],
-            weights=w.astype(np.float32),
-            special=self.special[idx],
-            word_ids=[self.word_ids[i] for i in idx],
-            spans=[self.spans[i] for i in idx] if len(self.spans) == self.n else [],
-            segments=tuple(self.segments[i] for i in idx) if self.segments else (),
-        )
+        return self._merged([[i] for i in idx], [self.tokens[i] for i in idx], w.astype(np.float32))
 
     def merge_words(self) -> Attention:
         """Merge word pieces into words: attention *to* a word is summed over its pieces,
@@ -183,7 +175,7 @@ class Attention:
         if len(groups) == self.n:
             return self
         self.require_square("merging word pieces")
-        return self._merged(groups, [self._word_text(g) for g in groups])
+        return self._merged(groups, [self._word_text(g) for g in groups], merge_word_matrix(self.weights, groups))
 
     def merge_characters(self) -> Attention:
         """Merge the tokens that share a character into one, by their offsets: a byte-level
@@ -195,14 +187,15 @@ class Attention:
         if len(groups) == self.n:
             return self
         self.require_square("merging characters")
-        return self._merged(groups, self.character_tokens(groups))
+        return self._merged(groups, self.character_tokens(groups), merge_word_matrix(self.weights, groups))
 
-    def _merged(self, groups: list[list[int]], tokens: list[str]) -> Attention:
-        """One token a group, named `tokens`; each group takes its first token's flags."""
+    def _merged(self, groups: list[list[int]], tokens: list[str], weights: np.ndarray) -> Attention:
+        """One token a group (without_special: each ordinary token alone), named `tokens`, with
+        `weights`; each group takes its first token's flags and its tokens' span."""
         return replace(
             self,
             tokens=tokens,
-            weights=merge_word_matrix(self.weights, groups),
+            weights=weights,
             special=np.array([bool(self.special[g[0]]) for g in groups]),
             word_ids=[self.word_ids[g[0]] for g in groups],
             spans=self._group_spans(groups),
