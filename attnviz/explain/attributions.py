@@ -10,21 +10,28 @@ import torch
 
 from ..models import Progress, Runner
 from ._model import check_query, expand, in_batches, with_gradients
-from .removal import along_output, gradient_scores, removal_effects
+from .removal import along_output, gradient_scores, masked_states
+from .value_zeroing import cosine_distance
 
 
 def occlusion(model: Runner, text: str, query: int, *, progress: Progress | None = None) -> np.ndarray:
     """Leave-one-out for token `query`: (n,) float64, score[j] = cosine distance between the
     query's final representation with token j replaced by [MASK] and without. Special tokens
     are not masked and score 0; the query itself is scored."""
-    if getattr(model.tokenizer, "mask_token_id", None) is None:
+    mask_id = getattr(model.tokenizer, "mask_token_id", None)
+    if mask_id is None:
         raise ValueError(f"model '{model.name}' has no [MASK] token to occlude with")
     enc = model.encode(text)
     n = int(enc.inputs["input_ids"].shape[1])
     check_query(query, n)
     targets = np.flatnonzero(~enc.special)
+    masks = np.eye(n, dtype=bool)[targets]  # one masked token a variant
     scores = np.zeros(n)
-    scores[targets] = removal_effects(model, enc, np.eye(n, dtype=bool)[targets], query, progress=progress)[:, -1]
+    with torch.inference_mode():
+        with model.gate.background():
+            h0 = model.last_hidden(enc.inputs)[0, query]  # (d,)
+        for part, (h,) in masked_states(model, enc, masks, mask_id, progress, last_only=True):
+            scores[targets[part]] = cosine_distance(h[:, query], h0[None]).double().cpu().numpy()
     return scores
 
 

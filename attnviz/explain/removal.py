@@ -55,16 +55,16 @@ def removal_effects(
 
 
 def masked_states(
-    model: Runner, enc: Encoded, masks: np.ndarray, fill: int, progress: Progress | None
+    model: Runner, enc: Encoded, masks: np.ndarray, fill: int, progress: Progress | None, last_only: bool = False
 ) -> Iterator[tuple[slice, list[torch.Tensor]]]:
     """For each batch of variants (tokens where masks[b] (B, n) is True set to `fill`): its slice
-    and every layer's output, L x (b, n, d)."""
+    and every layer's output, L x (b, n, d) (with `last_only`, the final hidden states alone)."""
     ids = enc.inputs["input_ids"]  # (1, n)
     for part in in_batches(model, masks.shape[0], int(ids.shape[1]), progress=progress):
         b = part.stop - part.start
         batch = expand(enc.inputs, b)
         batch["input_ids"] = ids.expand(b, -1).masked_fill(torch.from_numpy(masks[part]).to(ids.device), fill)
-        yield part, model.hidden_states(batch)[1:]
+        yield part, [model.last_hidden(batch)] if last_only else model.hidden_states(batch)[1:]
 
 
 def along_output(
