@@ -57,15 +57,12 @@ def sparse_mask(
     bigbird  window | global | `random_keys` random keys a row among the rest (seeded)
     `causal`: only j <= i (the random keys are drawn among those). ValueError for bad arguments."""
     _check(n, kind, window, global_tokens, dilation, random_keys)
-    eye = np.eye(n, dtype=bool)
     lower = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
     g = np.arange(n) < global_tokens
-    if kind == "window":
-        allowed = _window(n, window)
-    elif kind == "dilated":
-        allowed = _window(n, window, dilation)
+    if kind in ("window", "dilated"):
+        allowed = _window(n, window, dilation if kind == "dilated" else 1)
     else:
-        allowed = g[:, None] | g[None, :] | eye
+        allowed = g[:, None] | g[None, :] | np.eye(n, dtype=bool)
         if kind == "bigbird":
             allowed |= _window(n, window)
     allowed &= lower
