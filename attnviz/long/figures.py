@@ -32,8 +32,7 @@ def overview_figure(overview: np.ndarray, n: int, size: int, title: str, lang: s
     """The block means as a heatmap whose axes are token positions (each cell starts at its
     block's first token, so a click names the tile to open). Colours saturate at the 99.5th
     percentile: the diagonal would otherwise hide everything else."""
-    edges = block_edges(n, size)
-    starts = edges[:-1]
+    starts = block_edges(n, size)[:-1]
     top = float(np.quantile(overview, 0.995)) or float(overview.max()) or 1.0
     trace = go.Heatmap(
         z=overview,
@@ -70,12 +69,10 @@ def overview_figure(overview: np.ndarray, n: int, size: int, title: str, lang: s
 
 def tile_figure(tile: np.ndarray, long: LongAttention, rows: range, cols: range, title: str, lang: str) -> go.Figure:
     """One block of the map at full resolution, labelled by its tokens."""
-    xs = [f"{escape(long.tokens[j])} ({j})" for j in cols]
-    ys = [f"{escape(long.tokens[i])} ({i})" for i in rows]
     trace = go.Heatmap(
         z=tile,
-        x=xs,
-        y=ys,
+        x=[f"{escape(long.tokens[j])} ({j})" for j in cols],
+        y=[f"{escape(long.tokens[i])} ({i})" for i in rows],
         zmin=0.0,
         colorscale="Blues",
         hovertemplate=t("long.fig_tile_hover", lang) + "<extra></extra>",
@@ -93,12 +90,11 @@ def tile_figure(tile: np.ndarray, long: LongAttention, rows: range, cols: range,
 def positions_figure(values: np.ndarray, long: LongAttention, title: str, y_key: str, lang: str) -> go.Figure:
     """`values` (n,) over the key positions: a query's row (y_key "long.fig_weight") or what each
     position receives (y_key "long.fig_received")."""
-    text = [escape(tok) for tok in long.tokens]
     trace = go.Scattergl(
         x=np.arange(long.n),
         y=values,
         mode="lines",
-        text=text,
+        text=[escape(tok) for tok in long.tokens],
         hovertemplate=t("long.fig_position_hover", lang) + "<extra></extra>",
     )
     axes = {"xaxis": {"title": {"text": t("long.fig_key_pos", lang)}}, "yaxis": {"title": {"text": t(y_key, lang)}}}
