@@ -126,7 +126,7 @@ LINK_KEYS = BASE_KEYS + tuple(p.key for p in VIEW_PARAMS)  # what a link may car
 # heads_off.OFF_MODEL of heads a link switched off: they belong to the first model the page opens
 LINK_OWNER = "__link__"
 # Token choices a link made: the explorer sets its token defaults when a sentence is first analysed,
-# and takes these instead (sections/explorer.py `_token_defaults`)
+# and takes these instead (sections/explorer.py `analysis`)
 LINK_TOKENS = "_link_tokens"
 _TOKEN_HOMES = frozenset({"focus_query", "focus_key", "highlight"})
 
