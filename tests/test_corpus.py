@@ -402,6 +402,14 @@ def test_atlas_vectors_give_back_the_heads_attention(request: pytest.FixtureRequ
     assert start == len(q) == len(where.tokens)
 
 
+def test_atlas_progress_counts_texts_and_ends_at_one(minilm: attnviz.PretrainedModel) -> None:
+    """The atlas's progress is the share of texts analysed: rising, ending at 1 (it was batches
+    over texts, so 7 texts in batches of 3 ended at 3/7)."""
+    seen: list[float] = []
+    corpus.query_key_vectors(minilm, SENTENCES[:7], 1, 2, batch_size=3, progress=seen.append)
+    assert len(seen) == 3 and seen == sorted(seen) and seen[-1] == 1.0
+
+
 def test_atlas_pca_points_and_cap(minilm: attnviz.PretrainedModel) -> None:
     texts = (BUNDLED / "en.txt").read_text(encoding="utf-8").splitlines()[:40]
     a = corpus.atlas(minilm, texts, 1, 2, max_points=200)

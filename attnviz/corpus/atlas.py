@@ -81,7 +81,8 @@ def query_key_vectors(
     limit = token_limit(max_tokens, runner.max_tokens)
     items = encode_all(runner, texts, limit)
     found: dict[int, tuple[np.ndarray, np.ndarray, Item]] = {}  # text index -> its queries, keys (n, head_dim)
-    for b, batch in enumerate(batches(items, batch_size, 1)):
+    plan = batches(items, batch_size, 1)
+    for batch in plan:
         live = [it for i in batch if (it := items[i]) is not None]
         with runner.gate.background(), torch.inference_mode():
             x = runner.hidden_states(padded(runner, live))[layer]  # (B, w, d)
@@ -89,7 +90,7 @@ def query_key_vectors(
         for j, (i, it) in enumerate(zip(batch, live, strict=True)):
             found[i] = (q[j, : it.n], k[j, : it.n], it)
         if progress is not None:
-            progress((b + 1) / max(1, len(items)))
+            progress(len(found) / sum(map(len, plan)))  # texts analysed of those to analyse
     texts_done = sorted(found)  # text order, not the batches'
     kept = [found[i] for i in texts_done]
     sizes = [it.n for _, _, it in kept]
