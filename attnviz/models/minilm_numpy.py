@@ -189,12 +189,6 @@ def gelu(x: np.ndarray) -> np.ndarray:
     return (0.5 * x64 * (1.0 + erf(x64 * 0.7071067811865476))).astype(np.float32)
 
 
-def layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
-    centred = x - x.mean(axis=-1, keepdims=True)
-    var = (centred * centred).mean(axis=-1, keepdims=True)
-    return (centred / np.sqrt(var + np.float32(eps)) * weight + bias).astype(np.float32, copy=False)
-
-
 def embedded_model_dir() -> Path:
     """Folder of the embedded all-MiniLM-L6-v2, found through its installed package (no torch)."""
     try:
@@ -259,13 +253,19 @@ class NumpyMiniLM:
         # BertEmbeddings' order of the sums, as quick_attention: (word + segment) + position
         x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.token_type_embeddings.weight"][segments]
         x = x + w["embeddings.position_embeddings.weight"][:n]
-        x = layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
+        x = self._norm(x, "embeddings.LayerNorm")
         for layer in range(self.n_layers):
             x = self._layer(x, f"encoder.layer.{layer}.", mask, out[layer])
         return out
 
     def _linear(self, x: np.ndarray, name: str) -> np.ndarray:
         return x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
+
+    def _norm(self, x: np.ndarray, name: str) -> np.ndarray:
+        centred = x - x.mean(axis=-1, keepdims=True)
+        var = (centred * centred).mean(axis=-1, keepdims=True)
+        normed = centred / np.sqrt(var + np.float32(self.eps)) * self.w[name + ".weight"] + self.w[name + ".bias"]
+        return normed.astype(np.float32, copy=False)
 
     def _layer(self, x: np.ndarray, p: str, mask: np.ndarray | None, slot: np.ndarray) -> np.ndarray:
         """One encoder layer; its attention (H, n, n) written into `slot`."""
@@ -284,9 +284,6 @@ class NumpyMiniLM:
         slot /= slot.sum(axis=-1, keepdims=True)
         y = (slot @ v).transpose(1, 0, 2).reshape(n, H * hs)
         attn = self._linear(y, f"{p}attention.output.dense")
-        mid = layer_norm(x + attn, self.w[f"{p}attention.output.LayerNorm.weight"],
-                         self.w[f"{p}attention.output.LayerNorm.bias"], self.eps)  # fmt: skip
+        mid = self._norm(x + attn, f"{p}attention.output.LayerNorm")
         ff = self._linear(gelu(self._linear(mid, f"{p}intermediate.dense")), f"{p}output.dense")
-        return layer_norm(
-            mid + ff, self.w[f"{p}output.LayerNorm.weight"], self.w[f"{p}output.LayerNorm.bias"], self.eps
-        )
+        return self._norm(mid + ff, f"{p}output.LayerNorm")
