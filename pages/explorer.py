@@ -10,7 +10,7 @@ from attnviz.app.coldstart import warmup
 context = widgets.page_header("explorer.title", "explorer.intro")
 text = widgets.sentence_box(context)
 
-with warmup.loading(context.model, text, context):  # a cold server: the first map (numpy), then torch
+with warmup.loading(context, text):  # a cold server: the first map (numpy), then torch
     from attnviz.app import charts
     from attnviz.app.sections import ablation, decoder, why, write
     from attnviz.app.sections import explorer as section

@@ -39,8 +39,8 @@ LIGHT, DARK = _paper("light"), _paper("dark")  # #FFFFFF and #171614
 
 
 def test_the_camera_saves_1920_by_1080_whatever_the_figures_height() -> None:
-    for height in (None, 380, 1700):
-        opts = charts.image_config(go.Figure(layout={"height": height}), "x")["toImageButtonOptions"]
+    for _height in (None, 380, 1700):
+        opts = charts.image_config("x")["toImageButtonOptions"]
         assert (opts["width"] * opts["scale"], opts["height"] * opts["scale"]) == (1920, 1080)
 
 

@@ -36,7 +36,7 @@ def _script_hash(body: str) -> str:
 
 
 def test_the_camera_saves_a_slide_sized_png() -> None:
-    config = charts.image_config(go.Figure(layout={"height": 380}), "attnviz-heatmap")
+    config = charts.image_config("attnviz-heatmap")
     opts = config["toImageButtonOptions"]
     assert opts["format"] == "png" and opts["width"] * opts["scale"] >= 1600 and opts["height"] == charts.SLIDE_HEIGHT
     assert opts["filename"] == "attnviz-heatmap" and config["displaylogo"] is False

@@ -54,7 +54,7 @@ _IMAGES_CSS = (
 )
 
 
-def image_config(fig: go.Figure, name: str) -> dict[str, Any]:
+def image_config(name: str) -> dict[str, Any]:
     """Plotly's config for a chart: no logo, and the camera saves a 16:9 PNG, 1920 x 1080."""
     size = {"width": SLIDE_WIDTH, "height": SLIDE_HEIGHT, "scale": SLIDE_SCALE}
     return {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, **size}}
@@ -81,7 +81,7 @@ def chart(fig: go.Figure, key: str, *, caption: str | None = None, **kwargs: Any
     else:  # drawn once, not twice (plot_theme's doc); light unless the browser reported dark
         mode: plot_theme.Mode = "dark" if browser("theme.type") == "dark" else "light"
         shown = plot_theme.for_browser(fig, mode, _selection(kwargs))
-    config = image_config(fig, _image_name(key))
+    config = image_config(_image_name(key))
     out = st.plotly_chart(shown, width="stretch", key=key, config=config, theme=theme, **kwargs)
     image_buttons(fig, key, caption, style=fit_style(fig, shown, key))
     return out

@@ -51,11 +51,6 @@ def figure_downloads(fig: go.Figure | Callable[[], go.Figure], name: str, settin
     )
 
 
-def image_export_note() -> None:
-    """Where the images for slides are (in the browser: nothing to install on the server)."""
-    st.caption(t("slides.note"))
-
-
 def number_downloads(got: Callable[[], Attention], layer: int, head: int | None, settings: dict[str, Any]) -> None:
     """The focused head as CSV, the whole attention as NPZ and JSON, each with its settings.
     `got()` gives the attention on a click: the buttons outlive the page run (until the session's

@@ -110,11 +110,6 @@ def show_tokens(tokens: list[str], key: str = "tokens", titles: dict[int, str] |
         st.html(literal.parts_body(tokens, TOKEN_SEPARATOR, titles or {}))
 
 
-def example_for(text: str) -> dict[str, str] | None:
-    """The example whose sentence is `text`, in this run's language (for token-focus defaults)."""
-    return i18n.example_for(text, lang())
-
-
 def sentence_box(context: Ctx) -> str:
     """The shared sentence and the one-click examples (keys "ex_<id>"). Returns the sentence."""
     with st.container(key="sentence_box"):

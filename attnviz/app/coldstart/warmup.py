@@ -83,24 +83,24 @@ def started() -> threading.Thread | None:
 
 
 @contextlib.contextmanager
-def loading(model: str, text: str | None = None, context: Ctx | None = None) -> Iterator[None]:
+def loading(context: Ctx, text: str) -> Iterator[None]:
     """Right after the explorer's sentence box: the component code's preload, on a cold server
-    the first map from numpy (with `text` and `context`), then the warm-up thread goes ahead
-    under a spinner naming the model while it still runs."""
+    the first map from numpy, then the warm-up thread goes ahead under a spinner naming the
+    model while it still runs."""
     import streamlit as st
 
     from ..state import SENTENCE_TEXT_AREA, t
     from ..widgets import escape_md
 
     preload_chart_code(after=SENTENCE_TEXT_AREA, first_map=True)
-    if context is not None and "torch" not in sys.modules:  # a cold server: no import of torch for this
+    if "torch" not in sys.modules:  # a cold server: no import of torch for this
         from . import first_map
 
         first_map.draw(context, text)
     first_screen()
     thread = started()
     alive = thread is not None and thread.is_alive()
-    with st.spinner(t("spinner.loading", name=escape_md(model))) if alive else contextlib.nullcontext():
+    with st.spinner(t("spinner.loading", name=escape_md(context.model))) if alive else contextlib.nullcontext():
         yield
 
 

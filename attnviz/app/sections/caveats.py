@@ -8,10 +8,10 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from ... import explain
+from ... import explain, i18n
 from ...focus import default_focus
 from .. import literal, nav, runners, widgets, work
-from ..state import Ctx, t
+from ..state import Ctx, lang, t
 from ..subject import Subject
 from .explain import analysis, attempt, cached_norms, occlude, occlusion_kind
 
@@ -77,7 +77,7 @@ def agreement(context: Ctx, s: Subject) -> None:
         if att.n > min(LIVE_ATTRIBUTION_N, context.settings.explain_tokens):
             st.caption(t("caveats.agreement_skipped", n=att.n, limit=LIVE_ATTRIBUTION_N))
             return
-        query = default_focus(att, widgets.example_for(att.text))[0]
+        query = default_focus(att, i18n.example_for(att.text, lang()))[0]
         kind = occlusion_kind(s.loaded.runner)
         if kind is None:  # said before anything runs: no refusal under a progress line
             st.caption(t("aware.no_occlusion"))

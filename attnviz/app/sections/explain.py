@@ -56,7 +56,7 @@ def pickers(s: Subject) -> tuple[int, int]:
     st.subheader(t("explain.token_title"))
     a, b = st.columns(2)
     fmt = widgets.token_format(att.tokens)
-    default = default_focus(att, widgets.example_for(att.text))[0]
+    default = default_focus(att, i18n.example_for(att.text, lang()))[0]
     query = widgets.pick(t("explain.query"), range(att.n), "x_query", default=default, box=a, format_func=fmt)
     layer = widgets.pick(t("explain.layer"), range(att.n_layers), "x_layer", default=att.n_layers - 1, box=b)
     return s.position(int(query)), int(layer)

@@ -10,7 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from ... import lab, views
+from ... import i18n, lab, views
 from ...focus import default_focus
 from ...result import Attention
 from ...views import decoder as decoder_views
@@ -18,7 +18,7 @@ from ...views.ablation import mark_off
 from .. import charts, downloads, redraw, subject, urls, widgets, work
 from ..canvas import grid_canvas, token_canvas
 from ..coldstart import warmup
-from ..state import SENTENCE_TEXT_AREA, Ctx, t
+from ..state import SENTENCE_TEXT_AREA, Ctx, lang, t
 from ..subject import Focus
 from . import sinks, why
 
@@ -54,7 +54,7 @@ def analysis(context: Ctx, text: str) -> Focus | None:
     signature = (att.text, att.model, att.n, hide, merge)
     if session.get("_token_signature") != signature:  # new tokens: the token choices start from defaults again
         session["_token_signature"] = signature
-        example = widgets.example_for(att.text)
+        example = i18n.example_for(att.text, lang())
         query, key = default_focus(att, example)
         session["focus_query"], session["focus_key"] = query, key
         session["highlight"] = query if example else -1
@@ -209,4 +209,4 @@ def numbers_section(focus: Focus) -> None:
         st.subheader(t("export.title"))
         st.caption(t("export.intro"))
         downloads.number_downloads(focus.again, focus.layer, focus.head, focus.settings)
-        downloads.image_export_note()
+        st.caption(t("slides.note"))  # the images for slides: made in the browser, nothing to install
