@@ -215,10 +215,7 @@ def _arrow_values(array: Any, max_bytes: int) -> Iterator[tuple[Any, int]]:
     sizes = pc.binary_length(values).to_pylist()
     for i in rows:
         size = None if i is None else sizes[i]
-        if size is None:
-            yield None, 0
-        else:
-            yield (values[i].as_py() if size <= max_bytes else None), size
+        yield (values[i].as_py() if size is not None and size <= max_bytes else None), size or 0
 
 
 def _bomb(name: str, what: str, unpacked: int, size: int) -> str:
@@ -257,9 +254,7 @@ def _json_text(raw: bytes) -> tuple[str | None, str | None]:
     value = obj[TEXT_COLUMN]
     if value is None:
         return "", None
-    if not isinstance(value, str):
-        return None, "not_text"
-    return (value, None) if "\x00" not in value else (None, "not_text")
+    return (value, None) if isinstance(value, str) and "\x00" not in value else (None, "not_text")
 
 
 def _first_line(exc: BaseException) -> str:
