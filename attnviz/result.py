@@ -254,9 +254,7 @@ def word_groups(word_ids: list[int]) -> list[list[int]]:
 
 def merge_word_matrix(weights: np.ndarray, groups: list[list[int]]) -> np.ndarray:
     """(..., n, n) -> (..., g, g): columns summed within a group, rows averaged."""
-    n = weights.shape[-1]
-    g = len(groups)
-    onehot = np.zeros((n, g), dtype=np.float32)  # (n, g) membership
+    onehot = np.zeros((weights.shape[-1], len(groups)), dtype=np.float32)  # (n, g) membership
     for k, members in enumerate(groups):
         onehot[members, k] = 1.0
     to_words = weights @ onehot  # (..., n, g): sum over a word's pieces
