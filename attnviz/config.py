@@ -100,8 +100,7 @@ class Settings:
     def model_choices(self) -> tuple[str, ...]:
         """Models to offer in a list: the built-in ones, extras, and the allow-list, in order."""
         names = [*BUILTIN_MODELS, *self.extra_models, *self.allowed_models]
-        seen = dict.fromkeys(n for n in names if not self.allowed_models or n in self.allowed_models)
-        return tuple(seen)
+        return tuple(dict.fromkeys(n for n in names if not self.allowed_models or n in self.allowed_models))
 
     @property
     def free_model_ids(self) -> bool:
