@@ -52,13 +52,6 @@ def _label(token: str, limit: int = 16) -> str:
     return one_line(token, limit) or "␣"
 
 
-def _shade(value: float) -> str:
-    """White (0) to deep blue (1)."""
-    v = float(np.clip(value, 0.0, 1.0))
-    r, g, b = (round(255 + (c - 255) * v) for c in (24, 64, 160))
-    return f"#{r:02x}{g:02x}{b:02x}"
-
-
 def heatmap_svg(spec: HeatmapSpec, mark: tuple[int, int] | None = None) -> str:
     """A map as the page's figure draws it (`views.heatmap_spec`): its title and note, the tokens
     down the side and across, the cells in its colours and range with their hover, and a colour
@@ -153,7 +146,8 @@ def bars_svg(
 
 
 def _tops_table(facts: Facts, lang: str) -> str:
-    """Layers x heads: the token each head's row for the query weighs most, shaded by that weight."""
+    """Layers x heads: the token each head's row for the query weighs most, shaded by that weight
+    (white 0 to deep blue 1)."""
     L, H = facts.tops.shape
     head = "".join(f"<th>{h}</th>" for h in range(H))
     rows = []
@@ -162,8 +156,9 @@ def _tops_table(facts: Facts, lang: str) -> str:
         for h in range(H):
             w = float(facts.top_weights[layer, h])
             ink = "#fff" if w > 0.55 else "#222"
+            shade = "".join(f"{round(255 + (c - 255) * float(np.clip(w, 0.0, 1.0))):02x}" for c in (24, 64, 160))
             tok = _e(_label(facts.tokens[int(facts.tops[layer, h])], 6))
-            cells.append(f'<td style="background:{_shade(w)};color:{ink}" title="{w:.2f}">{tok}</td>')
+            cells.append(f'<td style="background:#{shade};color:{ink}" title="{w:.2f}">{tok}</td>')
         rows.append(f"<tr><th>{layer}</th>{''.join(cells)}</tr>")
     caption = _e(i18n.t("lesson.handout.tops", lang, q=facts.query_token))
     return f'<table class="tops"><caption>{caption}</caption><tr><th></th>{head}</tr>{"".join(rows)}</table>'
