@@ -117,12 +117,8 @@ def _edge_traces(
         centres = start[loop]  # (loops, 2)
         cx, cy = polylines(centres[:, :1] + LOOP * np.cos(ring), centres[:, 1:] + LOOP * np.sin(ring))
         lower = f"{max(lo, threshold):.2g}"
-        upper = next((h for h, _ in EDGE_WIDTHS[index + 1 :]), None)
-        name = (
-            t("fig.weight_above", lang, lo=lower)
-            if upper is None
-            else t("fig.weight_range", lang, lo=lower, hi=f"{upper:.2g}")
-        )
+        upper = next((f"{h:.2g}" for h, _ in EDGE_WIDTHS[index + 1 :]), None)
+        name = t("fig.weight_above" if upper is None else "fig.weight_range", lang, lo=lower, hi=upper)
         traces.append(
             {
                 "type": "scatter",
