@@ -14,7 +14,6 @@ import time
 from .._cli import Parser, guarded
 from ..models import EMBEDDED_MODEL, ModelLoadError
 from .engine import DEFAULT_BATCH_SIZE, DEFAULT_CORPUS_TOKENS, DEFAULT_SHARD_SIZE, RunProgress, run
-from .output import CorpusResult
 from .readers import DEFAULT_MAX_CHARS
 
 
@@ -85,17 +84,6 @@ class ProgressLine:
         self.stream.flush()
 
 
-def _summary(result: CorpusResult) -> str:
-    r = result.report
-    reasons = ", ".join(f"{n:,} {why}" for why, n in r.get("skipped_by_reason", {}).items())
-    skipped = f"; skipped {r['skipped']:,} ({reasons}, listed in report.json)" if r.get("skipped") else ""
-    return (
-        f"{r['lines_read']:,} lines read, {r['analysed']:,} sentences analysed "
-        f"({r['truncated']:,} truncated){skipped}\n"
-        f"wrote {result.location}: heads.parquet, sentences.parquet, report.json"
-    )
-
-
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
 
@@ -118,7 +106,14 @@ def main(argv: list[str]) -> int:
         except KeyboardInterrupt:
             print("\nattnviz corpus: interrupted; run the same command again to continue", file=sys.stderr)
             return 130
-        print(_summary(result))
+        r = result.report
+        reasons = ", ".join(f"{n:,} {why}" for why, n in r.get("skipped_by_reason", {}).items())
+        skipped = f"; skipped {r['skipped']:,} ({reasons}, listed in report.json)" if r.get("skipped") else ""
+        print(
+            f"{r['lines_read']:,} lines read, {r['analysed']:,} sentences analysed "
+            f"({r['truncated']:,} truncated){skipped}\n"
+            f"wrote {result.location}: heads.parquet, sentences.parquet, report.json"
+        )
         return 0
 
     return guarded("attnviz corpus", body, (ValueError, ModelLoadError, OSError))
