@@ -90,8 +90,7 @@ class LongAttention:
     @property
     def kv_heads(self) -> np.ndarray:
         """The key/value head each query head reads (grouped-query attention shares them)."""
-        groups = self.heads // int(self.keys[0].shape[0])
-        return np.arange(self.heads) // groups
+        return np.arange(self.heads) // (self.heads // int(self.keys[0].shape[0]))
 
     @property
     def kept_bytes(self) -> int:

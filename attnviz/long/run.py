@@ -117,7 +117,6 @@ def attend_long(
         raise ValueError(f"model '{model.name}' ran {len(kept.queries)} of its {n_layers} layers in the long mode")
     if progress is not None:
         progress(n_layers, n_layers)
-    limit = long_settings().head_mb if head_limit_mb is None else head_limit_mb
     return LongAttention(
         tokens=enc.tokens,
         model=model.name,
@@ -125,7 +124,7 @@ def attend_long(
         queries=kept.queries,
         keys=kept.keys,
         scaling=kept.scaling,
-        head_limit_bytes=limit * 2**20,
+        head_limit_bytes=(long_settings().head_mb if head_limit_mb is None else head_limit_mb) * 2**20,
         special=enc.special,
         spans=enc.spans,
         text=enc.text,
