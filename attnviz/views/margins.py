@@ -143,22 +143,18 @@ def square_fit(layout: Json, data: list[Json]) -> tuple[float, float, float] | N
         if not y.get("scaleanchor") or y.get("constrain") != "domain":
             continue
         shape = np.shape(trace["z"])  # (rows, cols)
-        rows, cols = _extent(y, shape[0]), _extent(x, shape[1])
-        dx, dy = _span(x.get("domain")), _span(y.get("domain"))
+        rows, cols = _length(y.get("range"), shape[0]), _length(x.get("range"), shape[1])
+        dx, dy = _length(x.get("domain"), 1), _length(y.get("domain"), 1)
         k = max(k, dx * rows / cols / dy / float(y.get("scaleratio") or 1))
     if k == 0:
         return None
     return margin.get("t", 100) + margin.get("b", 80), margin.get("l", 0) + margin.get("r", 0), k
 
 
-def _extent(axis: Json, cells: int) -> float:
-    """An axis's length in data units: its range, else its heatmap's cells."""
-    lo, hi = axis.get("range") or (0, cells)
+def _length(ends: list[float] | None, default: float) -> float:
+    """The length of an axis's range (in data units; none: its heatmap's cells) or domain (none: 1)."""
+    lo, hi = ends or (0, default)
     return abs(float(hi) - float(lo))
-
-
-def _span(domain: list[float] | None) -> float:
-    return 1.0 if not domain else float(domain[1]) - float(domain[0])
 
 
 def square_map_layout(title: str, note: str | None, n: int, axis: Json, x_title: str, y_title: str) -> Json:
