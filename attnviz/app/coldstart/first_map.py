@@ -42,15 +42,6 @@ def _cold() -> bool:
     return "torch" not in sys.modules and not _DROPPED.is_set()
 
 
-def _focus(n_layers: int, n_heads: int) -> tuple[int, int | None]:
-    """The layer and head the explorer's selectboxes will show (widgets.layer_head's defaults)."""
-    layer, head = st.session_state.get("layer"), st.session_state.get("head")
-    layer = min(max(layer, 0), n_layers - 1) if isinstance(layer, int) else 0  # clamped as layer_head clamps it
-    if head == MEAN:
-        return layer, None
-    return layer, head if isinstance(head, int) and 0 <= head < n_heads else 0
-
-
 def _answer(context: Ctx, text: str) -> Attention | None:
     """The numpy answer as the explorer would show it; None where the page's own run says
     something first (a refused or cut text)."""
@@ -85,7 +76,10 @@ def draw(context: Ctx, text: str | None) -> bool:
         return False
     if att is None:
         return False
-    layer, head = _focus(att.n_layers, att.n_heads)
+    # the layer and head the explorer's selectboxes will show, clamped as widgets.layer_head clamps them
+    layer, head = st.session_state.get("layer"), st.session_state.get("head")
+    layer = min(max(layer, 0), att.n_layers - 1) if isinstance(layer, int) else 0
+    head = None if head == MEAN else (head if isinstance(head, int) and 0 <= head < att.n_heads else 0)
     slot = st.empty()
     with slot.container(key="first_map"):
         st.caption(t("firstmap.note"))

@@ -109,12 +109,10 @@ def _derived(context: Ctx, focus: Focus, result: explain.Ablation) -> tuple[Atte
     if not (hide or merge or has_byte_pieces(result.attention)):
         return result.attention, back
     key = runners.result_key(context, loaded, "ablate_view", text, off, mode, hide, merge)
-    return again.step(context, back, key, partial(_switched_view, hide, merge), result.attention)
-
-
-def _switched_view(hide: bool, merge: bool, attention: Attention) -> Attention:
     # byte pieces as whole characters, as the explorer shows them
-    return runners.viewed(hide, merge, attention).merge_characters()
+    return again.step(
+        context, back, key, lambda att: runners.viewed(hide, merge, att).merge_characters(), result.attention
+    )
 
 
 def _ablate(

@@ -77,12 +77,10 @@ def hide_switch(context: Ctx, focus: Focus) -> Focus:
         return focus
     parked = tuple(int(k) for k in columns.tolist())
     key = runners.result_key(context, focus.loaded, "hidden_sinks", focus.text, *_view(focus), parked)
-    hidden, back = again.step(context, focus.again, key, partial(_hidden, parked), focus.att)
+    hidden, back = again.step(
+        context, focus.again, key, lambda att: explain.hide_sinks(att, list(parked))[0], focus.att
+    )
     return dataclasses.replace(focus, att=hidden, settings={**focus.settings, "hide_sinks": True}, again=back)
-
-
-def _hidden(columns: tuple[int, ...], att: Attention) -> Attention:
-    return explain.hide_sinks(att, np.array(columns, dtype=np.int64))[0]
 
 
 def sink_caveat(context: Ctx, focus: Focus) -> None:

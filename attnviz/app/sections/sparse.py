@@ -26,20 +26,14 @@ OPTIONS = (
 )
 
 
-def _options() -> dict[str, int]:
-    """The pattern's options, each brought within its bounds whatever a client sent."""
-    chosen = {}
-    with st.container(key="sparse_options"):
-        for column, (name, box, lo, hi, default) in zip(st.columns(len(OPTIONS)), OPTIONS, strict=True):
-            widgets.clamp_kept(f"sparse_{box}", lo, hi, default)
-            chosen[name] = int(column.number_input(t(f"sparse.{box}"), lo, hi, key=f"sparse_{box}"))
-    return chosen
-
-
 def show(context: Ctx, p: Pair) -> None:
     """Patterns, their growth against n^2, and the scratch encoder's maps under one of them."""
     st.markdown(t("sparse.intro"))
-    options = _options()
+    options = {}  # the pattern's options, each brought within its bounds whatever a client sent
+    with st.container(key="sparse_options"):
+        for column, (name, box, lo, hi, default) in zip(st.columns(len(OPTIONS)), OPTIONS, strict=True):
+            widgets.clamp_kept(f"sparse_{box}", lo, hi, default)
+            options[name] = int(column.number_input(t(f"sparse.{box}"), lo, hi, key=f"sparse_{box}"))
     n = p.mine.n
     masks = {kind: sparse_mask(n, kind, **options) for kind in KINDS}  # type: ignore[arg-type]
     charts.chart(pattern_maps(masks, p.mine.tokens, lang=context.lang), key="chart_sparse_patterns")
