@@ -155,22 +155,17 @@ def _layer_stats(a: torch.Tensor, items: list[Item]) -> torch.Tensor:
     entropy_rel = torch.where(n[:, None] > 1, entropy / log_n, zero)
     rows = torch.where(cell, a, zero)  # padding rows and columns out
     received = rows.sum(-2) / n[:, None, None]  # (B, H, w): mean attention each column receives
-    groups = _groups(items, w).to(dev)  # (3, B, w): [CLS], [SEP], punctuation columns
-    cls, sep, punct = ((received * g[:, None, :]).sum(-1) for g in groups)
+    # (3, B, w) indicators of the [CLS] column (the first special token), the [SEP] columns (the
+    # other special tokens) and punctuation columns, as explain.heads groups them
+    groups = np.zeros((3, len(items), w), dtype=np.float32)
+    for b, it in enumerate(items):
+        specials = np.flatnonzero(it.special)
+        groups[0, b, specials[:1]] = 1.0
+        groups[1, b, specials[1:]] = 1.0
+        punct = [i for i, t in enumerate(it.tokens) if not it.special[i] and _is_punctuation(t)]
+        groups[2, b, punct] = 1.0
+    cls, sep, punct = ((received * g[:, None, :]).sum(-1) for g in torch.from_numpy(groups).to(dev))
     pairs = (n - 1).clamp_min(1)[:, None]  # (i, i - 1) and (i, i + 1) pairs of valid tokens
     # padding is out of `rows`: its diagonals hold the self, previous and next weights of valid pairs only
     diag, prev, nxt = (torch.diagonal(rows, offset=o, dim1=-2, dim2=-1).sum(-1) for o in (0, -1, 1))
     return torch.stack([entropy, entropy_rel, diag / n[:, None], prev / pairs, nxt / pairs, cls, sep, punct]).cpu()
-
-
-def _groups(items: list[Item], width: int) -> torch.Tensor:
-    """(3, B, w) indicators of the [CLS] column (the first special token), the [SEP] columns
-    (the other special tokens) and punctuation columns, as explain.heads groups them."""
-    g = np.zeros((3, len(items), width), dtype=np.float32)
-    for b, it in enumerate(items):
-        specials = np.flatnonzero(it.special)
-        g[0, b, specials[:1]] = 1.0
-        g[1, b, specials[1:]] = 1.0
-        punct = [i for i, t in enumerate(it.tokens) if not it.special[i] and _is_punctuation(t)]
-        g[2, b, punct] = 1.0
-    return torch.from_numpy(g)
