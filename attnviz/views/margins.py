@@ -40,9 +40,11 @@ def label_px(text: str, size: float = TICK_FONT_PX) -> float:
 
 
 def wrapped(text: str, max_px: float, size: float = TICK_FONT_PX) -> str:
-    """`text` (Plotly text, its entities kept) broken with <br> into lines of at most `max_px` as
-    `label_px` estimates them: at spaces, and between any two wide (CJK) characters, which need
-    no space; a word longer than a line keeps a line of its own."""
+    """`text` (Plotly text, its entities kept; its own lines, <br>, apart) broken with <br> into
+    lines of at most `max_px` as `label_px` estimates them: at spaces, and between any two wide
+    (CJK) characters, which need no space; a word longer than a line keeps a line of its own."""
+    if "<br>" in text:
+        return "<br>".join(wrapped(line, max_px, size) for line in text.split("<br>"))
     pieces: list[str] = []  # where a line may break: a word with the space before it, or one wide character
     for c in text:
         if pieces and not c.isspace() and _em(c) < 1 and _em(pieces[-1][-1]) < 1:  # a space is narrow too
@@ -60,18 +62,13 @@ def wrapped(text: str, max_px: float, size: float = TICK_FONT_PX) -> str:
 def top_title(title: str, note: str | None = None, max_px: float = PHONE_TITLE_PX) -> tuple[Json, int]:
     """A figure title (and its note in small print) wrapped to lines of `max_px`, pinned to the
     figure's top (Plotly would centre it in the margin, into subplot titles), and the px it takes."""
-    head = wrapped_lines(title, max_px, TITLE_FONT_PX)
-    small = [] if note is None else wrapped_lines(note, max_px, 0.7 * TITLE_FONT_PX).split("<br>")
+    head = wrapped(title, max_px, TITLE_FONT_PX)
+    small = [] if note is None else wrapped(note, max_px, 0.7 * TITLE_FONT_PX).split("<br>")
     lines = head.count("<br>") + 1
     text = head + "".join(f"<br><sup>{line}</sup>" for line in small)
     pad = TITLE_PAD_PX + (MULTILINE_SHIFT_PX if lines + len(small) > 1 else 0)
     spec = {"text": text, "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": pad}}
     return spec, int(TITLE_PAD_PX + LINE_PX * lines + NOTE_LINE_PX * len(small) + 6)
-
-
-def wrapped_lines(text: str, max_px: float, size: float) -> str:
-    """`wrapped`, each of the text's own lines (<br>) apart."""
-    return "<br>".join(wrapped(line, max_px, size) for line in text.split("<br>"))
 
 
 def _shortened(text: str, max_px: float) -> str:

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from ..i18n import DEFAULT_LANGUAGE, t
 from ._base import HEAD_COLORS, Json, escape, figure, layout_title, panel_title, subplot
-from .margins import PANEL_LINE_PX, PANEL_TITLE_PX, top_title, wrapped, wrapped_lines
+from .margins import PANEL_LINE_PX, PANEL_TITLE_PX, top_title, wrapped
 
 MAX_TICKS = 40  # token labels on a pattern's axes up to this many tokens
 FIGURE_TITLE_PX = 300  # the figure's title, wrapped: a 390 px phone's chart width less the room either side
@@ -64,7 +64,7 @@ def _panel_text(mask: np.ndarray, name: str, lang: str) -> str:
     n, kept = mask.shape[0], int(np.count_nonzero(mask))
     kind = wrapped(t(f"trainlab.sparse.{name}", lang), PANEL_TITLE_PX, 11)
     text = t("sparse_fig.panel", lang, kind=kind, kept=f"{kept:,}", total=f"{n * n:,}", share=f"{kept / (n * n):.0%}")
-    return wrapped_lines(text, PANEL_TITLE_PX, 11)
+    return wrapped(text, PANEL_TITLE_PX, 11)
 
 
 def pattern_growth(
