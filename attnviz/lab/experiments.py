@@ -37,10 +37,8 @@ def row_entropy(scores: np.ndarray, mask: np.ndarray | None = None) -> float:
 def scaling_entropies(steps: Steps) -> tuple[float, float, float]:
     """(scaled, unscaled, uniform) mean row entropy of one head's walk: softmax of QK^T/sqrt(d_k),
     of QK^T, and ln n. Without scaling rows are sharper (lower entropy) as d_k grows."""
-    hs = steps["q"].shape[1]
-    n = steps["scores"].shape[0]
-    scaled = row_entropy(steps["scores"].astype(np.float64) / np.sqrt(hs), steps["mask"])
-    return scaled, row_entropy(steps["scores"], steps["mask"]), float(np.log(n))
+    scaled = row_entropy(steps["scores"].astype(np.float64) / np.sqrt(steps["q"].shape[1]), steps["mask"])
+    return scaled, row_entropy(steps["scores"], steps["mask"]), float(np.log(steps["scores"].shape[0]))
 
 
 def permutation(tokens_a: list[str], tokens_b: list[str]) -> list[int] | None:
@@ -49,10 +47,8 @@ def permutation(tokens_a: list[str], tokens_b: list[str]) -> list[int] | None:
     if sorted(tokens_a) != sorted(tokens_b):
         return None
     order_a, order_b = (sorted(range(len(t)), key=t.__getitem__) for t in (tokens_a, tokens_b))
-    perm = [0] * len(tokens_a)
-    for i, j in zip(order_a, order_b, strict=True):  # stable sorts line up equal tokens in order of occurrence
-        perm[i] = j
-    return perm
+    # stable sorts line up equal tokens in order of occurrence; perm[i] = j for each lined-up pair
+    return [j for _, j in sorted(zip(order_a, order_b, strict=True))]
 
 
 @dataclass(frozen=True)
