@@ -170,12 +170,12 @@ def profile_lines(n: int, repeat: int) -> list[str]:
     text = text_of(model, n)
     enc = model.encode(text, sb.FAITHFULNESS_MAX_TOKENS)
     names = [m for m in sb.SCOREBOARD_METHODS if m != "gradient"]
-    found = sb._method_scores(model, enc, None, list(sb.SCOREBOARD_METHODS), sb.FAITHFULNESS_MAX_TOKENS, None)
+    scores, _, _ = sb._method_scores(model, enc, None, list(sb.SCOREBOARD_METHODS), sb.FAITHFULNESS_MAX_TOKENS, None)
     keep = ~enc.special
     removed = sb._steps(int(keep.sum()), 10)
     rng = np.random.default_rng(0)
     randoms = [rng.permutation(np.flatnonzero(keep)) for _ in range(4)]
-    orders = [*(sb._order(found.tokens[m], keep) for m in sb.SCOREBOARD_METHODS), *randoms]
+    orders = [*(sb._order(scores[m], keep) for m in sb.SCOREBOARD_METHODS), *randoms]
     masks, _ = sb._masks(len(enc.tokens), keep, orders, removed)
     b = batch_size(model, len(enc.tokens), False)
     one = masks[:b]

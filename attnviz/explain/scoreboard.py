@@ -121,15 +121,6 @@ def _steps(k: int, steps: int) -> np.ndarray:
     return np.unique(np.round(np.linspace(0, k, min(k, steps) + 1)).astype(int))
 
 
-@dataclass
-class _Scores:
-    """Each method's (n,) token scores; whole-layer methods' (L, n) rolled and own-layer rows."""
-
-    tokens: dict[str, np.ndarray]
-    layers: dict[str, tuple[np.ndarray, np.ndarray]]
-    notes: tuple[str, ...] = ()
-
-
 def _method_scores(
     model: Runner,
     enc: Encoded,
@@ -139,10 +130,13 @@ def _method_scores(
     progress: Progress | None,
     target: LmTarget | None = None,
     extra: Mapping[str, np.ndarray] | None = None,
-) -> _Scores:
-    """The methods' token scores, then `extra`'s (the caller's own, each (n,))."""
+) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]], tuple[str, ...]]:
+    """Each method's (n,) token scores, then `extra`'s (the caller's own); the whole-layer
+    methods' (L, n) rolled and own-layer rows; the methods' notes."""
     wanted = [m for m in METHODS if m in methods or (m == "attention" and "attention_last" in methods)]
-    out = _Scores({}, {})
+    tokens: dict[str, np.ndarray] = {}
+    layers: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    notes: tuple[str, ...] = ()
     if wanted:
         found = contributions_all(model, enc.text, wanted, max_tokens=cap, progress=progress)
 
@@ -155,19 +149,19 @@ def _method_scores(
             if c.n != len(enc.tokens):
                 raise ValueError(f"{method} saw {c.n} tokens, the scoreboard {len(enc.tokens)}")
             if method in methods:
-                out.tokens[method] = rows(c.rolled).astype(np.float64)
-                out.layers[method] = (rows(c.rolled_layers), rows(c.per_layer))
-            out.notes += c.notes
+                tokens[method] = rows(c.rolled).astype(np.float64)
+                layers[method] = (rows(c.rolled_layers), rows(c.per_layer))
+            notes += c.notes
         if "attention_last" in methods:
-            out.tokens["attention_last"] = rows(found["attention"].per_layer[-1]).astype(np.float64)
+            tokens["attention_last"] = rows(found["attention"].per_layer[-1]).astype(np.float64)
     if "gradient" in methods:
         scores = gradient_scores(model, enc, query) if target is None else lm_gradient_scores(model, enc, target)
-        out.tokens["gradient"] = scores
+        tokens["gradient"] = scores
     for name, values in (extra or {}).items():
-        out.tokens[name] = np.asarray(values, dtype=np.float64).reshape(-1)
-        if out.tokens[name].shape != (len(enc.tokens),):
-            raise ValueError(f"extra scores {name!r} have {out.tokens[name].size} values for {len(enc.tokens)} tokens")
-    return out
+        tokens[name] = np.asarray(values, dtype=np.float64).reshape(-1)
+        if tokens[name].shape != (len(enc.tokens),):
+            raise ValueError(f"extra scores {name!r} have {tokens[name].size} values for {len(enc.tokens)} tokens")
+    return tokens, layers, notes
 
 
 def _checked(
@@ -213,20 +207,18 @@ def faithfulness(
     enc, target = scored_encoding(model, text, query, continuation, cap, lm)
     n = len(enc.tokens)
     first = None if progress is None else (lambda f: progress(f * (1 - _FORWARD_SHARE)))
-    found = _method_scores(model, enc, query, chosen, cap, first, target, extra)
+    scores, layer_rows, notes = _method_scores(model, enc, query, chosen, cap, first, target, extra)
     names = [*chosen, *(extra or {})]
     keep = ~enc.special
     keep[n if target is None else target.start :] = False  # a continuation is never removed
     removed = _steps(int(keep.sum()), steps)
     rng = np.random.default_rng(seed)
     randoms = [rng.permutation(np.flatnonzero(keep)) for _ in range(random_orders)]
-    masks, where = _masks(n, keep, [*(_order(found.tokens[m], keep) for m in names), *randoms], removed)
+    masks, where = _masks(n, keep, [*(_order(scores[m], keep) for m in names), *randoms], removed)
     rest = None if progress is None else (lambda f: progress(1 - _FORWARD_SHARE + f * _FORWARD_SHARE))
     loo_layers, loo, output = _effects(model, enc, masks, keep, query, target, rest)
     curves = np.concatenate([np.zeros((len(where), 1)), output[where]], axis=1)  # (orders, steps + 1)
-    rows = [
-        _row(m, found.tokens[m], curves[k], loo, loo_layers, keep, found.layers.get(m)) for k, m in enumerate(names)
-    ]
+    rows = [_row(m, scores[m], curves[k], loo, loo_layers, keep, layer_rows.get(m)) for k, m in enumerate(names)]
     floor = curves[len(names) :]
     cut = (CUT_NOTE.format(kept=n, total=enc.n_input_tokens),) if enc.truncated else ()
     rows.append(ScoreRow("random", math.nan, math.nan, float(floor.mean()), floor.mean(0), np.full(n, np.nan)))
@@ -242,7 +234,7 @@ def faithfulness(
         random_aopc_std=float(floor.mean(axis=1).std()),
         truncated=enc.truncated,
         n_input_tokens=enc.n_input_tokens,
-        notes=cut + tuple(dict.fromkeys(found.notes)),
+        notes=cut + tuple(dict.fromkeys(notes)),
         output="cosine distance" if target is None else "log-probability drop",
         target="" if target is None else target.text,
     )
