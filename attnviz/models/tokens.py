@@ -141,9 +141,7 @@ def tokenizer_lock(tokenizer: Any) -> Iterator[None]:
     backend = getattr(tokenizer, "backend_tokenizer", None)
     owner = tokenizer if backend is None else backend
     with _LOCKS_GUARD:
-        lock = _LOCKS.get(owner)
-        if lock is None:
-            lock = _LOCKS[owner] = threading.RLock()
+        lock = _LOCKS.setdefault(owner, threading.RLock())
     with lock:
         yield
 
