@@ -92,7 +92,6 @@ def shards_of(source: Source, shard_size: int, limit: int | None) -> Iterator[tu
 def shard_schema(n_layers: int, n_heads: int) -> pa.Schema:
     import pyarrow as pa
 
-    stats = [pa.field(name, pa.list_(pa.float32(), n_layers * n_heads)) for name in STATS]
     fields = [
         pa.field("id", pa.int64()),
         pa.field("text", pa.string()),
@@ -100,7 +99,7 @@ def shard_schema(n_layers: int, n_heads: int) -> pa.Schema:
         pa.field("tokens", pa.list_(pa.string())),
         pa.field("n_tokens", pa.int32()),
         pa.field("truncated", pa.bool_()),
-        *stats,
+        *(pa.field(name, pa.list_(pa.float32(), n_layers * n_heads)) for name in STATS),
     ]
     return pa.schema(fields, metadata=shard_meta(n_layers, n_heads))
 
