@@ -220,9 +220,9 @@ def run_cursors() -> Any:
     return None if run is None else run.cursors
 
 
-def stop_check(run: Any = None) -> Callable[[], None] | None:
-    """What raises when the session asks `run` (this thread's by default) to rerun or stop."""
-    return getattr(run if run is not None else script_run(quiet=True), "yield_check", None)
+def stop_check() -> Callable[[], None] | None:
+    """What raises when the session asks this thread's page run to rerun or stop."""
+    return getattr(script_run(quiet=True), "yield_check", None)
 
 
 @contextlib.contextmanager

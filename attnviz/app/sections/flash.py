@@ -38,14 +38,6 @@ def _example(context: Ctx, p: Pair) -> tuple[dict[str, Any], list[str] | None]:
     return {"q": q, "k": k, "v": v, "causal": False, "scale": RANDOM_D**-0.5}, None
 
 
-def _scores(ex: dict[str, Any]) -> np.ndarray:
-    q, k = (np.asarray(ex[name], dtype=np.float64) for name in ("q", "k"))
-    s = (q @ k.T) * ex["scale"]
-    if ex["causal"]:
-        s = np.where(np.tril(np.ones(s.shape, dtype=bool)), s, -np.inf)
-    return s
-
-
 def walk(context: Ctx, p: Pair) -> None:
     """The step-by-step walk and its check against plain attention."""
     ex, tokens = _example(context, p)
@@ -55,10 +47,14 @@ def walk(context: Ctx, p: Pair) -> None:
     if last > 1:  # the step slider, 1-based on screen (one tile holds everything: a slider from 1 to 1 is an error)
         widgets.clamp_kept("flash_step", 1, last, 1)  # kept inside the steps of this block size
         step = int(st.slider(t("flash.step"), 1, last, key="flash_step", help=t("flash.step_help"))) - 1
+    q, k = (np.asarray(ex[name], dtype=np.float64) for name in ("q", "k"))
+    scores = (q @ k.T) * ex["scale"]
+    if ex["causal"]:
+        scores = np.where(np.tril(np.ones(scores.shape, dtype=bool)), scores, -np.inf)
     with st.container(key="flash_walk"):
         left, right = st.columns([3, 2])
         with left:
-            fig = tile_grid(result, _scores(ex), step, tokens, lang=context.lang)
+            fig = tile_grid(result, scores, step, tokens, lang=context.lang)
             charts.chart(fig, "chart_flash_tiles")
         with right:
             s = result.steps[step]

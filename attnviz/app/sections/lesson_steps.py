@@ -209,11 +209,10 @@ def _switch_picture(context: Ctx, f: Facts) -> None:
 
 
 def _limits_picture(context: Ctx, f: Facts) -> None:
-    lang = context.lang
     series = {t("lesson.handout.weight"): f.row}
     if f.norm_row is not None:
         series[t("lesson.handout.norm")] = f.norm_row
-    plain = {name: html.escape(value, quote=False) for name, value in lesson.step_fields(f, lang).items()}
+    plain = {name: html.escape(value, quote=False) for name, value in lesson.step_fields(f, context.lang).items()}
     title = t("lesson.fig.limits", **plain)
-    fig = views.token_bars(f.att.tokens, series, title=title, highlight=f.pick.key, lang=lang)
+    fig = views.token_bars(f.att.tokens, series, title=title, highlight=f.pick.key, lang=context.lang)
     charts.chart(fig, key="lesson_chart_limits")
