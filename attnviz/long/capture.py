@@ -70,8 +70,7 @@ def _long_attention(
     kept: Kept | None = getattr(_RECORD, "kept", None)
     if kept is not None:
         kept.add(query, key, scale)
-    out = _sdpa(query, key, value, causal, scale)
-    return out.transpose(1, 2).contiguous(), None  # (B, n, H, d)
+    return _sdpa(query, key, value, causal, scale).transpose(1, 2).contiguous(), None  # (B, n, H, d)
 
 
 def twin(hf_model: Any) -> Any:
