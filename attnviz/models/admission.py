@@ -122,10 +122,9 @@ class Admission(FairQueue[Ticket]):
 
     def leave(self, ticket: Ticket) -> None:
         with self.cond:
-            if ticket in self.admitted:
-                self.admitted.remove(ticket)
-            if ticket in self.waiting:
-                self.waiting.remove(ticket)
+            for where in (self.admitted, self.waiting):
+                if ticket in where:
+                    where.remove(ticket)
             ticket.admitted, ticket.left = False, True
             self._admit()
             self.cond.notify_all()

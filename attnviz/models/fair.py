@@ -49,8 +49,7 @@ class FairQueue(Generic[W]):
     def place(self, waiter: W) -> int:
         """1 for the next to go, 0 when not waiting."""
         with self.cond:
-            order = self.order()
-            return next((i for i, w in enumerate(order, 1) if w is waiter), 0)
+            return next((i for i, w in enumerate(self.order(), 1) if w is waiter), 0)
 
     def others_waiting(self, visitor: str) -> bool:
         with self.cond:

@@ -187,11 +187,8 @@ def load_failure(name: str, is_dir: bool, exc: BaseException) -> str:
     )
     offline_asked = is_offline()
     if isinstance(exc, NotCachedError):
-        why = (
-            "offline mode is on (HF_HUB_OFFLINE)"
-            if offline_asked
-            else f"the Hugging Face hub ({endpoint()}) is out of reach"
-        )
+        away = f"the Hugging Face hub ({endpoint()}) is out of reach"
+        why = "offline mode is on (HF_HUB_OFFLINE)" if offline_asked else away
         return f"could not load '{name}': {why} and it is not in the local Hugging Face cache; {todo}"
     if offline_asked or not reachable():
         return f"could not load '{name}' from the local Hugging Face cache ({reason}); {todo}"
