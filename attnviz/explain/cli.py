@@ -171,28 +171,23 @@ def _percent(v: float | None) -> str:
     return "—" if v is None else f"{v:.0%}".replace("-0%", "0%")
 
 
-def _print_why(r: dict[str, Any]) -> None:
-    tok = r["tokens"]
-    print(
-        f"layer {r['layer']}, head {r['head']} (key/value head {r['kv_head']}): query {r['query']} {tok[r['query']]!r} "
-        f"-> key {r['key']} {tok[r['key']]!r}: score {r['score']:.4f} (the model's own {r['model_score']:.4f}), "
-        f"weight {r['weight']:.3f}"
-    )
-    for side in ("query_side", "key_side"):
-        print(f"{side.replace('_', ' ')}, the parts that move the score most:")
-        for row in r[side]:
-            print(f"  {row['part']:<10}{row['value']:>10.4f}{_percent(row['share']):>8}")
-    if r["through_heads"]:
-        print("through earlier heads' outputs (query side, key side, either):")
-        for row in r["through_heads"]:
-            cells = [row[k] for k in ("query", "key", "either")]
-            print(f"  {row['part']:<10}" + "".join(f"{_percent(v):>8}" for v in cells))
-
-
 def _print(result: dict[str, Any], kind: str) -> None:
     print(f"{result['model']}: {' '.join(result['tokens'])}")
     if kind == "why":
-        _print_why(result)
+        r, words = result, result["tokens"]
+        print(
+            f"layer {r['layer']}, head {r['head']} (key/value head {r['kv_head']}): "
+            f"query {r['query']} {words[r['query']]!r} -> key {r['key']} {words[r['key']]!r}: "
+            f"score {r['score']:.4f} (the model's own {r['model_score']:.4f}), weight {r['weight']:.3f}"
+        )
+        for side in ("query_side", "key_side"):
+            print(f"{side.replace('_', ' ')}, the parts that move the score most:")
+            for row in r[side]:
+                print(f"  {row['part']:<10}{row['value']:>10.4f}{_percent(row['share']):>8}")
+        if r["through_heads"]:
+            print("through earlier heads' outputs (query side, key side, either):")
+            for row in r["through_heads"]:
+                print(f"  {row['part']:<10}" + "".join(f"{_percent(row[k]):>8}" for k in ("query", "key", "either")))
     elif kind == "map":
         print(f"{result['method']}, traced to the input (row = output position):")
         for tok, row in zip(result["tokens"], result["rolled"], strict=True):

@@ -219,7 +219,6 @@ def contributions(
     globenc_rollout: str = "raw",
 ) -> Contributions:
     """Where each position's output comes from, by `method` (one of METHODS; module docstring)."""
-    found = contributions_all(
+    return contributions_all(
         model, text, [method], max_tokens=max_tokens, progress=progress, globenc_rollout=globenc_rollout
-    )
-    return found[method]
+    )[method]

@@ -32,16 +32,6 @@ class LmTarget:
     text: str
 
 
-def filler_id(model: Runner) -> int:
-    """The token a removed token becomes in a causal model: unknown, else end of text."""
-    tok = model.tokenizer
-    for name in ("unk_token_id", "eos_token_id", "pad_token_id"):
-        found = getattr(tok, name, None)
-        if isinstance(found, int):
-            return found
-    raise ValueError(f"model '{model.name}' has no unknown or end-of-text token to remove tokens with")
-
-
 def _log_probs(model: Runner, final: torch.Tensor, target: LmTarget) -> torch.Tensor:
     """(B,) sum over the target of log p(ids[t] | read at positions[t]), from final states (B, n, d)."""
     pos = torch.as_tensor(target.positions, device=final.device)
@@ -78,6 +68,10 @@ def lm_removal_effects(
 ) -> tuple[np.ndarray, np.ndarray]:
     """For each variant b (tokens where masks[b] is True replaced by the filler): every layer's
     cosine distance at the target's positions (B, L) and the target's log-probability drop (B,)."""
+    ids = [getattr(model.tokenizer, name, None) for name in ("unk_token_id", "eos_token_id", "pad_token_id")]
+    fill = next((i for i in ids if isinstance(i, int)), None)  # a removed token: unknown, else end of text
+    if fill is None:
+        raise ValueError(f"model '{model.name}' has no unknown or end-of-text token to remove tokens with")
     masks = np.asarray(masks, dtype=bool).reshape(-1, len(enc.tokens))
     pos = torch.as_tensor(target.positions, device=enc.inputs["input_ids"].device)
     layers = np.zeros((masks.shape[0], model.n_layers))
@@ -87,7 +81,7 @@ def lm_removal_effects(
             states = model.hidden_states(enc.inputs)[1:]
             base = [h[:, pos] for h in states]  # L x (1, m, d)
             f0 = _log_probs(model, states[-1], target)  # (1,)
-        for part, states in masked_states(model, enc, masks, filler_id(model), progress):
+        for part, states in masked_states(model, enc, masks, fill, progress):
             for layer, h in enumerate(states):
                 layers[part, layer] = cosine_distance(h[:, pos], base[layer]).mean(-1).double().cpu().numpy()
             drops[part] = (f0 - _log_probs(model, states[-1], target)).cpu().numpy()
