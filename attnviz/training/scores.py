@@ -22,8 +22,7 @@ def pattern_score(weights: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """weights (..., B, H, n, n) or (..., H, n, n); cols (B, n) or (n,) with -1 where a row is
     not scored. Returns (..., H): the mean of A[t, cols[t]] over scored rows (and the batch);
     NaN when no row is scored."""
-    w = np.asarray(weights)
-    c = np.asarray(cols)
+    w, c = np.asarray(weights), np.asarray(cols)
     if c.ndim == 1:
         w, c = w[..., None, :, :, :], c[None]  # a batch of one
     scored = c >= 0  # (B, n)
