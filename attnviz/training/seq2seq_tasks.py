@@ -120,8 +120,7 @@ def make_pair_task(name: str, *, symbols: int = 32, length: int = 8) -> PairTask
     if name not in SEQ2SEQ_TASKS:
         raise ValueError(f"unknown seq2seq task {name!r}: choose one of {', '.join(SEQ2SEQ_TASKS)}")
     if name == "date":
-        vocab = [*SPECIALS, *(str(i) for i in range(32)), *MONTHS, *CJK_MARKS]
-        return PairTask(name, vocab, 6, 9)
+        return PairTask(name, [*SPECIALS, *(str(i) for i in range(32)), *MONTHS, *CJK_MARKS], 6, 9)
     if not 2 <= symbols <= 100:
         raise ValueError("symbols must be between 2 and 100")
     if not 1 <= length <= 64:
