@@ -105,8 +105,9 @@ class QuickTokenizer:
             return self._handed_on(text, *args, **kwargs)
         truncate = bool(kwargs.get("truncation", False))
         limit = kwargs.get("max_length")
-        if truncate and not isinstance(limit, int):  # the model's own limit: transformers decides
-            return self._handed_on(text, **kwargs)
+        tensors = kwargs.get("return_tensors")
+        if (truncate and not isinstance(limit, int)) or tensors not in (None, "pt"):
+            return self._handed_on(text, **kwargs)  # the model's own limit, numpy arrays...: transformers'
         enc, _ = encode_counted(self, text, int(cast(int, limit)) if truncate else None)
         data: dict[str, Any] = dict(model_inputs(self, enc))
         if kwargs.get("return_attention_mask", True) is False:
@@ -115,13 +116,10 @@ class QuickTokenizer:
             data["special_tokens_mask"] = enc.special_tokens_mask
         if kwargs.get("return_offsets_mapping"):
             data["offset_mapping"] = [tuple(span) for span in enc.offsets]
-        tensors = kwargs.get("return_tensors")
         if tensors == "pt":
             import torch
 
             data = {k: torch.tensor([v], dtype=torch.long) for k, v in data.items()}
-        elif tensors is not None:  # numpy arrays and the rest: transformers' own
-            return self._handed_on(text, **kwargs)
         return QuickEncoding(data, list(enc.word_ids))
 
     def _handed_on(self, *args: Any, **kwargs: Any) -> Any:
