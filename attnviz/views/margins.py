@@ -107,9 +107,8 @@ def fit_margins(layout: Json, below: float = 0) -> Json:
     (a colour bar lying there). Other margins are kept."""
     x, y = dict(layout["xaxis"]), dict(layout["yaxis"])
     for axis in (x, y):
-        labels = _labels(axis)
         if "ticktext" in axis:
-            axis["ticktext"] = [_shortened(label, MAX_LABEL_PX) for label in labels]
+            axis["ticktext"] = [_shortened(label, MAX_LABEL_PX) for label in _labels(axis)]
         axis["automargin"] = False
     upright = stand_upright(_labels(x))
     x["tickangle"] = 90 if upright else 0
