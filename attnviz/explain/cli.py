@@ -53,14 +53,11 @@ def _query(model: Runner, text: str, raw: str | None, max_tokens: int) -> int | 
     if raw is None:
         return None
     tokens = model.encode(text, max_tokens).tokens
-    if raw.lstrip("-").isdigit():
-        index = int(raw)
-        if not 0 <= index < len(tokens):
-            raise ValueError(f"--query {index} is outside 0..{len(tokens) - 1}")
-        return index
-    found = find_token(tokens, raw)
+    found = int(raw) if raw.lstrip("-").isdigit() else find_token(tokens, raw)  # find_token's index is in range
     if found is None:
         raise ValueError(f"--query {raw!r} is not among the tokens: {' '.join(tokens)}")
+    if not 0 <= found < len(tokens):
+        raise ValueError(f"--query {found} is outside 0..{len(tokens) - 1}")
     return found
 
 

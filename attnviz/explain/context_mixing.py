@@ -176,13 +176,12 @@ def _layer_maps(
     `raw`) GlobEnc's unnormalised norms for the authors' rollout."""
     maps: dict[str, list[np.ndarray]] = {m: [] for m in chosen}
     raw_globenc: list[np.ndarray] = []
-    n_layers = model.n_layers
     records: Iterable[Any] = record_prenorm_layers(model, enc) if decoder else record_layers(model, enc)
     for layer, record in enumerate(records):
         with torch.inference_mode():
             for method in chosen:
                 if method == "value_zeroing":
-                    step = None if progress is None else _within(progress, layer, n_layers)
+                    step = None if progress is None else _within(progress, layer, model.n_layers)
                     zeroing = value_zeroing_prenorm_map if decoder else value_zeroing_map
                     m = zeroing(model, record, step)
                 else:
@@ -191,7 +190,7 @@ def _layer_maps(
                     raw_globenc.append(m.float().cpu().numpy())
                 maps[method].append(normalise_rows(m.double().cpu().numpy()))  # float32: smaller stacks
         if progress is not None:
-            progress((layer + 1) / n_layers)  # closed-form maps too: ALTI at 512 tokens is slow
+            progress((layer + 1) / model.n_layers)  # closed-form maps too: ALTI at 512 tokens is slow
     return maps, raw_globenc
 
 

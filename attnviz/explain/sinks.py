@@ -90,8 +90,7 @@ def received(att: AttentionLike, causal: bool | None = None) -> np.ndarray:
     see it (causal: the n - k at or after k; None takes an `Attention`'s own flag)."""
     w = as_weights(att)
     n = w.shape[-1]
-    if causal is None:
-        causal = bool(getattr(att, "causal", False))
+    causal = bool(getattr(att, "causal", False)) if causal is None else causal
     seen_by = (n - np.arange(n)) if causal else np.full(n, n)
     return w.sum(axis=-2, dtype=np.float64) / seen_by
 
