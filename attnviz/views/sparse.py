@@ -28,7 +28,12 @@ def pattern_maps(
     n = masks[names[0]].shape[0]
     cols = min(2, len(names))
     rows = -(-len(names) // cols)
-    panels = [_panel_text(masks[name], name, lang) for name in names]
+    panels = []  # each map's title: the pattern's name, wrapped, and its count of kept entries
+    for name in names:
+        total, kept = masks[name].shape[0] ** 2, int(np.count_nonzero(masks[name]))
+        kind = wrapped(t(f"trainlab.sparse.{name}", lang), PANEL_TITLE_PX, 11)
+        text = t("sparse_fig.panel", lang, kind=kind, kept=f"{kept:,}", total=f"{total:,}", share=f"{kept / total:.0%}")
+        panels.append(wrapped(text, PANEL_TITLE_PX, 11))
     lines = [max(text.count("<br>") + 1 for text in panels[r * cols : (r + 1) * cols]) for r in range(rows)]
     gap_px = PANEL_LINE_PX * max(lines[1:], default=0) + 10  # between two rows: the lower maps' titles
     plot_px = MAP_PX * rows + gap_px * (rows - 1)
@@ -57,14 +62,6 @@ def pattern_maps(
                     | subplot(layout, k, x_axis, y_axis, square=True))  # fmt: skip
         layout["annotations"].append(panel_title(panels[k], x0 + width / 2, row_top) | {"font": {"size": 11}})
     return figure(data, layout)
-
-
-def _panel_text(mask: np.ndarray, name: str, lang: str) -> str:
-    """A map's title: the pattern's name and its count of kept entries, each wrapped to `PANEL_TITLE_PX`."""
-    n, kept = mask.shape[0], int(np.count_nonzero(mask))
-    kind = wrapped(t(f"trainlab.sparse.{name}", lang), PANEL_TITLE_PX, 11)
-    text = t("sparse_fig.panel", lang, kind=kind, kept=f"{kept:,}", total=f"{n * n:,}", share=f"{kept / (n * n):.0%}")
-    return wrapped(text, PANEL_TITLE_PX, 11)
 
 
 def pattern_growth(
