@@ -58,19 +58,16 @@ class _DoubleArray:
         self._place(0, sorted(keys.items()), 0)
         self.units = self._units[: int(np.flatnonzero(self._used)[-1]) + 1].tolist()
 
-    def _grow(self, size: int) -> None:
-        if size > self._used.size:
-            extra = max(size, 2 * self._used.size) - self._used.size
-            self._units = np.concatenate([self._units, np.zeros(extra, dtype=np.uint32)])
-            self._used = np.concatenate([self._used, np.zeros(extra, dtype=bool)])
-            self._is_base = np.concatenate([self._is_base, np.zeros(extra, dtype=bool)])
-
     def _find_base(self, labels: np.ndarray) -> int:
         free = np.flatnonzero(~self._used[self._front :])
         self._front += int(free[0]) if free.size else self._used.size - self._front
         lo = self._front & ~0xFF
         while lo < 1 << 21:
-            self._grow(lo + self._WINDOW)
+            if lo + self._WINDOW > self._used.size:  # the arrays grow to the window, at least doubling
+                extra = max(lo + self._WINDOW, 2 * self._used.size) - self._used.size
+                self._units = np.concatenate([self._units, np.zeros(extra, dtype=np.uint32)])
+                self._used = np.concatenate([self._used, np.zeros(extra, dtype=bool)])
+                self._is_base = np.concatenate([self._is_base, np.zeros(extra, dtype=bool)])
             bases = np.arange(lo, lo + self._WINDOW)
             ok = ~self._is_base[bases] & ~self._used[bases[:, None] ^ labels[None, :]].any(axis=1)
             found = np.flatnonzero(ok)
