@@ -158,8 +158,7 @@ def colour(values: np.ndarray, zmin: float | None, zmax: float | None) -> Json:
     scale: Json = {"colorscale": SEQUENTIAL}
     if finite.size and finite.min() < 0:
         scale = {"colorscale": DIVERGING, "zmid": 0.0}
-    bounds = {"zmin": zmin, "zmax": zmax}
-    return scale | {k: v for k, v in bounds.items() if v is not None}
+    return scale | {k: v for k, v in (("zmin", zmin), ("zmax", zmax)) if v is not None}
 
 
 # ---------------------------------------------------------------------------------------------
