@@ -45,8 +45,7 @@ class Q4Embedding(torch.nn.Embedding):
             raise IndexError(f"token id out of range 0..{self.num_embeddings - 1}")
         unique, where = np.unique(ids, return_inverse=True)
         rows = dequantise(self.blocks[unique], self.embedding_dim)  # only the rows this text uses
-        out = torch.from_numpy(rows)[torch.from_numpy(where.reshape(ids.shape))]
-        return out.to(input.device)
+        return torch.from_numpy(rows)[torch.from_numpy(where.reshape(ids.shape))].to(input.device)
 
     def extra_repr(self) -> str:
         return f"{self.num_embeddings}, {self.embedding_dim}, q4_0 blocks"
