@@ -80,11 +80,8 @@ def main() -> None:
     data = json.loads(SENTENCES.read_text(encoding="utf-8"))
     texts = {"en": data["en"][: args.limit], "zh": []} if args.limit else {"en": data["en"], "zh": data["zh"]}
     model = attnviz.load_model("minilm", device="cpu")
-    boards: dict[str, list[explain.Scoreboard]] = {"en": [], "zh": []}
     start = time.perf_counter()
-    for lang, items in texts.items():
-        for text in items:
-            boards[lang].append(explain.faithfulness(model, text, None))
+    boards = {lang: [explain.faithfulness(model, text, None) for text in items] for lang, items in texts.items()}
     seconds = time.perf_counter() - start
     every = boards["en"] + boards["zh"]
     command = "python bench/bench_faithfulness.py" + (f" --limit {args.limit}" if args.limit else "")

@@ -58,8 +58,7 @@ def lm_target(model: Runner, enc: Encoded, query: int | None, start: int | None)
         wanted = np.array([int(ids[read + 1])])
     else:
         with torch.inference_mode(), model.gate.background():
-            final = model.last_hidden(enc.inputs)
-            wanted = np.array([int(model.unembed(final[0, -1]).argmax())])
+            wanted = np.array([int(model.unembed(model.last_hidden(enc.inputs)[0, -1]).argmax())])
     return LmTarget(np.array([read]), wanted, n, "".join(model.vocab_strings([int(wanted[0])])))
 
 

@@ -66,8 +66,7 @@ def rotary_scores(
         if not {"q", "k"} <= seen.keys() or seen.get("cos_sin") is None:
             raise ValueError(f"model '{model.name}' has no rotary positions to show")
         q, k = (_heads(attn, seen[p], p) for p in ("q", "k"))  # (1, H, n, d), (1, KV, n, d)
-        cos, sin = seen["cos_sin"]
-        q_rot, k_rot = rotate(q, k, cos, sin)
+        q_rot, k_rot = rotate(q, k, *seen["cos_sin"])  # the (cos, sin) tables
         scaling = float(getattr(attn, "scaling", attn.head_dim**-0.5))
         return list(enc.tokens), _scores(q_rot[0], k_rot[0], scaling), _scores(q[0], k[0], scaling)
 
