@@ -157,9 +157,7 @@ def filter_widget_states(keep: Callable[[Any, Any], bool], fits: Callable[[Any, 
             raise KeyError(key)
         try:
             return read(self, key)
-        except KeyError:
-            raise
-        except Exception as exc:  # the widget's deserializer refused the value
+        except Exception as exc:  # the widget's deserializer refused the value (or read's own KeyError)
             raise KeyError(key) from exc
 
     set_widgets_from_proto.__wrapped__ = take  # type: ignore[attr-defined]
